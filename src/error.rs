@@ -1,0 +1,143 @@
+//! The one error type of mhdb.
+//!
+//! Kept hand-written and `#[non_exhaustive]` so that new failure kinds can be added without a
+//! breaking change, and so that corruption (the bytes on disk are wrong) is never confused with
+//! an I/O failure (the operating system refused) or a caller's mistake (a bad parameter).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Result alias used throughout mhdb.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in mhdb.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A caller-supplied parameter is out of range or inconsistent.
+    InvalidParameter {
+        /// Which parameter, e.g. `"num_perm"`.
+        name: &'static str,
+        /// What is wrong with it, in words a user can act on.
+        reason: String,
+    },
+    /// The operating system reported a failure.
+    Io {
+        /// The file or directory involved, when known.
+        path: Option<PathBuf>,
+        /// What mhdb was doing, e.g. `"fsync"`.
+        op: &'static str,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Bytes on disk do not match what mhdb wrote: a checksum, length or invariant failed.
+    Corruption {
+        /// The file that holds the bad bytes.
+        path: PathBuf,
+        /// Byte offset of the problem within the file.
+        offset: u64,
+        /// What was found.
+        detail: String,
+    },
+    /// A file was written by a newer (or unknown) version of the format.
+    UnsupportedVersion {
+        /// The file whose version is unknown.
+        path: PathBuf,
+        /// The version found in the file.
+        found: u32,
+        /// The newest version this build understands.
+        supported: u32,
+    },
+    /// Stored parameters differ from the ones the caller expects.
+    ParameterMismatch {
+        /// Which parameter.
+        name: &'static str,
+        /// The value stored in the database.
+        stored: String,
+        /// The value the caller supplied.
+        requested: String,
+    },
+    /// The database is locked by another process.
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// An earlier I/O error left the database in a state where it refuses writes until reopened.
+    PreviousIo,
+    /// The database was opened read-only and a write was attempted.
+    ReadOnly,
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidParameter`].
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    /// True when the error means the stored bytes are damaged.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidParameter { name, reason } => {
+                write!(f, "invalid parameter `{name}`: {reason}")
+            }
+            Error::Io { path, op, source } => match path {
+                Some(p) => write!(f, "I/O error during {op} on {}: {source}", p.display()),
+                None => write!(f, "I/O error during {op}: {source}"),
+            },
+            Error::Corruption {
+                path,
+                offset,
+                detail,
+            } => write!(
+                f,
+                "corruption in {} at byte offset {offset}: {detail}",
+                path.display()
+            ),
+            Error::UnsupportedVersion {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} has format version {found}, but this build reads versions up to {supported}",
+                path.display()
+            ),
+            Error::ParameterMismatch {
+                name,
+                stored,
+                requested,
+            } => write!(
+                f,
+                "parameter `{name}` mismatch: database has {stored}, caller asked for {requested}"
+            ),
+            Error::Locked { path } => write!(
+                f,
+                "database is locked by another writer (lock file {})",
+                path.display()
+            ),
+            Error::PreviousIo => write!(
+                f,
+                "an earlier I/O error left the database read-only until it is reopened"
+            ),
+            Error::ReadOnly => write!(f, "the database is open read-only"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! MinHash signatures: k-permutation and one-permutation hashing with optimal densification.
+//!
+//! Both schemes share one pipeline: shingle hashes are folded into a [`PartialSketch`] (raw
+//! slot minima, [`EMPTY_SLOT`] where nothing landed), partial sketches merge slot-wise by `min`,
+//! and [`MinHasher::finish`] turns one into a [`Signature`] (for OPH this is where densification
+//! happens, so sketches built in pieces equal one built at once).
+
+use std::cell::RefCell;
+
+use multiversion::multiversion;
+use rayon::prelude::*;
+
+use super::shingle::ShingleConfig;
+use super::spec::{MAX_NUM_PERM, Purpose, Scheme, SplitMix64, derive_seed, mix64, reduce_high32};
+use crate::{Error, Result};
+
+/// The value of a slot that no shingle reached. Only the signature of the empty set has it
+/// after [`MinHasher::finish`].
+pub const EMPTY_SLOT: u64 = u64::MAX;
+
+/// Everything that determines a signature: two equal `SketchParams` give equal signatures
+/// for equal text, on every machine, forever (for one [`SPEC_VERSION`](super::SPEC_VERSION)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SketchParams {
+    /// OPH (default) or k-permutation.
+    pub scheme: Scheme,
+    /// Number of slots k.
+    pub num_perm: usize,
+    /// User seed; every internal seed is derived from it.
+    pub seed: u64,
+    /// Normalization and shingling.
+    pub shingle: ShingleConfig,
+}
+
+impl Default for SketchParams {
+    fn default() -> Self {
+        SketchParams {
+            scheme: Scheme::Oph,
+            num_perm: 128,
+            seed: 0,
+            shingle: ShingleConfig::default(),
+        }
+    }
+}
+
+impl SketchParams {
+    /// Checks every field; the error names the bad one.
+    pub fn validate(&self) -> Result<()> {
+        if self.num_perm == 0 || self.num_perm > MAX_NUM_PERM {
+            return Err(Error::invalid(
+                "num_perm",
+                format!("must be in 1..={MAX_NUM_PERM}, got {}", self.num_perm),
+            ));
+        }
+        self.shingle.validate()
+    }
+}
+
+/// A finished MinHash signature: `k` 64-bit slots.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    slots: Box<[u64]>,
+}
+
+impl Signature {
+    /// Wraps raw slot values (e.g. read back from storage).
+    pub fn from_slots(slots: impl Into<Box<[u64]>>) -> Self {
+        Signature {
+            slots: slots.into(),
+        }
+    }
+
+    /// The slot values.
+    pub fn slots(&self) -> &[u64] {
+        &self.slots
+    }
+
+    /// Number of slots k.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True for a zero-slot signature (never produced by a [`MinHasher`]).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// True when this is the signature of the empty shingle set (e.g. of empty text).
+    pub fn is_empty_set(&self) -> bool {
+        self.slots.iter().all(|&s| s == EMPTY_SLOT)
+    }
+
+    /// The full-precision Jaccard estimate: the fraction of equal slots.
+    pub fn jaccard(&self, other: &Signature) -> Result<f64> {
+        if self.len() != other.len() || self.is_empty() {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "cannot compare signatures of {} and {} slots",
+                    self.len(),
+                    other.len()
+                ),
+            ));
+        }
+        let equal = self
+            .slots
+            .iter()
+            .zip(other.slots.iter())
+            .filter(|(a, b)| a == b)
+            .count();
+        Ok(equal as f64 / self.len() as f64)
+    }
+}
+
+/// Raw per-slot minima of a shingle set, before densification. Merge these, not signatures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialSketch {
+    scheme: Scheme,
+    raw: Vec<u64>,
+}
+
+impl PartialSketch {
+    /// The raw slot minima ([`EMPTY_SLOT`] where no shingle landed).
+    pub fn raw(&self) -> &[u64] {
+        &self.raw
+    }
+
+    /// Adds `other`'s shingle set to this one (slot-wise min). Associative, commutative and
+    /// idempotent; the result equals a sketch of the union built in one go.
+    pub fn merge(&mut self, other: &PartialSketch) -> Result<()> {
+        if self.scheme != other.scheme || self.raw.len() != other.raw.len() {
+            return Err(Error::invalid(
+                "sketch",
+                format!(
+                    "cannot merge a {}/{} sketch into a {}/{} sketch",
+                    other.scheme,
+                    other.raw.len(),
+                    self.scheme,
+                    self.raw.len()
+                ),
+            ));
+        }
+        for (a, &b) in self.raw.iter_mut().zip(other.raw.iter()) {
+            *a = (*a).min(b);
+        }
+        Ok(())
+    }
+}
+
+/// Computes signatures for one [`SketchParams`]. Cheap to share across threads.
+#[derive(Clone, Debug)]
+pub struct MinHasher {
+    params: SketchParams,
+    shingle_seed: u64,
+    densify_seed: u64,
+    perm_mul: Vec<u32>,
+    perm_add: Vec<u32>,
+}
+
+thread_local! {
+    /// Per-thread scratch: the normalized text and, for k-permutation, the u32 minima.
+    static SCRATCH: RefCell<(String, Vec<u32>)> = const { RefCell::new((String::new(), Vec::new())) };
+}
+
+/// Shingle hashes are folded into k-permutation minima in chunks of this many.
+const HASH_CHUNK: usize = 256;
+
+impl MinHasher {
+    /// Builds a hasher, deriving every constant from (scheme, seed, spec version).
+    pub fn new(params: SketchParams) -> Result<Self> {
+        params.validate()?;
+        let k = params.num_perm;
+        let (mut perm_mul, mut perm_add) = (Vec::new(), Vec::new());
+        if params.scheme == Scheme::KPerm {
+            let mut rng = SplitMix64::new(derive_seed(params.scheme, params.seed, Purpose::Perm));
+            perm_mul.reserve(k);
+            perm_add.reserve(k);
+            for _ in 0..k {
+                let r = rng.next_u64();
+                perm_mul.push((r as u32) | 1);
+                perm_add.push((r >> 32) as u32);
+            }
+        }
+        Ok(MinHasher {
+            params,
+            shingle_seed: derive_seed(params.scheme, params.seed, Purpose::Shingle),
+            densify_seed: derive_seed(params.scheme, params.seed, Purpose::Densify),
+            perm_mul,
+            perm_add,
+        })
+    }
+
+    /// The parameters this hasher was built with.
+    pub fn params(&self) -> &SketchParams {
+        &self.params
+    }
+
+    /// Number of slots k.
+    pub fn num_perm(&self) -> usize {
+        self.params.num_perm
+    }
+
+    /// The seed shingles are hashed with (spec §3).
+    pub fn shingle_seed(&self) -> u64 {
+        self.shingle_seed
+    }
+
+    /// A sketch of the empty set, to fold shingles into.
+    pub fn empty_partial(&self) -> PartialSketch {
+        PartialSketch {
+            scheme: self.params.scheme,
+            raw: vec![EMPTY_SLOT; self.params.num_perm],
+        }
+    }
+
+    /// Normalizes `text` and returns its shingle hashes in text order (duplicates kept).
+    pub fn shingle_hashes(&self, text: &str) -> Vec<u64> {
+        let mut normalized = String::new();
+        self.params.shingle.normalize_into(text, &mut normalized);
+        let mut out = Vec::new();
+        self.params
+            .shingle
+            .for_each_shingle_hash(&normalized, self.shingle_seed, |h| out.push(h));
+        out
+    }
+
+    /// Folds already computed shingle hashes into `partial`.
+    pub fn add_hashes(&self, partial: &mut PartialSketch, hashes: &[u64]) {
+        match self.params.scheme {
+            Scheme::Oph => oph_update(&mut partial.raw, hashes),
+            Scheme::KPerm => {
+                SCRATCH.with(|cell| {
+                    let mut guard = cell.borrow_mut();
+                    let mins = &mut guard.1;
+                    for chunk in hashes.chunks(HASH_CHUNK) {
+                        self.kperm_fold(&mut partial.raw, mins, chunk);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Folds the shingles of `text` into `partial`.
+    pub fn add_text(&self, partial: &mut PartialSketch, text: &str) {
+        SCRATCH.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let (normalized, mins) = &mut *guard;
+            self.params.shingle.normalize_into(text, normalized);
+            match self.params.scheme {
+                Scheme::Oph => {
+                    let raw = &mut partial.raw;
+                    let k = raw.len();
+                    self.params
+                        .shingle
+                        .for_each_shingle_hash(normalized, self.shingle_seed, |h| {
+                            oph_update_one(raw, k, h)
+                        });
+                }
+                Scheme::KPerm => {
+                    let mut buf = [0u64; HASH_CHUNK];
+                    let mut len = 0usize;
+                    self.params
+                        .shingle
+                        .for_each_shingle_hash(normalized, self.shingle_seed, |h| {
+                            if let Some(slot) = buf.get_mut(len) {
+                                *slot = h;
+                                len += 1;
+                            }
+                            if len == HASH_CHUNK {
+                                self.kperm_fold(&mut partial.raw, mins, &buf);
+                                len = 0;
+                            }
+                        });
+                    if let Some(rest) = buf.get(..len) {
+                        self.kperm_fold(&mut partial.raw, mins, rest);
+                    }
+                }
+            }
+        });
+    }
+
+    fn kperm_fold(&self, raw: &mut [u64], mins: &mut Vec<u32>, hashes: &[u64]) {
+        if hashes.is_empty() {
+            return;
+        }
+        mins.clear();
+        mins.resize(raw.len(), u32::MAX);
+        kperm_kernel(mins, &self.perm_mul, &self.perm_add, hashes);
+        for (r, &m) in raw.iter_mut().zip(mins.iter()) {
+            *r = (*r).min(u64::from(m));
+        }
+    }
+
+    /// Turns raw minima into a signature; for OPH, fills empty bins by optimal densification.
+    pub fn finish(&self, partial: &PartialSketch) -> Signature {
+        match self.params.scheme {
+            Scheme::KPerm => Signature::from_slots(partial.raw.clone()),
+            Scheme::Oph => Signature::from_slots(densify(&partial.raw, self.densify_seed)),
+        }
+    }
+
+    /// The signature of `text`.
+    pub fn sketch_text(&self, text: &str) -> Signature {
+        let mut partial = self.empty_partial();
+        self.add_text(&mut partial, text);
+        self.finish(&partial)
+    }
+
+    /// The signature of a set given by its shingle hashes.
+    pub fn sketch_hashes(&self, hashes: &[u64]) -> Signature {
+        let mut partial = self.empty_partial();
+        self.add_hashes(&mut partial, hashes);
+        self.finish(&partial)
+    }
+
+    /// Signatures of many texts, computed on every core.
+    pub fn sketch_batch<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Vec<Signature> {
+        texts
+            .par_iter()
+            .map(|t| self.sketch_text(t.as_ref()))
+            .collect()
+    }
+}
+
+#[inline]
+fn oph_update_one(raw: &mut [u64], k: usize, h: u64) {
+    if let Some(slot) = raw.get_mut(reduce_high32(h, k)) {
+        *slot = (*slot).min(h);
+    }
+}
+
+fn oph_update(raw: &mut [u64], hashes: &[u64]) {
+    let k = raw.len();
+    for &h in hashes {
+        oph_update_one(raw, k, h);
+    }
+}
+
+/// Optimal densification (spec §5): every empty bin i copies the first non-empty bin among
+/// `j_t = reduce(mix64(seed ^ (i << 32) ^ t))`, t = 1, 2, …  The empty set stays all-empty.
+fn densify(raw: &[u64], seed: u64) -> Vec<u64> {
+    let k = raw.len();
+    if raw.iter().all(|&v| v == EMPTY_SLOT) {
+        return raw.to_vec();
+    }
+    raw.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v != EMPTY_SLOT {
+                return v;
+            }
+            let mut t: u64 = 1;
+            loop {
+                let j = reduce_high32(mix64(seed ^ ((i as u64) << 32) ^ t), k);
+                match raw.get(j) {
+                    Some(&found) if found != EMPTY_SLOT => return found,
+                    _ => t += 1,
+                }
+            }
+        })
+        .collect()
+}
+
+/// `mins[i] = min(mins[i], mul[i] * x + add[i] mod 2^32)` over every hash `x` (low 32 bits).
+///
+/// Written as fixed 16-lane blocks so that the compiler keeps the minima in vector registers;
+/// `multiversion` compiles it for AVX-512, AVX2 and baseline and picks one at run time. All
+/// versions compute the same integers, so signatures are bit-identical across CPUs.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl",
+    "x86_64+avx2",
+    "x86_64+sse4.1",
+    "aarch64+neon"
+))]
+fn kperm_kernel(mins: &mut [u32], mul: &[u32], add: &[u32], hashes: &[u64]) {
+    const LANES: usize = 16;
+    let mut m_blocks = mins.chunks_exact_mut(LANES);
+    let mut a_blocks = mul.chunks_exact(LANES);
+    let mut b_blocks = add.chunks_exact(LANES);
+    for ((m, a), b) in (&mut m_blocks).zip(&mut a_blocks).zip(&mut b_blocks) {
+        let mut acc = [0u32; LANES];
+        let mut av = [0u32; LANES];
+        let mut bv = [0u32; LANES];
+        acc.copy_from_slice(m);
+        av.copy_from_slice(a);
+        bv.copy_from_slice(b);
+        for &h in hashes {
+            let x = h as u32;
+            for l in 0..LANES {
+                acc[l] = acc[l].min(av[l].wrapping_mul(x).wrapping_add(bv[l]));
+            }
+        }
+        m.copy_from_slice(&acc);
+    }
+    let tail = m_blocks
+        .into_remainder()
+        .iter_mut()
+        .zip(a_blocks.remainder())
+        .zip(b_blocks.remainder());
+    for ((m, &a), &b) in tail {
+        for &h in hashes {
+            *m = (*m).min(a.wrapping_mul(h as u32).wrapping_add(b));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hasher(scheme: Scheme, k: usize) -> MinHasher {
+        MinHasher::new(SketchParams {
+            scheme,
+            num_perm: k,
+            ..SketchParams::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn rejects_bad_num_perm() {
+        for k in [0, MAX_NUM_PERM + 1] {
+            let err = MinHasher::new(SketchParams {
+                num_perm: k,
+                ..SketchParams::default()
+            })
+            .unwrap_err();
+            assert!(err.to_string().contains("num_perm"), "{err}");
+        }
+    }
+
+    #[test]
+    fn oph_has_no_empty_slot_for_tiny_sets() {
+        let h = hasher(Scheme::Oph, 128);
+        for n in [1u64, 2, 10] {
+            let hashes: Vec<u64> = (0..n).map(|i| mix64(i + 1000)).collect();
+            let sig = h.sketch_hashes(&hashes);
+            assert!(sig.slots().iter().all(|&s| s != EMPTY_SLOT), "n = {n}");
+            // Every slot holds one of the set's hashes.
+            assert!(sig.slots().iter().all(|s| hashes.contains(s)));
+        }
+    }
+
+    #[test]
+    fn empty_text_gives_the_empty_set_signature() {
+        for scheme in [Scheme::Oph, Scheme::KPerm] {
+            let h = hasher(scheme, 64);
+            let sig = h.sketch_text(" \t ");
+            assert!(sig.is_empty_set());
+            assert_eq!(sig, h.sketch_text(""));
+            assert!(!h.sketch_text("x").is_empty_set());
+        }
+    }
+
+    #[test]
+    fn text_and_hash_paths_agree() {
+        let text = "The quick brown fox jumps over the lazy dog. ".repeat(40);
+        for scheme in [Scheme::Oph, Scheme::KPerm] {
+            for k in [1, 17, 128] {
+                let h = hasher(scheme, k);
+                assert_eq!(
+                    h.sketch_text(&text),
+                    h.sketch_hashes(&h.shingle_hashes(&text))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn kernel_matches_scalar_definition() {
+        let h = hasher(Scheme::KPerm, 37);
+        let hashes: Vec<u64> = (0..1000).map(mix64).collect();
+        let sig = h.sketch_hashes(&hashes);
+        for (i, &slot) in sig.slots().iter().enumerate() {
+            let expect = hashes
+                .iter()
+                .map(|&x| {
+                    h.perm_mul[i]
+                        .wrapping_mul(x as u32)
+                        .wrapping_add(h.perm_add[i])
+                })
+                .min()
+                .unwrap();
+            assert_eq!(slot, u64::from(expect));
+        }
+    }
+
+    #[test]
+    fn merge_rejects_mismatched_sketches() {
+        let a = hasher(Scheme::Oph, 16).empty_partial();
+        let mut b = hasher(Scheme::KPerm, 16).empty_partial();
+        assert!(b.merge(&a).is_err());
+        let mut c = hasher(Scheme::Oph, 8).empty_partial();
+        assert!(c.merge(&a).is_err());
+    }
+}

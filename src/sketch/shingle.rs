@@ -1,0 +1,350 @@
+//! Text normalization and shingling: text → a stream of 64-bit shingle hashes.
+//!
+//! Normalization (spec §2): optional NFKC, then Unicode lowercase (full mapping, with
+//! Final_Sigma, as `str::to_lowercase` and Python's `str.lower`), then every run of Unicode
+//! White_Space collapsed to one U+0020 and leading/trailing space removed. Shingles are byte
+//! ranges of the normalized buffer, hashed with xxh3 straight from it: no allocation per shingle.
+
+use unicode_normalization::UnicodeNormalization;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::{Error, Result};
+
+/// The largest shingle width accepted.
+pub const MAX_SHINGLE_WIDTH: usize = 64;
+
+/// Character n-grams or word n-grams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShingleKind {
+    /// n consecutive Unicode scalar values of the normalized text (spaces included).
+    Char(usize),
+    /// n consecutive space-separated words of the normalized text, joined by single spaces.
+    Word(usize),
+}
+
+impl ShingleKind {
+    /// The shingle width n.
+    pub fn width(self) -> usize {
+        match self {
+            ShingleKind::Char(n) | ShingleKind::Word(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for ShingleKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShingleKind::Char(n) => write!(f, "char:{n}"),
+            ShingleKind::Word(n) => write!(f, "word:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ShingleKind {
+    type Err = Error;
+    /// Parses `char:N` or `word:N` (`char` and `word` alone mean the defaults 5 and 3).
+    fn from_str(s: &str) -> Result<ShingleKind> {
+        let (kind, n) = match s.split_once(':') {
+            Some((k, n)) => {
+                let n: usize = n.parse().map_err(|_| {
+                    Error::invalid("shingle", format!("width in {s:?} is not a number"))
+                })?;
+                (k, Some(n))
+            }
+            None => (s, None),
+        };
+        let shingle = match kind {
+            "char" => ShingleKind::Char(n.unwrap_or(5)),
+            "word" => ShingleKind::Word(n.unwrap_or(3)),
+            _ => {
+                return Err(Error::invalid(
+                    "shingle",
+                    format!("{s:?} is not of the form char:N or word:N"),
+                ));
+            }
+        };
+        ShingleConfig {
+            kind: shingle,
+            ..ShingleConfig::default()
+        }
+        .validate()?;
+        Ok(shingle)
+    }
+}
+
+/// How text is normalized and cut into shingles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShingleConfig {
+    /// Char or word n-grams, and n.
+    pub kind: ShingleKind,
+    /// Apply Unicode NFKC before lowercasing (off by default).
+    pub nfkc: bool,
+    /// Lowercase (on by default).
+    pub lowercase: bool,
+    /// Collapse White_Space runs to one space and trim (on by default).
+    pub collapse_whitespace: bool,
+}
+
+impl Default for ShingleConfig {
+    fn default() -> Self {
+        ShingleConfig {
+            kind: ShingleKind::Char(5),
+            nfkc: false,
+            lowercase: true,
+            collapse_whitespace: true,
+        }
+    }
+}
+
+impl ShingleConfig {
+    /// Character n-grams of width `n` with the default normalization.
+    pub fn chars(n: usize) -> Self {
+        ShingleConfig {
+            kind: ShingleKind::Char(n),
+            ..Self::default()
+        }
+    }
+
+    /// Word n-grams of width `n` with the default normalization.
+    pub fn words(n: usize) -> Self {
+        ShingleConfig {
+            kind: ShingleKind::Word(n),
+            ..Self::default()
+        }
+    }
+
+    /// Checks the width is in `1..=MAX_SHINGLE_WIDTH`.
+    pub fn validate(&self) -> Result<()> {
+        let n = self.kind.width();
+        if n == 0 || n > MAX_SHINGLE_WIDTH {
+            return Err(Error::invalid(
+                "shingle",
+                format!("width must be in 1..={MAX_SHINGLE_WIDTH}, got {n}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Normalizes `text` into `out` (cleared first), as spec §2 describes.
+    pub fn normalize_into(&self, text: &str, out: &mut String) {
+        out.clear();
+        if text.is_ascii() && !self.nfkc {
+            // ASCII fast path: NFKC and full case mapping are identities / ASCII-only here.
+            self.normalize_ascii(text.as_bytes(), out);
+            return;
+        }
+        let composed;
+        let text = if self.nfkc {
+            composed = text.nfkc().collect::<String>();
+            composed.as_str()
+        } else {
+            text
+        };
+        let lowered;
+        let text = if self.lowercase {
+            // str::to_lowercase applies Final_Sigma, as Python's str.lower does.
+            lowered = text.to_lowercase();
+            lowered.as_str()
+        } else {
+            text
+        };
+        if !self.collapse_whitespace {
+            out.push_str(text);
+            return;
+        }
+        for word in text.split(char::is_whitespace).filter(|w| !w.is_empty()) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+    }
+
+    fn normalize_ascii(&self, bytes: &[u8], out: &mut String) {
+        let mut buf = std::mem::take(out).into_bytes();
+        buf.reserve(bytes.len());
+        // Unicode White_Space within ASCII is exactly TAB, LF, VT, FF, CR and SPACE.
+        let is_space = |b: u8| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ');
+        let mut pending_space = false;
+        for &b in bytes {
+            if self.collapse_whitespace && is_space(b) {
+                pending_space = !buf.is_empty();
+                continue;
+            }
+            if pending_space {
+                buf.push(b' ');
+                pending_space = false;
+            }
+            buf.push(if self.lowercase {
+                b.to_ascii_lowercase()
+            } else {
+                b
+            });
+        }
+        // Only ASCII bytes were pushed, so this cannot fail; fall back to lossy just in case.
+        *out = String::from_utf8(buf).unwrap_or_default();
+    }
+
+    /// Calls `f` with the xxh3 hash (seeded with `seed`) of every shingle of already normalized
+    /// text, in order.
+    pub fn for_each_shingle_hash(&self, normalized: &str, seed: u64, mut f: impl FnMut(u64)) {
+        let bytes = normalized.as_bytes();
+        if bytes.is_empty() {
+            return;
+        }
+        match self.kind {
+            ShingleKind::Char(n) => {
+                if normalized.is_ascii() {
+                    if bytes.len() <= n {
+                        f(xxh3_64_with_seed(bytes, seed));
+                        return;
+                    }
+                    for window in bytes.windows(n) {
+                        f(xxh3_64_with_seed(window, seed));
+                    }
+                } else {
+                    for_each_char_window(normalized, n, |range| {
+                        if let Some(s) = bytes.get(range) {
+                            f(xxh3_64_with_seed(s, seed));
+                        }
+                    });
+                }
+            }
+            ShingleKind::Word(n) => for_each_word_window(normalized, n, |range| {
+                if let Some(s) = bytes.get(range) {
+                    f(xxh3_64_with_seed(s, seed));
+                }
+            }),
+        }
+    }
+}
+
+/// Byte ranges of every window of `n` scalar values; one range of the whole text if shorter.
+fn for_each_char_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<usize>)) {
+    // A ring of the last n+1 char start offsets; n ≤ MAX_SHINGLE_WIDTH keeps it on the stack.
+    let mut starts = [0usize; MAX_SHINGLE_WIDTH + 1];
+    let ring = n + 1;
+    let mut count = 0usize;
+    for (offset, _) in text.char_indices() {
+        starts[count % ring] = offset;
+        count += 1;
+        if count > n {
+            f(starts[(count - 1 - n) % ring]..offset);
+        }
+    }
+    if count == 0 {
+        return;
+    }
+    if count < n {
+        f(0..text.len());
+    } else {
+        f(starts[(count - n) % ring]..text.len());
+    }
+}
+
+/// Byte ranges of every window of `n` words (split on single spaces); the whole text if shorter.
+fn for_each_word_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<usize>)) {
+    let mut starts = [0usize; MAX_SHINGLE_WIDTH];
+    let mut count = 0usize;
+    let mut pos = 0usize;
+    for word in text.split(' ') {
+        let start = pos;
+        let end = start + word.len();
+        pos = end + 1;
+        if word.is_empty() {
+            // Only possible without whitespace collapsing; empty words carry no content.
+            continue;
+        }
+        starts[count % n] = start;
+        count += 1;
+        if count >= n {
+            f(starts[(count - n) % n]..end);
+        }
+    }
+    if count > 0 && count < n {
+        f(0..text.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shingles(cfg: ShingleConfig, text: &str) -> Vec<String> {
+        let mut norm = String::new();
+        cfg.normalize_into(text, &mut norm);
+        let mut out = Vec::new();
+        let b = norm.as_bytes();
+        match cfg.kind {
+            ShingleKind::Char(n) => for_each_char_window(&norm, n, |r| {
+                out.push(String::from_utf8(b[r].to_vec()).unwrap())
+            }),
+            ShingleKind::Word(n) => for_each_word_window(&norm, n, |r| {
+                out.push(String::from_utf8(b[r].to_vec()).unwrap())
+            }),
+        }
+        out
+    }
+
+    #[test]
+    fn normalization_matches_python_idiom() {
+        let cfg = ShingleConfig::default();
+        let mut out = String::new();
+        cfg.normalize_into("  Hello,\t\nWORLD \u{0B} ", &mut out);
+        assert_eq!(out, "hello, world");
+        cfg.normalize_into("ΟΔΟΣ\u{2003}Straße\u{3000}", &mut out);
+        assert_eq!(out, "οδος straße");
+        cfg.normalize_into(" \u{A0}\u{2028} ", &mut out);
+        assert_eq!(out, "");
+        let nfkc = ShingleConfig { nfkc: true, ..cfg };
+        nfkc.normalize_into("ＡＢＣ ﬁ", &mut out);
+        assert_eq!(out, "abc fi");
+    }
+
+    #[test]
+    fn char_windows_are_scalar_values() {
+        assert_eq!(
+            shingles(ShingleConfig::chars(3), "héllo"),
+            vec!["hél", "éll", "llo"]
+        );
+        assert_eq!(shingles(ShingleConfig::chars(5), "héé"), vec!["héé"]);
+        assert_eq!(shingles(ShingleConfig::chars(2), "ab"), vec!["ab"]);
+        assert!(shingles(ShingleConfig::chars(2), "").is_empty());
+    }
+
+    #[test]
+    fn word_windows() {
+        assert_eq!(
+            shingles(ShingleConfig::words(2), "The  quick brown\tfox"),
+            vec!["the quick", "quick brown", "brown fox"]
+        );
+        assert_eq!(shingles(ShingleConfig::words(3), "a b"), vec!["a b"]);
+        assert!(shingles(ShingleConfig::words(3), "   ").is_empty());
+    }
+
+    #[test]
+    fn ascii_fast_path_equals_general_path() {
+        let cfg = ShingleConfig::chars(4);
+        let text = "Some ASCII text, with  Spaces\tand CAPS.";
+        let mut norm = String::new();
+        cfg.normalize_into(text, &mut norm);
+        let mut fast = Vec::new();
+        cfg.for_each_shingle_hash(&norm, 7, |h| fast.push(h));
+        let mut slow = Vec::new();
+        for_each_char_window(&norm, 4, |r| {
+            slow.push(xxh3_64_with_seed(&norm.as_bytes()[r], 7))
+        });
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn parse_shingle_kind() {
+        assert_eq!(
+            "char:5".parse::<ShingleKind>().unwrap(),
+            ShingleKind::Char(5)
+        );
+        assert_eq!("word".parse::<ShingleKind>().unwrap(), ShingleKind::Word(3));
+        assert!("char:0".parse::<ShingleKind>().is_err());
+        assert!("byte:3".parse::<ShingleKind>().is_err());
+    }
+}
