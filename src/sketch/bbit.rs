@@ -1,6 +1,6 @@
 //! b-bit signatures (Li & König 2010): keep the lowest `b` bits of every slot, packed.
 //!
-//! Layout (spec §6): slot i occupies bits `i*b .. i*b+b` of a little-endian bit string, that is
+//! Layout (spec §7): slot i occupies bits `i*b .. i*b+b` of a little-endian bit string, that is
 //! bit p lives in byte `p / 8` at bit position `p % 8` (least significant first). For b ≥ 8 each
 //! slot is therefore a little-endian integer of b/8 bytes. Padding bits of the last byte are 0.
 

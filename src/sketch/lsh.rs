@@ -195,7 +195,7 @@ pub fn tune(threshold: f64, num_perm: usize, opts: &TuneOptions) -> Result<Tunin
         .ok_or_else(|| Error::invalid("num_perm", "no (bands, rows) choice exists"))
 }
 
-/// Computes band keys (spec §7) for one sketch configuration and one (bands, rows).
+/// Computes band keys (spec §8) for one sketch configuration and one (bands, rows).
 #[derive(Clone, Debug)]
 pub struct Banding {
     params: LshParams,
