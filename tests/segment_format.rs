@@ -473,13 +473,14 @@ fn size_at_one_million_docs() {
     const BANDS: usize = 16;
     let mut rng = Rng(1);
     let mut b = SegmentBuilder::new(BANDS, 5_000_000).unwrap();
+    let pool: Vec<u64> = (0..20_000).map(|_| rng.next()).collect();
     let mut bands = vec![0u64; BANDS];
     let mut key_len = 0;
     for i in 0..N {
         // Mostly unique band keys, with a few near-duplicates sharing buckets.
         for k in bands.iter_mut() {
             *k = if rng.below(10) == 0 {
-                rng.below(1000)
+                pool[rng.below(pool.len() as u64) as usize]
             } else {
                 rng.next()
             };
@@ -511,5 +512,15 @@ fn size_at_one_million_docs() {
         (s.doc_table + s.key_index) as f64 / n
     );
     println!("hot: {} B, metadata: {} B", s.hot, s.metadata);
+    let stats = seg.bucket_stats(0).unwrap();
+    println!(
+        "band 0: {} buckets, p50 {}, p99 {}, max {}, hot {}",
+        stats.buckets,
+        stats.quantile(0.5),
+        stats.quantile(0.99),
+        stats.max(),
+        stats.hot
+    );
+    assert_eq!(stats.postings, N);
     assert!(s.postings as f64 / (n * BANDS as f64) <= 5.0);
 }
