@@ -522,5 +522,45 @@ fn size_at_one_million_docs() {
         stats.hot
     );
     assert_eq!(stats.postings, N);
+    // Informative timings only (no assertions on time).
+    let t = std::time::Instant::now();
+    seg.verify().unwrap();
+    println!("verify: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    let merged = merge(&[&seg], |d| d % 10 != 0, &SegmentOptions::default()).unwrap();
+    println!(
+        "merge (incl. verify), 10% deleted: {:?}, {} B",
+        t.elapsed(),
+        merged.len()
+    );
     assert!(s.postings as f64 / (n * BANDS as f64) <= 5.0);
+}
+
+#[test]
+fn sparse_range_roundtrips_and_merges() {
+    // Few docs in a huge range exercise the sparse (binary search) path of `verify`.
+    let docs: Vec<Doc> = (0..50u64)
+        .map(|i| Doc {
+            docno: 7 + i * 3_000_000,
+            key: format!("sparse-{i}").into_bytes(),
+            bands: vec![(i % 4) << 32, i << 32],
+        })
+        .collect();
+    let seg = Segment::open(build(2, 7, 200_000_000, &docs, None), "sparse").unwrap();
+    seg.verify().unwrap();
+    let want: Vec<u64> = docs
+        .iter()
+        .filter(|d| d.bands[0] == 1 << 32)
+        .map(|d| d.docno)
+        .collect();
+    assert_eq!(postings(&seg, 0, 1 << 32), want);
+    assert_eq!(
+        seg.find_key(b"sparse-49").unwrap(),
+        Some(7 + 49 * 3_000_000)
+    );
+    let merged = merge(&[&seg], |d| d != 7, &SegmentOptions::default()).unwrap();
+    let merged = Segment::open(merged, "m").unwrap();
+    merged.verify().unwrap();
+    assert_eq!(merged.doc_count(), 49);
+    assert_eq!(merged.key_of(7).unwrap(), None);
 }
