@@ -23,5 +23,6 @@
 
 pub mod error;
 pub mod sketch;
+pub mod storage;
 
 pub use error::{Error, Result};
