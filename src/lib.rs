@@ -18,9 +18,10 @@
 //! # Ok::<(), mhdb::Error>(())
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod db;
 pub mod error;
 pub mod sketch;
 pub mod storage;

@@ -1,0 +1,485 @@
+//! Flush (in-memory table → segment + signature-log records) and compaction (merging
+//! segments), both published by writing a new manifest. The protocol and its crash cases are
+//! argued in `format/commit.md`; in short: new files are written and synced, the directory is
+//! synced, the manifest is written and synced, CURRENT is replaced by rename and the directory
+//! synced again, and only then are obsolete files deleted.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::files::{self, FileKind};
+use super::manifest::{Current, DeletionsMeta, Manifest, SegmentMeta};
+use super::{Db, LoadedSegment, State, Version, WalState, io_err, load_segment, load_version};
+use crate::storage::segment::{SegmentBuilder, SegmentOptions, merge};
+use crate::storage::vfs::{OpenMode, Vfs};
+use crate::storage::wal::WalWriter;
+use crate::{Error, Result};
+
+/// Writes `MANIFEST-<generation>` and points CURRENT at it, durably.
+pub(crate) fn write_manifest(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<()> {
+    let bytes = manifest.encode();
+    let path = dir.join(files::manifest_name(manifest.generation));
+    write_new_file(vfs, &path, &bytes, OpenMode::CreateOrTruncate)?;
+    vfs.sync_dir(dir).map_err(io_err(dir, "fsync directory"))?;
+    let current = Current {
+        generation: manifest.generation,
+        manifest_len: bytes.len() as u64,
+        manifest_crc: crc32fast::hash(&bytes),
+    };
+    let tmp = dir.join(files::CURRENT_TMP);
+    write_new_file(vfs, &tmp, &current.encode(), OpenMode::CreateOrTruncate)?;
+    let cur = dir.join(files::CURRENT);
+    vfs.rename(&tmp, &cur).map_err(io_err(&cur, "rename"))?;
+    vfs.sync_dir(dir).map_err(io_err(dir, "fsync directory"))
+}
+
+/// Writes a whole file and syncs it.
+pub(crate) fn write_new_file(
+    vfs: &dyn Vfs,
+    path: &Path,
+    bytes: &[u8],
+    mode: OpenMode,
+) -> Result<()> {
+    let file = vfs.open(path, mode).map_err(io_err(path, "create"))?;
+    file.write_all_at(bytes, 0).map_err(io_err(path, "write"))?;
+    file.sync_data().map_err(io_err(path, "fsync"))
+}
+
+/// A run of adjacent segments chosen for merging.
+fn pick_merge(
+    segments: &[SegmentMeta],
+    deleted_in: impl Fn(&SegmentMeta) -> u64,
+    factor: usize,
+) -> Option<(usize, usize)> {
+    let factor = factor.max(2);
+    // Size class: floor(log_factor(docs)). Adjacent runs of `factor` segments of one class merge.
+    let class = |s: &SegmentMeta| {
+        let mut c = 0u32;
+        let mut n = s.docs.max(1);
+        while n >= factor as u64 {
+            n /= factor as u64;
+            c += 1;
+        }
+        c
+    };
+    let mut run_start = 0;
+    for i in 0..segments.len() {
+        if i > 0 && class(&segments[i]) != class(&segments[run_start]) {
+            run_start = i;
+        }
+        if i + 1 - run_start >= factor {
+            return Some((run_start, i + 1));
+        }
+    }
+    // A segment with more than a third of its documents deleted is rewritten on its own.
+    segments
+        .iter()
+        .position(|s| s.docs > 0 && deleted_in(s) * 3 > s.docs)
+        .map(|i| (i, i + 1))
+}
+
+impl Db {
+    pub(crate) fn maybe_flush(&self) -> Result<()> {
+        let big = self.state.read().mem.approx_bytes >= self.opts.memtable_bytes;
+        if big { self.flush() } else { Ok(()) }
+    }
+
+    /// Writes the in-memory table to a new segment and makes it (and every write before this
+    /// call) durable. Queries continue meanwhile.
+    pub fn flush(&self) -> Result<()> {
+        self.check_writable_pub()?;
+        let _maint = self.maintenance.lock();
+        self.check_writable_pub()?;
+        // 1. Freeze the table and switch to a new WAL, with no writer in between.
+        let imm = {
+            let _order = self.sequencer.lock();
+            if self.state.read().mem.is_empty() {
+                return Ok(());
+            }
+            // Everything queued goes into the old WAL, durably.
+            let seq = self.wal.lock().as_ref().map_or(0, |w| w.queued_seq);
+            self.sync_wal_through(seq)?;
+            let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+            let path = self.dir.join(files::wal_name(id));
+            let writer = match WalWriter::create(self.vfs.as_ref(), &path) {
+                Ok(w) => w,
+                Err(e) => return self.fail(e),
+            };
+            if let Err(e) = self.vfs.sync_dir(&self.dir) {
+                return self.fail(io_err(&self.dir, "fsync directory")(e));
+            }
+            {
+                let mut wal = self.wal.lock();
+                let old = wal.take();
+                let next_seq = old.as_ref().map_or(1, |w| w.queued_seq + 1);
+                writer.set_next_seq(next_seq);
+                *wal = Some(WalState {
+                    id,
+                    writer,
+                    pending: Vec::new(),
+                    queued_seq: next_seq - 1,
+                    synced_seq: next_seq - 1,
+                    syncing: false,
+                });
+            }
+            let mut state = self.state.write();
+            let next = state.mem.next_docno();
+            let bands = self.params.lsh.bands;
+            let frozen =
+                std::mem::replace(&mut state.mem, super::memtable::MemTable::new(next, bands));
+            let frozen = Arc::new(frozen);
+            state.imm = Some(frozen.clone());
+            (frozen, id)
+        };
+        let (imm, new_wal_id) = imm;
+        match self.write_flush(&imm, new_wal_id) {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(e),
+        }?;
+        self.remove_obsolete_files()?;
+        if self.opts.auto_compact {
+            self.compact_step()?;
+        }
+        Ok(())
+    }
+
+    fn check_writable_pub(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(Error::PreviousIo);
+        }
+        Ok(())
+    }
+
+    fn write_flush(&self, imm: &super::memtable::MemTable, new_wal_id: u64) -> Result<()> {
+        let old = self.state.read().version.clone();
+        let vfs = self.vfs.as_ref();
+        let record_bytes = self.params.sig_bytes();
+        let mut segments = old.manifest.segments.clone();
+        let mut next_file_id = self.next_file_id.load(Ordering::SeqCst);
+        let mut new_segment = None;
+        let span = imm.docs.len() as u64;
+        if span > 0 {
+            // Signature-log records for the whole docno range (dead ones zeroed).
+            let mut records = vec![0u8; span as usize * record_bytes];
+            for (chunk, doc) in records.chunks_exact_mut(record_bytes).zip(&imm.docs) {
+                if doc.live {
+                    chunk.copy_from_slice(&doc.sig);
+                }
+            }
+            let siglog_path = self.dir.join(files::SIGLOG);
+            let siglog = self.siglog_file.as_ref().ok_or(Error::ReadOnly)?;
+            siglog
+                .write_all_at(&records, files::siglog_offset(imm.base, record_bytes))
+                .map_err(io_err(&siglog_path, "write"))?;
+            siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))?;
+
+            let mut builder = SegmentBuilder::new(self.params.lsh.bands, imm.base)?;
+            builder.set_end_docno(imm.next_docno())?;
+            let mut docs = 0u64;
+            for (docno, doc) in imm.live_docs() {
+                builder.add(docno, &doc.key, &doc.band_keys)?;
+                docs += 1;
+            }
+            let bytes = builder.finish(&self.segment_options())?;
+            let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+            next_file_id = next_file_id.max(id + 1);
+            let path = self.dir.join(files::segment_name(id));
+            write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
+            let meta = SegmentMeta {
+                id,
+                base: imm.base,
+                span,
+                docs,
+                file_len: bytes.len() as u64,
+                siglog_crc: crc32fast::hash(&records),
+            };
+            segments.push(meta.clone());
+            new_segment = Some(meta);
+        }
+        // Deletions of older documents join the durable list.
+        let deletions = if imm.deleted_older.is_empty() {
+            old.manifest.deletions.clone()
+        } else {
+            let merged: BTreeSet<u64> = old
+                .deletions
+                .iter()
+                .chain(imm.deleted_older.iter().copied())
+                .collect();
+            let list: Vec<u64> = merged.into_iter().collect();
+            self.write_deletions(&list)?
+        };
+        next_file_id = next_file_id.max(self.next_file_id.load(Ordering::SeqCst));
+        let manifest = Manifest {
+            generation: old.manifest.generation + 1,
+            params: self.params,
+            next_docno: imm.next_docno(),
+            siglog_records: imm.next_docno(),
+            wal_start: new_wal_id,
+            next_file_id,
+            deletions,
+            segments,
+        };
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(io_err(&self.dir, "fsync directory"))?;
+        write_manifest(vfs, &self.dir, &manifest)?;
+
+        // Published: install the new version for queries.
+        let mut loaded: Vec<Arc<LoadedSegment>> = old.segments.clone();
+        if let Some(meta) = new_segment {
+            loaded.push(Arc::new(load_segment(vfs, &self.dir, meta)?));
+        }
+        let version = self.reload_version(manifest, loaded)?;
+        let mut state = self.state.write();
+        state.version = Arc::new(version);
+        state.imm = None;
+        Ok(())
+    }
+
+    fn segment_options(&self) -> SegmentOptions {
+        SegmentOptions {
+            bucket_cap: self.params.bucket_cap,
+        }
+    }
+
+    fn write_deletions(&self, sorted: &[u64]) -> Result<DeletionsMeta> {
+        if sorted.is_empty() {
+            return Ok(DeletionsMeta::default());
+        }
+        let bytes = files::encode_deletions(sorted);
+        let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+        let path = self.dir.join(files::deletions_name(id));
+        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
+        Ok(DeletionsMeta {
+            id,
+            count: sorted.len() as u64,
+            file_len: bytes.len() as u64,
+        })
+    }
+
+    /// A version for `manifest`, reusing already mapped segments.
+    fn reload_version(
+        &self,
+        manifest: Manifest,
+        loaded: Vec<Arc<LoadedSegment>>,
+    ) -> Result<Version> {
+        let mut fresh = load_version_shell(self.vfs.as_ref(), &self.dir, &manifest)?;
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for meta in &manifest.segments {
+            match loaded.iter().find(|s| s.meta.id == meta.id) {
+                Some(s) => segments.push(s.clone()),
+                None => segments.push(Arc::new(load_segment(
+                    self.vfs.as_ref(),
+                    &self.dir,
+                    meta.clone(),
+                )?)),
+            }
+        }
+        fresh.segments = segments;
+        fresh.manifest = manifest;
+        Ok(fresh)
+    }
+
+    /// Merges segments until the merge policy is satisfied.
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        loop {
+            if !self.compact_step()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Merges every segment into one, dropping deleted documents (e.g. before shipping).
+    pub fn compact_full(&self) -> Result<()> {
+        self.flush()?;
+        let _maint = self.maintenance.lock();
+        let version = self.state.read().version.clone();
+        let n = version.segments.len();
+        if n == 0 || (n == 1 && version.deletions.len() == 0) {
+            return Ok(());
+        }
+        match self.merge_range(&version, 0, n) {
+            Ok(()) => {}
+            Err(e) => return self.fail(e),
+        }
+        drop(_maint);
+        self.remove_obsolete_files()
+    }
+
+    /// One merge chosen by the policy; returns whether one happened.
+    fn compact_step(&self) -> Result<bool> {
+        self.check_writable_pub()?;
+        let maint = self.maintenance.try_lock();
+        let Some(_maint) = maint else {
+            return Ok(false);
+        };
+        let version = self.state.read().version.clone();
+        let deleted_in = |s: &SegmentMeta| {
+            version
+                .deletions
+                .iter()
+                .filter(|d| *d >= s.base && *d < s.base + s.span)
+                .count() as u64
+        };
+        let Some((from, to)) = pick_merge(
+            &version.manifest.segments,
+            deleted_in,
+            self.opts.merge_factor,
+        ) else {
+            return Ok(false);
+        };
+        if let Err(e) = self.merge_range(&version, from, to) {
+            return self.fail(e);
+        }
+        drop(_maint);
+        self.remove_obsolete_files()?;
+        Ok(true)
+    }
+
+    fn merge_range(&self, version: &Version, from: usize, to: usize) -> Result<()> {
+        let inputs: Vec<&LoadedSegment> = version.segments[from..to]
+            .iter()
+            .map(|s| s.as_ref())
+            .collect();
+        let (Some(first), Some(last)) = (inputs.first(), inputs.last()) else {
+            return Ok(());
+        };
+        let base = first.meta.base;
+        let end = last.meta.base + last.meta.span;
+        // Only durable deletions drop documents: a delete still in the WAL could be lost in a
+        // crash, and must not take effect before it is acknowledged.
+        let is_live = |docno: u64| !version.deletions.contains(docno);
+        let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
+        let bytes = merge(&segs, is_live, &self.segment_options())?;
+        let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+        let path = self.dir.join(files::segment_name(id));
+        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
+        let record_bytes = self.params.sig_bytes();
+        let siglog_crc = {
+            let start = files::siglog_offset(base, record_bytes) as usize;
+            let stop = files::siglog_offset(end, record_bytes) as usize;
+            let bytes = version
+                .siglog
+                .as_deref()
+                .and_then(|m| m.get(start..stop))
+                .ok_or_else(|| {
+                    super::codec::corruption(
+                        &self.dir.join(files::SIGLOG),
+                        start as u64,
+                        "signature log shorter than the segments it backs",
+                    )
+                })?;
+            crc32fast::hash(bytes)
+        };
+        let merged = load_segment(
+            self.vfs.as_ref(),
+            &self.dir,
+            SegmentMeta {
+                id,
+                base,
+                span: end - base,
+                docs: 0,
+                file_len: bytes.len() as u64,
+                siglog_crc,
+            },
+        )?;
+        let meta = SegmentMeta {
+            docs: merged.seg.doc_count() as u64,
+            ..merged.meta.clone()
+        };
+        // Deletions inside the merged range are gone from the segments now.
+        let remaining: Vec<u64> = version
+            .deletions
+            .iter()
+            .filter(|d| *d < base || *d >= end)
+            .collect();
+        let deletions = if remaining.len() == version.deletions.len() {
+            version.manifest.deletions.clone()
+        } else {
+            self.write_deletions(&remaining)?
+        };
+        let mut segments = version.manifest.segments.clone();
+        segments.splice(from..to, std::iter::once(meta.clone()));
+        let manifest = Manifest {
+            generation: version.manifest.generation + 1,
+            deletions,
+            segments,
+            next_file_id: self.next_file_id.load(Ordering::SeqCst),
+            ..version.manifest.clone()
+        };
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(io_err(&self.dir, "fsync directory"))?;
+        write_manifest(self.vfs.as_ref(), &self.dir, &manifest)?;
+        let mut loaded: Vec<Arc<LoadedSegment>> = version.segments.clone();
+        loaded.push(Arc::new(LoadedSegment { meta, ..merged }));
+        let new_version = self.reload_version(manifest, loaded)?;
+        let mut state = self.state.write();
+        // A flush cannot have run meanwhile (maintenance lock), so only this changed.
+        state.version = Arc::new(new_version);
+        drop(state);
+        Ok(())
+    }
+
+    /// Deletes files the durable manifest no longer references (and leftovers of crashes).
+    pub(crate) fn remove_obsolete_files(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let (manifest, wal_id) = {
+            let state = self.state.read();
+            let wal_id = self.wal.lock().as_ref().map(|w| w.id);
+            (state.version.manifest.clone(), wal_id)
+        };
+        let names = self
+            .vfs
+            .list_dir(&self.dir)
+            .map_err(io_err(&self.dir, "list directory"))?;
+        let mut removed = false;
+        for name in names {
+            let obsolete = match files::classify(&name) {
+                Some(FileKind::Manifest(g)) => g < manifest.generation,
+                Some(FileKind::Segment(id)) => {
+                    id < manifest.next_file_id && !manifest.segments.iter().any(|s| s.id == id)
+                }
+                Some(FileKind::Deletions(id)) => {
+                    id < manifest.next_file_id && id != manifest.deletions.id
+                }
+                Some(FileKind::Wal(id)) => id < manifest.wal_start && Some(id) != wal_id,
+                Some(FileKind::CurrentTmp) => true,
+                None => false,
+            };
+            if obsolete {
+                let path = self.dir.join(&name);
+                // A failed removal leaves an orphan that the next open removes.
+                if self.vfs.remove_file(&path).is_ok() {
+                    removed = true;
+                }
+            }
+        }
+        if removed {
+            let _ = self.vfs.sync_dir(&self.dir);
+        }
+        Ok(())
+    }
+}
+
+/// The non-segment parts of a version (signature log and deletion list).
+fn load_version_shell(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<Version> {
+    let shell = Manifest {
+        segments: Vec::new(),
+        ..manifest.clone()
+    };
+    load_version(vfs, dir, shell)
+}
+
+#[allow(dead_code)]
+fn _assert_state_send_sync(s: &State) -> &State {
+    s
+}

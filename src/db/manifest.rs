@@ -1,0 +1,371 @@
+//! The manifest (one immutable snapshot of which files make up the database) and the CURRENT
+//! pointer (which manifest is live). Layouts are in `format/manifest.md`.
+
+use std::path::Path;
+
+use super::codec::{Decoder, Encoder, corruption};
+use super::params::IndexParams;
+use crate::{Error, Result};
+
+const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
+const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
+/// Version of the manifest and CURRENT layouts.
+pub const MANIFEST_VERSION: u32 = 1;
+/// Length of the CURRENT file: magic, version, generation, length, checksum, own checksum.
+const CURRENT_LEN: usize = 8 + 4 + 8 + 8 + 4 + 4;
+
+/// One band-posting segment as the manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// File id: the segment lives in `seg-<id>.seg`.
+    pub id: u64,
+    /// First document number of the segment's range.
+    pub base: u64,
+    /// Length of the docno range `[base, base + span)`.
+    pub span: u64,
+    /// Documents stored in the segment (live at the time it was written).
+    pub docs: u64,
+    /// Exact file length.
+    pub file_len: u64,
+    /// CRC32 of the signature-log records of `[base, base + span)`.
+    pub siglog_crc: u32,
+}
+
+/// The deletion list as the manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct DeletionsMeta {
+    /// File id (`del-<id>.del`), 0 when there are no deletions.
+    pub id: u64,
+    /// Number of deleted document numbers in the file.
+    pub count: u64,
+    /// Exact file length.
+    pub file_len: u64,
+}
+
+/// One committed state of the database.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// Generation: increases by one with every manifest written.
+    pub generation: u64,
+    /// The parameters the database was created with.
+    pub params: IndexParams,
+    /// Document numbers below this are in segments (or deleted); the WAL holds the rest.
+    pub next_docno: u64,
+    /// Signature-log records that are committed (= `next_docno`; kept for checking).
+    pub siglog_records: u64,
+    /// WAL files with id ≥ this are replayed on open.
+    pub wal_start: u64,
+    /// Next unused file id.
+    pub next_file_id: u64,
+    /// Deleted document numbers still referenced by segments.
+    pub deletions: DeletionsMeta,
+    /// Segments, ordered by `base`.
+    pub segments: Vec<SegmentMeta>,
+}
+
+impl Manifest {
+    /// Serializes the manifest, checksum included.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Encoder::default();
+        e.bytes(MANIFEST_MAGIC)
+            .u32(MANIFEST_VERSION)
+            .u64(self.generation);
+        self.params.encode(&mut e);
+        e.u64(self.next_docno)
+            .u64(self.siglog_records)
+            .u64(self.wal_start)
+            .u64(self.next_file_id)
+            .u64(self.deletions.id)
+            .u64(self.deletions.count)
+            .u64(self.deletions.file_len)
+            .u32(self.segments.len() as u32);
+        for s in &self.segments {
+            e.u64(s.id)
+                .u64(s.base)
+                .u64(s.span)
+                .u64(s.docs)
+                .u64(s.file_len)
+                .u32(s.siglog_crc);
+        }
+        e.crc();
+        e.buf
+    }
+
+    /// Parses and checks a manifest file's bytes.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Manifest> {
+        let mut d = Decoder::new(bytes, path);
+        if d.take(8, "magic")? != MANIFEST_MAGIC {
+            return Err(corruption(path, 0, "not an mhdb manifest (bad magic)"));
+        }
+        // Every version ends with a CRC32 of all preceding bytes: check it before trusting any
+        // field, so that a damaged version field reads as corruption, not as a newer format.
+        if bytes.len() < 16 {
+            return Err(corruption(path, 0, "manifest too short"));
+        }
+        let body_len = bytes.len() - 4;
+        let mut tail = Decoder::with_base(
+            bytes.get(body_len..).unwrap_or_default(),
+            path,
+            body_len as u64,
+        );
+        let stored = tail.u32("checksum")?;
+        let actual = crc32fast::hash(bytes.get(..body_len).unwrap_or_default());
+        if stored != actual {
+            return Err(corruption(
+                path,
+                body_len as u64,
+                format!(
+                    "manifest checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
+                ),
+            ));
+        }
+        let version = d.u32("version")?;
+        if version != MANIFEST_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: MANIFEST_VERSION,
+            });
+        }
+        let generation = d.u64("generation")?;
+        let params = IndexParams::decode(&mut d, path)?;
+        let next_docno = d.u64("next_docno")?;
+        let siglog_records = d.u64("siglog_records")?;
+        let wal_start = d.u64("wal_start")?;
+        let next_file_id = d.u64("next_file_id")?;
+        let deletions = DeletionsMeta {
+            id: d.u64("deletions id")?,
+            count: d.u64("deletions count")?,
+            file_len: d.u64("deletions length")?,
+        };
+        let count = d.u32("segment count")? as usize;
+        let mut segments = Vec::with_capacity(count.min(d.remaining() / 44));
+        for _ in 0..count {
+            segments.push(SegmentMeta {
+                id: d.u64("segment id")?,
+                base: d.u64("segment base")?,
+                span: d.u64("segment span")?,
+                docs: d.u64("segment docs")?,
+                file_len: d.u64("segment length")?,
+                siglog_crc: d.u32("segment siglog crc")?,
+            });
+        }
+        d.expect_crc()?;
+        d.expect_end()?;
+        let m = Manifest {
+            generation,
+            params,
+            next_docno,
+            siglog_records,
+            wal_start,
+            next_file_id,
+            deletions,
+            segments,
+        };
+        m.check_invariants(path)?;
+        Ok(m)
+    }
+
+    fn check_invariants(&self, path: &Path) -> Result<()> {
+        let bad = |detail: String| Err(corruption(path, 0, detail));
+        if self.siglog_records != self.next_docno {
+            return bad(format!(
+                "siglog_records {} != next_docno {}",
+                self.siglog_records, self.next_docno
+            ));
+        }
+        let mut end = 0u64;
+        for s in &self.segments {
+            if s.base < end
+                || s.base
+                    .checked_add(s.span)
+                    .is_none_or(|e| e > self.next_docno)
+            {
+                return bad(format!(
+                    "segment {} range [{}, +{}) overlaps or exceeds next_docno {}",
+                    s.id, s.base, s.span, self.next_docno
+                ));
+            }
+            if s.id >= self.next_file_id || s.docs > s.span {
+                return bad(format!("segment {} has inconsistent id or counts", s.id));
+            }
+            end = s.base + s.span;
+        }
+        if self.deletions.id >= self.next_file_id && self.deletions.id != 0 {
+            return bad("deletion file id beyond next_file_id".into());
+        }
+        Ok(())
+    }
+}
+
+/// The CURRENT file: names the live manifest generation and pins its length and checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Current {
+    /// Generation of the live manifest (`MANIFEST-<generation>`).
+    pub generation: u64,
+    /// Its exact length.
+    pub manifest_len: u64,
+    /// CRC32 of its bytes.
+    pub manifest_crc: u32,
+}
+
+impl Current {
+    /// Serializes CURRENT.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Encoder::default();
+        e.bytes(CURRENT_MAGIC)
+            .u32(MANIFEST_VERSION)
+            .u64(self.generation)
+            .u64(self.manifest_len)
+            .u32(self.manifest_crc)
+            .crc();
+        e.buf
+    }
+
+    /// Parses CURRENT.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Current> {
+        let mut d = Decoder::new(bytes, path);
+        if d.take(8, "magic")? != CURRENT_MAGIC {
+            return Err(corruption(path, 0, "not an mhdb CURRENT file (bad magic)"));
+        }
+        if bytes.len() != CURRENT_LEN {
+            return Err(corruption(
+                path,
+                bytes.len().min(CURRENT_LEN) as u64,
+                format!("CURRENT is {} bytes, expected {CURRENT_LEN}", bytes.len()),
+            ));
+        }
+        let actual = crc32fast::hash(bytes.get(..CURRENT_LEN - 4).unwrap_or_default());
+        let mut tail = Decoder::with_base(
+            bytes.get(CURRENT_LEN - 4..).unwrap_or_default(),
+            path,
+            (CURRENT_LEN - 4) as u64,
+        );
+        if tail.u32("checksum")? != actual {
+            return Err(corruption(
+                path,
+                (CURRENT_LEN - 4) as u64,
+                "CURRENT checksum mismatch",
+            ));
+        }
+        let version = d.u32("version")?;
+        if version != MANIFEST_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: MANIFEST_VERSION,
+            });
+        }
+        let c = Current {
+            generation: d.u64("generation")?,
+            manifest_len: d.u64("manifest length")?,
+            manifest_crc: d.u32("manifest checksum")?,
+        };
+        d.expect_crc()?;
+        d.expect_end()?;
+        Ok(c)
+    }
+
+    /// Checks that `manifest` bytes are the ones CURRENT names.
+    pub fn check(&self, manifest: &[u8], path: &Path) -> Result<()> {
+        if manifest.len() as u64 != self.manifest_len {
+            return Err(corruption(
+                path,
+                manifest.len() as u64,
+                format!(
+                    "manifest is {} bytes, CURRENT says {}",
+                    manifest.len(),
+                    self.manifest_len
+                ),
+            ));
+        }
+        let crc = crc32fast::hash(manifest);
+        if crc != self.manifest_crc {
+            return Err(corruption(
+                path,
+                0,
+                format!(
+                    "manifest checksum {crc:#010x} differs from CURRENT's {:#010x}",
+                    self.manifest_crc
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest {
+            generation: 7,
+            params: IndexParams::default(),
+            next_docno: 100,
+            siglog_records: 100,
+            wal_start: 3,
+            next_file_id: 9,
+            deletions: DeletionsMeta {
+                id: 8,
+                count: 2,
+                file_len: 40,
+            },
+            segments: vec![
+                SegmentMeta {
+                    id: 4,
+                    base: 0,
+                    span: 60,
+                    docs: 58,
+                    file_len: 1234,
+                    siglog_crc: 1,
+                },
+                SegmentMeta {
+                    id: 6,
+                    base: 60,
+                    span: 40,
+                    docs: 40,
+                    file_len: 999,
+                    siglog_crc: 2,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn roundtrip() {
+        let m = sample();
+        let bytes = m.encode();
+        assert_eq!(Manifest::decode(&bytes, Path::new("M")).unwrap(), m);
+        let c = Current {
+            generation: 7,
+            manifest_len: bytes.len() as u64,
+            manifest_crc: crc32fast::hash(&bytes),
+        };
+        let cb = c.encode();
+        assert_eq!(Current::decode(&cb, Path::new("C")).unwrap(), c);
+        c.check(&bytes, Path::new("M")).unwrap();
+    }
+
+    #[test]
+    fn every_truncation_and_flip_is_detected() {
+        let bytes = sample().encode();
+        for len in 0..bytes.len() {
+            assert!(Manifest::decode(&bytes[..len], Path::new("M")).is_err());
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x40;
+            let err = Manifest::decode(&b, Path::new("M")).unwrap_err();
+            assert!(err.is_corruption(), "byte {i}: {err}");
+        }
+    }
+
+    #[test]
+    fn overlapping_segments_are_corruption() {
+        let mut m = sample();
+        m.segments[1].base = 50;
+        let err = Manifest::decode(&m.encode(), Path::new("M")).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+}

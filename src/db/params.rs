@@ -1,0 +1,225 @@
+//! The parameters fixed when a database is created, stored in every manifest and checked on
+//! every open: a signature made with other parameters is meaningless to the index.
+
+use std::path::Path;
+
+use super::codec::{Decoder, Encoder};
+use crate::sketch::{
+    Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind, SketchParams,
+    TuneOptions, bbit, tune,
+};
+use crate::{Error, Result};
+
+/// Everything fixed at creation time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexParams {
+    /// How signatures are computed.
+    pub sketch: SketchParams,
+    /// Bits per slot in the signature log (1, 2, 4, 8, 16, 32 or 64).
+    pub bits: u32,
+    /// Bands × rows.
+    pub lsh: LshParams,
+    /// The default query threshold (and the one the bands were tuned for).
+    pub threshold: f64,
+    /// Largest number of documents kept per bucket by compaction (`None`: unlimited).
+    pub bucket_cap: Option<u32>,
+}
+
+impl Default for IndexParams {
+    fn default() -> Self {
+        IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap_or_else(|_| {
+            IndexParams {
+                sketch: SketchParams::default(),
+                bits: 32,
+                lsh: LshParams { bands: 18, rows: 7 },
+                threshold: 0.8,
+                bucket_cap: Some(DEFAULT_BUCKET_CAP),
+            }
+        })
+    }
+}
+
+/// Default bucket cap: far above any real near-duplicate cluster at sane thresholds, low enough
+/// that one boilerplate bucket cannot turn every query into a scan.
+pub const DEFAULT_BUCKET_CAP: u32 = 10_000;
+
+impl IndexParams {
+    /// Parameters with bands × rows tuned for `threshold` by the default rule.
+    pub fn for_threshold(sketch: SketchParams, bits: u32, threshold: f64) -> Result<Self> {
+        sketch.validate()?;
+        let tuning = tune(threshold, sketch.num_perm, &TuneOptions::default())?;
+        let params = IndexParams {
+            sketch,
+            bits,
+            lsh: tuning.params,
+            threshold,
+            bucket_cap: Some(DEFAULT_BUCKET_CAP),
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// Checks every field; the error names the bad one.
+    pub fn validate(&self) -> Result<()> {
+        self.sketch.validate()?;
+        bbit::validate_bits(self.bits)?;
+        LshParams::new(self.lsh.bands, self.lsh.rows, self.sketch.num_perm)?;
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return Err(Error::invalid(
+                "threshold",
+                format!("must be in (0, 1], got {}", self.threshold),
+            ));
+        }
+        if self.bucket_cap == Some(0) {
+            return Err(Error::invalid("bucket_cap", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Bytes of one packed signature.
+    pub fn sig_bytes(&self) -> usize {
+        bbit::packed_len(self.sketch.num_perm, self.bits)
+    }
+
+    /// The signer for these parameters.
+    pub fn hasher(&self) -> Result<MinHasher> {
+        MinHasher::new(self.sketch)
+    }
+
+    /// The band-key computer for these parameters.
+    pub fn banding(&self) -> Result<Banding> {
+        Banding::new(&self.sketch, self.lsh)
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        let s = &self.sketch;
+        let (kind, width) = match s.shingle.kind {
+            ShingleKind::Char(n) => (1u8, n),
+            ShingleKind::Word(n) => (2u8, n),
+        };
+        let flags = u8::from(s.shingle.nfkc)
+            | (u8::from(s.shingle.lowercase) << 1)
+            | (u8::from(s.shingle.collapse_whitespace) << 2);
+        e.u32(SPEC_VERSION)
+            .u8(s.scheme.code())
+            .u32(s.num_perm as u32)
+            .u64(s.seed)
+            .u8(kind)
+            .u8(width as u8)
+            .u8(flags)
+            .u8(self.bits as u8)
+            .u32(self.lsh.bands as u32)
+            .u32(self.lsh.rows as u32)
+            .u64(self.threshold.to_bits())
+            .u32(self.bucket_cap.unwrap_or(0));
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self> {
+        let spec = d.u32("spec version")?;
+        if spec != SPEC_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: spec,
+                supported: SPEC_VERSION,
+            });
+        }
+        let scheme_code = d.u8("scheme")?;
+        let scheme = Scheme::from_code(scheme_code)
+            .ok_or_else(|| d.corruption(format!("unknown scheme code {scheme_code}")))?;
+        let num_perm = d.u32("num_perm")? as usize;
+        let seed = d.u64("seed")?;
+        let kind = d.u8("shingle kind")?;
+        let width = d.u8("shingle width")? as usize;
+        let flags = d.u8("shingle flags")?;
+        let kind = match kind {
+            1 => ShingleKind::Char(width),
+            2 => ShingleKind::Word(width),
+            other => return Err(d.corruption(format!("unknown shingle kind {other}"))),
+        };
+        let bits = u32::from(d.u8("bits")?);
+        let bands = d.u32("bands")? as usize;
+        let rows = d.u32("rows")? as usize;
+        let threshold = f64::from_bits(d.u64("threshold")?);
+        let cap = d.u32("bucket cap")?;
+        let params = IndexParams {
+            sketch: SketchParams {
+                scheme,
+                num_perm,
+                seed,
+                shingle: ShingleConfig {
+                    kind,
+                    nfkc: flags & 1 != 0,
+                    lowercase: flags & 2 != 0,
+                    collapse_whitespace: flags & 4 != 0,
+                },
+            },
+            bits,
+            lsh: LshParams { bands, rows },
+            threshold,
+            bucket_cap: (cap != 0).then_some(cap),
+        };
+        params
+            .validate()
+            .map_err(|e| d.corruption(format!("stored parameters are invalid: {e}")))?;
+        Ok(params)
+    }
+
+    /// Errors with [`Error::ParameterMismatch`] if `other`'s signatures are incompatible.
+    pub fn check_compatible(&self, other: &SketchParams) -> Result<()> {
+        let s = &self.sketch;
+        let mismatch = |name: &'static str, stored: String, requested: String| {
+            Err(Error::ParameterMismatch {
+                name,
+                stored,
+                requested,
+            })
+        };
+        if s.scheme != other.scheme {
+            return mismatch("scheme", s.scheme.to_string(), other.scheme.to_string());
+        }
+        if s.num_perm != other.num_perm {
+            return mismatch(
+                "num_perm",
+                s.num_perm.to_string(),
+                other.num_perm.to_string(),
+            );
+        }
+        if s.seed != other.seed {
+            return mismatch("seed", s.seed.to_string(), other.seed.to_string());
+        }
+        if s.shingle != other.shingle {
+            return mismatch(
+                "shingle",
+                format!("{:?}", s.shingle),
+                format!("{:?}", other.shingle),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_roundtrip() {
+        let p = IndexParams {
+            bucket_cap: None,
+            ..IndexParams::default()
+        };
+        let mut e = Encoder::default();
+        p.encode(&mut e);
+        let path = Path::new("x");
+        let mut d = Decoder::new(&e.buf, path);
+        assert_eq!(IndexParams::decode(&mut d, path).unwrap(), p);
+        d.expect_end().unwrap();
+    }
+
+    #[test]
+    fn default_is_tuned_for_recall() {
+        let p = IndexParams::default();
+        assert!(p.lsh.probability(0.8) >= 0.95);
+        assert_eq!(p.sig_bytes(), 512);
+    }
+}

@@ -1,0 +1,199 @@
+//! Statistics and full verification of a database.
+
+use std::collections::BTreeMap;
+
+use super::files::{self, FileKind};
+use super::{Db, IndexParams, io_err};
+use crate::Result;
+use crate::storage::segment::BucketStats;
+
+/// Bucket sizes of one band, over all segments.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BandStats {
+    /// Number of distinct buckets.
+    pub buckets: u64,
+    /// Median bucket size.
+    pub p50: u64,
+    /// 99th percentile bucket size.
+    pub p99: u64,
+    /// Largest bucket.
+    pub max: u64,
+    /// Buckets that hit the cap.
+    pub hot: u64,
+}
+
+/// A summary of the database.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stats {
+    /// The stored parameters.
+    pub params: IndexParams,
+    /// Live documents.
+    pub live_docs: u64,
+    /// Deleted documents still occupying space (in segments or the signature log).
+    pub deleted_docs: u64,
+    /// Documents in the in-memory table (not yet flushed).
+    pub memtable_docs: u64,
+    /// Segment files.
+    pub segments: usize,
+    /// Bytes per file kind: `wal`, `signatures`, `segments`, `deletions`, `manifest`.
+    pub bytes: BTreeMap<&'static str, u64>,
+    /// Bucket-size distribution per band.
+    pub bands: Vec<BandStats>,
+    /// Capped buckets over all bands.
+    pub hot_buckets: u64,
+    /// Probability that a pair at the threshold becomes a candidate.
+    pub expected_recall_at_threshold: f64,
+}
+
+/// What [`Db::verify`] checked and found.
+#[derive(Debug, Default)]
+pub struct VerifyReport {
+    /// Files checked.
+    pub files_checked: usize,
+    /// Every problem found (corruption names file and offset).
+    pub problems: Vec<crate::Error>,
+}
+
+impl VerifyReport {
+    /// True when no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl Db {
+    /// Counts, sizes and distributions.
+    pub fn stats(&self) -> Result<Stats> {
+        let state = self.state.read();
+        let version = state.version.clone();
+        let bands = self.params.lsh.bands;
+        let mut per_band: Vec<BucketStats> = vec![BucketStats::default(); bands];
+        let mut seg_docs = 0u64;
+        for seg in &version.segments {
+            seg_docs += seg.seg.doc_count();
+            for (band, acc) in per_band.iter_mut().enumerate() {
+                acc.add(&seg.seg.bucket_stats(band)?);
+            }
+        }
+        let mut deleted_in_segments = 0u64;
+        for d in version.deletions.iter() {
+            if version.segment_of(d).is_some() {
+                deleted_in_segments += 1;
+            }
+        }
+        let mut live = seg_docs - deleted_in_segments;
+        for d in state
+            .mem
+            .deleted_older
+            .iter()
+            .chain(state.imm.iter().flat_map(|i| i.deleted_older.iter()))
+        {
+            if d < &state.imm.as_ref().map_or(state.mem.base, |i| i.base)
+                && version.segment_of(*d).is_some()
+                && !version.deletions.contains(*d)
+            {
+                live = live.saturating_sub(1);
+            }
+        }
+        if let Some(imm) = &state.imm {
+            live += imm
+                .live_docs()
+                .filter(|(d, _)| !state.mem.deleted_older.contains(d))
+                .count() as u64;
+        }
+        live += state.mem.live_count() as u64;
+        let band_stats = per_band
+            .iter()
+            .map(|b| BandStats {
+                buckets: b.buckets,
+                p50: b.quantile(0.5),
+                p99: b.quantile(0.99),
+                max: b.max(),
+                hot: b.hot,
+            })
+            .collect::<Vec<_>>();
+        let mut bytes = BTreeMap::new();
+        for name in self
+            .vfs
+            .list_dir(&self.dir)
+            .map_err(io_err(&self.dir, "list directory"))?
+        {
+            let kind = match files::classify(&name) {
+                Some(FileKind::Wal(_)) => "wal",
+                Some(FileKind::Segment(_)) => "segments",
+                Some(FileKind::Deletions(_)) => "deletions",
+                Some(FileKind::Manifest(_)) => "manifest",
+                _ if name == files::SIGLOG => "signatures",
+                _ => continue,
+            };
+            let path = self.dir.join(&name);
+            let len = self
+                .vfs
+                .open(&path, crate::storage::vfs::OpenMode::Read)
+                .and_then(|f| f.len())
+                .map_err(io_err(&path, "stat"))?;
+            *bytes.entry(kind).or_insert(0) += len;
+        }
+        let total_docs = state.mem.next_docno();
+        Ok(Stats {
+            params: self.params,
+            live_docs: live,
+            deleted_docs: total_docs.saturating_sub(live),
+            memtable_docs: state.mem.docs.len() as u64,
+            segments: version.segments.len(),
+            bytes,
+            hot_buckets: band_stats.iter().map(|b| b.hot).sum(),
+            bands: band_stats,
+            expected_recall_at_threshold: self.params.lsh.probability(self.params.threshold),
+        })
+    }
+
+    /// Checks every checksum and cross-file invariant of the committed files.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let version = self.state.read().version.clone();
+        let mut report = VerifyReport::default();
+        let record_bytes = self.params.sig_bytes();
+        for seg in &version.segments {
+            report.files_checked += 1;
+            if let Err(e) = seg.seg.verify() {
+                report.problems.push(e);
+            }
+            let start = files::siglog_offset(seg.meta.base, record_bytes) as usize;
+            let stop = files::siglog_offset(seg.meta.base + seg.meta.span, record_bytes) as usize;
+            let siglog_path = self.dir.join(files::SIGLOG);
+            match version.siglog.as_deref().and_then(|m| m.get(start..stop)) {
+                Some(bytes) if crc32fast::hash(bytes) == seg.meta.siglog_crc => {}
+                Some(_) => report.problems.push(super::codec::corruption(
+                    &siglog_path,
+                    start as u64,
+                    format!(
+                        "checksum of records {}..{} (segment {}) does not match the manifest",
+                        seg.meta.base,
+                        seg.meta.base + seg.meta.span,
+                        seg.meta.id
+                    ),
+                )),
+                None => report.problems.push(super::codec::corruption(
+                    &siglog_path,
+                    start as u64,
+                    "signature log is shorter than its segments need",
+                )),
+            }
+            for doc in seg.seg.docs() {
+                let Ok((docno, _)) = doc else {
+                    break; // reported by verify() above
+                };
+                if docno < seg.meta.base || docno >= seg.meta.base + seg.meta.span {
+                    report.problems.push(super::codec::corruption(
+                        &seg.path,
+                        0,
+                        format!("document {docno} outside the manifest's range"),
+                    ));
+                    break;
+                }
+            }
+        }
+        report.files_checked += 1; // signature log
+        Ok(report)
+    }
+}

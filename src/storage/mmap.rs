@@ -1,0 +1,28 @@
+//! The only module with `unsafe` code: mapping immutable files into memory.
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::vfs::Mapped;
+
+/// Maps the whole of `path` read-only. An empty file maps to an empty slice (mmap of length 0
+/// is an error on Linux).
+pub(crate) fn map_file(path: &Path) -> io::Result<Mapped> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(Mapped::from_vec(Vec::new()));
+    }
+    // SAFETY: mhdb maps only files it never modifies in place after they were written and
+    // synced: segments and deletion lists are immutable, and the signature log is only
+    // appended to beyond the committed length (read through the map only below it) or
+    // truncated back to the committed length before any map of it exists in a writer. Another
+    // process modifying the file would break this, which the LOCK file rules out for mhdb
+    // processes (a reader holds a shared lock, a writer an exclusive one).
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    // Lookups are random 4 KB reads; the default readahead (8 MiB here) multiplies cold I/O.
+    let _ = map.advise(memmap2::Advice::Random);
+    Ok(Mapped::from_deref(Arc::new(map)))
+}

@@ -1,0 +1,213 @@
+//! The one trait all of mhdb's file I/O goes through, so that crashes ([`SimFs`]) and I/O
+//! faults ([`FaultFs`]) can be simulated in tests, plus the real implementation ([`StdFs`]).
+//!
+//! [`SimFs`]: super::simfs::SimFs
+//! [`FaultFs`]: super::faultfs::FaultFs
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+
+/// How to open a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Existing file, read only.
+    Read,
+    /// Existing file, read and write.
+    ReadWrite,
+    /// New file; fails if it exists.
+    CreateNew,
+    /// Create, or truncate an existing file to zero length.
+    CreateOrTruncate,
+}
+
+/// A lock on a lock file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    /// One holder (the writer process).
+    Exclusive,
+    /// Many holders (read-only openers).
+    Shared,
+}
+
+/// A held lock; released on drop.
+pub trait VfsLock: Send + Sync + Debug {}
+
+/// An open file. Positional I/O only, so one handle can be shared between threads.
+pub trait VfsFile: Send + Sync + Debug {
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `offset`, extending the file if needed.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Current length.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Truncates or extends (with zeros).
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// `fdatasync`: the file's data and length are durable when this returns.
+    fn sync_data(&self) -> io::Result<()>;
+}
+
+/// Bytes of a whole file, mapped read-only (or copied, on simulated filesystems).
+#[derive(Clone)]
+pub struct Mapped(Arc<dyn Deref<Target = [u8]> + Send + Sync>);
+
+impl Mapped {
+    /// Wraps owned bytes.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Mapped(Arc::new(bytes))
+    }
+
+    pub(crate) fn from_deref(inner: Arc<dyn Deref<Target = [u8]> + Send + Sync>) -> Self {
+        Mapped(inner)
+    }
+}
+
+impl Deref for Mapped {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Debug for Mapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mapped({} bytes)", self.0.len())
+    }
+}
+
+/// A filesystem.
+pub trait Vfs: Send + Sync + Debug + 'static {
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Opens a file.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
+    /// File names in a directory, sorted.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Makes creations, renames and removals in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Takes a lock on `path` (created if missing); `WouldBlock` if held incompatibly.
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn VfsLock>>;
+    /// The whole file, read-only. Only used on immutable, fully synced files.
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapped>;
+}
+
+/// The real filesystem.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StdFs;
+
+#[derive(Debug)]
+struct StdFile(std::fs::File);
+
+impl VfsFile for StdFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.0, buf, offset)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+#[derive(Debug)]
+struct StdLock(#[allow(dead_code)] std::fs::File);
+
+impl VfsLock for StdLock {}
+
+impl Drop for StdLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+impl Vfs for StdFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        let mut o = std::fs::OpenOptions::new();
+        match mode {
+            OpenMode::Read => o.read(true),
+            OpenMode::ReadWrite => o.read(true).write(true),
+            OpenMode::CreateNew => o.read(true).write(true).create_new(true),
+            OpenMode::CreateOrTruncate => o.read(true).write(true).create(true).truncate(true),
+        };
+        Ok(Arc::new(StdFile(o.open(path)?)))
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::File::open(dir)?.sync_all()
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn VfsLock>> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let got = match mode {
+            LockMode::Exclusive => file.try_lock(),
+            LockMode::Shared => file.try_lock_shared(),
+        };
+        match got {
+            Ok(()) => Ok(Box::new(StdLock(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "lock is held by another process",
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn map_readonly(&self, path: &Path) -> io::Result<Mapped> {
+        super::mmap::map_file(path)
+    }
+}

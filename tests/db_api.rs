@@ -1,0 +1,280 @@
+//! The database API on real files: create/open/reopen, insert, upsert, delete, get, contains,
+//! threshold and top-k queries verified against brute force, flush, compaction, locking,
+//! read-only opens and parameter checks.
+
+use std::collections::BTreeMap;
+
+use mhdb::Error;
+use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::sketch::{MinHasher, Signature, SketchParams};
+
+fn words(seed: u64, n: usize) -> Vec<String> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("w{}", x % 5000)
+        })
+        .collect()
+}
+
+/// A base text and a near-duplicate that differs in a few words.
+fn text(seed: u64) -> String {
+    words(seed, 120).join(" ")
+}
+
+fn mutate(t: &str, every: usize) -> String {
+    t.split(' ')
+        .enumerate()
+        .map(|(i, w)| if i % every == 3 { "changed" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn opts() -> Options {
+    Options {
+        durability: Durability::Sync,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn insert_query_delete_upsert_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    let hasher = db.hasher().clone();
+    let mut batch = WriteBatch::new();
+    for i in 0..50u64 {
+        batch.insert_text(format!("doc{i}"), text(i));
+    }
+    db.write(&batch).unwrap();
+    assert!(db.contains("doc7").unwrap());
+    assert!(!db.contains("nope").unwrap());
+
+    let q = hasher.sketch_text(&mutate(&text(7), 40));
+    let res = db.query(&q, &QueryOptions::default()).unwrap();
+    assert_eq!(
+        res.matches.first().map(|m| m.key.as_slice()),
+        Some(&b"doc7"[..])
+    );
+    assert!(res.matches[0].jaccard >= 0.8);
+    assert!(res.stats.candidates >= 1);
+
+    // Upsert: doc7 now holds unrelated text.
+    db.insert_text("doc7", &text(999)).unwrap();
+    let res = db.query(&q, &QueryOptions::default()).unwrap();
+    assert!(res.matches.iter().all(|m| m.key != b"doc7"));
+    assert_eq!(db.keys().unwrap().len(), 50);
+
+    assert!(db.delete("doc8").unwrap());
+    assert!(!db.delete("doc8").unwrap());
+    assert!(!db.contains("doc8").unwrap());
+
+    db.flush().unwrap();
+    let stored = db.get("doc9").unwrap().unwrap();
+    assert_eq!(stored.slots().unwrap().len(), 128);
+    drop(db);
+
+    let db = Db::open(&path, opts()).unwrap();
+    assert_eq!(db.keys().unwrap().len(), 49);
+    assert!(!db.contains("doc8").unwrap());
+    let res = db
+        .query(&hasher.sketch_text(&text(999)), &QueryOptions::default())
+        .unwrap();
+    assert_eq!(res.matches[0].key, b"doc7");
+    assert!((res.matches[0].jaccard - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn queries_equal_brute_force_across_flushes_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let options = Options {
+        durability: Durability::None,
+        merge_factor: 2,
+        ..Options::default()
+    };
+    let db = Db::create(&path, IndexParams::default(), options.clone()).unwrap();
+    let hasher = db.hasher().clone();
+    let mut model: BTreeMap<String, Signature> = BTreeMap::new();
+    for round in 0..6u64 {
+        let mut batch = WriteBatch::new();
+        for i in 0..40u64 {
+            let id = round * 40 + i;
+            // Every third document is a near-duplicate of an earlier one.
+            let t = if id % 3 == 0 && id > 0 {
+                mutate(&text(id / 3), 25)
+            } else {
+                text(id)
+            };
+            let sig = hasher.sketch_text(&t);
+            model.insert(format!("k{id}"), sig.clone());
+            batch.insert(format!("k{id}"), sig);
+        }
+        for d in 0..5u64 {
+            let key = format!("k{}", round * 37 + d * 3);
+            model.remove(&key);
+            batch.delete(&key);
+        }
+        db.write(&batch).unwrap();
+        db.flush().unwrap();
+    }
+    db.compact().unwrap();
+    let check = |db: &Db| {
+        for (key, sig) in model.iter().step_by(7) {
+            let res = db.query(sig, &QueryOptions::default()).unwrap();
+            let got: Vec<&[u8]> = res.matches.iter().map(|m| m.key.as_slice()).collect();
+            assert!(got.contains(&key.as_bytes()), "{key} must find itself");
+            // Every match is live and truly similar (32-bit slots: exact equality estimate).
+            for m in &res.matches {
+                let k = String::from_utf8(m.key.clone()).unwrap();
+                let other = model.get(&k).expect("a match must be a live key");
+                let j = sig.jaccard(other).unwrap();
+                assert!((j - m.jaccard).abs() < 1e-9, "{k}: {j} vs {}", m.jaccard);
+                assert!(j >= 0.8);
+            }
+        }
+    };
+    check(&db);
+    assert_eq!(db.keys().unwrap().len(), model.len());
+    drop(db);
+    let db = Db::open(&path, options).unwrap();
+    check(&db);
+    let stats = db.stats().unwrap();
+    assert_eq!(stats.live_docs as usize, model.len());
+    assert!(db.verify().unwrap().is_ok());
+}
+
+#[test]
+fn top_k_and_threshold_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), IndexParams::default(), opts()).unwrap();
+    let base = text(1);
+    let mut b = WriteBatch::new();
+    for (i, every) in [100usize, 30, 12, 6, 4].iter().enumerate() {
+        b.insert_text(format!("v{i}"), mutate(&base, *every));
+    }
+    db.write(&b).unwrap();
+    let q = db.hasher().sketch_text(&base);
+    let all = db
+        .query(
+            &q,
+            &QueryOptions {
+                threshold: Some(0.0),
+                limit: None,
+            },
+        )
+        .unwrap();
+    assert!(all.matches.windows(2).all(|w| w[0].jaccard >= w[1].jaccard));
+    let top2 = db
+        .query(
+            &q,
+            &QueryOptions {
+                threshold: Some(0.0),
+                limit: Some(2),
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        top2.matches,
+        all.matches[..2.min(all.matches.len())].to_vec()
+    );
+    assert!(
+        db.query(
+            &q,
+            &QueryOptions {
+                threshold: Some(1.5),
+                limit: None
+            }
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn second_writer_is_locked_out_and_readers_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    db.insert_text("a", "hello world, hello everyone").unwrap();
+    let err = Db::open(&path, opts()).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    drop(db);
+    let r1 = Db::open_read_only(&path).unwrap();
+    let r2 = Db::open_read_only(&path).unwrap();
+    assert!(r1.contains("a").unwrap() && r2.contains("a").unwrap());
+    assert!(matches!(
+        r1.insert_text("b", "x").unwrap_err(),
+        Error::ReadOnly
+    ));
+    let err = Db::open(&path, opts()).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+}
+
+#[test]
+fn read_only_open_changes_no_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    for i in 0..20u64 {
+        db.insert_text(format!("d{i}"), &text(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.insert_text("unflushed", &text(77)).unwrap();
+    drop(db);
+    let snapshot = |p: &std::path::Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = snapshot(&path);
+    let r = Db::open_read_only(&path).unwrap();
+    assert!(r.contains("unflushed").unwrap());
+    let _ = r.query_text(&text(3), &QueryOptions::default()).unwrap();
+    let _ = r.stats().unwrap();
+    drop(r);
+    assert_eq!(before, snapshot(&path));
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    // Wrong signature length.
+    let other = MinHasher::new(SketchParams {
+        num_perm: 64,
+        ..SketchParams::default()
+    })
+    .unwrap();
+    let err = db.insert("x", &other.sketch_text("abc")).unwrap_err();
+    assert!(err.to_string().contains("slots"), "{err}");
+    // Oversized key.
+    let err = db.insert_text(vec![b'k'; 70_000], "abc").unwrap_err();
+    assert!(err.to_string().contains("key"), "{err}");
+    // Creating over an existing database.
+    drop(db);
+    assert!(Db::create(&path, IndexParams::default(), opts()).is_err());
+    // Opening something that is not a database.
+    let err = Db::open(dir.path(), opts()).unwrap_err();
+    assert!(err.to_string().contains("not an mhdb database"), "{err}");
+    // Invalid parameters.
+    let p = IndexParams {
+        bits: 3,
+        ..IndexParams::default()
+    };
+    assert!(Db::create(dir.path().join("db2"), p, opts()).is_err());
+    let _ = Signature::from_slots(vec![0u64; 128]);
+}
