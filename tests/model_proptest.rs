@@ -156,11 +156,11 @@ proptest! {
                 Op::Compact => d.compact().unwrap(),
                 Op::CompactFull => d.compact_full().unwrap(),
                 Op::Reopen => {
-                    db = None;
+                    drop(db.take());
                     db = Some(Db::open_with_vfs(fs.clone(), dir, options(), false).unwrap());
                 }
                 Op::CrashReopen => {
-                    db = None;
+                    drop(db.take());
                     fs = Arc::new(fs.crash_image(CrashMode::DurableOnly));
                     db = Some(Db::open_with_vfs(fs.clone(), dir, options(), false).unwrap());
                 }

@@ -1,0 +1,459 @@
+//! Whole-database harness (not criterion: it measures minutes-long phases once, at scale):
+//! bulk and single inserts, group commit, warm and cold queries, open time and memory, bytes
+//! per document, flush/compaction throughput and WAL recovery, with the gaoya crate's in-memory
+//! `MinHashIndex` on the same signatures as the reference.
+//!
+//! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
+//! `--dir PATH` to choose the disk). `tools/bench_db.sh` runs it and keeps the output.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::sketch::{Signature, SketchParams};
+
+const K: usize = 128;
+
+struct Args {
+    docs: usize,
+    queries: usize,
+    dir: PathBuf,
+    skip_gaoya: bool,
+    open_only: Option<PathBuf>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        docs: 1_000_000,
+        queries: 10_000,
+        dir: std::env::temp_dir(),
+        skip_gaoya: false,
+        open_only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--docs" => a.docs = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.docs),
+            "--queries" => a.queries = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.queries),
+            "--dir" => a.dir = it.next().map(PathBuf::from).unwrap_or(a.dir),
+            "--skip-gaoya" => a.skip_gaoya = true,
+            "--open-only" => a.open_only = it.next().map(PathBuf::from),
+            _ => {} // cargo bench passes --bench
+        }
+    }
+    a
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A random 32-bit-valued signature (as k-permutation slots are), deterministic per id.
+fn signature(id: u64) -> Vec<u64> {
+    (0..K as u64).map(|i| mix(id * 1000 + i) >> 32).collect()
+}
+
+/// A near-duplicate: about 6% of the slots changed (estimated Jaccard ≈ 0.94).
+fn near(id: u64, salt: u64) -> Vec<u64> {
+    let mut s = signature(id);
+    for (i, slot) in s.iter_mut().enumerate() {
+        if mix(salt * 7919 + i as u64) % 100 < 6 {
+            *slot = mix(salt ^ (i as u64) << 40) >> 32;
+        }
+    }
+    s
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+fn params(bits: u32) -> IndexParams {
+    IndexParams::for_threshold(SketchParams::default(), bits, 0.8).unwrap()
+}
+
+fn bulk_opts() -> Options {
+    Options {
+        durability: Durability::None,
+        memtable_bytes: 256 << 20,
+        ..Options::default()
+    }
+}
+
+fn bulk_load(dir: &Path, n: usize, bits: u32) -> (Db, Duration) {
+    let _ = std::fs::remove_dir_all(dir);
+    let db = Db::create(dir, params(bits), bulk_opts()).unwrap();
+    let start = Instant::now();
+    let chunk = 20_000;
+    let mut next = 0usize;
+    while next < n {
+        let end = (next + chunk).min(n);
+        let sigs: Vec<Signature> = (next..end)
+            .map(|i| Signature::from_slots(signature(i as u64)))
+            .collect();
+        let mut b = WriteBatch::new();
+        for (i, s) in (next..end).zip(sigs) {
+            b.insert(format!("doc-{i:08}"), s);
+        }
+        db.write(&b).unwrap();
+        next = end;
+    }
+    db.flush().unwrap();
+    (db, start.elapsed())
+}
+
+fn drop_page_cache(dir: &Path) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let _ = std::process::Command::new("dd")
+            .arg(format!("if={}", p.display()))
+            .args(["iflag=nocache", "count=0", "status=none"])
+            .status();
+    }
+}
+
+fn main() {
+    let a = args();
+    if let Some(dir) = a.open_only {
+        let before = rss_kib();
+        let t = Instant::now();
+        let db = Db::open_read_only(&dir).unwrap();
+        let open = t.elapsed();
+        let after = rss_kib();
+        println!("{} {} {}", open.as_secs_f64() * 1e3, before, after);
+        drop(db);
+        return;
+    }
+    let n = a.docs;
+    let base = a.dir.join(format!("mhdb-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&base).unwrap();
+    println!("# mhdb database harness: {n} documents, k = {K}, threshold 0.8");
+    let p = params(32);
+    println!(
+        "parameters: {} bands × {} rows, 32-bit signatures, P(0.8) = {:.4}\n",
+        p.lsh.bands,
+        p.lsh.rows,
+        p.lsh.probability(0.8)
+    );
+    println!("| measurement | mhdb | gaoya (in memory) |");
+    println!("| --- | --- | --- |");
+
+    // 1. Bulk insert of precomputed signatures, durable at the end.
+    let dir32 = base.join("db32");
+    let (db, took) = bulk_load(&dir32, n, 32);
+    let stats = db.stats().unwrap();
+    let bulk_rate = n as f64 / took.as_secs_f64();
+
+    // gaoya on the same signatures.
+    let mut gaoya_row = String::from("–");
+    let mut gaoya_query = None;
+    let mut gaoya_index = None;
+    if !a.skip_gaoya {
+        let width = p.lsh.bands * p.lsh.rows;
+        let rss0 = rss_kib();
+        let t = Instant::now();
+        let mut index: gaoya::minhash::MinHashIndex<u32, u64> =
+            gaoya::minhash::MinHashIndex::new(p.lsh.bands, p.lsh.rows, 0.8);
+        for i in 0..n as u64 {
+            // gaoya wants exactly bands × rows slots.
+            let s: Vec<u32> = signature(i)[..width].iter().map(|&v| v as u32).collect();
+            index.insert(i, s);
+        }
+        let g = t.elapsed();
+        let rss1 = rss_kib();
+        gaoya_row = format!(
+            "{:.0} docs/s ({:.0} B RAM/doc)",
+            n as f64 / g.as_secs_f64(),
+            (rss1.saturating_sub(rss0) * 1024) as f64 / n as f64
+        );
+        gaoya_index = Some(index);
+    }
+    println!(
+        "| bulk insert, precomputed signatures (durable at end) | {bulk_rate:.0} docs/s | {gaoya_row} |"
+    );
+
+    // 2. Queries, warm: half with a planted near-duplicate, half with none.
+    let q = a.queries.min(n);
+    let mut planted = Vec::with_capacity(q / 2);
+    let mut none = Vec::with_capacity(q / 2);
+    let mut found = 0usize;
+    let opts = QueryOptions::default();
+    for i in 0..q {
+        let (sig, is_planted, target) = if i % 2 == 0 {
+            let target = mix(i as u64) % n as u64;
+            (near(target, i as u64), true, target)
+        } else {
+            (signature(10_000_000_000 + i as u64), false, 0)
+        };
+        let sig = Signature::from_slots(sig);
+        let t = Instant::now();
+        let r = db.query(&sig, &opts).unwrap();
+        let el = t.elapsed();
+        if is_planted {
+            planted.push(el);
+            let key = format!("doc-{target:08}");
+            if r.matches.iter().any(|m| m.key == key.as_bytes()) {
+                found += 1;
+            }
+        } else {
+            none.push(el);
+        }
+    }
+    planted.sort();
+    none.sort();
+    if let Some(index) = &gaoya_index {
+        let mut lat = Vec::new();
+        for i in 0..q {
+            let s: Vec<u32> = if i % 2 == 0 {
+                near(mix(i as u64) % n as u64, i as u64)
+            } else {
+                signature(10_000_000_000 + i as u64)
+            }[..p.lsh.bands * p.lsh.rows]
+                .iter()
+                .map(|&v| v as u32)
+                .collect();
+            let t = Instant::now();
+            let r = index.query_owned_return_similarity(&s);
+            lat.push(t.elapsed());
+            std::hint::black_box(r);
+        }
+        lat.sort();
+        gaoya_query = Some((pct(&lat, 0.5), pct(&lat, 0.99)));
+    }
+    let gq = gaoya_query.map_or("–".into(), |(a, b)| {
+        format!("p50 {a:.1} µs, p99 {b:.1} µs")
+    });
+    println!(
+        "| warm query, planted near-duplicate ({} segments) | p50 {:.1} µs, p99 {:.1} µs, recall {:.4} | {gq} |",
+        stats.segments,
+        pct(&planted, 0.5),
+        pct(&planted, 0.99),
+        found as f64 / planted.len().max(1) as f64
+    );
+    println!(
+        "| warm query, no match | p50 {:.1} µs, p99 {:.1} µs | |",
+        pct(&none, 0.5),
+        pct(&none, 0.99)
+    );
+    drop(gaoya_index);
+
+    // 3. Cold queries after dropping the page cache of every file.
+    drop(db);
+    drop_page_cache(&dir32);
+    let db = Db::open_read_only(&dir32).unwrap();
+    let mut cold = Vec::new();
+    for i in 0..200u64 {
+        let target = mix(i + 77) % n as u64;
+        let sig = Signature::from_slots(near(target, i + 999));
+        let t = Instant::now();
+        std::hint::black_box(db.query(&sig, &opts).unwrap());
+        cold.push(t.elapsed());
+    }
+    cold.sort();
+    println!(
+        "| cold query (page cache dropped, 200 queries) | p50 {:.0} µs, p99 {:.0} µs | |",
+        pct(&cold, 0.5),
+        pct(&cold, 0.99)
+    );
+    drop(db);
+
+    // 4. Open time and resident memory right after open, in a fresh process.
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .arg("--open-only")
+        .arg(&dir32)
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    if f.len() == 3 {
+        println!(
+            "| open (read-only, fresh process) | {:.1} ms, RSS {:.1} MiB after open (+{:.1} MiB) | |",
+            f[0],
+            f[2] / 1024.0,
+            (f[2] - f[1]) / 1024.0
+        );
+    }
+
+    // 5. Bytes per document per component at 32 and 8 bits.
+    let per_doc = |s: &mhdb::db::Stats| {
+        s.bytes
+            .iter()
+            .map(|(k, v)| format!("{k} {:.1}", *v as f64 / n as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("| bytes/doc on disk, 32-bit | {} | |", per_doc(&stats));
+    let seg_bytes = stats.bytes.get("segments").copied().unwrap_or(0);
+    println!(
+        "| segment bytes per (doc, band) incl. keys | {:.2} | |",
+        seg_bytes as f64 / (n * p.lsh.bands) as f64
+    );
+    let dir8 = base.join("db8");
+    let (db8, _) = bulk_load(&dir8, n, 8);
+    println!(
+        "| bytes/doc on disk, 8-bit | {} | |",
+        per_doc(&db8.stats().unwrap())
+    );
+    drop(db8);
+    let _ = std::fs::remove_dir_all(&dir8);
+
+    // 6. Flush and compaction throughput.
+    let dirf = base.join("dbf");
+    let db = Db::create(&dirf, params(32), bulk_opts()).unwrap();
+    let m = (n / 4).max(1000);
+    let mut b = WriteBatch::new();
+    for i in 0..m {
+        b.insert(
+            format!("doc-{i:08}"),
+            Signature::from_slots(signature(i as u64)),
+        );
+    }
+    db.write(&b).unwrap();
+    db.commit().unwrap();
+    let t = Instant::now();
+    db.flush().unwrap();
+    let flush = t.elapsed();
+    let s = db.stats().unwrap();
+    let written = s.bytes.get("segments").copied().unwrap_or(0)
+        + s.bytes.get("signatures").copied().unwrap_or(0);
+    for round in 0..3 {
+        let mut b = WriteBatch::new();
+        for i in 0..m / 4 {
+            let id = m + round * m + i;
+            b.insert(
+                format!("doc-{id:08}"),
+                Signature::from_slots(signature(id as u64)),
+            );
+        }
+        db.write(&b).unwrap();
+        db.flush().unwrap();
+    }
+    let seg_before = db
+        .stats()
+        .unwrap()
+        .bytes
+        .get("segments")
+        .copied()
+        .unwrap_or(0);
+    let t = Instant::now();
+    db.compact_full().unwrap();
+    let compact = t.elapsed();
+    println!(
+        "| flush ({m} docs) | {:.0} MB/s ({:.2} s) | |",
+        written as f64 / 1e6 / flush.as_secs_f64(),
+        flush.as_secs_f64()
+    );
+    println!(
+        "| full compaction | {:.0} MB/s of segments ({:.2} s) | |",
+        seg_before as f64 / 1e6 / compact.as_secs_f64(),
+        compact.as_secs_f64()
+    );
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dirf);
+
+    // 7. Single inserts with a sync commit each, and group commit with 8 writers.
+    let dirs = base.join("dbs");
+    let db = Arc::new(Db::create(&dirs, params(32), Options::default()).unwrap());
+    let singles = 2000u64;
+    let t = Instant::now();
+    for i in 0..singles {
+        db.insert(format!("s{i}"), &Signature::from_slots(signature(i)))
+            .unwrap();
+    }
+    let single = singles as f64 / t.elapsed().as_secs_f64();
+    let per_thread = 1500u64;
+    let t = Instant::now();
+    std::thread::scope(|scope| {
+        for th in 0..8u64 {
+            let db = db.clone();
+            scope.spawn(move || {
+                for i in 0..per_thread {
+                    let id = 1_000_000 + th * per_thread + i;
+                    db.insert(format!("g{id}"), &Signature::from_slots(signature(id)))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let group = (8 * per_thread) as f64 / t.elapsed().as_secs_f64();
+    println!("| single inserts, fsync per commit | {single:.0} commits/s | |");
+    println!("| group commit, 8 writer threads | {group:.0} durable inserts/s | |");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dirs);
+
+    // 8. Recovery of a 100k-record WAL.
+    let dirr = base.join("dbr");
+    let db = Db::create(&dirr, params(32), bulk_opts()).unwrap();
+    let records = 100_000u64;
+    for i in 0..records {
+        db.insert(format!("r{i}"), &Signature::from_slots(signature(i)))
+            .unwrap();
+    }
+    db.commit().unwrap();
+    drop(db);
+    let t = Instant::now();
+    let db = Db::open(&dirr, bulk_opts()).unwrap();
+    let rec = t.elapsed();
+    assert!(db.contains("r99999").unwrap());
+    println!(
+        "| recovery, {records} WAL records | {:.0} ms ({:.0} records/s) | |",
+        rec.as_secs_f64() * 1e3,
+        records as f64 / rec.as_secs_f64()
+    );
+    drop(db);
+
+    // 9. Text insert throughput (signing on every core).
+    let dirt = base.join("dbt");
+    let db = Db::create(&dirt, params(32), bulk_opts()).unwrap();
+    let texts: Vec<String> = (0..20_000u64)
+        .map(|d| {
+            (0..350)
+                .map(|w| format!("w{}", mix(d * 1000 + w) % 20_000))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let bytes: usize = texts.iter().map(|t| t.len()).sum();
+    let t = Instant::now();
+    for chunk in texts.chunks(2000) {
+        let sigs = db.hasher().sketch_batch(chunk);
+        let mut b = WriteBatch::new();
+        for (i, s) in sigs.into_iter().enumerate() {
+            b.insert(format!("t{}-{i}", chunk.as_ptr() as usize), s);
+        }
+        db.write(&b).unwrap();
+    }
+    db.flush().unwrap();
+    let el = t.elapsed().as_secs_f64();
+    println!(
+        "| bulk insert from text ({} docs, {:.1} KB avg) | {:.0} docs/s, {:.0} MB/s of text | |",
+        texts.len(),
+        bytes as f64 / texts.len() as f64 / 1e3,
+        texts.len() as f64 / el,
+        bytes as f64 / 1e6 / el
+    );
+    drop(db);
+    let _ = std::fs::remove_dir_all(&base);
+}
