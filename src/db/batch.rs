@@ -117,17 +117,33 @@ pub(crate) fn encode_ops(ops: &[LogOp]) -> Vec<u8> {
     e.buf
 }
 
-/// Decodes a WAL payload; `bands` and `sig_bytes` come from the database parameters.
+/// One decoded operation, borrowing from the WAL payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpRef<'a> {
+    Insert {
+        docno: u64,
+        key: &'a [u8],
+        /// `bands` little-endian u64 band keys.
+        band_keys: &'a [u8],
+        sig: &'a [u8],
+    },
+    Delete {
+        docno: u64,
+    },
+}
+
+/// Decodes a WAL payload, calling `visit` for each operation in order; `bands` and
+/// `sig_bytes` come from the database parameters.
 pub(crate) fn decode_ops(
     payload: &[u8],
     bands: usize,
     sig_bytes: usize,
     path: &Path,
     offset: u64,
-) -> Result<Vec<LogOp>> {
+    mut visit: impl FnMut(OpRef<'_>) -> Result<()>,
+) -> Result<()> {
     let mut d = Decoder::with_base(payload, path, offset);
     let count = d.u32("op count")? as usize;
-    let mut ops = Vec::with_capacity(count.min(payload.len() / 9));
     for _ in 0..count {
         match d.u8("op tag")? {
             TAG_INSERT => {
@@ -136,27 +152,32 @@ pub(crate) fn decode_ops(
                 if key_len > MAX_KEY_LEN {
                     return Err(d.corruption(format!("key length {key_len} exceeds {MAX_KEY_LEN}")));
                 }
-                let key = d.take(key_len, "key")?.into();
-                let mut band_keys = Vec::with_capacity(bands);
-                for _ in 0..bands {
-                    band_keys.push(d.u64("band key")?);
-                }
-                let sig = d.take(sig_bytes, "signature")?.into();
-                ops.push(LogOp::Insert {
+                let key = d.take(key_len, "key")?;
+                let band_keys = d.take(bands * 8, "band keys")?;
+                let sig = d.take(sig_bytes, "signature")?;
+                visit(OpRef::Insert {
                     docno,
                     key,
-                    band_keys: band_keys.into(),
+                    band_keys,
                     sig,
-                });
+                })?;
             }
-            TAG_DELETE => ops.push(LogOp::Delete {
+            TAG_DELETE => visit(OpRef::Delete {
                 docno: d.u64("docno")?,
-            }),
+            })?,
             other => return Err(d.corruption(format!("unknown WAL op tag {other}"))),
         }
     }
-    d.expect_end()?;
-    Ok(ops)
+    d.expect_end()
+}
+
+/// Little-endian band keys as an exact-size iterator.
+pub(crate) fn band_keys_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = u64> + '_ {
+    bytes.chunks_exact(8).map(|c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        u64::from_le_bytes(b)
+    })
 }
 
 #[cfg(test)]
@@ -176,11 +197,32 @@ mod tests {
         ];
         let bytes = encode_ops(&ops);
         let p = Path::new("wal");
-        assert_eq!(decode_ops(&bytes, 3, 16, p, 0).unwrap(), ops);
+        let decode = |bytes: &[u8], bands: usize| {
+            let mut out = Vec::new();
+            decode_ops(bytes, bands, 16, p, 0, |op| {
+                out.push(match op {
+                    OpRef::Insert {
+                        docno,
+                        key,
+                        band_keys,
+                        sig,
+                    } => LogOp::Insert {
+                        docno,
+                        key: key.into(),
+                        band_keys: band_keys_le(band_keys).collect(),
+                        sig: sig.into(),
+                    },
+                    OpRef::Delete { docno } => LogOp::Delete { docno },
+                });
+                Ok(())
+            })
+            .map(|()| out)
+        };
+        assert_eq!(decode(&bytes, 3).unwrap(), ops);
         for len in 0..bytes.len() {
-            assert!(decode_ops(&bytes[..len], 3, 16, p, 0).is_err());
+            assert!(decode(&bytes[..len], 3).is_err());
         }
         // Wrong parameters are detected, not misread.
-        assert!(decode_ops(&bytes, 4, 16, p, 0).is_err());
+        assert!(decode(&bytes, 4).is_err());
     }
 }

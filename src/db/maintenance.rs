@@ -82,7 +82,7 @@ fn pick_merge(
 
 impl Db {
     pub(crate) fn maybe_flush(&self) -> Result<()> {
-        let big = self.state.read().mem.approx_bytes >= self.opts.memtable_bytes;
+        let big = self.state.read().mem.approx_bytes() >= self.opts.memtable_bytes;
         if big { self.flush() } else { Ok(()) }
     }
 
@@ -127,8 +127,10 @@ impl Db {
             let mut state = self.state.write();
             let next = state.mem.next_docno();
             let bands = self.params.lsh.bands;
-            let frozen =
-                std::mem::replace(&mut state.mem, super::memtable::MemTable::new(next, bands));
+            let frozen = std::mem::replace(
+                &mut state.mem,
+                super::memtable::MemTable::new(next, bands, self.params.sig_bytes()),
+            );
             let frozen = Arc::new(frozen);
             state.imm = Some(frozen.clone());
             (frozen, id)
@@ -162,13 +164,13 @@ impl Db {
         let mut segments = old.manifest.segments.clone();
         let mut next_file_id = self.next_file_id.load(Ordering::SeqCst);
         let mut new_segment = None;
-        let span = imm.docs.len() as u64;
+        let span = imm.len() as u64;
         if span > 0 {
             // Signature-log records for the whole docno range (dead ones zeroed).
-            let mut records = vec![0u8; span as usize * record_bytes];
-            for (chunk, doc) in records.chunks_exact_mut(record_bytes).zip(&imm.docs) {
-                if doc.live {
-                    chunk.copy_from_slice(&doc.sig);
+            let mut records = imm.all_signatures().to_vec();
+            for (i, chunk) in records.chunks_exact_mut(record_bytes).enumerate() {
+                if !imm.is_live_index(i) {
+                    chunk.fill(0);
                 }
             }
             let siglog_path = self.dir.join(files::SIGLOG);
@@ -182,7 +184,7 @@ impl Db {
             builder.set_end_docno(imm.next_docno())?;
             let mut docs = 0u64;
             for (docno, doc) in imm.live_docs() {
-                builder.add(docno, &doc.key, &doc.band_keys)?;
+                builder.add(docno, doc.key, doc.band_keys)?;
                 docs += 1;
             }
             let bytes = builder.finish(&self.segment_options())?;

@@ -1,133 +1,279 @@
 //! The in-memory table of documents written since the last flush. The WAL makes it durable;
 //! a flush turns it into a segment plus signature-log records.
+//!
+//! Documents live in a few flat arrays (keys, band keys, signatures), so inserting one costs
+//! no allocation of its own; buckets are chains threaded through those arrays.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::batch::LogOp;
+use xxhash_rust::xxh3::xxh3_64;
 
-/// One document held in memory.
-#[derive(Debug)]
-pub(crate) struct MemDoc {
-    pub(crate) key: Box<[u8]>,
-    pub(crate) band_keys: Box<[u64]>,
-    pub(crate) sig: Box<[u8]>,
+/// Band keys and key hashes are already uniformly distributed: hash them by identity.
+#[derive(Default)]
+pub(crate) struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+const NONE: u32 = u32::MAX;
+
+/// A borrowed view of one document.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DocRef<'a> {
+    pub(crate) key: &'a [u8],
+    pub(crate) band_keys: &'a [u64],
+    pub(crate) sig: &'a [u8],
     pub(crate) live: bool,
 }
 
 #[derive(Debug)]
 pub(crate) struct MemTable {
-    /// Document number of `docs[0]`.
+    /// Document number of the first document.
     pub(crate) base: u64,
-    pub(crate) docs: Vec<MemDoc>,
-    /// Live documents by key.
-    by_key: HashMap<Box<[u8]>, u64>,
-    /// Per band: band key → document numbers (including ones deleted since).
-    buckets: Vec<HashMap<u64, Vec<u64>>>,
+    bands: usize,
+    sig_bytes: usize,
+    key_bytes: Vec<u8>,
+    key_ends: Vec<usize>,
+    band_keys: Vec<u64>,
+    sigs: Vec<u8>,
+    live: Vec<bool>,
+    /// Per band: band key → newest document index in the bucket.
+    heads: Vec<IdMap<u32>>,
+    /// Per (document, band): the next older document index in the same bucket.
+    next_in_bucket: Vec<u32>,
+    /// Key hash → newest document index with that hash; chains through `next_same_hash`.
+    by_hash: IdMap<u32>,
+    next_same_hash: Vec<u32>,
+    live_count: usize,
     /// Deletions of documents numbered below `base` (in segments or a frozen table).
     pub(crate) deleted_older: BTreeSet<u64>,
-    /// Rough heap bytes, for the automatic flush trigger.
-    pub(crate) approx_bytes: usize,
 }
 
 impl MemTable {
-    pub(crate) fn new(base: u64, bands: usize) -> Self {
+    pub(crate) fn new(base: u64, bands: usize, sig_bytes: usize) -> Self {
         MemTable {
             base,
-            docs: Vec::new(),
-            by_key: HashMap::new(),
-            buckets: (0..bands).map(|_| HashMap::new()).collect(),
+            bands,
+            sig_bytes,
+            key_bytes: Vec::new(),
+            key_ends: Vec::new(),
+            band_keys: Vec::new(),
+            sigs: Vec::new(),
+            live: Vec::new(),
+            heads: (0..bands).map(|_| IdMap::default()).collect(),
+            next_in_bucket: Vec::new(),
+            by_hash: IdMap::default(),
+            next_same_hash: Vec::new(),
+            live_count: 0,
             deleted_older: BTreeSet::new(),
-            approx_bytes: 0,
         }
+    }
+
+    /// Documents (live or not) in the table.
+    pub(crate) fn len(&self) -> usize {
+        self.live.len()
     }
 
     /// The next document number this table would assign.
     pub(crate) fn next_docno(&self) -> u64 {
-        self.base + self.docs.len() as u64
+        self.base + self.live.len() as u64
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.docs.is_empty() && self.deleted_older.is_empty()
+        self.live.is_empty() && self.deleted_older.is_empty()
     }
 
     pub(crate) fn live_count(&self) -> usize {
-        self.by_key.len()
+        self.live_count
     }
 
-    /// Applies one logged operation. Returns `false` if it does not fit (an insert whose docno
-    /// is not the next one): the caller treats that as corruption during replay.
-    pub(crate) fn apply(&mut self, op: LogOp) -> bool {
-        match op {
-            LogOp::Insert {
-                docno,
-                key,
-                band_keys,
-                sig,
-            } => {
-                if docno != self.next_docno() || band_keys.len() != self.buckets.len() {
-                    return false;
-                }
-                for (bucket, &bk) in self.buckets.iter_mut().zip(band_keys.iter()) {
-                    bucket.entry(bk).or_default().push(docno);
-                }
-                self.approx_bytes += key.len() * 2 + band_keys.len() * 40 + sig.len() + 96;
-                if let Some(old) = self.by_key.insert(key.clone(), docno) {
-                    // An upsert logs the delete first; a replayed log without it would leave
-                    // two live copies, so retire the old one here too.
-                    self.retire(old);
-                }
-                self.docs.push(MemDoc {
-                    key,
-                    band_keys,
-                    sig,
-                    live: true,
-                });
-                true
-            }
-            LogOp::Delete { docno } => {
-                self.retire(docno);
-                true
-            }
-        }
+    /// Approximate heap bytes, for the automatic flush trigger.
+    pub(crate) fn approx_bytes(&self) -> usize {
+        self.key_bytes.len()
+            + self.live.len() * (8 + 1 + 4 + 16)
+            + self.band_keys.len() * (8 + 4 + 12)
+            + self.sigs.len()
+            + self.deleted_older.len() * 48
     }
 
-    fn retire(&mut self, docno: u64) {
-        if docno < self.base {
-            self.approx_bytes += 48;
-            self.deleted_older.insert(docno);
-        } else if let Some(doc) = self.docs.get_mut((docno - self.base) as usize)
-            && doc.live
+    /// Appends a document. Returns `false` (and changes nothing) if `docno` is not the next
+    /// number or the sizes do not match: during replay that means a corrupt WAL.
+    pub(crate) fn insert(
+        &mut self,
+        docno: u64,
+        key: &[u8],
+        band_keys: impl ExactSizeIterator<Item = u64>,
+        sig: &[u8],
+    ) -> bool {
+        if docno != self.next_docno()
+            || band_keys.len() != self.bands
+            || sig.len() != self.sig_bytes
         {
-            doc.live = false;
-            if self.by_key.get(&doc.key) == Some(&docno) {
-                self.by_key.remove(&doc.key);
-            }
+            return false;
+        }
+        // Inserting a key retires an older copy (an upsert logs the delete first; this also
+        // covers a log written without it).
+        if let Some(old) = self.lookup_key(key) {
+            self.retire(old);
+        }
+        let idx = self.live.len() as u32;
+        for (band, bk) in band_keys.enumerate() {
+            self.band_keys.push(bk);
+            let head = self.heads.get_mut(band).and_then(|h| h.insert(bk, idx));
+            self.next_in_bucket.push(head.unwrap_or(NONE));
+        }
+        let h = xxh3_64(key);
+        let prev = self.by_hash.insert(h, idx);
+        self.next_same_hash.push(prev.unwrap_or(NONE));
+        self.key_bytes.extend_from_slice(key);
+        self.key_ends.push(self.key_bytes.len());
+        self.sigs.extend_from_slice(sig);
+        self.live.push(true);
+        self.live_count += 1;
+        true
+    }
+
+    /// Deletes document `docno` (here, or an older one by recording it).
+    pub(crate) fn retire(&mut self, docno: u64) {
+        if docno < self.base {
+            self.deleted_older.insert(docno);
+        } else if let Some(live) = self.live.get_mut((docno - self.base) as usize)
+            && *live
+        {
+            *live = false;
+            self.live_count -= 1;
         }
     }
 
+    /// The live document number of `key` in this table.
     pub(crate) fn lookup_key(&self, key: &[u8]) -> Option<u64> {
-        self.by_key.get(key).copied()
+        let mut idx = *self.by_hash.get(&xxh3_64(key))?;
+        while idx != NONE {
+            let i = idx as usize;
+            if self.key(i) == key {
+                // The newest document with this key decides.
+                return self
+                    .live
+                    .get(i)
+                    .copied()
+                    .unwrap_or(false)
+                    .then_some(self.base + i as u64);
+            }
+            idx = self.next_same_hash.get(i).copied().unwrap_or(NONE);
+        }
+        None
     }
 
-    pub(crate) fn doc(&self, docno: u64) -> Option<&MemDoc> {
-        docno
-            .checked_sub(self.base)
-            .and_then(|i| self.docs.get(i as usize))
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 {
+            0
+        } else {
+            self.key_ends.get(i - 1).copied().unwrap_or(0)
+        };
+        let end = self.key_ends.get(i).copied().unwrap_or(start);
+        self.key_bytes.get(start..end).unwrap_or_default()
     }
 
-    pub(crate) fn bucket(&self, band: usize, band_key: u64) -> &[u64] {
-        self.buckets
-            .get(band)
-            .and_then(|b| b.get(&band_key))
-            .map_or(&[], |v| v.as_slice())
+    pub(crate) fn doc(&self, docno: u64) -> Option<DocRef<'_>> {
+        let i = usize::try_from(docno.checked_sub(self.base)?).ok()?;
+        let live = *self.live.get(i)?;
+        Some(DocRef {
+            key: self.key(i),
+            band_keys: self
+                .band_keys
+                .get(i * self.bands..(i + 1) * self.bands)
+                .unwrap_or_default(),
+            sig: self
+                .sigs
+                .get(i * self.sig_bytes..(i + 1) * self.sig_bytes)
+                .unwrap_or_default(),
+            live,
+        })
+    }
+
+    /// Appends the document numbers of one bucket to `out`.
+    pub(crate) fn bucket_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) {
+        let Some(mut idx) = self.heads.get(band).and_then(|h| h.get(&band_key)).copied() else {
+            return;
+        };
+        while idx != NONE {
+            out.push(self.base + u64::from(idx));
+            idx = self
+                .next_in_bucket
+                .get(idx as usize * self.bands + band)
+                .copied()
+                .unwrap_or(NONE);
+        }
+    }
+
+    /// Every document in docno order.
+    pub(crate) fn docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
+        (0..self.live.len() as u64).filter_map(move |i| {
+            let d = self.base + i;
+            self.doc(d).map(|r| (d, r))
+        })
     }
 
     /// Live documents in docno order.
-    pub(crate) fn live_docs(&self) -> impl Iterator<Item = (u64, &MemDoc)> {
-        self.docs
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.live)
-            .map(|(i, d)| (self.base + i as u64, d))
+    pub(crate) fn live_docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
+        self.docs().filter(|(_, d)| d.live)
+    }
+
+    /// The packed signatures of every document, in docno order (dead ones included).
+    pub(crate) fn all_signatures(&self) -> &[u8] {
+        &self.sigs
+    }
+
+    /// Whether document index `i` is live.
+    pub(crate) fn is_live_index(&self, i: usize) -> bool {
+        self.live.get(i).copied().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_lookup_retire_and_buckets() {
+        let mut m = MemTable::new(10, 2, 4);
+        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4]));
+        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4]));
+        assert!(
+            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4]),
+            "gap in numbering"
+        );
+        assert!(
+            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4]),
+            "wrong band count"
+        );
+        let mut out = Vec::new();
+        m.bucket_into(0, 1, &mut out);
+        assert_eq!(out, vec![11, 10]);
+        assert_eq!(m.lookup_key(b"b"), Some(11));
+        // Re-inserting a key retires the old copy.
+        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4]));
+        assert_eq!(m.lookup_key(b"a"), Some(12));
+        assert!(!m.doc(10).unwrap().live);
+        assert_eq!(m.live_count(), 2);
+        m.retire(5);
+        assert!(m.deleted_older.contains(&5));
+        m.retire(11);
+        assert_eq!(m.lookup_key(b"b"), None);
+        assert_eq!(m.live_docs().map(|(d, _)| d).collect::<Vec<_>>(), vec![12]);
     }
 }

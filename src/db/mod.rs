@@ -181,10 +181,10 @@ impl State {
     /// The packed signature of `docno`.
     pub(crate) fn signature_bytes(&self, docno: u64, record_bytes: usize) -> Option<&[u8]> {
         if let Some(d) = self.mem.doc(docno) {
-            return Some(&d.sig);
+            return Some(d.sig);
         }
         if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
-            return Some(&d.sig);
+            return Some(d.sig);
         }
         self.version.siglog_record(docno, record_bytes)
     }
@@ -192,10 +192,10 @@ impl State {
     /// The key of `docno`.
     pub(crate) fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
         if let Some(d) = self.mem.doc(docno) {
-            return Ok(Some(&d.key));
+            return Ok(Some(d.key));
         }
         if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
-            return Ok(Some(&d.key));
+            return Ok(Some(d.key));
         }
         match self.version.segment_of(docno) {
             Some(seg) => seg.seg.key_of(docno),
@@ -435,23 +435,44 @@ impl Db {
             })
             .collect();
         wal_ids.sort_unstable();
-        let mut mem = MemTable::new(version.manifest.next_docno, params.lsh.bands);
+        let mut mem = MemTable::new(version.manifest.next_docno, params.lsh.bands, record_bytes);
         let mut last_seq = 0u64;
         for (i, &id) in wal_ids.iter().enumerate() {
             let path = dir.join(files::wal_name(id));
             let is_last = i + 1 == wal_ids.len();
             let replay = WalReader::replay(vfs.as_ref(), &path, |seq, offset, payload| {
-                let ops =
-                    batch::decode_ops(payload, params.lsh.bands, record_bytes, &path, offset)?;
-                for op in ops {
-                    if !mem.apply(op) {
-                        return Err(codec::corruption(
-                            &path,
-                            offset,
-                            "WAL insert does not continue the document numbering",
-                        ));
-                    }
-                }
+                batch::decode_ops(
+                    payload,
+                    params.lsh.bands,
+                    record_bytes,
+                    &path,
+                    offset,
+                    |op| match op {
+                        batch::OpRef::Insert {
+                            docno,
+                            key,
+                            band_keys,
+                            sig,
+                        } => {
+                            if mem.insert(docno, key, batch::band_keys_le(band_keys), sig) {
+                                Ok(())
+                            } else {
+                                Err(codec::corruption(
+                                    &path,
+                                    offset,
+                                    format!(
+                                        "WAL insert of document {docno} does not continue the numbering at {}",
+                                        mem.next_docno()
+                                    ),
+                                ))
+                            }
+                        }
+                        batch::OpRef::Delete { docno } => {
+                            mem.retire(docno);
+                            Ok(())
+                        }
+                    },
+                )?;
                 last_seq = last_seq.max(seq);
                 Ok(())
             })?;
@@ -673,8 +694,20 @@ impl Db {
                 seq
             };
             let mut state = self.state.write();
-            for op in ops {
-                state.mem.apply(op);
+            for op in &ops {
+                match op {
+                    LogOp::Insert {
+                        docno,
+                        key,
+                        band_keys,
+                        sig,
+                    } => {
+                        state
+                            .mem
+                            .insert(*docno, key, band_keys.iter().copied(), sig);
+                    }
+                    LogOp::Delete { docno } => state.mem.retire(*docno),
+                }
             }
             seq
         };

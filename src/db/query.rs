@@ -95,9 +95,9 @@ impl Db {
         let mut candidates: Vec<u64> = Vec::new();
         let version = &state.version;
         for (band, &bk) in band_keys.iter().enumerate() {
-            candidates.extend_from_slice(state.mem.bucket(band, bk));
+            state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
-                candidates.extend_from_slice(imm.bucket(band, bk));
+                imm.bucket_into(band, bk, &mut candidates);
             }
             for seg in &version.segments {
                 seg.seg.postings_into(band, bk, &mut candidates)?;

@@ -139,7 +139,7 @@ impl Db {
             params: self.params,
             live_docs: live,
             deleted_docs: total_docs.saturating_sub(live),
-            memtable_docs: state.mem.docs.len() as u64,
+            memtable_docs: state.mem.len() as u64,
             segments: version.segments.len(),
             bytes,
             hot_buckets: band_stats.iter().map(|b| b.hot).sum(),
