@@ -102,18 +102,19 @@ fn bulk_load(dir: &Path, n: usize, bits: u32) -> (Db, Duration) {
     let _ = std::fs::remove_dir_all(dir);
     let db = Db::create(dir, params(bits), bulk_opts()).unwrap();
     let start = Instant::now();
-    let chunk = 20_000;
+    let chunk = 250_000;
     let mut next = 0usize;
     while next < n {
         let end = (next + chunk).min(n);
-        let sigs: Vec<Signature> = (next..end)
-            .map(|i| Signature::from_slots(signature(i as u64)))
+        let docs: Vec<(String, Signature)> = (next..end)
+            .map(|i| {
+                (
+                    format!("doc-{i:08}"),
+                    Signature::from_slots(signature(i as u64)),
+                )
+            })
             .collect();
-        let mut b = WriteBatch::new();
-        for (i, s) in (next..end).zip(sigs) {
-            b.insert(format!("doc-{i:08}"), s);
-        }
-        db.write(&b).unwrap();
+        db.bulk_insert(&docs).unwrap();
         next = end;
     }
     db.flush().unwrap();

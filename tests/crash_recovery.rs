@@ -18,6 +18,7 @@ type Model = BTreeMap<String, Vec<u8>>;
 #[derive(Clone, Debug)]
 enum Step {
     Write(Vec<(String, Option<u64>)>), // key → Some(text seed) insert/upsert, None delete
+    Bulk(Vec<(String, u64)>),          // bulk_insert: key → text seed
     Commit,
     Flush,
     Compact,
@@ -61,6 +62,12 @@ fn workload() -> Vec<Step> {
             }
         }
         steps.push(Step::Write(ops));
+        if i % 11 == 6 {
+            let bulk = (0..=rnd(4))
+                .map(|_| (format!("k{}", rnd(14)), rnd(40)))
+                .collect();
+            steps.push(Step::Bulk(bulk));
+        }
         match i % 9 {
             3 => steps.push(Step::Commit),
             5 => steps.push(Step::Flush),
@@ -77,6 +84,16 @@ fn prefix_models(steps: &[Step], db_params: &IndexParams) -> Vec<Model> {
     let mut models = vec![Model::new()];
     let mut cur = Model::new();
     for step in steps {
+        if let Step::Bulk(docs) = step {
+            for (key, seed) in docs {
+                let sig = hasher.sketch_text(&text(*seed));
+                cur.insert(
+                    key.clone(),
+                    bbit::pack(sig.slots(), db_params.bits).unwrap(),
+                );
+            }
+            models.push(cur.clone());
+        }
         if let Step::Write(ops) = step {
             for (key, val) in ops {
                 match val {
@@ -132,6 +149,22 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
                 } else if ok {
                     unacked.push(idx);
                 }
+            }
+            Step::Bulk(docs) => {
+                let hasher = db.hasher().clone();
+                let docs: Vec<(String, Signature)> = docs
+                    .iter()
+                    .map(|(k, seed)| (k.clone(), hasher.sketch_text(&text(*seed))))
+                    .collect();
+                let ok = db.bulk_insert(&docs).is_ok();
+                // A bulk insert is durable when it returns, and makes earlier writes durable.
+                let now = fs.sync_count();
+                if ok {
+                    for i in unacked.drain(..) {
+                        acks[i] = Some(now);
+                    }
+                }
+                acks.push(ok.then_some(now));
             }
             Step::Commit | Step::Flush | Step::Compact => {
                 let r = match step {

@@ -17,6 +17,7 @@ enum Op {
     Put(u8, u8),
     Delete(u8),
     Batch(Vec<(u8, Option<u8>)>),
+    Bulk(Vec<(u8, u8)>),
     Commit,
     Flush,
     Compact,
@@ -30,6 +31,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (0u8..24, 0u8..32).prop_map(|(k, t)| Op::Put(k, t)),
         2 => (0u8..24).prop_map(Op::Delete),
         2 => prop::collection::vec((0u8..24, prop::option::of(0u8..32)), 1..5).prop_map(Op::Batch),
+        1 => prop::collection::vec((0u8..24, 0u8..32), 0..6).prop_map(Op::Bulk),
         1 => Just(Op::Commit),
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
@@ -150,6 +152,16 @@ proptest! {
                         }
                     }
                     d.write(&b).unwrap();
+                }
+                Op::Bulk(items) => {
+                    let docs: Vec<(String, mhdb::sketch::Signature)> = items
+                        .iter()
+                        .map(|(k, t)| (format!("k{k}"), hasher.sketch_text(&text(*t))))
+                        .collect();
+                    d.bulk_insert(&docs).unwrap();
+                    for (k, t) in items {
+                        model.insert(format!("k{k}"), sig_of(t));
+                    }
                 }
                 Op::Commit => d.commit().unwrap(),
                 Op::Flush => d.flush().unwrap(),

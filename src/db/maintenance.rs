@@ -4,7 +4,7 @@
 //! synced, the manifest is written and synced, CURRENT is replaced by rename and the directory
 //! synced again, and only then are obsolete files deleted.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,10 +12,12 @@ use std::sync::atomic::Ordering;
 use super::files::{self, FileKind};
 use super::manifest::{Current, DeletionsMeta, Manifest, SegmentMeta};
 use super::{Db, LoadedSegment, State, Version, WalState, io_err, load_segment, load_version};
+use crate::sketch::{Signature, bbit};
 use crate::storage::segment::{SegmentBuilder, SegmentOptions, merge};
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::storage::wal::WalWriter;
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// Writes `MANIFEST-<generation>` and points CURRENT at it, durably.
 pub(crate) fn write_manifest(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<()> {
@@ -45,6 +47,17 @@ pub(crate) fn write_new_file(
     let file = vfs.open(path, mode).map_err(io_err(path, "create"))?;
     file.write_all_at(bytes, 0).map_err(io_err(path, "write"))?;
     file.sync_data().map_err(io_err(path, "fsync"))
+}
+
+/// Documents about to become a segment: the docno range `[base, base + span)`, its
+/// signature-log records (zeros for dead numbers), the live documents and deletions of older
+/// documents.
+pub(crate) struct NewDocs<'a> {
+    pub(crate) base: u64,
+    pub(crate) span: u64,
+    pub(crate) records: Vec<u8>,
+    pub(crate) live: Vec<(u64, &'a [u8], &'a [u64])>,
+    pub(crate) deleted_older: Vec<u64>,
 }
 
 /// A run of adjacent segments chosen for merging.
@@ -158,71 +171,92 @@ impl Db {
     }
 
     fn write_flush(&self, imm: &super::memtable::MemTable, new_wal_id: u64) -> Result<()> {
+        let record_bytes = self.params.sig_bytes();
+        // Signature-log records for the whole docno range (dead ones zeroed).
+        let mut records = imm.all_signatures().to_vec();
+        for (i, chunk) in records.chunks_exact_mut(record_bytes).enumerate() {
+            if !imm.is_live_index(i) {
+                chunk.fill(0);
+            }
+        }
+        let input = NewDocs {
+            base: imm.base,
+            span: imm.len() as u64,
+            records,
+            live: imm
+                .live_docs()
+                .map(|(d, doc)| (d, doc.key, doc.band_keys))
+                .collect(),
+            deleted_older: imm.deleted_older.iter().copied().collect(),
+        };
+        self.publish_new_docs(&input, new_wal_id, |state| state.imm = None)
+    }
+
+    /// Writes `input` as a segment plus signature-log records, merges its deletions into the
+    /// durable list, and publishes a new manifest (the commit point); then installs the new
+    /// version and lets `after` adjust the in-memory state under the same lock.
+    pub(crate) fn publish_new_docs(
+        &self,
+        input: &NewDocs<'_>,
+        wal_start: u64,
+        after: impl FnOnce(&mut State),
+    ) -> Result<()> {
         let old = self.state.read().version.clone();
         let vfs = self.vfs.as_ref();
         let record_bytes = self.params.sig_bytes();
         let mut segments = old.manifest.segments.clone();
-        let mut next_file_id = self.next_file_id.load(Ordering::SeqCst);
         let mut new_segment = None;
-        let span = imm.len() as u64;
-        if span > 0 {
-            // Signature-log records for the whole docno range (dead ones zeroed).
-            let mut records = imm.all_signatures().to_vec();
-            for (i, chunk) in records.chunks_exact_mut(record_bytes).enumerate() {
-                if !imm.is_live_index(i) {
-                    chunk.fill(0);
-                }
-            }
+        let next_docno = input.base + input.span;
+        if input.span > 0 {
             let siglog_path = self.dir.join(files::SIGLOG);
             let siglog = self.siglog_file.as_ref().ok_or(Error::ReadOnly)?;
             siglog
-                .write_all_at(&records, files::siglog_offset(imm.base, record_bytes))
+                .write_all_at(
+                    &input.records,
+                    files::siglog_offset(input.base, record_bytes),
+                )
                 .map_err(io_err(&siglog_path, "write"))?;
             siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))?;
 
-            let mut builder = SegmentBuilder::new(self.params.lsh.bands, imm.base)?;
-            builder.set_end_docno(imm.next_docno())?;
-            let mut docs = 0u64;
-            for (docno, doc) in imm.live_docs() {
-                builder.add(docno, doc.key, doc.band_keys)?;
-                docs += 1;
+            let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
+            builder.set_end_docno(next_docno)?;
+            for &(docno, key, band_keys) in &input.live {
+                builder.add(docno, key, band_keys)?;
             }
             let bytes = builder.finish(&self.segment_options())?;
             let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
-            next_file_id = next_file_id.max(id + 1);
             let path = self.dir.join(files::segment_name(id));
             write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
             let meta = SegmentMeta {
                 id,
-                base: imm.base,
-                span,
-                docs,
+                base: input.base,
+                span: input.span,
+                docs: input.live.len() as u64,
                 file_len: bytes.len() as u64,
-                siglog_crc: crc32fast::hash(&records),
+                siglog_crc: crc32fast::hash(&input.records),
             };
             segments.push(meta.clone());
             new_segment = Some(meta);
         }
         // Deletions of older documents join the durable list.
-        let deletions = if imm.deleted_older.is_empty() {
+        let deletions = if input.deleted_older.is_empty() {
             old.manifest.deletions.clone()
         } else {
             let merged: BTreeSet<u64> = old
                 .deletions
                 .iter()
-                .chain(imm.deleted_older.iter().copied())
+                .chain(input.deleted_older.iter().copied())
                 .collect();
             let list: Vec<u64> = merged.into_iter().collect();
             self.write_deletions(&list)?
         };
-        next_file_id = next_file_id.max(self.next_file_id.load(Ordering::SeqCst));
         let manifest = Manifest {
             generation: old.manifest.generation + 1,
             params: self.params,
-            next_docno: imm.next_docno(),
-            siglog_records: imm.next_docno(),
-            wal_start: new_wal_id,
-            next_file_id,
+            next_docno,
+            siglog_records: next_docno,
+            wal_start,
+            next_file_id: self.next_file_id.load(Ordering::SeqCst),
             deletions,
             segments,
         };
@@ -239,7 +273,106 @@ impl Db {
         let version = self.reload_version(manifest, loaded)?;
         let mut state = self.state.write();
         state.version = Arc::new(version);
-        state.imm = None;
+        after(&mut state);
+        Ok(())
+    }
+
+    /// Inserts many documents at once, bypassing the WAL: they are written straight to a new
+    /// segment and the signature log and are durable when this returns (the commit point is the
+    /// same manifest switch as a flush). Writers wait meanwhile; queries go on. Existing keys
+    /// are replaced, and within `docs` the last copy of a key wins.
+    pub fn bulk_insert<K: AsRef<[u8]> + Sync>(&self, docs: &[(K, Signature)]) -> Result<()> {
+        self.check_writable_pub()?;
+        for (key, sig) in docs {
+            super::check_key(key.as_ref())?;
+            if sig.len() != self.params.sketch.num_perm {
+                return Err(Error::invalid(
+                    "signature",
+                    format!(
+                        "has {} slots, the database stores {}",
+                        sig.len(),
+                        self.params.sketch.num_perm
+                    ),
+                ));
+            }
+        }
+        // Band keys and packing on every core, before taking any lock.
+        let bands = self.params.lsh.bands;
+        let record_bytes = self.params.sig_bytes();
+        let prepared: Vec<(Vec<u64>, Vec<u8>)> = docs
+            .par_iter()
+            .map(|(_, sig)| -> Result<(Vec<u64>, Vec<u8>)> {
+                Ok((
+                    self.banding.band_keys(sig.slots())?,
+                    bbit::pack(sig.slots(), self.params.bits)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        // The in-memory table must be empty, so that these documents take the next numbers.
+        let (_maint, _order) = loop {
+            self.flush()?;
+            let maint = self.maintenance.lock();
+            let order = self.sequencer.lock();
+            if self.state.read().mem.is_empty() {
+                break (maint, order);
+            }
+        };
+        self.check_writable_pub()?;
+        let (base, wal_start) = {
+            let state = self.state.read();
+            (state.mem.next_docno(), state.version.manifest.wal_start)
+        };
+        // Last copy of a key wins within the batch; existing copies are deleted.
+        let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(docs.len());
+        for (i, (key, _)) in docs.iter().enumerate() {
+            last.insert(key.as_ref(), i);
+        }
+        let deleted_older: Vec<u64> = {
+            let state = self.state.read();
+            if state.version.segments.is_empty() {
+                Vec::new()
+            } else {
+                let found: Result<Vec<Option<u64>>> = docs
+                    .par_iter()
+                    .enumerate()
+                    .filter(|(i, (key, _))| last.get(key.as_ref()) == Some(i))
+                    .map(|(_, (key, _))| state.lookup_key(key.as_ref()))
+                    .collect();
+                found?.into_iter().flatten().collect()
+            }
+        };
+        let mut records = vec![0u8; docs.len() * record_bytes];
+        let mut live = Vec::with_capacity(last.len());
+        for (i, ((key, _), (band_keys, packed))) in docs.iter().zip(&prepared).enumerate() {
+            if last.get(key.as_ref()) == Some(&i) {
+                if let Some(dst) = records.get_mut(i * record_bytes..(i + 1) * record_bytes) {
+                    dst.copy_from_slice(packed);
+                }
+                live.push((base + i as u64, key.as_ref(), band_keys.as_slice()));
+            }
+        }
+        debug_assert!(prepared.iter().all(|(b, _)| b.len() == bands));
+        let input = NewDocs {
+            base,
+            span: docs.len() as u64,
+            records,
+            live,
+            deleted_older,
+        };
+        let sig_bytes = record_bytes;
+        let result = self.publish_new_docs(&input, wal_start, |state| {
+            state.mem = super::memtable::MemTable::new(base + docs.len() as u64, bands, sig_bytes);
+        });
+        match result {
+            Ok(()) => {}
+            Err(e) => return self.fail(e),
+        }
+        drop(_order);
+        drop(_maint);
+        self.remove_obsolete_files()?;
+        if self.opts.auto_compact {
+            self.compact_step()?;
+        }
         Ok(())
     }
 

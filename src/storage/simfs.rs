@@ -51,13 +51,20 @@ struct Inner {
     syncs: u64,
     freeze_after: Option<u64>,
     locks: HashMap<PathBuf, (u32, u32)>, // (exclusive, shared)
+    /// Live state when the first sync past the freeze point was called: the crash happens
+    /// there, so nothing written later may appear in a crash image.
+    crash_snapshot: Option<(HashMap<u64, Inode>, BTreeMap<PathBuf, u64>)>,
 }
 
 impl Inner {
     /// Counts a sync; returns whether it may make anything durable.
     fn sync_allowed(&mut self) -> bool {
         self.syncs += 1;
-        self.freeze_after.is_none_or(|n| self.syncs <= n)
+        let allowed = self.freeze_after.is_none_or(|n| self.syncs <= n);
+        if !allowed && self.crash_snapshot.is_none() {
+            self.crash_snapshot = Some((self.inodes.clone(), self.live_names.clone()));
+        }
+        allowed
     }
 }
 
@@ -116,8 +123,12 @@ impl SimFs {
             }
         };
         let mut out = Inner::default();
+        let inodes = inner
+            .crash_snapshot
+            .as_ref()
+            .map_or(&inner.inodes, |(nodes, _)| nodes);
         for (path, ino) in &inner.durable_names {
-            let Some(node) = inner.inodes.get(ino) else {
+            let Some(node) = inodes.get(ino) else {
                 continue;
             };
             let mut bytes = node.durable.clone();
