@@ -4,7 +4,7 @@
 //! synced, the manifest is written and synced, CURRENT is replaced by rename and the directory
 //! synced again, and only then are obsolete files deleted.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -296,18 +296,42 @@ impl Db {
                 ));
             }
         }
-        // Band keys and packing on every core, before taking any lock.
+        // Band keys and packed signatures on every core, into flat buffers, before any lock.
+        let n = docs.len();
         let bands = self.params.lsh.bands;
         let record_bytes = self.params.sig_bytes();
-        let prepared: Vec<(Vec<u64>, Vec<u8>)> = docs
+        let mut band_keys = vec![0u64; n * bands];
+        let mut records = vec![0u8; n * record_bytes];
+        band_keys
+            .par_chunks_mut(bands.max(1))
+            .zip(records.par_chunks_mut(record_bytes.max(1)))
+            .zip(docs.par_iter())
+            .try_for_each(|((bk, rec), (_, sig))| -> Result<()> {
+                self.banding.band_keys_to_slice(sig.slots(), bk)?;
+                bbit::pack_into(sig.slots(), self.params.bits, rec)
+            })?;
+        // Within the batch the last copy of a key wins: find earlier copies by sorting key
+        // hashes (ties broken by position).
+        let mut by_hash: Vec<(u64, u32)> = docs
             .par_iter()
-            .map(|(_, sig)| -> Result<(Vec<u64>, Vec<u8>)> {
-                Ok((
-                    self.banding.band_keys(sig.slots())?,
-                    bbit::pack(sig.slots(), self.params.bits)?,
-                ))
-            })
-            .collect::<Result<_>>()?;
+            .enumerate()
+            .map(|(i, (k, _))| (xxhash_rust::xxh3::xxh3_64(k.as_ref()), i as u32))
+            .collect();
+        by_hash.par_sort_unstable();
+        let mut superseded = vec![false; n];
+        for run in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+            for (j, &(_, i)) in run.iter().enumerate() {
+                let key = docs.get(i as usize).map(|d| d.0.as_ref());
+                let later = run
+                    .get(j + 1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|&(_, l)| docs.get(l as usize).map(|d| d.0.as_ref()) == key);
+                if later && let Some(s) = superseded.get_mut(i as usize) {
+                    *s = true;
+                }
+            }
+        }
         // The in-memory table must be empty, so that these documents take the next numbers.
         let (_maint, _order) = loop {
             self.flush()?;
@@ -322,11 +346,7 @@ impl Db {
             let state = self.state.read();
             (state.mem.next_docno(), state.version.manifest.wal_start)
         };
-        // Last copy of a key wins within the batch; existing copies are deleted.
-        let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(docs.len());
-        for (i, (key, _)) in docs.iter().enumerate() {
-            last.insert(key.as_ref(), i);
-        }
+        // Stored copies of the batch's keys are deleted.
         let deleted_older: Vec<u64> = {
             let state = self.state.read();
             if state.version.segments.is_empty() {
@@ -334,24 +354,26 @@ impl Db {
             } else {
                 let found: Result<Vec<Option<u64>>> = docs
                     .par_iter()
-                    .enumerate()
-                    .filter(|(i, (key, _))| last.get(key.as_ref()) == Some(i))
-                    .map(|(_, (key, _))| state.lookup_key(key.as_ref()))
+                    .zip(superseded.par_iter())
+                    .filter(|(_, s)| !**s)
+                    .map(|((key, _), _)| state.lookup_key(key.as_ref()))
                     .collect();
                 found?.into_iter().flatten().collect()
             }
         };
-        let mut records = vec![0u8; docs.len() * record_bytes];
-        let mut live = Vec::with_capacity(last.len());
-        for (i, ((key, _), (band_keys, packed))) in docs.iter().zip(&prepared).enumerate() {
-            if last.get(key.as_ref()) == Some(&i) {
-                if let Some(dst) = records.get_mut(i * record_bytes..(i + 1) * record_bytes) {
-                    dst.copy_from_slice(packed);
-                }
-                live.push((base + i as u64, key.as_ref(), band_keys.as_slice()));
+        let mut live = Vec::with_capacity(n);
+        for (i, (((key, _), bk), rec)) in docs
+            .iter()
+            .zip(band_keys.chunks_exact(bands.max(1)))
+            .zip(records.chunks_exact_mut(record_bytes.max(1)))
+            .enumerate()
+        {
+            if superseded.get(i).copied().unwrap_or(false) {
+                rec.fill(0);
+            } else {
+                live.push((base + i as u64, key.as_ref(), bk));
             }
         }
-        debug_assert!(prepared.iter().all(|(b, _)| b.len() == bands));
         let input = NewDocs {
             base,
             span: docs.len() as u64,

@@ -249,6 +249,30 @@ impl Banding {
         Ok(())
     }
 
+    /// Writes the `bands` keys of a full-precision signature into `out` (exactly `bands` long).
+    pub fn band_keys_to_slice(&self, slots: &[u64], out: &mut [u64]) -> Result<()> {
+        let needed = self.params.bands * self.params.rows;
+        if slots.len() < needed || out.len() != self.params.bands {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "has {} slots for {} band keys, bands need {needed} slots",
+                    slots.len(),
+                    out.len()
+                ),
+            ));
+        }
+        let r = self.params.rows;
+        for ((dst, band), &seed) in out
+            .iter_mut()
+            .zip(slots.chunks_exact(r))
+            .zip(&self.band_seeds)
+        {
+            *dst = hash_slots(band, seed);
+        }
+        Ok(())
+    }
+
     /// All band keys of a full-precision signature.
     pub fn band_keys(&self, slots: &[u64]) -> Result<Vec<u64>> {
         let mut out = Vec::with_capacity(self.params.bands);

@@ -31,6 +31,7 @@ use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// First 8 bytes of every segment file.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"MHDBSEG\0";
@@ -462,6 +463,9 @@ impl SegmentBuilder {
     }
 }
 
+/// One band encoded: table bytes, prefix bits, posting count, hot records.
+type EncodedBand = (Vec<u8>, u32, u64, Vec<HotRecord>);
+
 /// Sorts one band's postings, applies the cap (keep the `cap` lowest docnos per bucket) and
 /// appends the band's hot records to `hot`. `prior_hot` lists `(key32, documents dropped by
 /// earlier caps)` for buckets that were hot in merge inputs; such buckets stay hot. Returns
@@ -609,21 +613,34 @@ impl Draft<'_> {
             &bytes,
         );
 
-        // Bands.
-        let mut hot: Vec<HotRecord> = Vec::new();
+        // Bands: inputs are gathered in order (merge inputs stream), then sorted, capped and
+        // encoded on every core.
+        let mut inputs = Vec::with_capacity(self.num_bands as usize);
         for band in 0..self.num_bands as usize {
-            let (postings, prior_hot) = band_input(band)?;
-            let kept = apply_cap(
-                band as u32,
-                postings,
-                prior_hot,
-                self.cap,
-                self.base,
-                &mut hot,
-            );
-            let count = kept.len() as u64;
-            let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
-            drop(kept);
+            inputs.push(band_input(band)?);
+        }
+        let encoded: Vec<Result<EncodedBand>> = inputs
+            .into_par_iter()
+            .enumerate()
+            .map(|(band, (postings, prior_hot))| {
+                let mut band_hot = Vec::new();
+                let kept = apply_cap(
+                    band as u32,
+                    postings,
+                    prior_hot,
+                    self.cap,
+                    self.base,
+                    &mut band_hot,
+                );
+                let count = kept.len() as u64;
+                let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
+                Ok((bytes, p, count, band_hot))
+            })
+            .collect();
+        let mut hot: Vec<HotRecord> = Vec::new();
+        for (band, result) in encoded.into_iter().enumerate() {
+            let (bytes, p, count, band_hot) = result?;
+            hot.extend(band_hot);
             push(
                 &mut out,
                 KIND_BAND,
