@@ -233,6 +233,10 @@ pub struct Db {
     pub(crate) sequencer: Mutex<()>,
     pub(crate) wal: Mutex<Option<WalState>>,
     pub(crate) wal_synced: Condvar,
+    /// Signalled when a payload is queued (a group-commit leader may be gathering).
+    pub(crate) wal_queued: Condvar,
+    /// Writers between the start of `write` and queueing their payload.
+    pub(crate) writers_preparing: std::sync::atomic::AtomicUsize,
     /// Serializes flushes and compactions (the manifest writers).
     pub(crate) maintenance: Mutex<()>,
     pub(crate) next_file_id: AtomicU64,
@@ -541,6 +545,8 @@ impl Db {
             sequencer: Mutex::new(()),
             wal: Mutex::new(wal),
             wal_synced: Condvar::new(),
+            wal_queued: Condvar::new(),
+            writers_preparing: std::sync::atomic::AtomicUsize::new(0),
             maintenance: Mutex::new(()),
             next_file_id,
             failed: AtomicBool::new(false),
@@ -590,6 +596,7 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
+        let _preparing = PreparingGuard::new(&self.writers_preparing);
         // Sign and band outside every lock.
         enum Prepared<'a> {
             Put {
@@ -693,6 +700,8 @@ impl Db {
                 w.pending.push((seq, payload));
                 seq
             };
+            drop(_preparing);
+            self.wal_queued.notify_all();
             let mut state = self.state.write();
             for op in &ops {
                 match op {
@@ -822,8 +831,21 @@ impl Db {
                 self.wal_synced.wait(&mut guard);
                 continue;
             }
-            // Become the leader: take everything queued and write it outside the lock.
+            // Become the leader. Writers that are about to queue join this group if they do so
+            // within a fraction of an fsync (group commit); then write outside the lock.
             w.syncing = true;
+            let deadline =
+                std::time::Instant::now() + std::time::Duration::from_micros(GATHER_MICROS);
+            while self.writers_preparing.load(Ordering::SeqCst) > 0
+                && self.opts.durability == Durability::Sync
+            {
+                if self.wal_queued.wait_until(&mut guard, deadline).timed_out() {
+                    break;
+                }
+            }
+            let Some(w) = guard.as_mut() else {
+                return Err(Error::ReadOnly);
+            };
             let batch = std::mem::take(&mut w.pending);
             let through = w.queued_seq;
             let writer = w.writer.clone();
@@ -861,6 +883,27 @@ impl Db {
         match result {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
+        }
+    }
+}
+
+/// How long a group-commit leader waits for writers that are preparing a batch.
+const GATHER_MICROS: u64 = 100;
+
+/// Counts a writer as preparing until dropped (also on early returns).
+struct PreparingGuard<'a>(&'a std::sync::atomic::AtomicUsize, bool);
+
+impl<'a> PreparingGuard<'a> {
+    fn new(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        PreparingGuard(counter, true)
+    }
+}
+
+impl Drop for PreparingGuard<'_> {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
