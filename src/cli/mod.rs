@@ -113,6 +113,13 @@ impl SketchArgs {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum DedupFormat {
+    Pairs,
+    Clusters,
+    Drop,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Create a new database.
@@ -176,6 +183,35 @@ enum Command {
         /// Field holding the id.
         #[arg(long, default_value = "id")]
         id_field: String,
+    },
+    /// Every near-duplicate pair (or cluster, or the keys to drop) verified at a threshold.
+    #[command(
+        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop > to-drop.txt\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"};\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster."
+    )]
+    Dedup {
+        db: PathBuf,
+        /// Minimum estimated Jaccard (default: the database's threshold).
+        #[arg(long)]
+        threshold: Option<f64>,
+        /// pairs, clusters or drop.
+        #[arg(long, value_enum, default_value = "pairs")]
+        format: DedupFormat,
+    },
+    /// Write a compacted, self-contained copy to ship (servers open it read-only).
+    #[command(after_help = "Example:\n  mhdb export idx /srv/shipped-idx")]
+    Export {
+        db: PathBuf,
+        /// New directory for the copy.
+        dest: PathBuf,
+    },
+    /// Merge databases built from disjoint shards into DEST (created if missing); on duplicate
+    /// keys the later source wins.
+    #[command(after_help = "Example:\n  mhdb merge all shard-0 shard-1 shard-2")]
+    Merge {
+        dest: PathBuf,
+        /// Source databases (same parameters).
+        #[arg(required = true)]
+        srcs: Vec<PathBuf>,
     },
     /// Merge all segments into one, dropping deleted documents.
     #[command(after_help = "Example:\n  mhdb compact idx")]
@@ -314,6 +350,98 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
             }
             db.write(&batch)?;
             println!("deleted {present} of {} keys", all.len());
+        }
+        Command::Dedup {
+            db,
+            threshold,
+            format,
+        } => {
+            let db = Db::open_read_only(&db)?;
+            let t = threshold.unwrap_or(db.params().threshold);
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let bar = progress_enabled().then(|| {
+                let bar = indicatif::ProgressBar::new(db.params().lsh.bands as u64);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:40} band {pos}/{len} {elapsed}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+            match format {
+                DedupFormat::Pairs => {
+                    let stats = db.dedup_pairs(
+                        t,
+                        |p| {
+                            let line = serde_json::json!({
+                                "a": key(&p.a), "b": key(&p.b),
+                                "jaccard": (p.jaccard * 1e6).round() / 1e6,
+                            });
+                            writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
+                                path: None,
+                                op: "write output",
+                                source: e,
+                            })
+                        },
+                        |band, _| {
+                            if let Some(b) = &bar {
+                                b.set_position(band as u64);
+                            }
+                        },
+                    )?;
+                    if let Some(b) = &bar {
+                        b.finish_and_clear();
+                    }
+                    eprintln!(
+                        "mhdb: {} pairs at J ≥ {t} ({} candidate comparisons, {} capped buckets)",
+                        stats.pairs, stats.compared, stats.capped_buckets
+                    );
+                }
+                DedupFormat::Clusters | DedupFormat::Drop => {
+                    let clusters = db.dedup_clusters(t)?;
+                    for c in &clusters {
+                        let (keep, dups) = c
+                            .split_first()
+                            .map_or((None, &[][..]), |(k, d)| (Some(k), d));
+                        if format == DedupFormat::Clusters {
+                            let line = serde_json::json!({
+                                "keep": keep.map(|k| key(k)),
+                                "duplicates": dups.iter().map(|k| key(k)).collect::<Vec<_>>(),
+                            });
+                            writeln!(out, "{line}")?;
+                        } else {
+                            for d in dups {
+                                out.write_all(d)?;
+                                out.write_all(b"\n")?;
+                            }
+                        }
+                    }
+                    eprintln!("mhdb: {} clusters at J ≥ {t}", clusters.len());
+                }
+            }
+            out.flush()?;
+        }
+        Command::Export { db, dest } => {
+            let db = Db::open(&db, Options::default())?;
+            db.export(&dest)?;
+            println!("exported to {}", dest.display());
+        }
+        Command::Merge { dest, srcs } => {
+            let mut total = 0u64;
+            let first = Db::open_read_only(&srcs[0])?;
+            let target = if dest.join("CURRENT").exists() {
+                Db::open(&dest, Options::default())?
+            } else {
+                Db::create(&dest, *first.params(), Options::default())?
+            };
+            drop(first);
+            for src in &srcs {
+                let s = Db::open_read_only(src)?;
+                let n = target.merge_from(&s)?;
+                eprintln!("mhdb: merged {n} documents from {}", src.display());
+                total += n;
+            }
+            println!("merged {total} documents into {}", dest.display());
         }
         Command::Compact { db } => {
             let db = Db::open(&db, Options::default())?;

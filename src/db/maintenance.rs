@@ -310,23 +310,44 @@ impl Db {
                 self.banding.band_keys_to_slice(sig.slots(), bk)?;
                 bbit::pack_into(sig.slots(), self.params.bits, rec)
             })?;
+        let keys: Vec<&[u8]> = docs.iter().map(|(k, _)| k.as_ref()).collect();
+        self.bulk_insert_prepared(&keys, &band_keys, records)
+    }
+
+    /// The locked part of a bulk insert, on documents already banded and packed: `band_keys`
+    /// holds `bands` keys per document, `records` one packed signature per document.
+    pub(crate) fn bulk_insert_prepared(
+        &self,
+        keys: &[&[u8]],
+        band_keys: &[u64],
+        mut records: Vec<u8>,
+    ) -> Result<()> {
+        let n = keys.len();
+        let bands = self.params.lsh.bands;
+        let record_bytes = self.params.sig_bytes();
+        if band_keys.len() != n * bands || records.len() != n * record_bytes {
+            return Err(Error::invalid(
+                "bulk",
+                "band keys and records do not match the documents",
+            ));
+        }
         // Within the batch the last copy of a key wins: find earlier copies by sorting key
         // hashes (ties broken by position).
-        let mut by_hash: Vec<(u64, u32)> = docs
+        let mut by_hash: Vec<(u64, u32)> = keys
             .par_iter()
             .enumerate()
-            .map(|(i, (k, _))| (xxhash_rust::xxh3::xxh3_64(k.as_ref()), i as u32))
+            .map(|(i, k)| (xxhash_rust::xxh3::xxh3_64(k), i as u32))
             .collect();
         by_hash.par_sort_unstable();
         let mut superseded = vec![false; n];
         for run in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
             for (j, &(_, i)) in run.iter().enumerate() {
-                let key = docs.get(i as usize).map(|d| d.0.as_ref());
+                let key = keys.get(i as usize);
                 let later = run
                     .get(j + 1..)
                     .unwrap_or_default()
                     .iter()
-                    .any(|&(_, l)| docs.get(l as usize).map(|d| d.0.as_ref()) == key);
+                    .any(|&(_, l)| keys.get(l as usize) == key);
                 if later && let Some(s) = superseded.get_mut(i as usize) {
                     *s = true;
                 }
@@ -352,17 +373,17 @@ impl Db {
             if state.version.segments.is_empty() {
                 Vec::new()
             } else {
-                let found: Result<Vec<Option<u64>>> = docs
+                let found: Result<Vec<Option<u64>>> = keys
                     .par_iter()
                     .zip(superseded.par_iter())
                     .filter(|(_, s)| !**s)
-                    .map(|((key, _), _)| state.lookup_key(key.as_ref()))
+                    .map(|(key, _)| state.lookup_key(key))
                     .collect();
                 found?.into_iter().flatten().collect()
             }
         };
         let mut live = Vec::with_capacity(n);
-        for (i, (((key, _), bk), rec)) in docs
+        for (i, ((key, bk), rec)) in keys
             .iter()
             .zip(band_keys.chunks_exact(bands.max(1)))
             .zip(records.chunks_exact_mut(record_bytes.max(1)))
@@ -371,19 +392,19 @@ impl Db {
             if superseded.get(i).copied().unwrap_or(false) {
                 rec.fill(0);
             } else {
-                live.push((base + i as u64, key.as_ref(), bk));
+                live.push((base + i as u64, *key, bk));
             }
         }
         let input = NewDocs {
             base,
-            span: docs.len() as u64,
+            span: n as u64,
             records,
             live,
             deleted_older,
         };
         let sig_bytes = record_bytes;
         let result = self.publish_new_docs(&input, wal_start, |state| {
-            state.mem = super::memtable::MemTable::new(base + docs.len() as u64, bands, sig_bytes);
+            state.mem = super::memtable::MemTable::new(base + n as u64, bands, sig_bytes);
         });
         match result {
             Ok(()) => {}

@@ -9,6 +9,7 @@
 
 mod batch;
 mod codec;
+mod dedup;
 mod files;
 mod maintenance;
 mod manifest;
@@ -16,6 +17,7 @@ mod memtable;
 mod params;
 mod query;
 mod stats;
+mod transfer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use batch::{MAX_KEY_LEN, WriteBatch};
+pub use dedup::{DedupPair, DedupStats};
 pub use manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use params::{DEFAULT_BUCKET_CAP, IndexParams};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};

@@ -1282,6 +1282,17 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
     // --- postings -----------------------------------------------------------------------------
 
+    /// Calls `f(key32, docno)` for every posting of `band`, in (key32, docno) order.
+    pub fn for_each_posting(
+        &self,
+        band: usize,
+        mut f: impl FnMut(u32, u64) -> Result<()>,
+    ) -> Result<()> {
+        let t = *self.band_table(band)?;
+        let base = self.layout.base;
+        self.for_each_entry(&t, |_, key32, rel| f(key32, base + rel))
+    }
+
     fn band_table(&self, band: usize) -> Result<&Table> {
         self.layout.bands.get(band).ok_or_else(|| {
             Error::invalid(

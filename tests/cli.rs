@@ -1,0 +1,398 @@
+//! End-to-end tests of the `mhdb` binary: every command, its JSON output, its exit codes
+//! (0 ok, 1 failure, 2 usage, 3 corruption), bad inputs reported with file and line, and a
+//! kill -9 during `mhdb add --json` after which a second `add --on-duplicate skip` completes
+//! the load with every document present exactly once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mhdb"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run mhdb")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "mhdb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn text(i: u64) -> String {
+    // Families of ten near-duplicates: the family decides most words.
+    let family = i / 10;
+    (0..60)
+        .map(|w| {
+            if w == (i % 10) as usize * 6 {
+                format!("edit{i}")
+            } else {
+                format!("fam{family}w{w}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn corpus(path: &Path, n: u64) {
+    let mut f = std::fs::File::create(path).unwrap();
+    for i in 0..n {
+        let id = if i % 2 == 0 {
+            serde_json::json!(i)
+        } else {
+            serde_json::json!(format!("doc-{i}"))
+        };
+        writeln!(f, "{}", serde_json::json!({"id": id, "text": text(i)})).unwrap();
+    }
+}
+
+fn key(i: u64) -> String {
+    if i.is_multiple_of(2) {
+        i.to_string()
+    } else {
+        format!("doc-{i}")
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn create_add_query_dedup_delete_compact_stats_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idx");
+    let data = dir.path().join("corpus.jsonl");
+    corpus(&data, 200);
+    ok(&["create", s(&db), "--threshold", "0.7"]);
+    let out = ok(&["add", s(&db), s(&data), "--json", "--commit-every", "50"]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines[3]["committed"], 200);
+    assert_eq!(lines[3]["last_id"], "doc-199");
+
+    // Query by text: the family of document 42 (40..50) comes back, 42 itself first.
+    let out = ok(&["query", s(&db), "--text", &text(42), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids[0], "42");
+    assert!(ids.len() >= 5 && ids.len() <= 10, "{ids:?}");
+    assert!(ids.iter().all(|id| {
+        let n: u64 = id.trim_start_matches("doc-").parse().unwrap();
+        (40..50).contains(&n)
+    }));
+
+    // JSONL queries: one result line per query line, in order.
+    let queries = dir.path().join("q.jsonl");
+    std::fs::write(
+        &queries,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({"id": "q1", "text": text(7)}),
+            serde_json::json!({"id": "q2", "text": "nothing like the corpus at all"})
+        ),
+    )
+    .unwrap();
+    let out = ok(&["query", s(&db), "--jsonl", s(&queries), "--limit", "3"]);
+    let res: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(res.len(), 2);
+    assert_eq!(res[0]["id"], "q1");
+    assert_eq!(res[0]["matches"].as_array().unwrap().len(), 3);
+    assert!(res[1]["matches"].as_array().unwrap().is_empty());
+
+    // get / keys.
+    // A missing key: reported, and the exit code is 1 (like grep finding nothing).
+    let out = run(&["get", s(&db), "7", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["present"], false); // 7 is odd: its key is doc-7
+    let out = ok(&["get", s(&db), "doc-7", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["signature"].as_array().unwrap().len(), 128);
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 200);
+
+    // dedup: pairs are within families, each unordered pair once.
+    let out = ok(&["dedup", s(&db)]);
+    let mut pairs = std::collections::HashSet::new();
+    for l in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let a = v["a"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("doc-")
+            .parse::<u64>()
+            .unwrap();
+        let b = v["b"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("doc-")
+            .parse::<u64>()
+            .unwrap();
+        assert_eq!(a / 10, b / 10, "pair across families: {l}");
+        assert!(pairs.insert((a.min(b), a.max(b))), "pair twice: {l}");
+        assert!(v["jaccard"].as_f64().unwrap() >= 0.7);
+    }
+    assert!(
+        pairs.len() >= 200,
+        "expected most in-family pairs, got {}",
+        pairs.len()
+    );
+    let out = ok(&["dedup", s(&db), "--format", "clusters"]);
+    assert_eq!(out.lines().count(), 20, "{out}");
+    let drop = ok(&["dedup", s(&db), "--format", "drop"]);
+    assert_eq!(drop.lines().count(), 180);
+
+    // delete by key and by JSONL.
+    ok(&["delete", s(&db), "0", "doc-1"]);
+    let gone = dir.path().join("gone.jsonl");
+    std::fs::write(&gone, "{\"id\": 2}\n{\"id\": \"doc-3\"}\n").unwrap();
+    ok(&["delete", s(&db), "--jsonl", s(&gone)]);
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 196);
+
+    ok(&["compact", s(&db)]);
+    let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&db), "--json"])).unwrap();
+    assert_eq!(st["live_docs"], 196);
+    assert_eq!(st["segments"], 1);
+    assert_eq!(st["params"]["num_perm"], 128);
+    assert!(st["expected_recall_at_threshold"].as_f64().unwrap() >= 0.95);
+    assert!(ok(&["stats", s(&db)]).contains("documents"));
+    assert!(ok(&["verify", s(&db)]).starts_with("ok"));
+
+    // Damage a segment byte: verify exits 3 and names the file.
+    let seg = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "seg"))
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[200] ^= 0xFF;
+    std::fs::write(&seg, bytes).unwrap();
+    let out = run(&["verify", s(&db)]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".seg"));
+}
+
+#[test]
+fn export_and_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, m, e) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("m"),
+        dir.path().join("exported"),
+    );
+    let (da, db) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    corpus(&da, 60);
+    // Shard b: other documents, plus one key also in a (the later source wins).
+    let mut f = std::fs::File::create(&db).unwrap();
+    for i in 100..140u64 {
+        writeln!(
+            f,
+            "{}",
+            serde_json::json!({"id": format!("b{i}"), "text": text(i)})
+        )
+        .unwrap();
+    }
+    writeln!(f, "{}", serde_json::json!({"id": 0, "text": text(130)})).unwrap();
+    drop(f);
+    for (d, data) in [(&a, &da), (&b, &db)] {
+        ok(&["create", s(d)]);
+        ok(&["add", s(d), s(data)]);
+    }
+    ok(&["merge", s(&m), s(&a), s(&b)]);
+    assert_eq!(ok(&["keys", s(&m)]).lines().count(), 100);
+    let out = ok(&["query", s(&m), "--text", &text(130), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"0") && ids.contains(&"b130"), "{ids:?}");
+    // Mismatched parameters are refused.
+    let c = dir.path().join("c");
+    ok(&["create", s(&c), "--perms", "64"]);
+    let out = run(&["merge", s(&m), s(&c)]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("num_perm"));
+
+    ok(&["export", s(&m), s(&e)]);
+    let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&e), "--json"])).unwrap();
+    assert_eq!(st["live_docs"], 100);
+    assert!(ok(&["verify", s(&e)]).starts_with("ok"));
+    let names: Vec<String> = std::fs::read_dir(&e)
+        .unwrap()
+        .map(|x| x.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("wal-")), "{names:?}");
+}
+
+#[test]
+fn bad_inputs_give_clear_errors_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idx");
+    // Missing database.
+    let out = run(&["stats", s(&db)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an mhdb database"));
+    // Wrong parameters.
+    let out = run(&["create", s(&db), "--bits", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bits"));
+    let out = run(&["create", s(&db), "--threshold", "1.5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["create", s(&db), "--bands", "40", "--rows", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bands"));
+    ok(&["create", s(&db)]);
+    let out = run(&["create", s(&db)]);
+    assert!(!out.status.success());
+    // Unknown flag: usage error, no panic.
+    let out = run(&["query", s(&db), "--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // Malformed JSONL: the bad line is named; lines before it stay committed.
+    let data = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &data,
+        "{\"id\": 1, \"text\": \"alpha beta gamma\"}\n{\"id\": 2, \"text\": \"delta\"}\nnot json\n{\"id\": 4}\n{\"id\": 5, \"text\": \"epsilon\"}\n",
+    )
+    .unwrap();
+    let out = run(&["add", s(&db), s(&data)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl:3"), "{err}");
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 2);
+    let out = run(&["add", s(&db), s(&data), "--skip-invalid"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.jsonl:4") && err.contains("missing field"),
+        "{err}"
+    );
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 3);
+    // Non-UTF-8 line.
+    std::fs::write(&data, b"{\"id\": 9, \"text\": \"\xff\xfe\"}\n").unwrap();
+    let out = run(&["add", s(&db), s(&data)]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+    // --on-duplicate error names the line.
+    std::fs::write(&data, "{\"id\": 1, \"text\": \"again\"}\n").unwrap();
+    let out = run(&["add", s(&db), s(&data), "--on-duplicate", "error"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:1"));
+
+    // A locked database.
+    let held = mhdb::db::Db::open(&db, mhdb::db::Options::default()).unwrap();
+    let out = run(&["add", s(&db), s(&data)]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("locked"),
+        "{out:?}"
+    );
+    drop(held);
+
+    // A database written by a newer format version.
+    let current = std::fs::read(db.join("CURRENT")).unwrap();
+    let generation = u64::from_le_bytes(current[12..20].try_into().unwrap());
+    let man_path = db.join(format!("MANIFEST-{generation:016x}"));
+    let mut man = std::fs::read(&man_path).unwrap();
+    man[8..12].copy_from_slice(&99u32.to_le_bytes());
+    let n = man.len();
+    let crc = crc32fast::hash(&man[..n - 4]);
+    man[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&man_path, &man).unwrap();
+    let mut cur = current.clone();
+    cur[28..32].copy_from_slice(&crc32fast::hash(&man).to_le_bytes());
+    let c = crc32fast::hash(&cur[..32]);
+    cur[32..36].copy_from_slice(&c.to_le_bytes());
+    std::fs::write(db.join("CURRENT"), &cur).unwrap();
+    let out = run(&["stats", s(&db)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("version 99"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for cmd in [
+        "create", "add", "query", "get", "keys", "dedup", "delete", "compact", "stats", "verify",
+        "export", "merge", "tune", "demo",
+    ] {
+        let out = ok(&[cmd, "--help"]);
+        assert!(out.contains("Example"), "{cmd} --help lacks an example");
+    }
+    let out = ok(&["tune", "--threshold", "0.8"]);
+    assert!(out.contains("S-curve") && out.contains("bands"));
+}
+
+#[test]
+fn kill_during_add_then_resume_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idx");
+    let data = dir.path().join("big.jsonl");
+    let n = 60_000u64;
+    corpus(&data, n);
+    ok(&["create", s(&db)]);
+    let mut child = bin()
+        .args(["add", s(&db), s(&data), "--json", "--commit-every", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut acknowledged = 0u64;
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 {
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        acknowledged = v["committed"].as_u64().unwrap();
+        line.clear();
+        if acknowledged >= 3000 {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    assert!(
+        acknowledged >= 500,
+        "no commit was acknowledged before the kill"
+    );
+    // Every acknowledged document is there.
+    let keys: std::collections::HashSet<String> =
+        ok(&["keys", s(&db)]).lines().map(String::from).collect();
+    for i in 0..acknowledged {
+        assert!(
+            keys.contains(&key(i)),
+            "acknowledged document {} lost",
+            key(i)
+        );
+    }
+    // Resume: skip what is present; at the end every document is present exactly once.
+    ok(&["add", s(&db), s(&data), "--on-duplicate", "skip"]);
+    let all = ok(&["keys", s(&db)]);
+    let keys: Vec<&str> = all.lines().collect();
+    assert_eq!(keys.len() as u64, n);
+    let unique: std::collections::HashSet<&str> = keys.iter().copied().collect();
+    assert_eq!(unique.len() as u64, n);
+    assert!(ok(&["verify", s(&db)]).starts_with("ok"));
+}
