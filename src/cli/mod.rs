@@ -241,10 +241,10 @@ enum Command {
         alternatives: usize,
     },
     /// Sketch every file of a directory and print the pairs at or above the threshold.
-    #[command(after_help = "Example:\n  mhdb demo samples --threshold 0.5")]
+    #[command(after_help = "Example:\n  mhdb demo samples/texts --threshold 0.5")]
     Demo {
         /// Directory of text files (one document per file).
-        #[arg(default_value = "samples")]
+        #[arg(default_value = "samples/texts")]
         dir: PathBuf,
         /// Similarity threshold.
         #[arg(long, default_value_t = 0.5)]
