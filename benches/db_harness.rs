@@ -324,14 +324,16 @@ fn main() {
     let dirf = base.join("dbf");
     let db = Db::create(&dirf, params(32), bulk_opts()).unwrap();
     let m = (n / 4).max(1000);
-    let mut b = WriteBatch::new();
-    for i in 0..m {
-        b.insert(
-            format!("doc-{i:08}"),
-            Signature::from_slots(signature(i as u64)),
-        );
+    for chunk in (0..m).collect::<Vec<_>>().chunks(10_000) {
+        let mut b = WriteBatch::new();
+        for &i in chunk {
+            b.insert(
+                format!("doc-{i:08}"),
+                Signature::from_slots(signature(i as u64)),
+            );
+        }
+        db.write(&b).unwrap();
     }
-    db.write(&b).unwrap();
     db.commit().unwrap();
     let t = Instant::now();
     db.flush().unwrap();
@@ -340,16 +342,16 @@ fn main() {
     let written = s.bytes.get("segments").copied().unwrap_or(0)
         + s.bytes.get("signatures").copied().unwrap_or(0);
     for round in 0..3 {
-        let mut b = WriteBatch::new();
-        for i in 0..m / 4 {
-            let id = m + round * m + i;
-            b.insert(
-                format!("doc-{id:08}"),
-                Signature::from_slots(signature(id as u64)),
-            );
-        }
-        db.write(&b).unwrap();
-        db.flush().unwrap();
+        let docs: Vec<(String, Signature)> = (0..m / 4)
+            .map(|i| {
+                let id = m + round * m + i;
+                (
+                    format!("doc-{id:08}"),
+                    Signature::from_slots(signature(id as u64)),
+                )
+            })
+            .collect();
+        db.bulk_insert(&docs).unwrap();
     }
     let seg_before = db
         .stats()

@@ -270,6 +270,24 @@ fn bad_inputs_are_clear_errors() {
     // Opening something that is not a database.
     let err = Db::open(dir.path(), opts()).unwrap_err();
     assert!(err.to_string().contains("not an mhdb database"), "{err}");
+    // Opening with the wrong expected signature parameters.
+    let wrong_seed = Options {
+        expect_sketch: Some(SketchParams {
+            seed: 42,
+            ..SketchParams::default()
+        }),
+        ..opts()
+    };
+    let err = Db::open(&path, wrong_seed).unwrap_err();
+    assert!(
+        matches!(err, Error::ParameterMismatch { name: "seed", .. }),
+        "{err}"
+    );
+    let right = Options {
+        expect_sketch: Some(SketchParams::default()),
+        ..opts()
+    };
+    drop(Db::open(&path, right).unwrap());
     // Invalid parameters.
     let p = IndexParams {
         bits: 3,
@@ -277,4 +295,23 @@ fn bad_inputs_are_clear_errors() {
     };
     assert!(Db::create(dir.path().join("db2"), p, opts()).is_err());
     let _ = Signature::from_slots(vec![0u64; 128]);
+}
+
+#[test]
+fn oversized_batch_is_refused_without_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), IndexParams::default(), opts()).unwrap();
+    let hasher = db.hasher().clone();
+    let sig = hasher.sketch_text("some text that is long enough to have shingles");
+    let mut b = WriteBatch::new();
+    // Each insert logs ~700 bytes: 120k of them exceed one 64 MiB WAL record.
+    for i in 0..120_000u32 {
+        b.insert(i.to_le_bytes(), sig.clone());
+    }
+    let err = db.write(&b).unwrap_err();
+    assert!(err.to_string().contains("bulk_insert"), "{err}");
+    assert_eq!(db.keys().unwrap().len(), 0);
+    // The database still accepts writes.
+    db.insert_text("ok", "fine").unwrap();
+    assert!(db.contains("ok").unwrap());
 }

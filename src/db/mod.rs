@@ -67,6 +67,10 @@ pub struct Options {
     pub auto_compact: bool,
     /// How many segments of one size class trigger a merge.
     pub merge_factor: usize,
+    /// If set, opening fails with [`Error::ParameterMismatch`] unless the stored signature
+    /// parameters (scheme, k, seed, shingling) equal these: a caller that signs documents
+    /// itself states what it signs with, and never mixes incompatible signatures.
+    pub expect_sketch: Option<crate::sketch::SketchParams>,
 }
 
 impl Default for Options {
@@ -76,6 +80,7 @@ impl Default for Options {
             memtable_bytes: 64 << 20,
             auto_compact: true,
             merge_factor: 4,
+            expect_sketch: None,
         }
     }
 }
@@ -374,6 +379,9 @@ impl Db {
         current.check(&manifest_bytes, &manifest_path)?;
         let manifest = Manifest::decode(&manifest_bytes, &manifest_path)?;
         let params = manifest.params;
+        if let Some(expected) = &opts.expect_sketch {
+            params.check_compatible(expected)?;
+        }
         let hasher = params.hasher()?;
         let banding = params.banding()?;
         let record_bytes = params.sig_bytes();
@@ -693,6 +701,17 @@ impl Db {
                 return Ok(());
             }
             let payload = batch::encode_ops(&ops);
+            if payload.len() > crate::storage::wal::MAX_RECORD_LEN {
+                // Refused before anything is queued or applied: the batch has no effect.
+                return Err(Error::invalid(
+                    "batch",
+                    format!(
+                        "encodes to {} bytes, more than one WAL record may hold ({}); split it or use bulk_insert",
+                        payload.len(),
+                        crate::storage::wal::MAX_RECORD_LEN
+                    ),
+                ));
+            }
             let seq = {
                 let mut wal = self.wal.lock();
                 let Some(w) = wal.as_mut() else {
