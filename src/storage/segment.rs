@@ -773,6 +773,15 @@ fn read_bits(bytes: &[u8], start: usize, bit: u64, width: u32) -> Option<u64> {
     }
     let byte = start.checked_add(usize::try_from(bit / 8).ok()?)?;
     let shift = (bit % 8) as u32;
+    // Fast path: a fixed 16-byte load (no variable-length copy) when the bytes are there.
+    if let Some(window) = byte
+        .checked_add(16)
+        .and_then(|end| bytes.get(byte..end))
+        .and_then(|w| <[u8; 16]>::try_from(w).ok())
+    {
+        let v = u128::from_le_bytes(window) >> shift;
+        return Some((v as u64) & low_mask(width));
+    }
     let nbytes = (shift + width).div_ceil(8) as usize;
     let mut buf = [0u8; 16];
     let src = bytes.get(byte..byte.checked_add(nbytes)?)?;
