@@ -235,29 +235,46 @@ impl WalReader {
         path: &Path,
         apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        let header = bytes
-            .get(..WAL_HEADER_LEN as usize)
-            .ok_or_else(|| corruption(path, 0, "WAL shorter than its header"))?;
-        if header != header_bytes() {
-            let version = header
-                .get(8..12)
-                .and_then(|v| <[u8; 4]>::try_from(v).ok())
-                .map(u32::from_le_bytes);
-            let crc_ok = header
-                .get(12..16)
-                .zip(header.get(..12))
-                .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
-            if header.get(..8) == Some(&MAGIC[..])
-                && crc_ok
-                && let Some(found) = version.filter(|v| *v != WAL_VERSION)
-            {
-                return Err(Error::UnsupportedVersion {
-                    path: path.to_path_buf(),
-                    found,
-                    supported: WAL_VERSION,
+        let header = bytes.get(..WAL_HEADER_LEN as usize);
+        if header != Some(&header_bytes()[..]) {
+            // A header is written and synced before any record can be acknowledged, so a file
+            // whose header is incomplete or damaged and that holds no valid record was cut off
+            // while being created: it is empty (a torn tail from byte 0).
+            let any_record =
+                (WAL_HEADER_LEN as usize..bytes.len()).any(|p| parse_at(bytes, p).is_some());
+            if let Some(h) = header.filter(|_| any_record) {
+                let version = h
+                    .get(8..12)
+                    .and_then(|v| <[u8; 4]>::try_from(v).ok())
+                    .map(u32::from_le_bytes);
+                let crc_ok = h
+                    .get(12..16)
+                    .zip(h.get(..12))
+                    .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
+                if h.get(..8) == Some(&MAGIC[..])
+                    && crc_ok
+                    && let Some(found) = version.filter(|v| *v != WAL_VERSION)
+                {
+                    return Err(Error::UnsupportedVersion {
+                        path: path.to_path_buf(),
+                        found,
+                        supported: WAL_VERSION,
+                    });
+                }
+                return Err(corruption(
+                    path,
+                    0,
+                    "bad WAL header followed by valid records",
+                ));
+            }
+            if !any_record {
+                return Ok(Replay {
+                    records: 0,
+                    valid_len: 0,
+                    torn_tail_bytes: bytes.len() as u64,
+                    last_seq: 0,
                 });
             }
-            return Err(corruption(path, 0, "bad WAL header"));
         }
         let mut pos = WAL_HEADER_LEN as usize;
         let mut records = 0u64;
@@ -296,8 +313,12 @@ impl WalReader {
         })
     }
 
-    /// Cuts a torn tail off (writers only), durably.
+    /// Cuts a torn tail off (writers only), durably. A file without a valid header is removed
+    /// (the caller syncs the directory).
     pub fn truncate_torn_tail(vfs: &dyn Vfs, path: &Path, valid_len: u64) -> Result<()> {
+        if valid_len < WAL_HEADER_LEN {
+            return vfs.remove_file(path).map_err(io(path, "remove torn WAL"));
+        }
         let file = vfs
             .open(path, OpenMode::ReadWrite)
             .map_err(io(path, "open WAL"))?;
@@ -350,6 +371,21 @@ mod tests {
                     .collect::<Vec<_>>()
             );
         }
+    }
+
+    #[test]
+    fn torn_header_is_an_empty_log_but_damaged_header_before_records_is_corruption() {
+        let bytes = log(&[b"a"]);
+        for cut in 0..WAL_HEADER_LEN as usize {
+            let (got, r) = collect(&bytes[..cut]).unwrap();
+            assert!(got.is_empty());
+            assert_eq!(r.valid_len, 0);
+        }
+        let (got, _) = collect(&[0u8; 4096]).unwrap();
+        assert!(got.is_empty());
+        let mut damaged = bytes.clone();
+        damaged[3] ^= 1;
+        assert!(collect(&damaged).unwrap_err().is_corruption());
     }
 
     #[test]
