@@ -107,6 +107,15 @@ pub(crate) fn check_siglog_header(
     let version = d.u32("version")?;
     let fields = [d.u32("num_perm")?, d.u32("bits")?, d.u32("record bytes")?];
     d.expect_crc()?;
+    // The rest of the header is reserved and must be zero (so no byte goes unchecked).
+    let padding = d.take(d.remaining(), "header padding")?;
+    if let Some(i) = padding.iter().position(|&b| b != 0) {
+        return Err(corruption(
+            path,
+            28 + i as u64,
+            "reserved header bytes are not zero",
+        ));
+    }
     if version != SIGLOG_VERSION {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
