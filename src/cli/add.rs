@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use mhdb::db::{Db, WriteBatch};
+use mhdb::db::Db;
 use mhdb::sketch::Signature;
 use rayon::prelude::*;
 
@@ -67,7 +67,8 @@ struct Loader<'a> {
     args: &'a AddArgs,
     committed: u64,
     uncommitted: u64,
-    batch: WriteBatch,
+    /// Documents since the last commit; a commit inserts them in bulk (durable on return).
+    pending: Vec<(String, Signature)>,
     batch_keys: HashSet<String>,
     last_id: Option<String>,
     skipped_invalid: u64,
@@ -77,15 +78,14 @@ struct Loader<'a> {
 
 impl Loader<'_> {
     fn commit(&mut self) -> CliResult {
-        if !self.batch.is_empty() {
-            self.db.write(&self.batch)?;
-            self.batch = WriteBatch::new();
-            self.batch_keys.clear();
-        }
         if self.uncommitted == 0 {
             return Ok(());
         }
-        self.db.commit()?;
+        // One bulk insert per commit: band keys and packing on every core, written straight
+        // to a segment and the signature log, durable when it returns.
+        self.db.bulk_insert(&self.pending)?;
+        self.pending.clear();
+        self.batch_keys.clear();
         self.committed += self.uncommitted;
         self.uncommitted = 0;
         if self.args.json {
@@ -123,16 +123,12 @@ impl Loader<'_> {
             self.skipped_duplicates += 1;
             return Ok(());
         }
-        self.batch.insert(&id, sig);
         if self.args.on_duplicate != OnDuplicate::Replace {
             self.batch_keys.insert(id.clone());
         }
+        self.pending.push((id.clone(), sig));
         self.last_id = Some(id);
         self.uncommitted += 1;
-        if self.batch.len() >= 1024 {
-            self.db.write(&self.batch)?;
-            self.batch = WriteBatch::new();
-        }
         if self.uncommitted as usize >= self.args.commit_every.max(1) {
             self.commit()?;
         }
@@ -202,7 +198,7 @@ pub fn run(args: AddArgs) -> CliResult<ExitCode> {
         args: &args,
         committed: 0,
         uncommitted: 0,
-        batch: WriteBatch::new(),
+        pending: Vec::new(),
         batch_keys: HashSet::new(),
         last_id: None,
         skipped_invalid: 0,
@@ -216,9 +212,6 @@ pub fn run(args: AddArgs) -> CliResult<ExitCode> {
     };
     result?;
     loader.commit()?;
-    // Leave the loaded documents in a segment rather than in the WAL: reopening is cheaper
-    // and stats show their buckets.
-    db.flush()?;
     if let Some(bar) = &loader.progress {
         bar.finish_and_clear();
     }
