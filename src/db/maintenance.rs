@@ -102,9 +102,9 @@ impl Db {
     /// Writes the in-memory table to a new segment and makes it (and every write before this
     /// call) durable. Queries continue meanwhile.
     pub fn flush(&self) -> Result<()> {
-        self.check_writable_pub()?;
+        self.check_writable()?;
         let _maint = self.maintenance.lock();
-        self.check_writable_pub()?;
+        self.check_writable()?;
         // 1. Freeze the table and switch to a new WAL, with no writer in between.
         let imm = {
             let _order = self.sequencer.lock();
@@ -156,16 +156,6 @@ impl Db {
         self.remove_obsolete_files()?;
         if self.opts.auto_compact {
             self.compact_step()?;
-        }
-        Ok(())
-    }
-
-    fn check_writable_pub(&self) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        if self.failed.load(Ordering::SeqCst) {
-            return Err(Error::PreviousIo);
         }
         Ok(())
     }
@@ -282,19 +272,10 @@ impl Db {
     /// same manifest switch as a flush). Writers wait meanwhile; queries go on. Existing keys
     /// are replaced, and within `docs` the last copy of a key wins.
     pub fn bulk_insert<K: AsRef<[u8]> + Sync>(&self, docs: &[(K, Signature)]) -> Result<()> {
-        self.check_writable_pub()?;
+        self.check_writable()?;
         for (key, sig) in docs {
             super::check_key(key.as_ref())?;
-            if sig.len() != self.params.sketch.num_perm {
-                return Err(Error::invalid(
-                    "signature",
-                    format!(
-                        "has {} slots, the database stores {}",
-                        sig.len(),
-                        self.params.sketch.num_perm
-                    ),
-                ));
-            }
+            self.check_signature(sig)?;
         }
         // Band keys and packed signatures on every core, into flat buffers, before any lock.
         let n = docs.len();
@@ -362,7 +343,7 @@ impl Db {
                 break (maint, order);
             }
         };
-        self.check_writable_pub()?;
+        self.check_writable()?;
         let (base, wal_start) = {
             let state = self.state.read();
             (state.mem.next_docno(), state.version.manifest.wal_start)
@@ -492,7 +473,7 @@ impl Db {
 
     /// One merge chosen by the policy; returns whether one happened.
     fn compact_step(&self) -> Result<bool> {
-        self.check_writable_pub()?;
+        self.check_writable()?;
         let maint = self.maintenance.try_lock();
         let Some(_maint) = maint else {
             return Ok(false);

@@ -584,7 +584,22 @@ impl Db {
         &self.dir
     }
 
-    fn check_writable(&self) -> Result<()> {
+    /// Errors unless `sig` has this database's number of slots.
+    pub(crate) fn check_signature(&self, sig: &Signature) -> Result<()> {
+        if sig.len() != self.params.sketch.num_perm {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "has {} slots, the database stores {}",
+                    sig.len(),
+                    self.params.sketch.num_perm
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
@@ -633,16 +648,7 @@ impl Db {
                 }
             };
             check_key(key)?;
-            if sig.len() != self.params.sketch.num_perm {
-                return Err(Error::invalid(
-                    "signature",
-                    format!(
-                        "has {} slots, the database stores {}",
-                        sig.len(),
-                        self.params.sketch.num_perm
-                    ),
-                ));
-            }
+            self.check_signature(&sig)?;
             let band_keys = self.banding.band_keys(sig.slots())?.into();
             let packed = bbit::pack(sig.slots(), self.params.bits)?.into();
             prepared.push(Prepared::Put {

@@ -57,16 +57,7 @@ impl Db {
                 format!("must be in [0, 1], got {threshold}"),
             ));
         }
-        if sig.len() != self.params.sketch.num_perm {
-            return Err(Error::invalid(
-                "signature",
-                format!(
-                    "has {} slots, the database stores {}",
-                    sig.len(),
-                    self.params.sketch.num_perm
-                ),
-            ));
-        }
+        self.check_signature(sig)?;
         let band_keys = self.banding.band_keys(sig.slots())?;
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
         let state = self.state.read();
