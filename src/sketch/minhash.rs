@@ -224,6 +224,18 @@ impl MinHasher {
         out
     }
 
+    /// Normalizes `text` and calls `f` with every shingle hash in text order (duplicates kept),
+    /// without collecting them: the streaming form of [`MinHasher::shingle_hashes`].
+    pub fn for_each_shingle_hash(&self, text: &str, f: impl FnMut(u64)) {
+        // Borrow the per-thread buffer by taking it, so `f` may itself sketch (re-entrancy).
+        let mut normalized = SCRATCH.with(|cell| std::mem::take(&mut cell.borrow_mut().0));
+        self.params.shingle.normalize_into(text, &mut normalized);
+        self.params
+            .shingle
+            .for_each_shingle_hash(&normalized, self.shingle_seed, f);
+        SCRATCH.with(|cell| cell.borrow_mut().0 = normalized);
+    }
+
     /// Folds already computed shingle hashes into `partial`.
     pub fn add_hashes(&self, partial: &mut PartialSketch, hashes: &[u64]) {
         match self.params.scheme {
@@ -462,6 +474,23 @@ mod tests {
                     h.sketch_text(&text),
                     h.sketch_hashes(&h.shingle_hashes(&text))
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn streaming_shingle_hashes_equal_collected() {
+        let text = "Ünïcode and ASCII, \t mixed TEXT. ".repeat(20);
+        for scheme in [Scheme::Oph, Scheme::KPerm] {
+            let h = hasher(scheme, 64);
+            for t in [text.as_str(), "plain ascii text here", "", "abc"] {
+                let mut streamed = Vec::new();
+                h.for_each_shingle_hash(t, |x| {
+                    // Re-entrant use of the same thread's scratch must be fine.
+                    let _ = h.sketch_text("nested");
+                    streamed.push(x);
+                });
+                assert_eq!(streamed, h.shingle_hashes(t));
             }
         }
     }
