@@ -1244,7 +1244,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
         if docno < self.layout.base || docno >= self.end_docno() {
             return Ok(None);
         }
-        let (mut lo, mut hi) = (0, self.layout.doc_count);
+        // Docnos increase with the ordinal and at most `span − doc_count` numbers of the range
+        // are absent, so the ordinal of `base + rel` lies in [rel − holes, rel]: with few holes
+        // the search touches one or two entries instead of log2(docs) scattered ones.
+        let rel = docno - self.layout.base;
+        let holes = self.layout.span - self.layout.doc_count;
+        let (mut lo, mut hi) = (
+            rel.saturating_sub(holes),
+            (rel + 1).min(self.layout.doc_count),
+        );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let (d, _, _) = self.doc_at(mid)?;
