@@ -14,6 +14,40 @@ pub const MANIFEST_VERSION: u32 = 1;
 /// Length of the CURRENT file: magic, version, generation, length, checksum, own checksum.
 const CURRENT_LEN: usize = 8 + 4 + 8 + 8 + 4 + 4;
 
+/// Checks the CRC-32 that ends every manifest and CURRENT file, over all bytes before it.
+/// Done before reading any field, so a damaged version reads as corruption, not as a newer
+/// format.
+fn check_trailing_crc(bytes: &[u8], path: &Path, what: &str) -> Result<()> {
+    let body_len = bytes.len().saturating_sub(4);
+    let mut tail = Decoder::with_base(
+        bytes.get(body_len..).unwrap_or_default(),
+        path,
+        body_len as u64,
+    );
+    let stored = tail.u32("checksum")?;
+    let actual = crc32fast::hash(bytes.get(..body_len).unwrap_or_default());
+    if stored != actual {
+        return Err(corruption(
+            path,
+            body_len as u64,
+            format!("{what} checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_version(d: &mut Decoder<'_>, path: &Path) -> Result<()> {
+    let version = d.u32("version")?;
+    if version != MANIFEST_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: MANIFEST_VERSION,
+        });
+    }
+    Ok(())
+}
+
 /// One band-posting segment as the manifest records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentMeta {
@@ -102,31 +136,8 @@ impl Manifest {
         if bytes.len() < 16 {
             return Err(corruption(path, 0, "manifest too short"));
         }
-        let body_len = bytes.len() - 4;
-        let mut tail = Decoder::with_base(
-            bytes.get(body_len..).unwrap_or_default(),
-            path,
-            body_len as u64,
-        );
-        let stored = tail.u32("checksum")?;
-        let actual = crc32fast::hash(bytes.get(..body_len).unwrap_or_default());
-        if stored != actual {
-            return Err(corruption(
-                path,
-                body_len as u64,
-                format!(
-                    "manifest checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
-                ),
-            ));
-        }
-        let version = d.u32("version")?;
-        if version != MANIFEST_VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: MANIFEST_VERSION,
-            });
-        }
+        check_trailing_crc(bytes, path, "manifest")?;
+        check_version(&mut d, path)?;
         let generation = d.u64("generation")?;
         let params = IndexParams::decode(&mut d, path)?;
         let next_docno = d.u64("next_docno")?;
@@ -235,27 +246,8 @@ impl Current {
                 format!("CURRENT is {} bytes, expected {CURRENT_LEN}", bytes.len()),
             ));
         }
-        let actual = crc32fast::hash(bytes.get(..CURRENT_LEN - 4).unwrap_or_default());
-        let mut tail = Decoder::with_base(
-            bytes.get(CURRENT_LEN - 4..).unwrap_or_default(),
-            path,
-            (CURRENT_LEN - 4) as u64,
-        );
-        if tail.u32("checksum")? != actual {
-            return Err(corruption(
-                path,
-                (CURRENT_LEN - 4) as u64,
-                "CURRENT checksum mismatch",
-            ));
-        }
-        let version = d.u32("version")?;
-        if version != MANIFEST_VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: MANIFEST_VERSION,
-            });
-        }
+        check_trailing_crc(bytes, path, "CURRENT")?;
+        check_version(&mut d, path)?;
         let c = Current {
             generation: d.u64("generation")?,
             manifest_len: d.u64("manifest length")?,
