@@ -315,3 +315,28 @@ fn oversized_batch_is_refused_without_effect() {
     db.insert_text("ok", "fine").unwrap();
     assert!(db.contains("ok").unwrap());
 }
+
+#[test]
+fn reopening_without_writes_leaves_no_wal_files_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    drop(Db::create(&path, IndexParams::default(), opts()).unwrap());
+    for _ in 0..5 {
+        drop(Db::open(&path, opts()).unwrap());
+    }
+    let wals = std::fs::read_dir(&path)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("wal-")
+        })
+        .count();
+    assert_eq!(wals, 1);
+    let db = Db::open(&path, opts()).unwrap();
+    db.insert_text("a", "still works after all that").unwrap();
+    drop(db);
+    assert!(Db::open(&path, opts()).unwrap().contains("a").unwrap());
+}

@@ -502,6 +502,11 @@ impl Db {
                 if !read_only {
                     WalReader::truncate_torn_tail(vfs.as_ref(), &path, replay.valid_len)?;
                 }
+            } else if replay.records == 0 && !read_only {
+                // A WAL holding no record carries nothing; without this, every open that writes
+                // nothing would leave one more empty file behind until the next flush.
+                vfs.remove_file(&path)
+                    .map_err(io_err(&path, "remove empty WAL"))?;
             }
         }
 
