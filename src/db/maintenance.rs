@@ -135,6 +135,7 @@ impl Db {
                     queued_seq: next_seq - 1,
                     synced_seq: next_seq - 1,
                     syncing: false,
+                    last_group: 1,
                 });
             }
             let mut state = self.state.write();

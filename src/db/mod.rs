@@ -224,6 +224,8 @@ pub(crate) struct WalState {
     pub(crate) synced_seq: u64,
     /// Whether some thread is writing and syncing right now.
     pub(crate) syncing: bool,
+    /// Batches in the previous group commit: how many writers a leader expects to gather.
+    pub(crate) last_group: usize,
 }
 
 /// An open mhdb database.
@@ -541,6 +543,7 @@ impl Db {
                 queued_seq: last_seq,
                 synced_seq: last_seq,
                 syncing: false,
+                last_group: 1,
             })
         };
 
@@ -869,8 +872,11 @@ impl Db {
             w.syncing = true;
             let deadline =
                 std::time::Instant::now() + std::time::Duration::from_micros(GATHER_MICROS);
-            while self.writers_preparing.load(Ordering::SeqCst) > 0
-                && self.opts.durability == Durability::Sync
+            while self.opts.durability == Durability::Sync
+                && guard.as_ref().is_some_and(|w| {
+                    self.writers_preparing.load(Ordering::SeqCst) > 0
+                        || w.pending.len() < w.last_group
+                })
             {
                 if self.wal_queued.wait_until(&mut guard, deadline).timed_out() {
                     break;
@@ -880,6 +886,7 @@ impl Db {
                 return Err(Error::ReadOnly);
             };
             let batch = std::mem::take(&mut w.pending);
+            w.last_group = batch.len().max(1);
             let through = w.queued_seq;
             let writer = w.writer.clone();
             drop(guard);
