@@ -375,9 +375,14 @@ fn densify(raw: &[u64], seed: u64) -> Vec<u64> {
 
 /// `mins[i] = min(mins[i], mul[i] * x + add[i] mod 2^32)` over every hash `x` (low 32 bits).
 ///
-/// Written as fixed 16-lane blocks so that the compiler keeps the minima in vector registers;
-/// `multiversion` compiles it for AVX-512, AVX2 and baseline and picks one at run time. All
-/// versions compute the same integers, so signatures are bit-identical across CPUs.
+/// Hashes are taken in tiles of 8 (the last tile padded by repeating the last hash, which
+/// cannot change a minimum); for each tile one pass over the slots folds all 8 into each slot.
+/// The slot loop is the innermost real loop, so it vectorizes along the slots (8 u32 lanes per
+/// AVX2 register: `vpmulld`, `vpaddd`, `vpminud` on ymm) with the 8 tile values broadcast in
+/// registers, and each slot's minimum is loaded and stored once per 8 hashes. (A hash-inner
+/// layout invites LLVM to vectorize across hashes as min-reductions, which spills.)
+/// `multiversion` compiles it for AVX-512, AVX2 and baseline and picks one at run time, once
+/// per call; all versions compute the same integers, so signatures are bit-identical.
 #[multiversion(targets(
     "x86_64+avx512f+avx512bw+avx512vl",
     "x86_64+avx2",
@@ -385,33 +390,21 @@ fn densify(raw: &[u64], seed: u64) -> Vec<u64> {
     "aarch64+neon"
 ))]
 fn kperm_kernel(mins: &mut [u32], mul: &[u32], add: &[u32], hashes: &[u64]) {
-    const LANES: usize = 16;
-    let mut m_blocks = mins.chunks_exact_mut(LANES);
-    let mut a_blocks = mul.chunks_exact(LANES);
-    let mut b_blocks = add.chunks_exact(LANES);
-    for ((m, a), b) in (&mut m_blocks).zip(&mut a_blocks).zip(&mut b_blocks) {
-        let mut acc = [0u32; LANES];
-        let mut av = [0u32; LANES];
-        let mut bv = [0u32; LANES];
-        acc.copy_from_slice(m);
-        av.copy_from_slice(a);
-        bv.copy_from_slice(b);
-        for &h in hashes {
-            let x = h as u32;
-            for l in 0..LANES {
-                acc[l] = acc[l].min(av[l].wrapping_mul(x).wrapping_add(bv[l]));
-            }
+    const TILE: usize = 8;
+    let Some(&last) = hashes.last() else {
+        return;
+    };
+    for tile in hashes.chunks(TILE) {
+        let mut x = [last as u32; TILE];
+        for (d, &h) in x.iter_mut().zip(tile) {
+            *d = h as u32;
         }
-        m.copy_from_slice(&acc);
-    }
-    let tail = m_blocks
-        .into_remainder()
-        .iter_mut()
-        .zip(a_blocks.remainder())
-        .zip(b_blocks.remainder());
-    for ((m, &a), &b) in tail {
-        for &h in hashes {
-            *m = (*m).min(a.wrapping_mul(h as u32).wrapping_add(b));
+        for ((m, &a), &b) in mins.iter_mut().zip(mul).zip(add) {
+            let mut v = *m;
+            for &xj in &x {
+                v = v.min(a.wrapping_mul(xj).wrapping_add(b));
+            }
+            *m = v;
         }
     }
 }
@@ -511,6 +504,29 @@ mod tests {
                 .min()
                 .unwrap();
             assert_eq!(slot, u64::from(expect));
+        }
+    }
+
+    #[test]
+    fn kernel_handles_every_tile_and_slot_remainder() {
+        for k in [1, 7, 8, 9, 16, 33, 128] {
+            let h = hasher(Scheme::KPerm, k);
+            for n in [1usize, 2, 7, 8, 9, 15, 17, 255, 256, 257, 600] {
+                let hashes: Vec<u64> = (0..n as u64).map(|i| mix64(i ^ 0xABCD)).collect();
+                let sig = h.sketch_hashes(&hashes);
+                for (i, &slot) in sig.slots().iter().enumerate() {
+                    let expect = hashes
+                        .iter()
+                        .map(|&x| {
+                            h.perm_mul[i]
+                                .wrapping_mul(x as u32)
+                                .wrapping_add(h.perm_add[i])
+                        })
+                        .min()
+                        .unwrap();
+                    assert_eq!(slot, u64::from(expect), "k = {k}, n = {n}, slot {i}");
+                }
+            }
         }
     }
 
