@@ -457,7 +457,20 @@ impl Db {
         for (i, &id) in wal_ids.iter().enumerate() {
             let path = dir.join(files::wal_name(id));
             let is_last = i + 1 == wal_ids.len();
+            let mut first_in_file = true;
             let replay = WalReader::replay(vfs.as_ref(), &path, |seq, offset, payload| {
+                // Sequence numbers continue from one WAL file to the next: a gap means an
+                // older file lost its end (e.g. was truncated at a record boundary).
+                if first_in_file && last_seq > 0 && seq != last_seq + 1 {
+                    return Err(codec::corruption(
+                        &path,
+                        offset,
+                        format!(
+                            "WAL starts at record {seq}, but the previous WAL file ended at {last_seq}"
+                        ),
+                    ));
+                }
+                first_in_file = false;
                 batch::decode_ops(
                     payload,
                     params.lsh.bands,
