@@ -4,7 +4,8 @@
 //! `MinHashIndex` on the same signatures as the reference.
 //!
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
-//! `--dir PATH` to choose the disk). `tools/bench_db.sh` runs it and keeps the output.
+//! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
+//! phases). `tools/bench_db.sh` runs it and keeps the output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +22,15 @@ struct Args {
     dir: PathBuf,
     skip_gaoya: bool,
     open_only: Option<PathBuf>,
+    /// Phases to run (empty: all): bulk (bulk load, warm/cold queries, dedup, open, bytes),
+    /// flush, commit, recovery, text.
+    only: Vec<String>,
+}
+
+impl Args {
+    fn wants(&self, phase: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| p == phase)
+    }
 }
 
 fn args() -> Args {
@@ -30,6 +40,7 @@ fn args() -> Args {
         dir: std::env::temp_dir(),
         skip_gaoya: false,
         open_only: None,
+        only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -39,6 +50,12 @@ fn args() -> Args {
             "--dir" => a.dir = it.next().map(PathBuf::from).unwrap_or(a.dir),
             "--skip-gaoya" => a.skip_gaoya = true,
             "--open-only" => a.open_only = it.next().map(PathBuf::from),
+            "--only" => {
+                a.only = it
+                    .next()
+                    .map(|v| v.split(',').map(str::to_owned).collect())
+                    .unwrap_or_default()
+            }
             _ => {} // cargo bench passes --bench
         }
     }
@@ -166,330 +183,341 @@ fn main() {
     println!("| measurement | mhdb | gaoya (in memory) |");
     println!("| --- | --- | --- |");
 
-    // 1. Bulk insert of precomputed signatures, durable at the end.
-    let dir32 = base.join("db32");
-    let (db, took) = bulk_load(&dir32, n, 32);
-    let stats = db.stats().unwrap();
-    let bulk_rate = n as f64 / took.as_secs_f64();
+    if a.wants("bulk") {
+        // 1. Bulk insert of precomputed signatures, durable at the end.
+        let dir32 = base.join("db32");
+        let (db, took) = bulk_load(&dir32, n, 32);
+        let stats = db.stats().unwrap();
+        let bulk_rate = n as f64 / took.as_secs_f64();
 
-    // gaoya on the same signatures.
-    let mut gaoya_row = String::from("–");
-    let mut gaoya_query = None;
-    let mut gaoya_index = None;
-    if !a.skip_gaoya {
-        let width = p.lsh.bands * p.lsh.rows;
-        let rss0 = rss_kib();
-        let t = Instant::now();
-        let mut index: gaoya::minhash::MinHashIndex<u32, u64> =
-            gaoya::minhash::MinHashIndex::new(p.lsh.bands, p.lsh.rows, 0.8);
-        for i in 0..n as u64 {
-            // gaoya wants exactly bands × rows slots.
-            let s: Vec<u32> = signature(i)[..width].iter().map(|&v| v as u32).collect();
-            index.insert(i, s);
-        }
-        let g = t.elapsed();
-        let rss1 = rss_kib();
-        gaoya_row = format!(
-            "{:.0} docs/s ({:.0} B RAM/doc)",
-            n as f64 / g.as_secs_f64(),
-            (rss1.saturating_sub(rss0) * 1024) as f64 / n as f64
-        );
-        gaoya_index = Some(index);
-    }
-    println!(
-        "| bulk insert, precomputed signatures (durable at end) | {bulk_rate:.0} docs/s | {gaoya_row} |"
-    );
-
-    // 2. Queries, warm: half with a planted near-duplicate, half with none.
-    let q = a.queries.min(n);
-    let mut planted = Vec::with_capacity(q / 2);
-    let mut none = Vec::with_capacity(q / 2);
-    let mut found = 0usize;
-    let opts = QueryOptions::default();
-    for i in 0..q {
-        let (sig, is_planted, target) = if i % 2 == 0 {
-            let target = plain_target(mix(i as u64) % n as u64);
-            (near(target, i as u64), true, target)
-        } else {
-            (signature(10_000_000_000 + i as u64), false, 0)
-        };
-        let sig = Signature::from_slots(sig);
-        let t = Instant::now();
-        let r = db.query(&sig, &opts).unwrap();
-        let el = t.elapsed();
-        if is_planted {
-            planted.push(el);
-            let key = format!("doc-{target:08}");
-            if r.matches.iter().any(|m| m.key == key.as_bytes()) {
-                found += 1;
-            }
-        } else {
-            none.push(el);
-        }
-    }
-    planted.sort();
-    none.sort();
-    if let Some(index) = &gaoya_index {
-        let mut lat = Vec::new();
-        for i in 0..q {
-            let s: Vec<u32> = if i % 2 == 0 {
-                near(plain_target(mix(i as u64) % n as u64), i as u64)
-            } else {
-                signature(10_000_000_000 + i as u64)
-            }[..p.lsh.bands * p.lsh.rows]
-                .iter()
-                .map(|&v| v as u32)
-                .collect();
+        // gaoya on the same signatures.
+        let mut gaoya_row = String::from("–");
+        let mut gaoya_query = None;
+        let mut gaoya_index = None;
+        if !a.skip_gaoya {
+            let width = p.lsh.bands * p.lsh.rows;
+            let rss0 = rss_kib();
             let t = Instant::now();
-            let r = index.query_owned_return_similarity(&s);
-            lat.push(t.elapsed());
-            std::hint::black_box(r);
+            let mut index: gaoya::minhash::MinHashIndex<u32, u64> =
+                gaoya::minhash::MinHashIndex::new(p.lsh.bands, p.lsh.rows, 0.8);
+            for i in 0..n as u64 {
+                // gaoya wants exactly bands × rows slots.
+                let s: Vec<u32> = signature(i)[..width].iter().map(|&v| v as u32).collect();
+                index.insert(i, s);
+            }
+            let g = t.elapsed();
+            let rss1 = rss_kib();
+            gaoya_row = format!(
+                "{:.0} docs/s ({:.0} B RAM/doc)",
+                n as f64 / g.as_secs_f64(),
+                (rss1.saturating_sub(rss0) * 1024) as f64 / n as f64
+            );
+            gaoya_index = Some(index);
         }
-        lat.sort();
-        gaoya_query = Some((pct(&lat, 0.5), pct(&lat, 0.99)));
-    }
-    let gq = gaoya_query.map_or("–".into(), |(a, b)| {
-        format!("p50 {a:.1} µs, p99 {b:.1} µs")
-    });
-    println!(
-        "| warm query, planted near-duplicate ({} segments) | p50 {:.1} µs, p99 {:.1} µs, recall {:.4} | {gq} |",
-        stats.segments,
-        pct(&planted, 0.5),
-        pct(&planted, 0.99),
-        found as f64 / planted.len().max(1) as f64
-    );
-    println!(
-        "| warm query, no match | p50 {:.1} µs, p99 {:.1} µs | |",
-        pct(&none, 0.5),
-        pct(&none, 0.99)
-    );
-    drop(gaoya_index);
-
-    // Dedup of the whole database (every band's buckets, verified pairs).
-    let rss_before = rss_kib();
-    let t = Instant::now();
-    let mut pairs = 0u64;
-    let dstats = db
-        .dedup_pairs(
-            0.8,
-            |_| {
-                pairs += 1;
-                Ok(())
-            },
-            |_, _| {},
-        )
-        .unwrap();
-    let took = t.elapsed();
-    println!(
-        "| dedup, all pairs at 0.8 | {:.2} s ({:.0} docs/s, {} pairs, {} comparisons, RSS +{:.0} MiB) | |",
-        took.as_secs_f64(),
-        n as f64 / took.as_secs_f64(),
-        pairs,
-        dstats.compared,
-        rss_kib().saturating_sub(rss_before) as f64 / 1024.0
-    );
-
-    // 3. Cold queries after dropping the page cache of every file.
-    drop(db);
-    drop_page_cache(&dir32);
-    let db = Db::open_read_only(&dir32).unwrap();
-    let mut cold = Vec::new();
-    for i in 0..200u64 {
-        let target = plain_target(mix(i + 77) % n as u64);
-        let sig = Signature::from_slots(near(target, i + 999));
-        let t = Instant::now();
-        std::hint::black_box(db.query(&sig, &opts).unwrap());
-        cold.push(t.elapsed());
-    }
-    cold.sort();
-    println!(
-        "| cold query (page cache dropped, 200 queries) | p50 {:.0} µs, p99 {:.0} µs | |",
-        pct(&cold, 0.5),
-        pct(&cold, 0.99)
-    );
-    drop(db);
-
-    // 4. Open time and resident memory right after open, in a fresh process.
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .arg("--open-only")
-        .arg(&dir32)
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout);
-    let f: Vec<f64> = line
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    if f.len() == 3 {
         println!(
-            "| open (read-only, fresh process) | {:.1} ms, RSS {:.1} MiB after open (+{:.1} MiB) | |",
-            f[0],
-            f[2] / 1024.0,
-            (f[2] - f[1]) / 1024.0
+            "| bulk insert, precomputed signatures (durable at end) | {bulk_rate:.0} docs/s | {gaoya_row} |"
         );
-    }
 
-    // 5. Bytes per document per component at 32 and 8 bits.
-    let per_doc = |s: &mhdb::db::Stats| {
-        s.bytes
-            .iter()
-            .map(|(k, v)| format!("{k} {:.1}", *v as f64 / n as f64))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!("| bytes/doc on disk, 32-bit | {} | |", per_doc(&stats));
-    let seg_bytes = stats.bytes.get("segments").copied().unwrap_or(0);
-    println!(
-        "| segment bytes per (doc, band) incl. keys | {:.2} | |",
-        seg_bytes as f64 / (n * p.lsh.bands) as f64
-    );
-    let dir8 = base.join("db8");
-    let (db8, _) = bulk_load(&dir8, n, 8);
-    println!(
-        "| bytes/doc on disk, 8-bit | {} | |",
-        per_doc(&db8.stats().unwrap())
-    );
-    drop(db8);
-    let _ = std::fs::remove_dir_all(&dir8);
+        // 2. Queries, warm: half with a planted near-duplicate, half with none.
+        let q = a.queries.min(n);
+        let mut planted = Vec::with_capacity(q / 2);
+        let mut none = Vec::with_capacity(q / 2);
+        let mut found = 0usize;
+        let opts = QueryOptions::default();
+        for i in 0..q {
+            let (sig, is_planted, target) = if i % 2 == 0 {
+                let target = plain_target(mix(i as u64) % n as u64);
+                (near(target, i as u64), true, target)
+            } else {
+                (signature(10_000_000_000 + i as u64), false, 0)
+            };
+            let sig = Signature::from_slots(sig);
+            let t = Instant::now();
+            let r = db.query(&sig, &opts).unwrap();
+            let el = t.elapsed();
+            if is_planted {
+                planted.push(el);
+                let key = format!("doc-{target:08}");
+                if r.matches.iter().any(|m| m.key == key.as_bytes()) {
+                    found += 1;
+                }
+            } else {
+                none.push(el);
+            }
+        }
+        planted.sort();
+        none.sort();
+        if let Some(index) = &gaoya_index {
+            let mut lat = Vec::new();
+            for i in 0..q {
+                let s: Vec<u32> = if i % 2 == 0 {
+                    near(plain_target(mix(i as u64) % n as u64), i as u64)
+                } else {
+                    signature(10_000_000_000 + i as u64)
+                }[..p.lsh.bands * p.lsh.rows]
+                    .iter()
+                    .map(|&v| v as u32)
+                    .collect();
+                let t = Instant::now();
+                let r = index.query_owned_return_similarity(&s);
+                lat.push(t.elapsed());
+                std::hint::black_box(r);
+            }
+            lat.sort();
+            gaoya_query = Some((pct(&lat, 0.5), pct(&lat, 0.99)));
+        }
+        let gq = gaoya_query.map_or("–".into(), |(a, b)| {
+            format!("p50 {a:.1} µs, p99 {b:.1} µs")
+        });
+        println!(
+            "| warm query, planted near-duplicate ({} segments) | p50 {:.1} µs, p99 {:.1} µs, recall {:.4} | {gq} |",
+            stats.segments,
+            pct(&planted, 0.5),
+            pct(&planted, 0.99),
+            found as f64 / planted.len().max(1) as f64
+        );
+        println!(
+            "| warm query, no match | p50 {:.1} µs, p99 {:.1} µs | |",
+            pct(&none, 0.5),
+            pct(&none, 0.99)
+        );
+        drop(gaoya_index);
 
-    // 6. Flush and compaction throughput.
-    let dirf = base.join("dbf");
-    let db = Db::create(&dirf, params(32), bulk_opts()).unwrap();
-    let m = (n / 4).max(1000);
-    for chunk in (0..m).collect::<Vec<_>>().chunks(10_000) {
-        let mut b = WriteBatch::new();
-        for &i in chunk {
-            b.insert(
-                format!("doc-{i:08}"),
-                Signature::from_slots(signature(i as u64)),
+        // Dedup of the whole database (every band's buckets, verified pairs).
+        let rss_before = rss_kib();
+        let t = Instant::now();
+        let mut pairs = 0u64;
+        let dstats = db
+            .dedup_pairs(
+                0.8,
+                |_| {
+                    pairs += 1;
+                    Ok(())
+                },
+                |_, _| {},
+            )
+            .unwrap();
+        let took = t.elapsed();
+        println!(
+            "| dedup, all pairs at 0.8 | {:.2} s ({:.0} docs/s, {} pairs, {} comparisons, RSS +{:.0} MiB) | |",
+            took.as_secs_f64(),
+            n as f64 / took.as_secs_f64(),
+            pairs,
+            dstats.compared,
+            rss_kib().saturating_sub(rss_before) as f64 / 1024.0
+        );
+
+        // 3. Cold queries after dropping the page cache of every file.
+        drop(db);
+        drop_page_cache(&dir32);
+        let db = Db::open_read_only(&dir32).unwrap();
+        let mut cold = Vec::new();
+        for i in 0..200u64 {
+            let target = plain_target(mix(i + 77) % n as u64);
+            let sig = Signature::from_slots(near(target, i + 999));
+            let t = Instant::now();
+            std::hint::black_box(db.query(&sig, &opts).unwrap());
+            cold.push(t.elapsed());
+        }
+        cold.sort();
+        println!(
+            "| cold query (page cache dropped, 200 queries) | p50 {:.0} µs, p99 {:.0} µs | |",
+            pct(&cold, 0.5),
+            pct(&cold, 0.99)
+        );
+        drop(db);
+
+        // 4. Open time and resident memory right after open, in a fresh process.
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new(exe)
+            .arg("--open-only")
+            .arg(&dir32)
+            .output()
+            .unwrap();
+        let line = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<f64> = line
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if f.len() == 3 {
+            println!(
+                "| open (read-only, fresh process) | {:.1} ms, RSS {:.1} MiB after open (+{:.1} MiB) | |",
+                f[0],
+                f[2] / 1024.0,
+                (f[2] - f[1]) / 1024.0
             );
         }
-        db.write(&b).unwrap();
+
+        // 5. Bytes per document per component at 32 and 8 bits.
+        let per_doc = |s: &mhdb::db::Stats| {
+            s.bytes
+                .iter()
+                .map(|(k, v)| format!("{k} {:.1}", *v as f64 / n as f64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!("| bytes/doc on disk, 32-bit | {} | |", per_doc(&stats));
+        let seg_bytes = stats.bytes.get("segments").copied().unwrap_or(0);
+        println!(
+            "| segment bytes per (doc, band) incl. keys | {:.2} | |",
+            seg_bytes as f64 / (n * p.lsh.bands) as f64
+        );
+        let dir8 = base.join("db8");
+        let (db8, _) = bulk_load(&dir8, n, 8);
+        println!(
+            "| bytes/doc on disk, 8-bit | {} | |",
+            per_doc(&db8.stats().unwrap())
+        );
+        drop(db8);
+        let _ = std::fs::remove_dir_all(&dir8);
     }
-    db.commit().unwrap();
-    let t = Instant::now();
-    db.flush().unwrap();
-    let flush = t.elapsed();
-    let s = db.stats().unwrap();
-    let written = s.bytes.get("segments").copied().unwrap_or(0)
-        + s.bytes.get("signatures").copied().unwrap_or(0);
-    for round in 0..3 {
-        let docs: Vec<(String, Signature)> = (0..m / 4)
-            .map(|i| {
-                let id = m + round * m + i;
-                (
-                    format!("doc-{id:08}"),
-                    Signature::from_slots(signature(id as u64)),
-                )
+
+    if a.wants("flush") {
+        // 6. Flush and compaction throughput.
+        let dirf = base.join("dbf");
+        let db = Db::create(&dirf, params(32), bulk_opts()).unwrap();
+        let m = (n / 4).max(1000);
+        for chunk in (0..m).collect::<Vec<_>>().chunks(10_000) {
+            let mut b = WriteBatch::new();
+            for &i in chunk {
+                b.insert(
+                    format!("doc-{i:08}"),
+                    Signature::from_slots(signature(i as u64)),
+                );
+            }
+            db.write(&b).unwrap();
+        }
+        db.commit().unwrap();
+        let t = Instant::now();
+        db.flush().unwrap();
+        let flush = t.elapsed();
+        let s = db.stats().unwrap();
+        let written = s.bytes.get("segments").copied().unwrap_or(0)
+            + s.bytes.get("signatures").copied().unwrap_or(0);
+        for round in 0..3 {
+            let docs: Vec<(String, Signature)> = (0..m / 4)
+                .map(|i| {
+                    let id = m + round * m + i;
+                    (
+                        format!("doc-{id:08}"),
+                        Signature::from_slots(signature(id as u64)),
+                    )
+                })
+                .collect();
+            db.bulk_insert(&docs).unwrap();
+        }
+        let seg_before = db
+            .stats()
+            .unwrap()
+            .bytes
+            .get("segments")
+            .copied()
+            .unwrap_or(0);
+        let t = Instant::now();
+        db.compact_full().unwrap();
+        let compact = t.elapsed();
+        println!(
+            "| flush ({m} docs) | {:.0} MB/s ({:.2} s) | |",
+            written as f64 / 1e6 / flush.as_secs_f64(),
+            flush.as_secs_f64()
+        );
+        println!(
+            "| full compaction | {:.0} MB/s of segments ({:.2} s) | |",
+            seg_before as f64 / 1e6 / compact.as_secs_f64(),
+            compact.as_secs_f64()
+        );
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dirf);
+    }
+
+    if a.wants("commit") {
+        // 7. Single inserts with a sync commit each, and group commit with 8 writers.
+        let dirs = base.join("dbs");
+        let db = Arc::new(Db::create(&dirs, params(32), Options::default()).unwrap());
+        let singles = 2000u64;
+        let t = Instant::now();
+        for i in 0..singles {
+            db.insert(format!("s{i}"), &Signature::from_slots(signature(i)))
+                .unwrap();
+        }
+        let single = singles as f64 / t.elapsed().as_secs_f64();
+        let per_thread = 1500u64;
+        let t = Instant::now();
+        std::thread::scope(|scope| {
+            for th in 0..8u64 {
+                let db = db.clone();
+                scope.spawn(move || {
+                    for i in 0..per_thread {
+                        let id = 1_000_000 + th * per_thread + i;
+                        db.insert(format!("g{id}"), &Signature::from_slots(signature(id)))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let group = (8 * per_thread) as f64 / t.elapsed().as_secs_f64();
+        println!("| single inserts, fsync per commit | {single:.0} commits/s | |");
+        println!("| group commit, 8 writer threads | {group:.0} durable inserts/s | |");
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dirs);
+    }
+
+    if a.wants("recovery") {
+        // 8. Recovery of a 100k-record WAL.
+        let dirr = base.join("dbr");
+        let db = Db::create(&dirr, params(32), bulk_opts()).unwrap();
+        let records = 100_000u64;
+        for i in 0..records {
+            db.insert(format!("r{i}"), &Signature::from_slots(signature(i)))
+                .unwrap();
+        }
+        db.commit().unwrap();
+        drop(db);
+        let t = Instant::now();
+        let db = Db::open(&dirr, bulk_opts()).unwrap();
+        let rec = t.elapsed();
+        assert!(db.contains("r99999").unwrap());
+        println!(
+            "| recovery, {records} WAL records | {:.0} ms ({:.0} records/s) | |",
+            rec.as_secs_f64() * 1e3,
+            records as f64 / rec.as_secs_f64()
+        );
+        drop(db);
+    }
+
+    if a.wants("text") {
+        // 9. Text insert throughput (signing on every core).
+        let dirt = base.join("dbt");
+        let db = Db::create(&dirt, params(32), bulk_opts()).unwrap();
+        let texts: Vec<String> = (0..20_000u64)
+            .map(|d| {
+                (0..350)
+                    .map(|w| format!("w{}", mix(d * 1000 + w) % 20_000))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             })
             .collect();
-        db.bulk_insert(&docs).unwrap();
-    }
-    let seg_before = db
-        .stats()
-        .unwrap()
-        .bytes
-        .get("segments")
-        .copied()
-        .unwrap_or(0);
-    let t = Instant::now();
-    db.compact_full().unwrap();
-    let compact = t.elapsed();
-    println!(
-        "| flush ({m} docs) | {:.0} MB/s ({:.2} s) | |",
-        written as f64 / 1e6 / flush.as_secs_f64(),
-        flush.as_secs_f64()
-    );
-    println!(
-        "| full compaction | {:.0} MB/s of segments ({:.2} s) | |",
-        seg_before as f64 / 1e6 / compact.as_secs_f64(),
-        compact.as_secs_f64()
-    );
-    drop(db);
-    let _ = std::fs::remove_dir_all(&dirf);
-
-    // 7. Single inserts with a sync commit each, and group commit with 8 writers.
-    let dirs = base.join("dbs");
-    let db = Arc::new(Db::create(&dirs, params(32), Options::default()).unwrap());
-    let singles = 2000u64;
-    let t = Instant::now();
-    for i in 0..singles {
-        db.insert(format!("s{i}"), &Signature::from_slots(signature(i)))
-            .unwrap();
-    }
-    let single = singles as f64 / t.elapsed().as_secs_f64();
-    let per_thread = 1500u64;
-    let t = Instant::now();
-    std::thread::scope(|scope| {
-        for th in 0..8u64 {
-            let db = db.clone();
-            scope.spawn(move || {
-                for i in 0..per_thread {
-                    let id = 1_000_000 + th * per_thread + i;
-                    db.insert(format!("g{id}"), &Signature::from_slots(signature(id)))
-                        .unwrap();
-                }
-            });
+        let bytes: usize = texts.iter().map(|t| t.len()).sum();
+        let t = Instant::now();
+        for chunk in texts.chunks(2000) {
+            let sigs = db.hasher().sketch_batch(chunk);
+            let mut b = WriteBatch::new();
+            for (i, s) in sigs.into_iter().enumerate() {
+                b.insert(format!("t{}-{i}", chunk.as_ptr() as usize), s);
+            }
+            db.write(&b).unwrap();
         }
-    });
-    let group = (8 * per_thread) as f64 / t.elapsed().as_secs_f64();
-    println!("| single inserts, fsync per commit | {single:.0} commits/s | |");
-    println!("| group commit, 8 writer threads | {group:.0} durable inserts/s | |");
-    drop(db);
-    let _ = std::fs::remove_dir_all(&dirs);
-
-    // 8. Recovery of a 100k-record WAL.
-    let dirr = base.join("dbr");
-    let db = Db::create(&dirr, params(32), bulk_opts()).unwrap();
-    let records = 100_000u64;
-    for i in 0..records {
-        db.insert(format!("r{i}"), &Signature::from_slots(signature(i)))
-            .unwrap();
+        db.flush().unwrap();
+        let el = t.elapsed().as_secs_f64();
+        println!(
+            "| bulk insert from text ({} docs, {:.1} KB avg) | {:.0} docs/s, {:.0} MB/s of text | |",
+            texts.len(),
+            bytes as f64 / texts.len() as f64 / 1e3,
+            texts.len() as f64 / el,
+            bytes as f64 / 1e6 / el
+        );
+        drop(db);
     }
-    db.commit().unwrap();
-    drop(db);
-    let t = Instant::now();
-    let db = Db::open(&dirr, bulk_opts()).unwrap();
-    let rec = t.elapsed();
-    assert!(db.contains("r99999").unwrap());
-    println!(
-        "| recovery, {records} WAL records | {:.0} ms ({:.0} records/s) | |",
-        rec.as_secs_f64() * 1e3,
-        records as f64 / rec.as_secs_f64()
-    );
-    drop(db);
 
-    // 9. Text insert throughput (signing on every core).
-    let dirt = base.join("dbt");
-    let db = Db::create(&dirt, params(32), bulk_opts()).unwrap();
-    let texts: Vec<String> = (0..20_000u64)
-        .map(|d| {
-            (0..350)
-                .map(|w| format!("w{}", mix(d * 1000 + w) % 20_000))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    let bytes: usize = texts.iter().map(|t| t.len()).sum();
-    let t = Instant::now();
-    for chunk in texts.chunks(2000) {
-        let sigs = db.hasher().sketch_batch(chunk);
-        let mut b = WriteBatch::new();
-        for (i, s) in sigs.into_iter().enumerate() {
-            b.insert(format!("t{}-{i}", chunk.as_ptr() as usize), s);
-        }
-        db.write(&b).unwrap();
-    }
-    db.flush().unwrap();
-    let el = t.elapsed().as_secs_f64();
-    println!(
-        "| bulk insert from text ({} docs, {:.1} KB avg) | {:.0} docs/s, {:.0} MB/s of text | |",
-        texts.len(),
-        bytes as f64 / texts.len() as f64 / 1e3,
-        texts.len() as f64 / el,
-        bytes as f64 / 1e6 / el
-    );
-    drop(db);
     let _ = std::fs::remove_dir_all(&base);
 }
