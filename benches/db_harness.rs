@@ -5,7 +5,8 @@
 //!
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
 //! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
-//! phases). `tools/bench_db.sh` runs it and keeps the output.
+//! phases, `--keep` to keep the databases, `--cold-only DIR` to rerun the cold queries on a
+//! kept one). `tools/bench_db.sh` runs it and keeps the output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +23,10 @@ struct Args {
     dir: PathBuf,
     skip_gaoya: bool,
     open_only: Option<PathBuf>,
+    /// Only run the cold queries on a database the harness built before (see `--keep`).
+    cold_only: Option<PathBuf>,
+    /// Keep the databases (under `--dir`) instead of removing them at the end.
+    keep: bool,
     /// Phases to run (empty: all): bulk (bulk load, warm/cold queries, dedup, open, bytes),
     /// flush, commit, recovery, text.
     only: Vec<String>,
@@ -40,6 +45,8 @@ fn args() -> Args {
         dir: std::env::temp_dir(),
         skip_gaoya: false,
         open_only: None,
+        cold_only: None,
+        keep: false,
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -50,6 +57,8 @@ fn args() -> Args {
             "--dir" => a.dir = it.next().map(PathBuf::from).unwrap_or(a.dir),
             "--skip-gaoya" => a.skip_gaoya = true,
             "--open-only" => a.open_only = it.next().map(PathBuf::from),
+            "--cold-only" => a.cold_only = it.next().map(PathBuf::from),
+            "--keep" => a.keep = true,
             "--only" => {
                 a.only = it
                     .next()
@@ -157,8 +166,50 @@ fn drop_page_cache(dir: &Path) {
     }
 }
 
+/// 200 queries with planted near-duplicates after dropping the page cache of `dir`'s files:
+/// their latencies, sorted, and the major page faults per query.
+fn cold_queries(dir: &Path, n: usize) -> (Vec<Duration>, f64) {
+    drop_page_cache(dir);
+    let db = Db::open_read_only(dir).unwrap();
+    let opts = QueryOptions::default();
+    let mut cold = Vec::new();
+    let f0 = majflt();
+    for i in 0..200u64 {
+        let target = plain_target(mix(i + 77) % n as u64);
+        let sig = Signature::from_slots(near(target, i + 999));
+        let t = Instant::now();
+        std::hint::black_box(db.query(&sig, &opts).unwrap());
+        cold.push(t.elapsed());
+    }
+    let faults = (majflt() - f0) as f64 / 200.0;
+    cold.sort();
+    (cold, faults)
+}
+
+/// Major page faults of this thread so far (field 12 of /proc/thread-self/stat).
+fn majflt() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_owned();
+            rest.split_whitespace().nth(9)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 fn main() {
     let a = args();
+    if let Some(dir) = &a.cold_only {
+        let n = Db::open_read_only(dir).unwrap().stats().unwrap().live_docs as usize;
+        let (cold, faults) = cold_queries(dir, n);
+        println!(
+            "cold query p50 {:.0} µs, p90 {:.0} µs, p99 {:.0} µs, {faults:.1} major faults/query",
+            pct(&cold, 0.5),
+            pct(&cold, 0.9),
+            pct(&cold, 0.99)
+        );
+        return;
+    }
     if let Some(dir) = a.open_only {
         let before = rss_kib();
         let t = Instant::now();
@@ -309,23 +360,12 @@ fn main() {
 
         // 3. Cold queries after dropping the page cache of every file.
         drop(db);
-        drop_page_cache(&dir32);
-        let db = Db::open_read_only(&dir32).unwrap();
-        let mut cold = Vec::new();
-        for i in 0..200u64 {
-            let target = plain_target(mix(i + 77) % n as u64);
-            let sig = Signature::from_slots(near(target, i + 999));
-            let t = Instant::now();
-            std::hint::black_box(db.query(&sig, &opts).unwrap());
-            cold.push(t.elapsed());
-        }
-        cold.sort();
+        let (cold, faults) = cold_queries(&dir32, n);
         println!(
-            "| cold query (page cache dropped, 200 queries) | p50 {:.0} µs, p99 {:.0} µs | |",
+            "| cold query (page cache dropped, 200 queries) | p50 {:.0} µs, p99 {:.0} µs, {faults:.1} major faults/query | |",
             pct(&cold, 0.5),
             pct(&cold, 0.99)
         );
-        drop(db);
 
         // 4. Open time and resident memory right after open, in a fresh process.
         let exe = std::env::current_exe().unwrap();
@@ -519,5 +559,9 @@ fn main() {
         drop(db);
     }
 
-    let _ = std::fs::remove_dir_all(&base);
+    if a.keep {
+        println!("\nkept the databases under {}", base.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

@@ -334,11 +334,15 @@ fn small_segment() -> Vec<u8> {
     build(3, 100, 140, &docs, Some(2))
 }
 
-/// Runs every query; they may fail but must not panic.
+/// Runs every query and prefetch hint; queries may fail but nothing may panic.
 fn exercise(seg: &Segment) {
-    for band in 0..seg.num_bands() {
+    seg.prefetch_directories();
+    for band in 0..seg.num_bands() + 1 {
         let _ = seg.bucket_stats(band);
         for key in [0u64, 1 << 32, u64::MAX, 0x1234_5678_9abc_def0] {
+            seg.touch_bucket_directory(band, key);
+            seg.prefetch_bucket_directory(band, key);
+            seg.prefetch_bucket_entries(band, key);
             if let Ok(p) = seg.postings(band, key) {
                 p.for_each(drop);
             }
@@ -347,7 +351,12 @@ fn exercise(seg: &Segment) {
     }
     seg.docs().take(100).for_each(drop);
     seg.hot_buckets().take(100).for_each(drop);
-    for docno in seg.base_docno()..seg.base_docno().saturating_add(50) {
+    for docno in [0, u64::MAX]
+        .into_iter()
+        .chain(seg.base_docno()..seg.base_docno().saturating_add(50))
+    {
+        seg.prefetch_doc_entry(docno);
+        seg.prefetch_key(docno);
         if let Ok(Some(key)) = seg.key_of(docno) {
             let _ = seg.find_key(key);
         }

@@ -40,7 +40,7 @@ use memtable::MemTable;
 
 use crate::sketch::{Banding, MinHasher, Signature, bbit};
 use crate::storage::segment::Segment;
-use crate::storage::vfs::{LockMode, Mapped, OpenMode, StdFs, Vfs, VfsFile, VfsLock};
+use crate::storage::vfs::{LockMode, Mapped, OpenMode, Prefetch, StdFs, Vfs, VfsFile, VfsLock};
 use crate::storage::wal::{WalReader, WalWriter};
 use crate::{Error, Result};
 
@@ -136,6 +136,18 @@ impl Version {
         }
         let start = files::siglog_offset(docno, record_bytes) as usize;
         self.siglog.as_deref()?.get(start..start + record_bytes)
+    }
+
+    /// Starts reading the signature-log record of `docno` (a hint for cold queries).
+    pub(crate) fn prefetch_siglog_record(&self, docno: u64, record_bytes: usize) {
+        if docno < self.manifest.siglog_records
+            && let Some(map) = &self.siglog
+        {
+            map.prefetch(
+                files::siglog_offset(docno, record_bytes) as usize,
+                record_bytes,
+            );
+        }
     }
 }
 
@@ -1000,7 +1012,11 @@ pub(crate) fn read_whole(vfs: &dyn Vfs, path: &Path) -> Result<Vec<u8>> {
 pub(crate) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Result<Version> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
-        segments.push(Arc::new(load_segment(vfs, dir, meta.clone())?));
+        let loaded = load_segment(vfs, dir, meta.clone())?;
+        // Every query reads one directory slot per band: have the OS read the directories
+        // (0.26 B per posting) in the background now rather than one slot at a time later.
+        loaded.seg.prefetch_directories();
+        segments.push(Arc::new(loaded));
     }
     let siglog = if manifest.siglog_records > 0 {
         let path = dir.join(files::SIGLOG);

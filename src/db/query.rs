@@ -1,11 +1,17 @@
 //! Queries: band keys → candidates (the recall stage) → verification against stored
 //! signatures (the precision stage).
 
+use std::time::{Duration, Instant};
+
 use rayon::prelude::*;
 
 use super::{Db, State};
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
+
+/// A bucket lookup that takes this long waited for the disk (one from the page cache takes
+/// about a microsecond).
+const COLD_LOOKUP: Duration = Duration::from_micros(20);
 
 /// What a query asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -85,13 +91,30 @@ impl Db {
         let mut stats = QueryStats::default();
         let mut candidates: Vec<u64> = Vec::new();
         let version = &state.version;
+        let mut cold = false;
+        let record_bytes = self.params.sig_bytes();
         for (band, &bk) in band_keys.iter().enumerate() {
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
             }
             for seg in &version.segments {
+                let (started, before) = (Instant::now(), candidates.len());
                 seg.seg.postings_into(band, bk, &mut candidates)?;
+                if !cold && started.elapsed() >= COLD_LOOKUP {
+                    // That lookup waited for the disk: the page cache is cold. Ask for the
+                    // pages of every later lookup now, level by level, so that their reads
+                    // overlap instead of queueing one after another.
+                    cold = true;
+                    prefetch_lookups(version, band_keys, band);
+                }
+                if cold {
+                    // Verification will read these candidates' signatures and (for matches)
+                    // doc-table entries: start those reads while the lookups go on.
+                    for &docno in candidates.get(before..).unwrap_or_default() {
+                        prefetch_document(version, docno, record_bytes);
+                    }
+                }
                 if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, bk)?.is_some() {
                     stats.hot_buckets += 1;
                 }
@@ -103,8 +126,7 @@ impl Db {
         stats.candidates = candidates.len();
         let k = self.params.sketch.num_perm;
         let bits = self.params.bits;
-        let record_bytes = self.params.sig_bytes();
-        let mut matches = Vec::new();
+        let mut matched: Vec<(u64, f64)> = Vec::new();
         for docno in candidates {
             if state.is_deleted(docno) {
                 continue;
@@ -117,9 +139,20 @@ impl Db {
                 continue;
             };
             let jaccard = bbit::estimate_from_matches(equal, k, bits);
-            if jaccard >= threshold
-                && let Some(key) = state.key_of(docno)?
-            {
+            if jaccard >= threshold {
+                matched.push((docno, jaccard));
+            }
+        }
+        if cold && matched.len() > 1 {
+            for &(docno, _) in &matched {
+                if let Some(seg) = version.segment_of(docno) {
+                    seg.seg.prefetch_key(docno);
+                }
+            }
+        }
+        let mut matches = Vec::with_capacity(matched.len());
+        for (docno, jaccard) in matched {
+            if let Some(key) = state.key_of(docno)? {
                 matches.push(Match {
                     key: key.to_vec(),
                     jaccard,
@@ -135,5 +168,85 @@ impl Db {
             matches.truncate(limit);
         }
         Ok(QueryResult { matches, stats })
+    }
+}
+
+/// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`
+/// from band `from` on.
+fn prefetch_lookups(version: &super::Version, band_keys: &[u64], from: usize) {
+    let lookups = || band_keys.iter().copied().enumerate().skip(from);
+    for (band, bk) in lookups() {
+        for seg in &version.segments {
+            seg.seg.prefetch_bucket_directory(band, bk);
+        }
+    }
+    for (band, bk) in lookups() {
+        for seg in &version.segments {
+            seg.seg.prefetch_bucket_entries(band, bk);
+        }
+    }
+}
+
+/// Prefetches what verifying candidate `docno` reads: its signature, and the doc-table
+/// entries that lead to its key.
+fn prefetch_document(version: &super::Version, docno: u64, record_bytes: usize) {
+    version.prefetch_siglog_record(docno, record_bytes);
+    if let Some(seg) = version.segment_of(docno) {
+        seg.seg.prefetch_doc_entry(docno);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{IndexParams, Options};
+
+    /// The cold-query prefetch hints run on real file maps (not the simulated filesystem,
+    /// where they do nothing): for any band key and any docno, in range or not, they neither
+    /// fail nor change an answer.
+    #[test]
+    fn prefetch_hints_on_mapped_files_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let db = Db::create(&path, IndexParams::default(), Options::default()).unwrap();
+        let texts: Vec<String> = (0..300)
+            .map(|i| format!("document {} about {} and {}", i % 37, i, i * 7919 % 101))
+            .collect();
+        for (i, t) in texts.iter().enumerate() {
+            db.insert_text(format!("k{i}"), t).unwrap();
+        }
+        db.flush().unwrap();
+        drop(db);
+        let db = Db::open_read_only(&path).unwrap();
+        let opts = QueryOptions::default();
+        let before: Vec<_> = texts
+            .iter()
+            .map(|t| db.query_text(t, &opts).unwrap())
+            .collect();
+        let state = db.state.read();
+        let version = &state.version;
+        assert!(!version.segments.is_empty());
+        let record_bytes = db.params.sig_bytes();
+        for t in &texts {
+            let sig = db.hasher.sketch_text(t);
+            let keys = db.banding.band_keys(sig.slots()).unwrap();
+            for from in [0, 1, keys.len(), keys.len() + 1] {
+                prefetch_lookups(version, &keys, from);
+            }
+            prefetch_lookups(version, &[u64::MAX; 64], 0);
+        }
+        for docno in (0..400).chain([u64::MAX - 1, u64::MAX]) {
+            prefetch_document(version, docno, record_bytes);
+            if let Some(seg) = version.segment_of(docno) {
+                seg.seg.prefetch_key(docno);
+            }
+        }
+        drop(state);
+        let after: Vec<_> = texts
+            .iter()
+            .map(|t| db.query_text(t, &opts).unwrap())
+            .collect();
+        assert_eq!(before, after);
+        assert!(before.iter().all(|r| !r.matches.is_empty()));
     }
 }

@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::vfs::Mapped;
+use super::vfs::{Mapped, MappedBytes};
 
 /// Maps the whole of `path` read-only. An empty file maps to an empty slice (mmap of length 0
 /// is an error on Linux).
@@ -24,5 +24,18 @@ pub(crate) fn map_file(path: &Path) -> io::Result<Mapped> {
     let map = unsafe { memmap2::Mmap::map(&file)? };
     // Lookups are random 4 KB reads; the default readahead (8 MiB here) multiplies cold I/O.
     let _ = map.advise(memmap2::Advice::Random);
-    Ok(Mapped::from_deref(Arc::new(map)))
+    Ok(Mapped::from_backing(Arc::new(FileMap(map))))
+}
+
+struct FileMap(memmap2::Mmap);
+
+impl MappedBytes for FileMap {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    fn will_need(&self, offset: usize, len: usize) {
+        // MADV_WILLNEED on a file mapping starts the reads and returns without waiting.
+        let _ = self.0.advise_range(memmap2::Advice::WillNeed, offset, len);
+    }
 }

@@ -53,9 +53,23 @@ pub trait VfsFile: Send + Sync + Debug {
     fn sync_data(&self) -> io::Result<()>;
 }
 
+/// What backs a [`Mapped`]: the bytes, and a way to ask for pages ahead of use.
+pub(crate) trait MappedBytes: Send + Sync {
+    fn bytes(&self) -> &[u8];
+    /// Starts reading `offset..offset + len` into memory without waiting for it (a hint:
+    /// errors are ignored). In-memory bytes need nothing.
+    fn will_need(&self, _offset: usize, _len: usize) {}
+}
+
+impl MappedBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Bytes of a whole file, mapped read-only (or copied, on simulated filesystems).
 #[derive(Clone)]
-pub struct Mapped(Arc<dyn Deref<Target = [u8]> + Send + Sync>);
+pub struct Mapped(Arc<dyn MappedBytes>);
 
 impl Mapped {
     /// Wraps owned bytes.
@@ -63,27 +77,47 @@ impl Mapped {
         Mapped(Arc::new(bytes))
     }
 
-    pub(crate) fn from_deref(inner: Arc<dyn Deref<Target = [u8]> + Send + Sync>) -> Self {
+    pub(crate) fn from_backing(inner: Arc<dyn MappedBytes>) -> Self {
         Mapped(inner)
     }
+}
+
+/// Asking for pages before reading them, so that the reads of a cold lookup overlap instead
+/// of waiting for one another.
+pub trait Prefetch {
+    /// Starts reading `offset..offset + len` (clamped to the bytes) without waiting.
+    fn prefetch(&self, offset: usize, len: usize);
+}
+
+impl Prefetch for Mapped {
+    fn prefetch(&self, offset: usize, len: usize) {
+        let total = self.0.bytes().len();
+        if offset < total {
+            self.0.will_need(offset, len.min(total - offset));
+        }
+    }
+}
+
+impl Prefetch for Vec<u8> {
+    fn prefetch(&self, _offset: usize, _len: usize) {}
 }
 
 impl Deref for Mapped {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        self.0.bytes()
     }
 }
 
 impl AsRef<[u8]> for Mapped {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        self.0.bytes()
     }
 }
 
 impl Debug for Mapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Mapped({} bytes)", self.0.len())
+        write!(f, "Mapped({} bytes)", self.0.bytes().len())
     }
 }
 
