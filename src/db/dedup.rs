@@ -39,7 +39,8 @@ type DocPair = (u64, u64, f64);
 impl Db {
     /// Calls `emit` once for every unordered pair of live documents whose estimated Jaccard is
     /// at least `threshold` and that share at least one band bucket. Memory is bounded by one
-    /// band's postings plus the pairs found. Writers wait while this runs.
+    /// band's postings plus the pairs found. The pass reads a snapshot taken when it starts:
+    /// writers, flushes and compactions go on meanwhile and are not seen.
     pub fn dedup_pairs(
         &self,
         threshold: f64,
@@ -52,7 +53,7 @@ impl Db {
                 format!("must be in (0, 1], got {threshold}"),
             ));
         }
-        let state = self.state.read();
+        let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let mut seen: HashSet<(u64, u64)> = HashSet::new();
         let bands = self.params.lsh.bands;
@@ -153,11 +154,12 @@ impl Db {
     /// first; an unassigned document becomes a cluster's center and takes every unassigned
     /// document verified similar to it. Every member is therefore within the threshold of its
     /// center, never linked only through a long path. Clusters are returned with the center
-    /// first (the document to keep), members by age; singletons are omitted.
+    /// first (the document to keep), members by age; singletons are omitted. Like
+    /// [`Db::dedup_pairs`], it reads a snapshot taken when it starts.
     pub fn dedup_clusters(&self, threshold: f64) -> Result<Vec<Vec<Vec<u8>>>> {
+        let state = self.state.read().snapshot();
         let mut edges: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         {
-            let state = self.state.read();
             let mut stats = DedupStats::default();
             let mut seen = HashSet::new();
             for band in 0..self.params.lsh.bands {
@@ -189,7 +191,6 @@ impl Db {
             assigned.extend(members.iter().copied());
             clusters.push(std::iter::once(center).chain(members).collect::<Vec<u64>>());
         }
-        let state = self.state.read();
         clusters
             .into_iter()
             .map(|c| {

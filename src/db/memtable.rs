@@ -40,7 +40,7 @@ pub(crate) struct DocRef<'a> {
     pub(crate) live: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct MemTable {
     /// Document number of the first document.
     pub(crate) base: u64,

@@ -159,6 +159,17 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// A copy that long reads (dedup) can use without holding the lock: the files are shared
+    /// (immutable, reference-counted), the mutable in-memory table is copied (at most
+    /// `Options::memtable_bytes`).
+    pub(crate) fn snapshot(&self) -> State {
+        State {
+            mem: self.mem.clone(),
+            imm: self.imm.clone(),
+            version: self.version.clone(),
+        }
+    }
+
     /// True if `docno` is deleted (or was never a live document).
     pub(crate) fn is_deleted(&self, docno: u64) -> bool {
         if docno >= self.mem.base {
