@@ -5,8 +5,8 @@
 //!
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
 //! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
-//! phases, `--keep` to keep the databases, `--cold-only DIR` to rerun the cold queries on a
-//! kept one). `tools/bench_db.sh` runs it and keeps the output.
+//! phases, `--keep` to keep the databases, `--cold-only DIR` / `--warm-only DIR` to rerun
+//! the cold or warm queries on a kept one). `tools/bench_db.sh` runs it and keeps the output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +25,8 @@ struct Args {
     open_only: Option<PathBuf>,
     /// Only run the cold queries on a database the harness built before (see `--keep`).
     cold_only: Option<PathBuf>,
+    /// Only run the warm queries (twice; the second pass is reported) on a kept database.
+    warm_only: Option<PathBuf>,
     /// Keep the databases (under `--dir`) instead of removing them at the end.
     keep: bool,
     /// Phases to run (empty: all): bulk (bulk load, warm/cold queries, dedup, open, bytes),
@@ -46,6 +48,7 @@ fn args() -> Args {
         skip_gaoya: false,
         open_only: None,
         cold_only: None,
+        warm_only: None,
         keep: false,
         only: Vec::new(),
     };
@@ -58,6 +61,7 @@ fn args() -> Args {
             "--skip-gaoya" => a.skip_gaoya = true,
             "--open-only" => a.open_only = it.next().map(PathBuf::from),
             "--cold-only" => a.cold_only = it.next().map(PathBuf::from),
+            "--warm-only" => a.warm_only = it.next().map(PathBuf::from),
             "--keep" => a.keep = true,
             "--only" => {
                 a.only = it
@@ -166,6 +170,39 @@ fn drop_page_cache(dir: &Path) {
     }
 }
 
+/// `q` queries, half with a planted near-duplicate, half with none, after a first pass that
+/// warms the page cache: sorted latencies of each half, and how many planted ones were found.
+fn warm_queries(db: &Db, n: usize, q: usize) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let mut planted = Vec::with_capacity(q / 2);
+    let mut none = Vec::with_capacity(q / 2);
+    let mut found = 0usize;
+    let opts = QueryOptions::default();
+    for i in 0..q {
+        let (sig, is_planted, target) = if i % 2 == 0 {
+            let target = plain_target(mix(i as u64) % n as u64);
+            (near(target, i as u64), true, target)
+        } else {
+            (signature(10_000_000_000 + i as u64), false, 0)
+        };
+        let sig = Signature::from_slots(sig);
+        let t = Instant::now();
+        let r = db.query(&sig, &opts).unwrap();
+        let el = t.elapsed();
+        if is_planted {
+            planted.push(el);
+            let key = format!("doc-{target:08}");
+            if r.matches.iter().any(|m| m.key == key.as_bytes()) {
+                found += 1;
+            }
+        } else {
+            none.push(el);
+        }
+    }
+    planted.sort();
+    none.sort();
+    (planted, none, found)
+}
+
 /// 200 queries with planted near-duplicates after dropping the page cache of `dir`'s files:
 /// their latencies, sorted, and the major page faults per query.
 fn cold_queries(dir: &Path, n: usize) -> (Vec<Duration>, f64) {
@@ -199,6 +236,22 @@ fn majflt() -> u64 {
 
 fn main() {
     let a = args();
+    if let Some(dir) = &a.warm_only {
+        let db = Db::open_read_only(dir).unwrap();
+        let n = db.stats().unwrap().live_docs as usize;
+        let q = a.queries.min(n);
+        warm_queries(&db, n, q); // fault the pages in
+        let (planted, none, found) = warm_queries(&db, n, q);
+        println!(
+            "warm query planted p50 {:.1} µs, p99 {:.1} µs, recall {:.4}; no match p50 {:.1} µs, p99 {:.1} µs",
+            pct(&planted, 0.5),
+            pct(&planted, 0.99),
+            found as f64 / planted.len().max(1) as f64,
+            pct(&none, 0.5),
+            pct(&none, 0.99)
+        );
+        return;
+    }
     if let Some(dir) = &a.cold_only {
         let n = Db::open_read_only(dir).unwrap().stats().unwrap().live_docs as usize;
         let (cold, faults) = cold_queries(dir, n);
@@ -271,33 +324,7 @@ fn main() {
 
         // 2. Queries, warm: half with a planted near-duplicate, half with none.
         let q = a.queries.min(n);
-        let mut planted = Vec::with_capacity(q / 2);
-        let mut none = Vec::with_capacity(q / 2);
-        let mut found = 0usize;
-        let opts = QueryOptions::default();
-        for i in 0..q {
-            let (sig, is_planted, target) = if i % 2 == 0 {
-                let target = plain_target(mix(i as u64) % n as u64);
-                (near(target, i as u64), true, target)
-            } else {
-                (signature(10_000_000_000 + i as u64), false, 0)
-            };
-            let sig = Signature::from_slots(sig);
-            let t = Instant::now();
-            let r = db.query(&sig, &opts).unwrap();
-            let el = t.elapsed();
-            if is_planted {
-                planted.push(el);
-                let key = format!("doc-{target:08}");
-                if r.matches.iter().any(|m| m.key == key.as_bytes()) {
-                    found += 1;
-                }
-            } else {
-                none.push(el);
-            }
-        }
-        planted.sort();
-        none.sort();
+        let (planted, none, found) = warm_queries(&db, n, q);
         if let Some(index) = &gaoya_index {
             let mut lat = Vec::new();
             for i in 0..q {
