@@ -119,6 +119,7 @@ impl Db {
         let k = self.params.sketch.num_perm;
         let bits = self.params.bits;
         let record_bytes = self.params.sig_bytes();
+        let min_equal = bbit::min_matches_for(threshold, k, bits);
         let compared: u64 = buckets
             .iter()
             .map(|b| (b.len() * (b.len() - 1) / 2) as u64)
@@ -136,7 +137,9 @@ impl Db {
                         let Some(sb) = state.signature_bytes(b, record_bytes) else {
                             continue;
                         };
-                        if let Ok(eq) = bbit::count_equal_packed(sa, sb, k, bits) {
+                        if let Ok(Some(eq)) =
+                            bbit::count_equal_packed_at_least(sa, sb, k, bits, min_equal)
+                        {
                             let j = bbit::estimate_from_matches(eq, k, bits);
                             if j >= threshold {
                                 out.push((a.min(b), a.max(b), j));

@@ -126,6 +126,8 @@ impl Db {
         stats.candidates = candidates.len();
         let k = self.params.sketch.num_perm;
         let bits = self.params.bits;
+        // Candidates that cannot reach the threshold are dropped as soon as that shows.
+        let min_equal = bbit::min_matches_for(threshold, k, bits);
         let mut matched: Vec<(u64, f64)> = Vec::new();
         for docno in candidates {
             if state.is_deleted(docno) {
@@ -135,7 +137,9 @@ impl Db {
                 continue;
             };
             stats.verified += 1;
-            let Ok(equal) = bbit::count_equal_packed(packed, stored, k, bits) else {
+            let Ok(Some(equal)) =
+                bbit::count_equal_packed_at_least(packed, stored, k, bits, min_equal)
+            else {
                 continue;
             };
             let jaccard = bbit::estimate_from_matches(equal, k, bits);

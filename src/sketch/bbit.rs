@@ -120,8 +120,68 @@ pub fn count_equal_packed(a: &[u8], b: &[u8], num_perm: usize, bits: u32) -> Res
     Ok(num_perm - count_differing(a, b, num_perm * bits as usize, bits))
 }
 
+/// Like [`count_equal_packed`], but for verification against a threshold: gives `None` as
+/// soon as fewer than `min_equal` fields can be equal (reading no further), and otherwise
+/// the exact count. Most candidates of a query fail early, after a cache line or two of a
+/// stored signature instead of all of it.
+pub fn count_equal_packed_at_least(
+    a: &[u8],
+    b: &[u8],
+    num_perm: usize,
+    bits: u32,
+    min_equal: usize,
+) -> Result<Option<usize>> {
+    validate_bits(bits)?;
+    let len = packed_len(num_perm, bits);
+    if a.len() != len || b.len() != len {
+        return Err(Error::invalid(
+            "packed",
+            format!(
+                "signatures of {} and {} bytes, {len} expected for {num_perm} slots of {bits} bits",
+                a.len(),
+                b.len()
+            ),
+        ));
+    }
+    let Some(max_differing) = num_perm.checked_sub(min_equal) else {
+        return Ok(None);
+    };
+    Ok(
+        count_differing_up_to(a, b, num_perm * bits as usize, bits, max_differing)
+            .map(|d| num_perm - d),
+    )
+}
+
+/// The fewest equal slots (of `num_perm`, at `bits` bits) whose [`estimate_from_matches`]
+/// reaches `threshold`; `num_perm + 1` if none does.
+pub fn min_matches_for(threshold: f64, num_perm: usize, bits: u32) -> usize {
+    // The estimate does not decrease as matches grow: binary search.
+    let (mut lo, mut hi) = (0, num_perm + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if estimate_from_matches(mid, num_perm, bits) < threshold {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Counts b-bit fields that differ among the first `total_bits` bits of `a` and `b`.
 fn count_differing(a: &[u8], b: &[u8], total_bits: usize, bits: u32) -> usize {
+    count_differing_up_to(a, b, total_bits, bits, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// [`count_differing`], or `None` once more than `limit` fields differ (checked once per
+/// 64-byte block, so a signature is read no further than the block where that happens).
+fn count_differing_up_to(
+    a: &[u8],
+    b: &[u8],
+    total_bits: usize,
+    bits: u32,
+    limit: usize,
+) -> Option<usize> {
     // One bit per field: the lowest bit of each field after OR-folding the field onto it.
     let field_low_bits = match bits {
         1 => u64::MAX,
@@ -140,35 +200,60 @@ fn count_differing(a: &[u8], b: &[u8], total_bits: usize, bits: u32) -> usize {
         }
         x & field_low_bits
     };
+    let word = |w: &[u8]| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(w);
+        u64::from_le_bytes(x)
+    };
+    // Whole words first (in 64-byte blocks, checking the limit after each), then the word
+    // that holds the end of the last field, with the padding bits after it masked off
+    // (whatever they hold).
+    let whole = (total_bits / 64) * 8;
+    let (a_whole, a_tail) = a.split_at(whole.min(a.len()));
+    let (b_whole, b_tail) = b.split_at(whole.min(b.len()));
     let mut differing = 0usize;
-    let mut a_words = a.chunks_exact(8);
-    let mut b_words = b.chunks_exact(8);
-    for (wa, wb) in (&mut a_words).zip(&mut b_words) {
-        let mut xa = [0u8; 8];
-        let mut xb = [0u8; 8];
-        xa.copy_from_slice(wa);
-        xb.copy_from_slice(wb);
-        differing += fold(u64::from_le_bytes(xa) ^ u64::from_le_bytes(xb)).count_ones() as usize;
-    }
-    let (ra, rb) = (a_words.remainder(), b_words.remainder());
-    if !ra.is_empty() {
-        let mut xa = [0u8; 8];
-        let mut xb = [0u8; 8];
-        if let (Some(da), Some(db)) = (xa.get_mut(..ra.len()), xb.get_mut(..rb.len())) {
-            da.copy_from_slice(ra);
-            db.copy_from_slice(rb);
+    let mut a_blocks = a_whole.chunks_exact(64);
+    let mut b_blocks = b_whole.chunks_exact(64);
+    for (ba, bb) in (&mut a_blocks).zip(&mut b_blocks) {
+        differing += differing_in_block(ba, bb, &fold, &word);
+        if differing > limit {
+            return None;
         }
-        // Ignore padding bits beyond the last field, whatever they hold.
-        let tail_bits = total_bits - (a.len() - ra.len()) * 8;
-        let valid = if tail_bits >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << tail_bits) - 1
-        };
+    }
+    differing += differing_in_block(a_blocks.remainder(), b_blocks.remainder(), &fold, &word);
+    let tail_bits = total_bits % 64;
+    if tail_bits > 0 {
+        let mut xa = [0u8; 8];
+        let mut xb = [0u8; 8];
+        let n = a_tail.len().min(b_tail.len()).min(8);
+        if let (Some(da), Some(db), Some(sa), Some(sb)) = (
+            xa.get_mut(..n),
+            xb.get_mut(..n),
+            a_tail.get(..n),
+            b_tail.get(..n),
+        ) {
+            da.copy_from_slice(sa);
+            db.copy_from_slice(sb);
+        }
+        let valid = (1u64 << tail_bits) - 1;
         differing +=
             fold((u64::from_le_bytes(xa) ^ u64::from_le_bytes(xb)) & valid).count_ones() as usize;
     }
-    differing
+    (differing <= limit).then_some(differing)
+}
+
+/// Differing fields in a run of whole words (a 64-byte block or less; no padding bits).
+#[inline]
+fn differing_in_block(
+    a: &[u8],
+    b: &[u8],
+    fold: &impl Fn(u64) -> u64,
+    word: &impl Fn(&[u8]) -> u64,
+) -> usize {
+    a.chunks_exact(8)
+        .zip(b.chunks_exact(8))
+        .map(|(wa, wb)| fold(word(wa) ^ word(wb)).count_ones() as usize)
+        .sum()
 }
 
 /// Jaccard estimate from the number of equal b-bit slots. At b = 64 this is the plain
@@ -255,5 +340,76 @@ mod tests {
         assert_eq!(estimate_from_matches(128, 128, 1), 1.0);
         assert!((estimate_from_matches(96, 128, 1) - 0.5).abs() < 1e-12);
         assert_eq!(estimate_from_matches(64, 128, 64), 0.5);
+    }
+
+    /// The field-by-field count, the plain definition the word-parallel code must equal.
+    fn naive_equal(a: &[u64], b: &[u64], bits: u32) -> usize {
+        a.iter()
+            .zip(b)
+            .filter(|(x, y)| *x & low_mask(bits) == *y & low_mask(bits))
+            .count()
+    }
+
+    #[test]
+    fn bounded_count_is_exact_or_gives_up_only_below_the_bound() {
+        let mut state = 0x1234_5678_9ABC_DEF0u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z ^ (z >> 31)
+        };
+        for &bits in &SUPPORTED_BITS {
+            for num_perm in [1usize, 3, 7, 8, 31, 64, 100, 127, 128, 129, 256] {
+                for _ in 0..20 {
+                    let a: Vec<u64> = (0..num_perm).map(|_| next()).collect();
+                    // Agree on a random share of the slots, so counts spread over 0..=k.
+                    let share = next() % 101;
+                    let b: Vec<u64> = a
+                        .iter()
+                        .map(|&x| if next() % 100 < share { x } else { next() })
+                        .collect();
+                    let (pa, mut pb) = (pack(&a, bits).unwrap(), pack(&b, bits).unwrap());
+                    // Garbage in the padding bits of the last byte must not count.
+                    let used = num_perm * bits as usize % 8;
+                    if used != 0
+                        && let Some(last) = pb.last_mut()
+                    {
+                        *last |= !((1u8 << used) - 1);
+                    }
+                    let want = naive_equal(&a, &b, bits);
+                    assert_eq!(count_equal_packed(&pa, &pb, num_perm, bits).unwrap(), want);
+                    for min_equal in [0, 1, want.saturating_sub(1), want, want + 1, num_perm] {
+                        let got = count_equal_packed_at_least(&pa, &pb, num_perm, bits, min_equal)
+                            .unwrap();
+                        let expect = (want >= min_equal).then_some(want);
+                        assert_eq!(got, expect, "bits {bits} k {num_perm} min {min_equal}");
+                    }
+                    assert_eq!(
+                        count_equal_packed_at_least(&pa, &pb, num_perm, bits, num_perm + 1)
+                            .unwrap(),
+                        None
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn min_matches_matches_the_threshold_test() {
+        for &bits in &SUPPORTED_BITS {
+            for num_perm in [1usize, 16, 100, 128, 256] {
+                for t in [0.0, 0.01, 0.3, 0.5, 0.8, 0.8000001, 0.95, 1.0, 1.5] {
+                    let min = min_matches_for(t, num_perm, bits);
+                    for m in 0..=num_perm {
+                        assert_eq!(
+                            estimate_from_matches(m, num_perm, bits) >= t,
+                            m >= min,
+                            "bits {bits} k {num_perm} t {t} m {m}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
