@@ -6,7 +6,8 @@
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
 //! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
 //! phases, `--keep` to keep the databases, `--cold-only DIR` / `--warm-only DIR` to rerun
-//! the cold or warm queries on a kept one). `tools/bench_db.sh` runs it and keeps the output.
+//! the cold or warm queries on a kept one, `--text-queries DB FILE` to time queries of
+//! signatures precomputed from a JSONL file on a database built by `mhdb add`). `tools/bench_db.sh` runs it and keeps the output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,9 @@ struct Args {
     open_only: Option<PathBuf>,
     /// Only run the cold queries on a database the harness built before (see `--keep`).
     cold_only: Option<PathBuf>,
+    /// `--text-queries DB FILE`: time queries of precomputed signatures (signed from the
+    /// JSONL file's "text" fields before timing) on a database built by `mhdb add`.
+    text_queries: Option<(PathBuf, PathBuf)>,
     /// Only run the warm queries (twice; the second pass is reported) on a kept database.
     warm_only: Option<PathBuf>,
     /// Keep the databases (under `--dir`) instead of removing them at the end.
@@ -49,6 +53,7 @@ fn args() -> Args {
         open_only: None,
         cold_only: None,
         warm_only: None,
+        text_queries: None,
         keep: false,
         only: Vec::new(),
     };
@@ -62,6 +67,9 @@ fn args() -> Args {
             "--open-only" => a.open_only = it.next().map(PathBuf::from),
             "--cold-only" => a.cold_only = it.next().map(PathBuf::from),
             "--warm-only" => a.warm_only = it.next().map(PathBuf::from),
+            "--text-queries" => {
+                a.text_queries = it.next().zip(it.next()).map(|(d, f)| (d.into(), f.into()))
+            }
             "--keep" => a.keep = true,
             "--only" => {
                 a.only = it
@@ -236,6 +244,35 @@ fn majflt() -> u64 {
 
 fn main() {
     let a = args();
+    if let Some((dir, file)) = &a.text_queries {
+        let db = Db::open_read_only(dir).unwrap();
+        let texts: Vec<String> = std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v.get("text")?.as_str().map(str::to_owned))
+            .take(a.queries)
+            .collect();
+        let sigs = db.hasher().sketch_batch(&texts);
+        let opts = QueryOptions::default();
+        let mut matches = 0usize;
+        for s in &sigs {
+            matches += db.query(s, &opts).unwrap().matches.len(); // warm the page cache
+        }
+        let t = Instant::now();
+        for s in &sigs {
+            std::hint::black_box(db.query(s, &opts).unwrap());
+        }
+        let one = sigs.len() as f64 / t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        std::hint::black_box(db.query_batch(&sigs, &opts).unwrap());
+        let all = sigs.len() as f64 / t.elapsed().as_secs_f64();
+        println!(
+            "{{\"queries\": {}, \"matches\": {matches}, \"one_thread\": {one:.0}, \"all_cores\": {all:.0}}}",
+            sigs.len()
+        );
+        return;
+    }
     if let Some(dir) = &a.warm_only {
         let db = Db::open_read_only(dir).unwrap();
         let n = db.stats().unwrap().live_docs as usize;
