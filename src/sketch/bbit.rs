@@ -182,29 +182,7 @@ fn count_differing_up_to(
     bits: u32,
     limit: usize,
 ) -> Option<usize> {
-    // One bit per field: the lowest bit of each field after OR-folding the field onto it.
-    let field_low_bits = match bits {
-        1 => u64::MAX,
-        2 => 0x5555_5555_5555_5555,
-        4 => 0x1111_1111_1111_1111,
-        8 => 0x0101_0101_0101_0101,
-        16 => 0x0001_0001_0001_0001,
-        32 => 0x0000_0001_0000_0001,
-        _ => 1,
-    };
-    let fold = |mut x: u64| {
-        let mut shift = 1;
-        while shift < bits {
-            x |= x >> shift;
-            shift <<= 1;
-        }
-        x & field_low_bits
-    };
-    let word = |w: &[u8]| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(w);
-        u64::from_le_bytes(x)
-    };
+    let fold = |x: u64| fold_fields(x, bits);
     // Whole words first (in 64-byte blocks, checking the limit after each), then the word
     // that holds the end of the last field, with the padding bits after it masked off
     // (whatever they hold).
@@ -215,12 +193,12 @@ fn count_differing_up_to(
     let mut a_blocks = a_whole.chunks_exact(64);
     let mut b_blocks = b_whole.chunks_exact(64);
     for (ba, bb) in (&mut a_blocks).zip(&mut b_blocks) {
-        differing += differing_in_block(ba, bb, &fold, &word);
+        differing += differing_in_block(ba, bb, bits);
         if differing > limit {
             return None;
         }
     }
-    differing += differing_in_block(a_blocks.remainder(), b_blocks.remainder(), &fold, &word);
+    differing += differing_in_block(a_blocks.remainder(), b_blocks.remainder(), bits);
     let tail_bits = total_bits % 64;
     if tail_bits > 0 {
         let mut xa = [0u8; 8];
@@ -242,18 +220,57 @@ fn count_differing_up_to(
     (differing <= limit).then_some(differing)
 }
 
-/// Differing fields in a run of whole words (a 64-byte block or less; no padding bits).
+/// One bit per field: each field OR-folded onto its lowest bit, other bits cleared, so that
+/// the popcount of `fold_fields(x ^ y)` is the number of fields in which `x` and `y` differ.
 #[inline]
-fn differing_in_block(
-    a: &[u8],
-    b: &[u8],
-    fold: &impl Fn(u64) -> u64,
-    word: &impl Fn(&[u8]) -> u64,
-) -> usize {
-    a.chunks_exact(8)
-        .zip(b.chunks_exact(8))
-        .map(|(wa, wb)| fold(word(wa) ^ word(wb)).count_ones() as usize)
-        .sum()
+fn fold_fields(mut x: u64, bits: u32) -> u64 {
+    let field_low_bits = match bits {
+        1 => u64::MAX,
+        2 => 0x5555_5555_5555_5555,
+        4 => 0x1111_1111_1111_1111,
+        8 => 0x0101_0101_0101_0101,
+        16 => 0x0001_0001_0001_0001,
+        32 => 0x0000_0001_0000_0001,
+        _ => 1,
+    };
+    let mut shift = 1;
+    while shift < bits {
+        x |= x >> shift;
+        shift <<= 1;
+    }
+    x & field_low_bits
+}
+
+#[inline]
+fn word(w: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(w);
+    u64::from_le_bytes(x)
+}
+
+/// Differing fields in a run of whole words (a 64-byte block or less; no padding bits).
+#[inline(always)]
+fn differing_in_block(a: &[u8], b: &[u8], bits: u32) -> usize {
+    // Whole-byte fields compare lane by lane (this vectorizes); narrower ones fold.
+    fn lanes<const W: usize>(a: &[u8], b: &[u8]) -> usize {
+        let (a, b) = (a.as_chunks::<W>().0, b.as_chunks::<W>().0);
+        let mut n = 0u32;
+        for (x, y) in a.iter().zip(b) {
+            n += u32::from(x != y);
+        }
+        n as usize
+    }
+    match bits {
+        8 => lanes::<1>(a, b),
+        16 => lanes::<2>(a, b),
+        32 => lanes::<4>(a, b),
+        64 => lanes::<8>(a, b),
+        _ => a
+            .chunks_exact(8)
+            .zip(b.chunks_exact(8))
+            .map(|(wa, wb)| fold_fields(word(wa) ^ word(wb), bits).count_ones() as usize)
+            .sum(),
+    }
 }
 
 /// Jaccard estimate from the number of equal b-bit slots. At b = 64 this is the plain
