@@ -7,6 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Band keys and key hashes are already uniformly distributed: hash them by identity.
@@ -61,6 +62,9 @@ pub(crate) struct MemTable {
     live_count: usize,
     /// Deletions of documents numbered below `base` (in segments or a frozen table).
     pub(crate) deleted_older: BTreeSet<u64>,
+    /// Documents `indexed..` are not yet in the band buckets (see [`MemTable::defer_buckets`]).
+    indexed: usize,
+    deferred: bool,
 }
 
 impl MemTable {
@@ -80,6 +84,68 @@ impl MemTable {
             next_same_hash: Vec::new(),
             live_count: 0,
             deleted_older: BTreeSet::new(),
+            indexed: 0,
+            deferred: false,
+        }
+    }
+
+    /// Makes room for `docs` more documents.
+    pub(crate) fn reserve(&mut self, docs: usize) {
+        self.key_ends.reserve(docs);
+        self.band_keys.reserve(docs * self.bands);
+        self.sigs.reserve(docs * self.sig_bytes);
+        self.live.reserve(docs);
+        self.next_same_hash.reserve(docs);
+        self.by_hash.reserve(docs);
+    }
+
+    /// Until [`MemTable::build_deferred_buckets`], inserted documents are not threaded into
+    /// the band buckets (keys, signatures and key lookups work as usual). Recovery uses this:
+    /// it builds each band's buckets once at the end, all bands in parallel, with the hash
+    /// tables sized in advance, instead of growing 14 tables one insert at a time.
+    pub(crate) fn defer_buckets(&mut self) {
+        self.deferred = true;
+    }
+
+    /// Threads the documents inserted since [`MemTable::defer_buckets`] into the band
+    /// buckets, as the inserts would have done one by one.
+    pub(crate) fn build_deferred_buckets(&mut self) {
+        if !self.deferred {
+            return;
+        }
+        self.deferred = false;
+        let (from, to, bands) = (self.indexed, self.live.len(), self.bands);
+        self.indexed = to;
+        if from == to {
+            return;
+        }
+        let band_keys = &self.band_keys;
+        let mut heads = std::mem::take(&mut self.heads);
+        // Per band, in document order: the bucket's previous head becomes the document's
+        // successor, exactly as `insert` links them.
+        let nexts: Vec<Vec<u32>> = heads
+            .par_iter_mut()
+            .enumerate()
+            .map(|(band, head)| {
+                head.reserve(to - from);
+                band_keys
+                    .iter()
+                    .skip(from * bands + band)
+                    .step_by(bands)
+                    .take(to - from)
+                    .zip(from as u32..)
+                    .map(|(&bk, idx)| head.insert(bk, idx).unwrap_or(NONE))
+                    .collect()
+            })
+            .collect();
+        self.heads = heads;
+        let mut columns: Vec<std::vec::IntoIter<u32>> =
+            nexts.into_iter().map(Vec::into_iter).collect();
+        self.next_in_bucket.reserve((to - from) * bands);
+        for _ in from..to {
+            for column in &mut columns {
+                self.next_in_bucket.push(column.next().unwrap_or(NONE));
+            }
         }
     }
 
@@ -131,10 +197,15 @@ impl MemTable {
             self.retire(old);
         }
         let idx = self.live.len() as u32;
-        for (band, bk) in band_keys.enumerate() {
-            self.band_keys.push(bk);
-            let head = self.heads.get_mut(band).and_then(|h| h.insert(bk, idx));
-            self.next_in_bucket.push(head.unwrap_or(NONE));
+        if self.deferred {
+            self.band_keys.extend(band_keys);
+        } else {
+            for (band, bk) in band_keys.enumerate() {
+                self.band_keys.push(bk);
+                let head = self.heads.get_mut(band).and_then(|h| h.insert(bk, idx));
+                self.next_in_bucket.push(head.unwrap_or(NONE));
+            }
+            self.indexed = self.live.len() + 1;
         }
         let h = xxh3_64(key);
         let prev = self.by_hash.insert(h, idx);
@@ -275,5 +346,49 @@ mod tests {
         m.retire(11);
         assert_eq!(m.lookup_key(b"b"), None);
         assert_eq!(m.live_docs().map(|(d, _)| d).collect::<Vec<_>>(), vec![12]);
+    }
+
+    /// Buckets built in one pass after deferred inserts (recovery) equal those built insert
+    /// by insert, including keys re-inserted (upserts), inserts after the build, and bucket
+    /// chains of every length.
+    #[test]
+    fn deferred_buckets_equal_incremental_ones() {
+        let bands = 3;
+        let docs: Vec<(Vec<u8>, Vec<u64>)> = (0..500u64)
+            .map(|i| {
+                let key = format!("k{}", (i * 7919) % 350).into_bytes(); // some keys repeat
+                let bks = (0..bands as u64)
+                    .map(|b| (i * 31 + b * 17) % 23 + b * 100)
+                    .collect();
+                (key, bks)
+            })
+            .collect();
+        let mut plain = MemTable::new(7, bands, 2);
+        let mut deferred = MemTable::new(7, bands, 2);
+        deferred.reserve(100);
+        deferred.defer_buckets();
+        for (i, (key, bks)) in docs.iter().enumerate() {
+            let docno = 7 + i as u64;
+            let sig = [i as u8, 1];
+            assert!(plain.insert(docno, key, bks.iter().copied(), &sig));
+            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig));
+            if i == 399 {
+                deferred.build_deferred_buckets();
+            }
+        }
+        deferred.build_deferred_buckets(); // nothing deferred since: a no-op
+        for band in 0..bands {
+            for bk in 0..400u64 {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                plain.bucket_into(band, bk, &mut a);
+                deferred.bucket_into(band, bk, &mut b);
+                assert_eq!(a, b, "band {band} key {bk}");
+            }
+        }
+        for (key, _) in &docs {
+            assert_eq!(plain.lookup_key(key), deferred.lookup_key(key));
+        }
+        assert_eq!(plain.live_count(), deferred.live_count());
+        assert_eq!(plain.next_in_bucket, deferred.next_in_bucket);
     }
 }

@@ -476,6 +476,19 @@ impl Db {
             .collect();
         wal_ids.sort_unstable();
         let mut mem = MemTable::new(version.manifest.next_docno, params.lsh.bands, record_bytes);
+        // Size the table for the WAL's inserts (each logs at least its band keys and
+        // signature) and build the band buckets once at the end.
+        let mut wal_bytes = 0u64;
+        for &id in &wal_ids {
+            let path = dir.join(files::wal_name(id));
+            let file = vfs
+                .open(&path, OpenMode::Read)
+                .map_err(io_err(&path, "open"))?;
+            wal_bytes += file.len().map_err(io_err(&path, "stat"))?;
+        }
+        let min_insert_bytes = (record_bytes + params.lsh.bands * 8) as u64;
+        mem.reserve(usize::try_from(wal_bytes / min_insert_bytes).unwrap_or(0));
+        mem.defer_buckets();
         let mut last_seq = 0u64;
         for (i, &id) in wal_ids.iter().enumerate() {
             let path = dir.join(files::wal_name(id));
@@ -547,6 +560,8 @@ impl Db {
                     .map_err(io_err(&path, "remove empty WAL"))?;
             }
         }
+
+        mem.build_deferred_buckets();
 
         let mut max_id = version.manifest.next_file_id;
         for n in &names {

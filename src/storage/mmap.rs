@@ -18,7 +18,9 @@ pub(crate) fn map_file(path: &Path) -> io::Result<Mapped> {
     // SAFETY: mhdb maps only files it never modifies in place after they were written and
     // synced: segments and deletion lists are immutable, and the signature log is only
     // appended to beyond the committed length (read through the map only below it) or
-    // truncated back to the committed length before any map of it exists in a writer. Another
+    // truncated back to the committed length before any map of it exists in a writer. A WAL
+    // file is mapped only while it is replayed at open, before any write: new records go to a
+    // new file, and a torn tail is cut after the map is dropped. Another
     // process modifying the file would break this, which the LOCK file rules out for mhdb
     // processes (a reader holds a shared lock, a writer an exclusive one).
     let map = unsafe { memmap2::Mmap::map(&file)? };

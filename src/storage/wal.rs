@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::vfs::{OpenMode, Vfs, VfsFile};
+use super::vfs::{OpenMode, Prefetch, Vfs, VfsFile};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"MHDBWAL\0";
@@ -219,13 +219,11 @@ impl WalReader {
         path: &Path,
         mut apply: impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        let file = vfs
-            .open(path, OpenMode::Read)
-            .map_err(io(path, "open WAL"))?;
-        let len = file.len().map_err(io(path, "stat WAL"))?;
-        let mut bytes = vec![0u8; len as usize];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(io(path, "read WAL"))?;
+        // Mapped rather than read: no copy of the whole log into a fresh buffer. The log is
+        // not written while it is replayed (the database lock is held and new writes go to a
+        // new file), and a torn tail is cut only after this map is dropped.
+        let bytes = vfs.map_readonly(path).map_err(io(path, "map WAL"))?;
+        bytes.prefetch(0, bytes.len());
         Self::replay_bytes(&bytes, path, &mut apply)
     }
 
