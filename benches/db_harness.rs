@@ -361,6 +361,7 @@ fn main() {
 
         // 2. Queries, warm: half with a planted near-duplicate, half with none.
         let q = a.queries.min(n);
+        warm_queries(&db, n, q); // a first pass maps the pages in: "warm" means resident
         let (planted, none, found) = warm_queries(&db, n, q);
         if let Some(index) = &gaoya_index {
             let mut lat = Vec::new();
