@@ -178,8 +178,8 @@ fn drop_page_cache(dir: &Path) {
     }
 }
 
-/// `q` queries, half with a planted near-duplicate, half with none, after a first pass that
-/// warms the page cache: sorted latencies of each half, and how many planted ones were found.
+/// `q` queries, half with a planted near-duplicate, half with none: sorted latencies of each
+/// half, and how many planted ones were found. (Callers run it twice for warm figures.)
 fn warm_queries(db: &Db, n: usize, q: usize) -> (Vec<Duration>, Vec<Duration>, usize) {
     let mut planted = Vec::with_capacity(q / 2);
     let mut none = Vec::with_capacity(q / 2);
