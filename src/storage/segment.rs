@@ -544,7 +544,7 @@ type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
 impl Draft<'_> {
     /// `band_input(band)` returns that band's postings `(key32, docno)` (any order) and the
     /// buckets already hot in the inputs, `(key32, documents dropped by earlier caps)`.
-    fn encode(&self, mut band_input: impl FnMut(usize) -> Result<BandInput>) -> Result<Vec<u8>> {
+    fn encode(&self, band_input: impl Fn(usize) -> Result<BandInput> + Sync) -> Result<Vec<u8>> {
         let doc_count = self.docnos.len() as u64;
         let docno_bits = bits_below(self.span);
         let mut out = vec![0u8; HEADER_LEN];
@@ -614,16 +614,11 @@ impl Draft<'_> {
             &bytes,
         );
 
-        // Bands: inputs are gathered in order (merge inputs stream), then sorted, capped and
-        // encoded on every core.
-        let mut inputs = Vec::with_capacity(self.num_bands as usize);
-        for band in 0..self.num_bands as usize {
-            inputs.push(band_input(band)?);
-        }
-        let encoded: Vec<Result<EncodedBand>> = inputs
+        // Bands: each band's postings are gathered, sorted, capped and encoded on every core.
+        let encoded: Vec<Result<EncodedBand>> = (0..self.num_bands as usize)
             .into_par_iter()
-            .enumerate()
-            .map(|(band, (postings, prior_hot))| {
+            .map(|band| {
+                let (postings, prior_hot) = band_input(band)?;
                 let mut band_hot = Vec::new();
                 let kept = apply_cap(
                     band as u32,
@@ -1432,14 +1427,11 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
     // --- verification -------------------------------------------------------------------------
 
-    /// Checks every section checksum and every structural invariant of `format/segment.md`:
-    /// sortedness, offsets and docnos in range, caps respected, key index consistent with the
-    /// keys. O(file size) time for dense docno ranges; memory 8 bytes per document plus one bit
-    /// per docno of the range (sparse ranges use a binary search instead of the bit per docno).
-    pub fn verify(&self) -> Result<()> {
-        let l = &self.layout;
+    /// Checks every section's CRC: the bytes are as written. (Bit rot and torn or misdirected
+    /// writes show up here; [`Segment::verify`] also checks the structure.)
+    pub fn verify_checksums(&self) -> Result<()> {
         let data = self.data();
-        for (i, &(kind, start, end, crc)) in l.sections.iter().enumerate() {
+        for (i, &(kind, start, end, crc)) in self.layout.sections.iter().enumerate() {
             let bytes = data.get(start..end).unwrap_or_default();
             if crc32fast::hash(bytes) != crc {
                 return Err(self.err(
@@ -1448,6 +1440,16 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Checks every section checksum and every structural invariant of `format/segment.md`:
+    /// sortedness, offsets and docnos in range, caps respected, key index consistent with the
+    /// keys. O(file size) time for dense docno ranges; memory 8 bytes per document plus one bit
+    /// per docno of the range (sparse ranges use a binary search instead of the bit per docno).
+    pub fn verify(&self) -> Result<()> {
+        self.verify_checksums()?;
+        let l = &self.layout;
 
         // Doc table: docnos strictly increasing, key ends non-decreasing, last end = blob end.
         let mut prev_docno = None;
@@ -1694,9 +1696,9 @@ impl<B: AsRef<[u8]>> ExactSizeIterator for Postings<'_, B> {}
 ///
 /// Documents an input dropped because of a cap stay dropped; their count is carried into the
 /// hot record of the merged bucket (see `format/segment.md`).
-pub fn merge<B: AsRef<[u8]>>(
+pub fn merge<B: AsRef<[u8]> + Sync>(
     inputs: &[&Segment<B>],
-    is_live: impl Fn(u64) -> bool,
+    is_live: impl Fn(u64) -> bool + Sync,
     opts: &SegmentOptions,
 ) -> Result<Vec<u8>> {
     let cap = opts.cap_field()?;
@@ -1720,7 +1722,10 @@ pub fn merge<B: AsRef<[u8]>>(
             ));
         }
         prev_end = s.end_docno();
-        s.verify()?;
+        // Checksums, so that damage is never laundered into a new segment with fresh ones.
+        // (The structure was checked when the segment was written; what this merge decodes it
+        // checks again as it goes. `mhdb verify` runs the full check.)
+        s.verify_checksums()?;
     }
     let mut docnos = Vec::new();
     let mut key_blob = Vec::new();
@@ -1750,12 +1755,21 @@ pub fn merge<B: AsRef<[u8]>>(
         key_blob: &key_blob,
         key_ends: &key_ends,
     };
-    // Hot records are sorted by band, so one pass over each input's records serves all bands.
-    let mut hot_iters: Vec<_> = inputs.iter().map(|s| s.hot_buckets().peekable()).collect();
+    // Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).
+    let mut prior_hot_by_band: Vec<Vec<(u32, u64)>> = vec![Vec::new(); num_bands];
+    for s in inputs {
+        for h in s.hot_buckets() {
+            let h = h?;
+            let t = *s.band_table(h.band as usize)?;
+            let (lo, hi) = s.lookup(&t, h.key32)?;
+            if let Some(list) = prior_hot_by_band.get_mut(h.band as usize) {
+                list.push((h.key32, h.original_size.saturating_sub(hi - lo)));
+            }
+        }
+    }
     draft.encode(|band| {
         let mut postings = Vec::new();
-        let mut prior_hot = Vec::new();
-        for (s, hot) in inputs.iter().zip(hot_iters.iter_mut()) {
+        for s in inputs {
             let t = *s.band_table(band)?;
             s.for_each_entry(&t, |_, key, rel| {
                 let docno = s.base_docno() + rel;
@@ -1764,14 +1778,8 @@ pub fn merge<B: AsRef<[u8]>>(
                 }
                 Ok(())
             })?;
-            while let Some(h) =
-                hot.next_if(|h| h.as_ref().map_or(true, |h| h.band as usize == band))
-            {
-                let h = h?;
-                let (lo, hi) = s.lookup(&t, h.key32)?;
-                prior_hot.push((h.key32, h.original_size.saturating_sub(hi - lo)));
-            }
         }
+        let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
         Ok((postings, prior_hot))
     })
 }
