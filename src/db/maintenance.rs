@@ -201,31 +201,41 @@ impl Db {
         if input.span > 0 {
             let siglog_path = self.dir.join(files::SIGLOG);
             let siglog = self.siglog_file.as_ref().ok_or(Error::ReadOnly)?;
-            siglog
-                .write_all_at(
-                    &input.records,
-                    files::siglog_offset(input.base, record_bytes),
-                )
-                .map_err(io_err(&siglog_path, "write"))?;
-            siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))?;
-
-            let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
-            builder.set_end_docno(next_docno)?;
-            for &(docno, key, band_keys) in &input.live {
-                builder.add(docno, key, band_keys)?;
-            }
-            let bytes = builder.finish(&self.segment_options())?;
-            let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
-            let path = self.dir.join(files::segment_name(id));
-            write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
-            let meta = SegmentMeta {
-                id,
-                base: input.base,
-                span: input.span,
-                docs: input.live.len() as u64,
-                file_len: bytes.len() as u64,
-                siglog_crc: crc32fast::hash(&input.records),
-            };
+            // The signature-log records and the segment are independent until the manifest
+            // names both (the commit point, below): write and sync the records while the
+            // segment is built and written.
+            let (logged, built) = rayon::join(
+                || -> Result<()> {
+                    siglog
+                        .write_all_at(
+                            &input.records,
+                            files::siglog_offset(input.base, record_bytes),
+                        )
+                        .map_err(io_err(&siglog_path, "write"))?;
+                    siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))
+                },
+                || -> Result<SegmentMeta> {
+                    let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
+                    builder.set_end_docno(next_docno)?;
+                    for &(docno, key, band_keys) in &input.live {
+                        builder.add(docno, key, band_keys)?;
+                    }
+                    let bytes = builder.finish(&self.segment_options())?;
+                    let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
+                    let path = self.dir.join(files::segment_name(id));
+                    write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
+                    Ok(SegmentMeta {
+                        id,
+                        base: input.base,
+                        span: input.span,
+                        docs: input.live.len() as u64,
+                        file_len: bytes.len() as u64,
+                        siglog_crc: crc32fast::hash(&input.records),
+                    })
+                },
+            );
+            logged?;
+            let meta = built?;
             segments.push(meta.clone());
             new_segment = Some(meta);
         }
