@@ -133,6 +133,11 @@ impl ShingleConfig {
             self.normalize_ascii(text.as_bytes(), out);
             return;
         }
+        self.normalize_unicode(text, out);
+    }
+
+    /// The general normalization (any text); the ASCII path must give the same result.
+    fn normalize_unicode(&self, text: &str, out: &mut String) {
         let composed;
         let text = if self.nfkc {
             composed = text.nfkc().collect::<String>();
@@ -172,7 +177,7 @@ impl ShingleConfig {
         // space following a space (or starting the text).
         let mut len = 0usize;
         let mut prev_space = true;
-        for &b in bytes {
+        let one = |b: u8, buf: &mut Vec<u8>, len: &mut usize, prev_space: &mut bool| {
             let space = collapse && is_space(b);
             let v = if space {
                 b' '
@@ -181,11 +186,45 @@ impl ShingleConfig {
             } else {
                 b
             };
-            if let Some(slot) = buf.get_mut(len) {
+            if let Some(slot) = buf.get_mut(*len) {
                 *slot = v;
             }
-            len += usize::from(!(space && prev_space));
-            prev_space = space;
+            *len += usize::from(!(space && *prev_space));
+            *prev_space = space;
+        };
+        // Eight bytes at a time (SWAR) where nothing collapses: no TAB..CR, no two adjacent
+        // spaces, no space continuing a run. Such a word is copied, lowercased by setting
+        // bit 5 of every byte in 'A'..='Z'. Other words go byte by byte.
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(word);
+            let x = u64::from_le_bytes(x);
+            let space = swar_in_range(x, b' ', b' ');
+            let fast = !collapse
+                || (swar_in_range(x, b'\t', b'\r') == 0
+                    && space & (space >> 8) == 0
+                    && !(prev_space && space & 0x80 != 0));
+            match buf.get_mut(len..len + 8) {
+                Some(dst) if fast => {
+                    let lowered = if lowercase {
+                        x | (swar_in_range(x, b'A', b'Z') >> 2)
+                    } else {
+                        x
+                    };
+                    dst.copy_from_slice(&lowered.to_le_bytes());
+                    len += 8;
+                    prev_space = collapse && space >> 63 != 0;
+                }
+                _ => {
+                    for &b in word {
+                        one(b, &mut buf, &mut len, &mut prev_space);
+                    }
+                }
+            }
+        }
+        for &b in words.remainder() {
+            one(b, &mut buf, &mut len, &mut prev_space);
         }
         if collapse && len > 0 && buf.get(len - 1) == Some(&b' ') {
             len -= 1;
@@ -325,6 +364,18 @@ fn for_each_word_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<
     }
 }
 
+/// For eight ASCII bytes (each below 0x80) packed little-endian in `x`: 0x80 in every byte
+/// that lies in `lo..=hi`, 0 elsewhere. Per byte, `b + (0x80 - c)` sets bit 7 exactly when
+/// `b >= c`, and cannot carry into the next byte since `b <= 0x7F`.
+#[inline(always)]
+fn swar_in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let ge_lo = x.wrapping_add(ONES * u64::from(0x80 - lo)) & HIGH;
+    let gt_hi = x.wrapping_add(ONES * u64::from(0x80 - hi - 1)) & HIGH;
+    ge_lo & !gt_hi
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +480,72 @@ mod tests {
         assert_eq!("word".parse::<ShingleKind>().unwrap(), ShingleKind::Word(3));
         assert!("char:0".parse::<ShingleKind>().is_err());
         assert!("byte:3".parse::<ShingleKind>().is_err());
+    }
+
+    #[test]
+    fn swar_range_is_exact_for_ascii() {
+        for (lo, hi) in [(b' ', b' '), (b'\t', b'\r'), (b'A', b'Z')] {
+            for b in 0u8..0x80 {
+                for pos in 0..8 {
+                    // The byte under test among neighbours at both ends of ASCII.
+                    let mut bytes = [if pos % 2 == 0 { 0x7F } else { 0x00 }; 8];
+                    bytes[pos] = b;
+                    let got = swar_in_range(u64::from_le_bytes(bytes), lo, hi);
+                    let want: u64 = bytes
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, c)| (lo..=hi).contains(c))
+                        .map(|(i, _)| 0x80u64 << (8 * i))
+                        .sum();
+                    assert_eq!(got, want, "{bytes:?} in {lo}..={hi}");
+                }
+            }
+        }
+    }
+
+    /// The ASCII path (eight bytes at a time where nothing collapses) equals the general
+    /// Unicode path on random ASCII: runs of every kind of whitespace at every offset,
+    /// upper and lower case, lengths around multiples of 8, every option combination.
+    #[test]
+    fn ascii_path_equals_unicode_path() {
+        let alphabet: &[u8] = b"aZ \t\n\x0b\x0c\r Mq09 .-_ \x01\x7f";
+        let mut state = 0x5EED_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..20_000 {
+            let len = (round % 40) as usize;
+            let spacey = next() % 3; // how often whitespace appears
+            let text: String = (0..len)
+                .map(|_| {
+                    let r = next();
+                    let b = if r % 4 < spacey {
+                        b" \t\n\x0b\x0c\r"[(r >> 8) as usize % 6]
+                    } else {
+                        alphabet[(r >> 8) as usize % alphabet.len()]
+                    };
+                    b as char
+                })
+                .collect();
+            for (lowercase, collapse_whitespace) in
+                [(true, true), (true, false), (false, true), (false, false)]
+            {
+                let cfg = ShingleConfig {
+                    lowercase,
+                    collapse_whitespace,
+                    ..ShingleConfig::default()
+                };
+                let (mut fast, mut general) = (String::new(), String::new());
+                cfg.normalize_ascii(text.as_bytes(), &mut fast);
+                cfg.normalize_unicode(&text, &mut general);
+                assert_eq!(
+                    fast, general,
+                    "{text:?} lowercase {lowercase} collapse {collapse_whitespace}"
+                );
+            }
+        }
     }
 }
