@@ -396,3 +396,55 @@ fn kill_during_add_then_resume_loses_nothing() {
     assert_eq!(unique.len() as u64, n);
     assert!(ok(&["verify", s(&db)]).starts_with("ok"));
 }
+
+/// A reader that stops early (`mhdb keys idx | head`) ends the command quietly: exit 0, no
+/// panic, no "Broken pipe" message. (`mhdb stats` used to panic there.)
+#[test]
+fn closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let data = dir.path().join("docs.jsonl");
+    let mut f = std::fs::File::create(&data).unwrap();
+    for i in 0..20_000u64 {
+        writeln!(
+            f,
+            "{{\"id\": \"key-{i}\", \"text\": \"document {i} {}\"}}",
+            text(i)
+        )
+        .unwrap();
+    }
+    drop(f);
+    let db_s = db.to_str().unwrap();
+    ok(&["create", db_s]);
+    ok(&["add", db_s, data.to_str().unwrap()]);
+    for args in [
+        vec!["keys", db_s],
+        vec!["stats", db_s],
+        vec!["stats", db_s, "--json"],
+        vec!["dedup", db_s],
+        vec!["tune", "--threshold", "0.8"],
+    ] {
+        // Read one line (or none: the pipe is closed at once), then close the pipe.
+        let mut child = bin()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        if args[0] == "keys" {
+            let mut first = String::new();
+            BufReader::new(stdout).read_line(&mut first).unwrap();
+            assert!(first.starts_with("key-"), "{first:?}");
+        } else {
+            drop(stdout);
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "mhdb {args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "mhdb {args:?}: {stderr}"
+        );
+    }
+}

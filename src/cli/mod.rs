@@ -19,6 +19,8 @@ use mhdb::sketch::{
 pub struct CliError {
     msg: String,
     code: u8,
+    /// The reader of our output went away (`mhdb keys idx | head`): not worth a message.
+    broken_pipe: bool,
 }
 
 impl CliError {
@@ -26,12 +28,14 @@ impl CliError {
         CliError {
             msg: msg.into(),
             code: 2,
+            broken_pipe: false,
         }
     }
     pub fn other(msg: impl Into<String>) -> Self {
         CliError {
             msg: msg.into(),
             code: 1,
+            broken_pipe: false,
         }
     }
     pub fn exit_code(&self) -> u8 {
@@ -52,17 +56,39 @@ impl From<mhdb::Error> for CliError {
             mhdb::Error::InvalidParameter { .. } | mhdb::Error::ParameterMismatch { .. } => 2,
             _ => 1,
         };
+        let broken_pipe = matches!(&e, mhdb::Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::BrokenPipe);
         CliError {
             msg: e.to_string(),
             code,
+            broken_pipe,
         }
     }
 }
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError::other(e.to_string())
+        let broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
+        CliError {
+            broken_pipe,
+            ..CliError::other(e.to_string())
+        }
     }
+}
+
+impl CliError {
+    /// True when stdout's reader closed it early, which ends the command quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.broken_pipe
+    }
+}
+
+/// `println!` that returns an error (instead of panicking) when stdout is closed early.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
 }
 
 pub type CliResult<T = ()> = Result<T, CliError>;
@@ -273,7 +299,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
             params.validate()?;
             let created = Db::create(&db, params, Options::default())?;
             let p = created.params();
-            println!(
+            outln!(
                 "created {}: {} {} slots, {}, {} bits, {} bands × {} rows (P({threshold}) = {:.4}), bucket cap {}",
                 db.display(),
                 p.sketch.num_perm,
@@ -349,7 +375,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
                 batch.delete(key);
             }
             db.write(&batch)?;
-            println!("deleted {present} of {} keys", all.len());
+            outln!("deleted {present} of {} keys", all.len());
         }
         Command::Dedup {
             db,
@@ -424,7 +450,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Export { db, dest } => {
             let db = Db::open(&db, Options::default())?;
             db.export(&dest)?;
-            println!("exported to {}", dest.display());
+            outln!("exported to {}", dest.display());
         }
         Command::Merge { dest, srcs } => {
             let mut total = 0u64;
@@ -441,26 +467,27 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
                 eprintln!("mhdb: merged {n} documents from {}", src.display());
                 total += n;
             }
-            println!("merged {total} documents into {}", dest.display());
+            outln!("merged {total} documents into {}", dest.display());
         }
         Command::Compact { db } => {
             let db = Db::open(&db, Options::default())?;
             db.compact_full()?;
             let s = db.stats()?;
-            println!(
+            outln!(
                 "compacted: {} live documents in {} segment(s)",
-                s.live_docs, s.segments
+                s.live_docs,
+                s.segments
             );
         }
         Command::Stats { db, json } => {
             let db = Db::open_read_only(&db)?;
-            print_stats(&db.stats()?, json);
+            print_stats(&db.stats()?, json)?;
         }
         Command::Verify { db } => {
             let db = Db::open_read_only(&db)?;
             let report = db.verify()?;
             if report.is_ok() {
-                println!("ok: {} files checked", report.files_checked);
+                outln!("ok: {} files checked", report.files_checked);
             } else {
                 for p in &report.problems {
                     eprintln!("{p}");
@@ -498,7 +525,7 @@ pub fn progress_enabled() -> bool {
     std::io::stderr().is_terminal()
 }
 
-fn print_stats(s: &mhdb::db::Stats, json: bool) {
+fn print_stats(s: &mhdb::db::Stats, json: bool) -> CliResult {
     let p = &s.params;
     let curve: Vec<(f64, f64)> = p.lsh.curve(&[0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95]);
     if json {
@@ -528,18 +555,20 @@ fn print_stats(s: &mhdb::db::Stats, json: bool) {
             "expected_recall_at_threshold": s.expected_recall_at_threshold,
             "s_curve": curve.iter().map(|(s, p)| serde_json::json!({"jaccard": s, "probability": p})).collect::<Vec<_>>(),
         });
-        println!("{value}");
-        return;
+        outln!("{value}");
+        return Ok(());
     }
-    println!(
+    outln!(
         "documents     {} live, {} deleted, {} in memory",
-        s.live_docs, s.deleted_docs, s.memtable_docs
+        s.live_docs,
+        s.deleted_docs,
+        s.memtable_docs
     );
-    println!("segments      {}", s.segments);
+    outln!("segments      {}", s.segments);
     for (kind, bytes) in &s.bytes {
-        println!("  {kind:<11} {bytes} bytes");
+        outln!("  {kind:<11} {bytes} bytes");
     }
-    println!(
+    outln!(
         "parameters    {} {} slots, {}, seed {}, {} bits, {} bands × {} rows, threshold {}, bucket cap {}",
         p.sketch.num_perm,
         p.sketch.scheme,
@@ -551,17 +580,18 @@ fn print_stats(s: &mhdb::db::Stats, json: bool) {
         p.threshold,
         p.bucket_cap.map_or("none".into(), |c| c.to_string())
     );
-    println!(
+    outln!(
         "recall       P(candidate | J = {}) = {:.4}",
-        p.threshold, s.expected_recall_at_threshold
+        p.threshold,
+        s.expected_recall_at_threshold
     );
     let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
     let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
-    println!(
+    outln!(
         "buckets       p99 {p99}, max {max}, hot (capped) {}",
         s.hot_buckets
     );
-    println!(
+    outln!(
         "S-curve       {}",
         curve
             .iter()
@@ -569,14 +599,15 @@ fn print_stats(s: &mhdb::db::Stats, json: bool) {
             .collect::<Vec<_>>()
             .join("  ")
     );
+    Ok(())
 }
 
 fn tune(threshold: f64, perms: usize, alternatives: usize) -> CliResult {
     let all = tune_all(threshold, perms, &TuneOptions::default())?;
-    println!("threshold {threshold}, {perms} slots");
-    println!("  bands  rows  P(t)      false-pos  false-neg");
+    outln!("threshold {threshold}, {perms} slots");
+    outln!("  bands  rows  P(t)      false-pos  false-neg");
     for t in all.iter().take(alternatives.max(1)) {
-        println!(
+        outln!(
             "  {:5}  {:4}  {:.5}   {:.5}    {:.5}{}",
             t.params.bands,
             t.params.rows,
@@ -591,21 +622,23 @@ fn tune(threshold: f64, perms: usize, alternatives: usize) -> CliResult {
         );
     }
     if let Some(best) = all.first() {
-        print_curve(&best.params);
+        print_curve(&best.params)?;
     }
     Ok(())
 }
 
-fn print_curve(params: &LshParams) {
-    println!(
+fn print_curve(params: &LshParams) -> CliResult {
+    outln!(
         "S-curve of {} bands × {} rows (probability of becoming a candidate):",
-        params.bands, params.rows
+        params.bands,
+        params.rows
     );
     let points: Vec<f64> = (1..=19).map(|i| i as f64 * 0.05).collect();
     for (s, p) in params.curve(&points) {
         let bar = "#".repeat((p * 40.0).round() as usize);
-        println!("  J={s:.2}  {p:.4}  {bar}");
+        outln!("  J={s:.2}  {p:.4}  {bar}");
     }
+    Ok(())
 }
 
 fn demo(dir: &PathBuf, threshold: f64, args: &SketchArgs) -> CliResult {
@@ -631,7 +664,7 @@ fn demo(dir: &PathBuf, threshold: f64, args: &SketchArgs) -> CliResult {
     }
     let signatures = hasher.sketch_batch(&texts);
     let tuning = mhdb::sketch::tune(threshold, args.perms, &TuneOptions::default())?;
-    println!(
+    outln!(
         "{} documents, {} {} slots, {}; LSH {} bands × {} rows for threshold {threshold}",
         paths.len(),
         args.perms,
@@ -655,13 +688,13 @@ fn demo(dir: &PathBuf, threshold: f64, args: &SketchArgs) -> CliResult {
         }
     }
     pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
-    println!("near-duplicate pairs (estimated Jaccard ≥ {threshold}):");
+    outln!("near-duplicate pairs (estimated Jaccard ≥ {threshold}):");
     for (est, a, b) in &pairs {
-        println!("  {est:.3}  {a}  ~  {b}");
+        outln!("  {est:.3}  {a}  ~  {b}");
     }
     if pairs.is_empty() {
-        println!("  (none)");
+        outln!("  (none)");
     }
-    print_curve(&tuning.params);
+    print_curve(&tuning.params)?;
     Ok(())
 }
