@@ -59,6 +59,9 @@ struct Record {
     text: String,
 }
 
+/// A full batch of (id, signature) and the id of its last document.
+type SealedBatch = (Vec<(String, Signature)>, Option<String>);
+
 /// One parsed, signed record (or why it is invalid).
 type Parsed = Result<(String, String, Signature), String>;
 
@@ -69,6 +72,9 @@ struct Loader<'a> {
     uncommitted: u64,
     /// Documents since the last commit; a commit inserts them in bulk (durable on return).
     pending: Vec<(String, Signature)>,
+    /// Full batches waiting to be committed (with the id of their last document), in order.
+    /// With `--on-duplicate replace` they are committed while the next chunk is signed.
+    sealed: Vec<SealedBatch>,
     batch_keys: HashSet<String>,
     last_id: Option<String>,
     skipped_invalid: u64,
@@ -77,22 +83,36 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
+    /// Commits everything taken so far, durably.
     fn commit(&mut self) -> CliResult {
-        if self.uncommitted == 0 {
-            return Ok(());
+        self.seal();
+        self.commit_sealed()
+    }
+
+    /// Closes the pending batch; the next [`Loader::commit_sealed`] commits it.
+    fn seal(&mut self) {
+        if !self.pending.is_empty() {
+            let batch = std::mem::take(&mut self.pending);
+            self.sealed.push((batch, self.last_id.clone()));
         }
-        // One bulk insert per commit: band keys and packing on every core, written straight
-        // to a segment and the signature log, durable when it returns.
-        self.db.bulk_insert(&self.pending)?;
-        self.pending.clear();
         self.batch_keys.clear();
-        self.committed += self.uncommitted;
-        self.uncommitted = 0;
-        if self.args.json {
-            let line = serde_json::json!({"committed": self.committed, "last_id": self.last_id});
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{line}")?;
-            out.flush()?;
+    }
+
+    /// Commits the sealed batches in order, one bulk insert each (band keys and packing on
+    /// every core, written straight to a segment and the signature log, durable on return),
+    /// each followed by its JSON line.
+    fn commit_sealed(&mut self) -> CliResult {
+        for (batch, last_id) in std::mem::take(&mut self.sealed) {
+            self.db.bulk_insert(&batch)?;
+            let n = batch.len() as u64;
+            self.committed += n;
+            self.uncommitted -= n;
+            if self.args.json {
+                let line = serde_json::json!({"committed": self.committed, "last_id": last_id});
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{line}")?;
+                out.flush()?;
+            }
         }
         Ok(())
     }
@@ -129,8 +149,14 @@ impl Loader<'_> {
         self.pending.push((id.clone(), sig));
         self.last_id = Some(id);
         self.uncommitted += 1;
-        if self.uncommitted as usize >= self.args.commit_every.max(1) {
-            self.commit()?;
+        if self.pending.len() >= self.args.commit_every.max(1) {
+            if self.args.on_duplicate == OnDuplicate::Replace {
+                // Committed while the next chunk is read and signed (see load_jsonl).
+                self.seal();
+            } else {
+                // Duplicate checks ask the database, so commit before taking more.
+                self.commit()?;
+            }
         }
         Ok(())
     }
@@ -199,6 +225,7 @@ pub fn run(args: AddArgs) -> CliResult<ExitCode> {
         committed: 0,
         uncommitted: 0,
         pending: Vec::new(),
+        sealed: Vec::new(),
         batch_keys: HashSet::new(),
         last_id: None,
         skipped_invalid: 0,
@@ -233,6 +260,32 @@ fn sign_chunk(db: &Db, records: Vec<Record>) -> Vec<Parsed> {
         .collect()
 }
 
+/// Lines of one chunk: (line number, bytes), blank lines skipped.
+type Lines = Vec<(usize, Vec<u8>)>;
+
+/// Reads up to [`CHUNK`] non-blank lines; `true` once the input is exhausted.
+fn read_chunk(
+    reader: &mut impl BufRead,
+    line_no: &mut usize,
+    name: &str,
+) -> CliResult<(Lines, bool)> {
+    let mut lines = Vec::with_capacity(CHUNK);
+    while lines.len() < CHUNK {
+        let mut buf = Vec::new();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| CliError::other(format!("{name}: read error: {e}")))?;
+        if n == 0 {
+            return Ok((lines, true));
+        }
+        *line_no += 1;
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            lines.push((*line_no, buf));
+        }
+    }
+    Ok((lines, false))
+}
+
 fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
     let inputs: Vec<PathBuf> = if loader.args.inputs.is_empty() {
         vec![PathBuf::from("-")]
@@ -245,8 +298,8 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
         } else {
             input.display().to_string()
         };
-        let reader: Box<dyn Read> = if input.as_os_str() == "-" {
-            Box::new(std::io::stdin().lock())
+        let reader: Box<dyn Read + Send> = if input.as_os_str() == "-" {
+            Box::new(std::io::stdin())
         } else {
             Box::new(
                 std::fs::File::open(&input)
@@ -255,40 +308,50 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
         };
         let mut reader = BufReader::with_capacity(1 << 20, reader);
         let mut line_no = 0usize;
-        let mut done = false;
-        while !done {
-            let mut lines: Vec<(usize, Vec<u8>)> = Vec::with_capacity(CHUNK);
-            while lines.len() < CHUNK {
-                let mut buf = Vec::new();
-                let n = reader
-                    .read_until(b'\n', &mut buf)
-                    .map_err(|e| CliError::other(format!("{name}: read error: {e}")))?;
-                if n == 0 {
-                    done = true;
-                    break;
-                }
-                line_no += 1;
-                if buf.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                lines.push((line_no, buf));
+        let mut next = read_chunk(&mut reader, &mut line_no, &name)?;
+        loop {
+            let (lines, done) = next;
+            if lines.is_empty() && done {
+                break;
             }
             let args = loader.args;
             let hasher = loader.db.hasher();
-            let parsed: Vec<Parsed> = lines
-                .into_par_iter()
-                .map(|(no, line)| {
-                    let origin = format!("{name}:{no}");
-                    let (id, text) = parse_line(&line, &origin, args)?;
-                    Ok((origin, id, hasher.sketch_text(&text)))
-                })
-                .collect();
+            // Three things at once: the batches completed by the previous chunk are committed
+            // (mostly writes and fsyncs, which leave the cores idle), this chunk is parsed and
+            // signed on every core, and the next chunk is read. A failed commit stops the
+            // load before anything later is taken.
+            let ((committed, parsed), read) = rayon::join(
+                || {
+                    rayon::join(
+                        || loader.commit_sealed(),
+                        || -> Vec<Parsed> {
+                            lines
+                                .into_par_iter()
+                                .map(|(no, line)| {
+                                    let origin = format!("{name}:{no}");
+                                    let (id, text) = parse_line(&line, &origin, args)?;
+                                    Ok((origin, id, hasher.sketch_text(&text)))
+                                })
+                                .collect()
+                        },
+                    )
+                },
+                || {
+                    if done {
+                        Ok((Vec::new(), true))
+                    } else {
+                        read_chunk(&mut reader, &mut line_no, &name)
+                    }
+                },
+            );
+            committed?;
             for p in parsed {
                 loader.take(p)?;
             }
             if let Some(bar) = &loader.progress {
                 bar.set_position(loader.committed + loader.uncommitted);
             }
+            next = read?;
         }
     }
     Ok(())
@@ -345,7 +408,11 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         for p in parsed_errors {
             loader.take(p)?;
         }
-        for p in sign_chunk(loader.db, records) {
+        let db = loader.db;
+        let (committed, signed) =
+            rayon::join(|| loader.commit_sealed(), || sign_chunk(db, records));
+        committed?;
+        for p in signed {
             loader.take(p)?;
         }
     }
