@@ -9,8 +9,8 @@ use super::{Db, State};
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
 
-/// A bucket lookup that takes this long waited for the disk (one from the page cache takes
-/// about a microsecond).
+/// A band's bucket lookups that take this long (plus 2 µs per segment) waited for the disk
+/// (one lookup from the page cache takes about a microsecond).
 const COLD_LOOKUP: Duration = Duration::from_micros(20);
 
 /// What a query asks for.
@@ -93,30 +93,50 @@ impl Db {
         let version = &state.version;
         let mut cold = false;
         let record_bytes = self.params.sig_bytes();
+        // A band's lookups (one per segment) take about a microsecond each from the page
+        // cache; far longer means they waited for the disk.
+        let cold_band = COLD_LOOKUP + Duration::from_micros(2) * version.segments.len() as u32;
+        let mut last = Instant::now();
         for (band, &bk) in band_keys.iter().enumerate() {
+            let before = candidates.len();
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
             }
-            for seg in &version.segments {
-                let (started, before) = (Instant::now(), candidates.len());
+            for (i, seg) in version.segments.iter().enumerate() {
                 seg.seg.postings_into(band, bk, &mut candidates)?;
-                if !cold && started.elapsed() >= COLD_LOOKUP {
-                    // That lookup waited for the disk: the page cache is cold. Ask for the
+                if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, bk)?.is_some() {
+                    stats.hot_buckets += 1;
+                }
+                // The first band's lookups are timed one by one, so that a cold query starts
+                // prefetching after its first disk wait even with many segments.
+                if band == 0 && !cold && i + 1 < version.segments.len() {
+                    let now = Instant::now();
+                    if now.duration_since(last) >= COLD_LOOKUP {
+                        cold = true;
+                        prefetch_lookups(version, band_keys, 0);
+                    }
+                    last = now;
+                }
+            }
+            if !cold {
+                // Then one clock read per band (clock reads are most of a warm query's fixed
+                // cost).
+                let now = Instant::now();
+                if now.duration_since(last) >= cold_band {
+                    // This band waited for the disk: the page cache is cold. Ask for the
                     // pages of every later lookup now, level by level, so that their reads
                     // overlap instead of queueing one after another.
                     cold = true;
-                    prefetch_lookups(version, band_keys, band);
+                    prefetch_lookups(version, band_keys, band + 1);
                 }
-                if cold {
-                    // Verification will read these candidates' signatures and (for matches)
-                    // doc-table entries: start those reads while the lookups go on.
-                    for &docno in candidates.get(before..).unwrap_or_default() {
-                        prefetch_document(version, docno, record_bytes);
-                    }
-                }
-                if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, bk)?.is_some() {
-                    stats.hot_buckets += 1;
+                last = now;
+            }
+            if cold {
+                // Verification will read these candidates' signatures and (for matches)
+                // doc-table entries: start those reads while the lookups go on.
+                for &docno in candidates.get(before..).unwrap_or_default() {
+                    prefetch_document(version, docno, record_bytes);
                 }
             }
         }
