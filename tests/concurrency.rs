@@ -23,10 +23,9 @@ fn text(family: u64) -> String {
         .join(" ")
 }
 
-#[test]
-fn readers_see_whole_batches_during_writes_flushes_and_compactions() {
-    let fs = Arc::new(SimFs::new());
-    let params = IndexParams::for_threshold(
+/// k = 64, word 2-grams, 16-bit signatures, tuned for 0.8.
+fn params() -> IndexParams {
+    IndexParams::for_threshold(
         SketchParams {
             num_perm: 64,
             shingle: ShingleConfig::words(2),
@@ -35,7 +34,13 @@ fn readers_see_whole_batches_during_writes_flushes_and_compactions() {
         16,
         0.8,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn readers_see_whole_batches_during_writes_flushes_and_compactions() {
+    let fs = Arc::new(SimFs::new());
+    let params = params();
     let opts = Options {
         durability: Durability::None,
         memtable_bytes: 8 << 10, // flush often
@@ -135,16 +140,7 @@ fn readers_see_whole_batches_during_writes_flushes_and_compactions() {
 #[test]
 fn dedup_reads_a_snapshot_and_lets_writers_proceed() {
     let fs = Arc::new(SimFs::new());
-    let params = IndexParams::for_threshold(
-        SketchParams {
-            num_perm: 64,
-            shingle: ShingleConfig::words(2),
-            ..SketchParams::default()
-        },
-        16,
-        0.8,
-    )
-    .unwrap();
+    let params = params();
     let opts = Options {
         durability: Durability::None,
         ..Options::default()

@@ -105,19 +105,8 @@ pub fn unpack(packed: &[u8], num_perm: usize, bits: u32) -> Result<Vec<u64>> {
 
 /// Number of slots whose packed b-bit values are equal.
 pub fn count_equal_packed(a: &[u8], b: &[u8], num_perm: usize, bits: u32) -> Result<usize> {
-    validate_bits(bits)?;
-    let len = packed_len(num_perm, bits);
-    if a.len() != len || b.len() != len {
-        return Err(Error::invalid(
-            "packed",
-            format!(
-                "signatures of {} and {} bytes, {len} expected for {num_perm} slots of {bits} bits",
-                a.len(),
-                b.len()
-            ),
-        ));
-    }
-    Ok(num_perm - count_differing(a, b, num_perm * bits as usize, bits))
+    // With no minimum, the bounded count never gives up.
+    Ok(count_equal_packed_at_least(a, b, num_perm, bits, 0)?.unwrap_or(0))
 }
 
 /// Like [`count_equal_packed`], but for verification against a threshold: gives `None` as
@@ -168,13 +157,9 @@ pub fn min_matches_for(threshold: f64, num_perm: usize, bits: u32) -> usize {
     lo
 }
 
-/// Counts b-bit fields that differ among the first `total_bits` bits of `a` and `b`.
-fn count_differing(a: &[u8], b: &[u8], total_bits: usize, bits: u32) -> usize {
-    count_differing_up_to(a, b, total_bits, bits, usize::MAX).unwrap_or(usize::MAX)
-}
-
-/// [`count_differing`], or `None` once more than `limit` fields differ (checked once per
-/// 64-byte block, so a signature is read no further than the block where that happens).
+/// Counts b-bit fields that differ among the first `total_bits` bits of `a` and `b`, or `None`
+/// once more than `limit` fields differ (checked once per 64-byte block, so a signature is
+/// read no further than the block where that happens).
 fn count_differing_up_to(
     a: &[u8],
     b: &[u8],
