@@ -49,13 +49,25 @@ pub(crate) fn write_new_file(
     file.sync_data().map_err(io_err(path, "fsync"))
 }
 
+/// Signature-log records written per `write` call when they are packed on the way (4 MiB).
+const SIGLOG_WRITE_CHUNK: usize = 4 << 20;
+
+/// The signature-log records of new documents, one per docno of the range (zeros for dead
+/// numbers).
+pub(crate) enum Records<'a> {
+    /// Already in one buffer.
+    Packed(Vec<u8>),
+    /// Written as they are produced, a chunk at a time, which spares a buffer (and its page
+    /// faults) the size of the whole batch: `fill(i, out)` writes record `i` of the range.
+    Lazy(&'a (dyn Fn(usize, &mut [u8]) -> Result<()> + Sync)),
+}
+
 /// Documents about to become a segment: the docno range `[base, base + span)`, its
-/// signature-log records (zeros for dead numbers), the live documents and deletions of older
-/// documents.
+/// signature-log records, the live documents and deletions of older documents.
 pub(crate) struct NewDocs<'a> {
     pub(crate) base: u64,
     pub(crate) span: u64,
-    pub(crate) records: Vec<u8>,
+    pub(crate) records: Records<'a>,
     pub(crate) live: Vec<(u64, &'a [u8], &'a [u64])>,
     pub(crate) deleted_older: Vec<u64>,
 }
@@ -164,16 +176,21 @@ impl Db {
     fn write_flush(&self, imm: &super::memtable::MemTable, new_wal_id: u64) -> Result<()> {
         let record_bytes = self.params.sig_bytes();
         // Signature-log records for the whole docno range (dead ones zeroed).
-        let mut records = imm.all_signatures().to_vec();
-        for (i, chunk) in records.chunks_exact_mut(record_bytes).enumerate() {
-            if !imm.is_live_index(i) {
-                chunk.fill(0);
+        let all = imm.all_signatures();
+        let fill = |i: usize, out: &mut [u8]| -> Result<()> {
+            let stored = all
+                .get(i * record_bytes..(i + 1) * record_bytes)
+                .filter(|_| imm.is_live_index(i));
+            match stored {
+                Some(sig) => out.copy_from_slice(sig),
+                None => out.fill(0),
             }
-        }
+            Ok(())
+        };
         let input = NewDocs {
             base: imm.base,
             span: imm.len() as u64,
-            records,
+            records: Records::Lazy(&fill),
             live: imm
                 .live_docs()
                 .map(|(d, doc)| (d, doc.key, doc.band_keys))
@@ -205,14 +222,24 @@ impl Db {
             // names both (the commit point, below): write and sync the records while the
             // segment is built and written.
             let (logged, built) = rayon::join(
-                || -> Result<()> {
-                    siglog
-                        .write_all_at(
-                            &input.records,
-                            files::siglog_offset(input.base, record_bytes),
-                        )
-                        .map_err(io_err(&siglog_path, "write"))?;
-                    siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))
+                || -> Result<u32> {
+                    let at = files::siglog_offset(input.base, record_bytes);
+                    let write = |bytes: &[u8], at: u64| {
+                        siglog
+                            .write_all_at(bytes, at)
+                            .map_err(io_err(&siglog_path, "write"))
+                    };
+                    let crc = match &input.records {
+                        Records::Packed(bytes) => {
+                            write(bytes, at)?;
+                            crc32fast::hash(bytes)
+                        }
+                        Records::Lazy(fill) => {
+                            write_records_lazily(fill, input.span, record_bytes, at, write)?
+                        }
+                    };
+                    siglog.sync_data().map_err(io_err(&siglog_path, "fsync"))?;
+                    Ok(crc)
                 },
                 || -> Result<SegmentMeta> {
                     let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
@@ -230,12 +257,14 @@ impl Db {
                         span: input.span,
                         docs: input.live.len() as u64,
                         file_len: bytes.len() as u64,
-                        siglog_crc: crc32fast::hash(&input.records),
+                        siglog_crc: 0, // set below, from the records as written
                     })
                 },
             );
-            logged?;
-            let meta = built?;
+            let meta = SegmentMeta {
+                siglog_crc: logged?,
+                ..built?
+            };
             segments.push(meta.clone());
             new_segment = Some(meta);
         }
@@ -291,33 +320,40 @@ impl Db {
         // Band keys and packed signatures on every core, into flat buffers, before any lock.
         let n = docs.len();
         let bands = self.params.lsh.bands;
-        let record_bytes = self.params.sig_bytes();
         let mut band_keys = vec![0u64; n * bands];
-        let mut records = vec![0u8; n * record_bytes];
         band_keys
             .par_chunks_mut(bands.max(1))
-            .zip(records.par_chunks_mut(record_bytes.max(1)))
             .zip(docs.par_iter())
-            .try_for_each(|((bk, rec), (_, sig))| -> Result<()> {
-                self.banding.band_keys_to_slice(sig.slots(), bk)?;
-                bbit::pack_into(sig.slots(), self.params.bits, rec)
-            })?;
+            .try_for_each(|(bk, (_, sig))| self.banding.band_keys_to_slice(sig.slots(), bk))?;
         let keys: Vec<&[u8]> = docs.iter().map(|(k, _)| k.as_ref()).collect();
-        self.bulk_insert_prepared(&keys, &band_keys, records)
+        // The signatures are packed as the signature log is written (they were checked above,
+        // so packing cannot fail).
+        let bits = self.params.bits;
+        let pack = |i: usize, out: &mut [u8]| -> Result<()> {
+            let (_, sig) = docs
+                .get(i)
+                .ok_or_else(|| Error::invalid("bulk", "record index out of range"))?;
+            bbit::pack_into(sig.slots(), bits, out)
+        };
+        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack))
     }
 
-    /// The locked part of a bulk insert, on documents already banded and packed: `band_keys`
-    /// holds `bands` keys per document, `records` one packed signature per document.
+    /// The locked part of a bulk insert, on documents already banded: `band_keys` holds
+    /// `bands` keys per document, `records` one packed signature per document.
     pub(crate) fn bulk_insert_prepared(
         &self,
         keys: &[&[u8]],
         band_keys: &[u64],
-        mut records: Vec<u8>,
+        records: Records<'_>,
     ) -> Result<()> {
         let n = keys.len();
         let bands = self.params.lsh.bands;
         let record_bytes = self.params.sig_bytes();
-        if band_keys.len() != n * bands || records.len() != n * record_bytes {
+        let packed_len_ok = match &records {
+            Records::Packed(bytes) => bytes.len() == n * record_bytes,
+            Records::Lazy(_) => true,
+        };
+        if band_keys.len() != n * bands || !packed_len_ok {
             return Err(Error::invalid(
                 "bulk",
                 "band keys and records do not match the documents",
@@ -375,18 +411,39 @@ impl Db {
             }
         };
         let mut live = Vec::with_capacity(n);
-        for (i, ((key, bk), rec)) in keys
+        for (i, (key, bk)) in keys
             .iter()
             .zip(band_keys.chunks_exact(bands.max(1)))
-            .zip(records.chunks_exact_mut(record_bytes.max(1)))
             .enumerate()
         {
-            if superseded.get(i).copied().unwrap_or(false) {
-                rec.fill(0);
-            } else {
+            if !superseded.get(i).copied().unwrap_or(false) {
                 live.push((base + i as u64, *key, bk));
             }
         }
+        // Superseded copies keep their numbers but get zeroed records, like deleted ones.
+        let is_superseded = |i: usize| superseded.get(i).copied().unwrap_or(false);
+        let zeroing_fill;
+        let records = match records {
+            Records::Packed(mut bytes) => {
+                for (i, rec) in bytes.chunks_exact_mut(record_bytes.max(1)).enumerate() {
+                    if is_superseded(i) {
+                        rec.fill(0);
+                    }
+                }
+                Records::Packed(bytes)
+            }
+            Records::Lazy(fill) => {
+                zeroing_fill = move |i: usize, out: &mut [u8]| -> Result<()> {
+                    if is_superseded(i) {
+                        out.fill(0);
+                        Ok(())
+                    } else {
+                        fill(i, out)
+                    }
+                };
+                Records::Lazy(&zeroing_fill)
+            }
+        };
         let input = NewDocs {
             base,
             span: n as u64,
@@ -652,4 +709,35 @@ fn load_version_shell(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<
 #[allow(dead_code)]
 fn _assert_state_send_sync(s: &State) -> &State {
     s
+}
+
+/// Writes `span` records produced by `fill` from offset `at` on, a chunk at a time (each chunk
+/// filled on every core), and returns their CRC-32.
+fn write_records_lazily(
+    fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
+    span: u64,
+    record_bytes: usize,
+    at: u64,
+    write: impl Fn(&[u8], u64) -> Result<()>,
+) -> Result<u32> {
+    let record_bytes = record_bytes.max(1);
+    let span = usize::try_from(span).map_err(|_| Error::invalid("span", "too large"))?;
+    let per_chunk = (SIGLOG_WRITE_CHUNK / record_bytes).clamp(1, span.max(1));
+    let mut buf = vec![0u8; per_chunk * record_bytes];
+    let mut crc = crc32fast::Hasher::new();
+    let mut start = 0usize;
+    while start < span {
+        let count = per_chunk.min(span - start);
+        let chunk = buf
+            .get_mut(..count * record_bytes)
+            .ok_or_else(|| Error::invalid("records", "chunk out of range"))?;
+        chunk
+            .par_chunks_mut(record_bytes)
+            .enumerate()
+            .try_for_each(|(j, rec)| fill(start + j, rec))?;
+        crc.update(chunk);
+        write(chunk, at + (start * record_bytes) as u64)?;
+        start += count;
+    }
+    Ok(crc.finalize())
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::files;
-use super::maintenance::write_new_file;
+use super::maintenance::{Records, write_new_file};
 use super::{Db, io_err, read_whole};
 use crate::storage::segment::band_key32;
 use crate::storage::vfs::OpenMode;
@@ -152,7 +152,7 @@ impl Db {
             return Ok(0);
         }
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        self.bulk_insert_prepared(&refs, &band_keys, records)?;
+        self.bulk_insert_prepared(&refs, &band_keys, Records::Packed(records))?;
         Ok(n)
     }
 }
