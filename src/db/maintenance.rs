@@ -244,6 +244,10 @@ impl Db {
                 || -> Result<SegmentMeta> {
                     let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
                     builder.set_end_docno(next_docno)?;
+                    builder.reserve(
+                        input.live.len(),
+                        input.live.iter().map(|(_, key, _)| key.len()).sum(),
+                    );
                     for &(docno, key, band_keys) in &input.live {
                         builder.add(docno, key, band_keys)?;
                     }

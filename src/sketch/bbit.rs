@@ -45,11 +45,21 @@ pub fn pack_into(slots: &[u64], bits: u32, out: &mut [u8]) -> Result<()> {
             format!("buffer has {} bytes, {want} needed", out.len()),
         ));
     }
-    if bits >= 8 {
-        let width = bits as usize / 8;
-        for (chunk, &slot) in out.chunks_exact_mut(width).zip(slots) {
+    // Whole-byte widths: fixed-size lanes (this vectorizes).
+    fn lanes<const W: usize>(slots: &[u64], out: &mut [u8]) {
+        for (lane, &slot) in out.as_chunks_mut::<W>().0.iter_mut().zip(slots) {
             let bytes = slot.to_le_bytes();
-            chunk.copy_from_slice(bytes.get(..width).unwrap_or(&bytes));
+            if let Some(low) = bytes.first_chunk::<W>() {
+                *lane = *low;
+            }
+        }
+    }
+    if bits >= 8 {
+        match bits {
+            8 => lanes::<1>(slots, out),
+            16 => lanes::<2>(slots, out),
+            32 => lanes::<4>(slots, out),
+            _ => lanes::<8>(slots, out),
         }
     } else {
         out.fill(0);
@@ -289,6 +299,16 @@ mod tests {
         assert_eq!(pack(&slots, 2).unwrap(), vec![0b0011_1001, 0b0000_0011]);
         assert_eq!(pack(&[0x1234u64], 16).unwrap(), vec![0x34, 0x12]);
         assert_eq!(pack(&[1u64, 0, 1], 1).unwrap(), vec![0b101]);
+        let wide = [0x1122_3344_5566_7788u64, 0x99AA_BBCC_DDEE_FF00];
+        assert_eq!(pack(&wide, 8).unwrap(), vec![0x88, 0x00]);
+        assert_eq!(
+            pack(&wide, 32).unwrap(),
+            vec![0x88, 0x77, 0x66, 0x55, 0x00, 0xFF, 0xEE, 0xDD]
+        );
+        assert_eq!(
+            pack(&wide[..1], 64).unwrap(),
+            0x1122_3344_5566_7788u64.to_le_bytes()
+        );
     }
 
     #[test]

@@ -398,6 +398,15 @@ impl SegmentBuilder {
         Ok(())
     }
 
+    /// Makes room for `docs` more documents whose keys total `key_bytes`, so that adding
+    /// them does not grow (and copy) the buffers step by step.
+    pub fn reserve(&mut self, docs: usize, key_bytes: usize) {
+        self.docnos.reserve(docs);
+        self.key_ends.reserve(docs);
+        self.key_blob.reserve(key_bytes);
+        self.key32s.reserve(docs.saturating_mul(self.num_bands));
+    }
+
     /// Number of documents added so far.
     pub fn doc_count(&self) -> usize {
         self.docnos.len()
@@ -604,7 +613,70 @@ impl Draft<'_> {
             out.extend_from_slice(bytes);
         };
 
-        // Key blob.
+        // The doc table and key index on one side, the bands (each gathered, sorted, capped
+        // and encoded) on the other, on every core.
+        let end_bits = bits_for(self.key_blob.len() as u64);
+        let index_bits = bits_below(doc_count);
+        let (front, encoded) = rayon::join(
+            || -> Result<(Vec<u8>, Vec<u8>, u32)> {
+                let mut w = BitWriter::new(0);
+                for (&d, &e) in self.docnos.iter().zip(self.key_ends) {
+                    w.push(d - self.base, docno_bits);
+                    w.push(e, end_bits);
+                }
+                let doc_table = w.finish();
+                // (key hash, ordinal) packed into one u64 each (ordinals are below 2^32).
+                let mut packed: Vec<u64> = Vec::with_capacity(self.docnos.len());
+                let mut start = 0usize;
+                for (i, &e) in self.key_ends.iter().enumerate() {
+                    let key = self.key_blob.get(start..e as usize).unwrap_or_default();
+                    packed.push((u64::from(key_hash32(key)) << 32) | i as u64);
+                    start = e as usize;
+                }
+                packed.sort_unstable();
+                let index: Vec<(u32, u64)> = packed
+                    .iter()
+                    .map(|&p| ((p >> 32) as u32, p & u64::from(u32::MAX)))
+                    .collect();
+                drop(packed);
+                let (bytes, p) = encode_prefix_table(&index, index_bits)?;
+                Ok((doc_table, bytes, p))
+            },
+            || -> Vec<Result<EncodedBand>> {
+                (0..self.num_bands as usize)
+                    .into_par_iter()
+                    .map(|band| {
+                        let (postings, prior_hot) = band_input(band)?;
+                        let mut band_hot = Vec::new();
+                        let kept = apply_cap(
+                            band as u32,
+                            postings,
+                            prior_hot,
+                            self.cap,
+                            self.base,
+                            self.sorted_runs,
+                            &mut band_hot,
+                        );
+                        let count = kept.len() as u64;
+                        let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
+                        Ok((bytes, p, count, band_hot))
+                    })
+                    .collect()
+            },
+        );
+        let (doc_table, index_table, index_prefix) = front?;
+        let band_bytes: usize = encoded
+            .iter()
+            .map(|r| r.as_ref().map_or(0, |(bytes, ..)| bytes.len()))
+            .sum();
+        out.reserve(
+            self.key_blob.len()
+                + doc_table.len()
+                + index_table.len()
+                + band_bytes
+                + SECTION_ENTRY_LEN * (self.num_bands as usize + 4)
+                + FOOTER_LEN,
+        );
         push(
             &mut out,
             KIND_KEY_BLOB,
@@ -614,14 +686,6 @@ impl Draft<'_> {
             self.key_blob.len() as u64,
             self.key_blob,
         );
-
-        // Doc table.
-        let end_bits = bits_for(self.key_blob.len() as u64);
-        let mut w = BitWriter::new(0);
-        for (&d, &e) in self.docnos.iter().zip(self.key_ends) {
-            w.push(d - self.base, docno_bits);
-            w.push(e, end_bits);
-        }
         push(
             &mut out,
             KIND_DOC_TABLE,
@@ -629,51 +693,17 @@ impl Draft<'_> {
             end_bits,
             0,
             doc_count,
-            &w.finish(),
+            &doc_table,
         );
-
-        // Key index.
-        let mut index: Vec<(u32, u64)> = Vec::with_capacity(self.docnos.len());
-        let mut start = 0usize;
-        for (i, &e) in self.key_ends.iter().enumerate() {
-            let key = self.key_blob.get(start..e as usize).unwrap_or_default();
-            index.push((key_hash32(key), i as u64));
-            start = e as usize;
-        }
-        index.sort_unstable();
-        let index_bits = bits_below(doc_count);
-        let (bytes, p) = encode_prefix_table(&index, index_bits)?;
-        drop(index);
         push(
             &mut out,
             KIND_KEY_INDEX,
-            p,
+            index_prefix,
             index_bits,
             0,
             doc_count,
-            &bytes,
+            &index_table,
         );
-
-        // Bands: each band's postings are gathered, sorted, capped and encoded on every core.
-        let encoded: Vec<Result<EncodedBand>> = (0..self.num_bands as usize)
-            .into_par_iter()
-            .map(|band| {
-                let (postings, prior_hot) = band_input(band)?;
-                let mut band_hot = Vec::new();
-                let kept = apply_cap(
-                    band as u32,
-                    postings,
-                    prior_hot,
-                    self.cap,
-                    self.base,
-                    self.sorted_runs,
-                    &mut band_hot,
-                );
-                let count = kept.len() as u64;
-                let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
-                Ok((bytes, p, count, band_hot))
-            })
-            .collect();
         let mut hot: Vec<HotRecord> = Vec::new();
         for (band, result) in encoded.into_iter().enumerate() {
             let (bytes, p, count, band_hot) = result?;
