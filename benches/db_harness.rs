@@ -5,7 +5,8 @@
 //!
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
 //! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
-//! phases, `--keep` to keep the databases, `--cold-only DIR` / `--warm-only DIR` to rerun
+//! phases, `--keep` to keep the databases, `--bulk-chunk N` for the documents per
+//! `bulk_insert` call when loading (default 1,000,000), `--cold-only DIR` / `--warm-only DIR` to rerun
 //! the cold or warm queries on a kept one, `--text-queries DB FILE` to time queries of
 //! signatures precomputed from a JSONL file on a database built by `mhdb add`). `tools/bench_db.sh` runs it and keeps the output.
 
@@ -33,6 +34,8 @@ struct Args {
     warm_only: Option<PathBuf>,
     /// Keep the databases (under `--dir`) instead of removing them at the end.
     keep: bool,
+    /// Documents per `bulk_insert` call when loading.
+    bulk_chunk: usize,
     /// Phases to run (empty: all): bulk (bulk load, warm/cold queries, dedup, open, bytes),
     /// flush, commit, recovery, text.
     only: Vec<String>,
@@ -55,6 +58,7 @@ fn args() -> Args {
         warm_only: None,
         text_queries: None,
         keep: false,
+        bulk_chunk: 1_000_000,
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -71,6 +75,12 @@ fn args() -> Args {
                 a.text_queries = it.next().zip(it.next()).map(|(d, f)| (d.into(), f.into()))
             }
             "--keep" => a.keep = true,
+            "--bulk-chunk" => {
+                a.bulk_chunk = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(a.bulk_chunk)
+            }
             "--only" => {
                 a.only = it
                     .next()
@@ -142,12 +152,13 @@ fn bulk_opts() -> Options {
     }
 }
 
-fn bulk_load(dir: &Path, n: usize, bits: u32) -> (Db, Duration) {
+/// Bulk-loads `n` documents in `bulk_insert` calls of `chunk` documents each.
+fn bulk_load(dir: &Path, n: usize, bits: u32, chunk: usize) -> (Db, Duration) {
     let _ = std::fs::remove_dir_all(dir);
     let db = Db::create(dir, params(bits), bulk_opts()).unwrap();
     // Only the database's work is timed, not generating the signatures.
     let mut took = Duration::ZERO;
-    let chunk = 250_000;
+    let chunk = chunk.max(1);
     let mut next = 0usize;
     while next < n {
         let end = (next + chunk).min(n);
@@ -259,9 +270,12 @@ fn main() {
             .collect();
         let sigs = db.hasher().sketch_batch(&texts);
         let opts = QueryOptions::default();
-        let mut matches = 0usize;
+        let (mut matches, mut candidates, mut verified) = (0usize, 0usize, 0usize);
         for s in &sigs {
-            matches += db.query(s, &opts).unwrap().matches.len(); // warm the page cache
+            let r = db.query(s, &opts).unwrap(); // also warms the page cache
+            matches += r.matches.len();
+            candidates += r.stats.candidates;
+            verified += r.stats.verified;
         }
         let t = Instant::now();
         for s in &sigs {
@@ -272,7 +286,7 @@ fn main() {
         std::hint::black_box(db.query_batch(&sigs, &opts).unwrap());
         let all = sigs.len() as f64 / t.elapsed().as_secs_f64();
         println!(
-            "{{\"queries\": {}, \"matches\": {matches}, \"one_thread\": {one:.0}, \"all_cores\": {all:.0}}}",
+            "{{\"queries\": {}, \"matches\": {matches}, \"candidates\": {candidates}, \"verified\": {verified}, \"one_thread\": {one:.0}, \"all_cores\": {all:.0}}}",
             sigs.len()
         );
         return;
@@ -331,7 +345,7 @@ fn main() {
     if a.wants("bulk") {
         // 1. Bulk insert of precomputed signatures, durable at the end.
         let dir32 = base.join("db32");
-        let (db, took) = bulk_load(&dir32, n, 32);
+        let (db, took) = bulk_load(&dir32, n, 32, a.bulk_chunk);
         let stats = db.stats().unwrap();
         let bulk_rate = n as f64 / took.as_secs_f64();
 
@@ -360,7 +374,8 @@ fn main() {
             gaoya_index = Some(index);
         }
         println!(
-            "| bulk insert, precomputed signatures (durable at end) | {bulk_rate:.0} docs/s | {gaoya_row} |"
+            "| bulk insert, precomputed signatures (durable at end; calls of {} docs) | {bulk_rate:.0} docs/s | {gaoya_row} |",
+            a.bulk_chunk.min(n)
         );
 
         // 2. Queries, warm: half with a planted near-duplicate, half with none.
@@ -472,7 +487,11 @@ fn main() {
             seg_bytes as f64 / (n * p.lsh.bands) as f64
         );
         let dir8 = base.join("db8");
-        let (db8, _) = bulk_load(&dir8, n, 8);
+        let (db8, took8) = bulk_load(&dir8, n, 8, a.bulk_chunk);
+        println!(
+            "| bulk insert, 8-bit signatures (durable at end) | {:.0} docs/s | |",
+            n as f64 / took8.as_secs_f64()
+        );
         println!(
             "| bytes/doc on disk, 8-bit | {} | |",
             per_doc(&db8.stats().unwrap())
