@@ -1,6 +1,7 @@
 //! Write batches: what a caller asks for ([`WriteBatch`]) and what the WAL records once keys are
-//! resolved to document numbers ([`LogOp`]). One batch is one WAL record, so a batch is atomic:
-//! after a crash it is either wholly there or wholly absent.
+//! resolved to document numbers ([`LogOp`]). A batch is logged inside one WAL record (a group
+//! commit combines several batches into one record), so a batch is atomic: after a crash it is
+//! either wholly there or wholly absent.
 
 use std::path::Path;
 
@@ -88,6 +89,39 @@ pub(crate) enum LogOp {
 
 const TAG_INSERT: u8 = 1;
 const TAG_DELETE: u8 = 2;
+
+/// Combines encoded batches (`count u32` then the operations) into as few batches as possible,
+/// each at most `max_len` bytes, in order: counts add up and operation lists concatenate, so
+/// replaying a combined batch applies the same operations in the same order. A group commit
+/// writes its batches as one WAL record this way (`format/wal.md`).
+pub(crate) fn combine_payloads<'a>(
+    payloads: impl IntoIterator<Item = &'a [u8]>,
+    max_len: usize,
+) -> Vec<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
+    let mut out: Vec<Cow<'a, [u8]>> = Vec::new();
+    for p in payloads {
+        let Some((count, ops)) = p.split_first_chunk::<4>() else {
+            out.push(Cow::Borrowed(p));
+            continue;
+        };
+        let fits = out
+            .last()
+            .is_some_and(|last| last.len() + ops.len() <= max_len);
+        match out.last_mut() {
+            Some(last) if fits && last.len() >= 4 => {
+                let last = last.to_mut();
+                if let Some(total) = last.first_chunk_mut::<4>() {
+                    let sum = u32::from_le_bytes(*total).saturating_add(u32::from_le_bytes(*count));
+                    *total = sum.to_le_bytes();
+                }
+                last.extend_from_slice(ops);
+            }
+            _ => out.push(Cow::Borrowed(p)),
+        }
+    }
+    out
+}
 
 pub(crate) fn encode_ops(ops: &[LogOp]) -> Vec<u8> {
     let mut e = Encoder::default();
@@ -224,5 +258,61 @@ mod tests {
         }
         // Wrong parameters are detected, not misread.
         assert!(decode(&bytes, 4).is_err());
+    }
+
+    /// Combined batches decode to the batches' operations in order; a combination never
+    /// exceeds the size limit, and a lone batch is passed through as it is.
+    #[test]
+    fn combined_batches_decode_to_the_concatenation() {
+        let batch = |first: u64, n: u64| -> Vec<LogOp> {
+            (first..first + n)
+                .map(|d| {
+                    if d % 3 == 0 {
+                        LogOp::Delete { docno: d }
+                    } else {
+                        LogOp::Insert {
+                            docno: d,
+                            key: format!("k{d}").into_bytes().into(),
+                            band_keys: vec![d, d + 1].into(),
+                            sig: vec![d as u8; 8].into(),
+                        }
+                    }
+                })
+                .collect()
+        };
+        let batches: Vec<Vec<LogOp>> = (0..7u64).map(|i| batch(i * 10, i + 1)).collect();
+        let encoded: Vec<Vec<u8>> = batches.iter().map(|b| encode_ops(b)).collect();
+        let decode_all = |payloads: &[std::borrow::Cow<'_, [u8]>]| {
+            let mut docnos = Vec::new();
+            for p in payloads {
+                decode_ops(p, 2, 8, Path::new("wal"), 0, |op| {
+                    docnos.push(match op {
+                        OpRef::Insert { docno, .. } | OpRef::Delete { docno } => docno,
+                    });
+                    Ok(())
+                })
+                .unwrap();
+            }
+            docnos
+        };
+        let want: Vec<u64> = batches
+            .iter()
+            .flatten()
+            .map(|op| match op {
+                LogOp::Insert { docno, .. } | LogOp::Delete { docno } => *docno,
+            })
+            .collect();
+        let largest = encoded.iter().map(Vec::len).max().unwrap();
+        for max_len in [usize::MAX, largest, 2 * largest, 3 * largest] {
+            let combined = combine_payloads(encoded.iter().map(Vec::as_slice), max_len);
+            assert!(combined.iter().all(|c| c.len() <= max_len));
+            assert_eq!(decode_all(&combined), want, "max_len {max_len}");
+        }
+        assert_eq!(
+            combine_payloads(encoded.iter().map(Vec::as_slice), usize::MAX).len(),
+            1
+        );
+        let lone = combine_payloads([encoded[0].as_slice()], usize::MAX);
+        assert!(matches!(lone[0], std::borrow::Cow::Borrowed(_)));
     }
 }

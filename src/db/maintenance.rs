@@ -123,9 +123,16 @@ impl Db {
             if self.state.read().mem.is_empty() {
                 return Ok(());
             }
-            // Everything queued goes into the old WAL, durably.
+            // Everything queued goes into the old WAL, durably; then the zeros written ahead
+            // of its records are cut off (only the newest WAL may end in anything else).
             let seq = self.wal.lock().as_ref().map_or(0, |w| w.queued_seq);
             self.sync_wal_through(seq)?;
+            let old_writer = self.wal.lock().as_ref().map(|w| w.writer.clone());
+            if let Some(old) = &old_writer
+                && let Err(e) = old.seal()
+            {
+                return self.fail(e);
+            }
             let id = self.next_file_id.fetch_add(1, Ordering::SeqCst);
             let path = self.dir.join(files::wal_name(id));
             let writer = match WalWriter::create(self.vfs.as_ref(), &path) {
@@ -138,14 +145,16 @@ impl Db {
             {
                 let mut wal = self.wal.lock();
                 let old = wal.take();
-                let next_seq = old.as_ref().map_or(1, |w| w.queued_seq + 1);
-                writer.set_next_seq(next_seq);
+                // Record sequence numbers continue across files; queue numbers (one per
+                // batch, several batches per record) continue in memory.
+                writer.set_next_seq(old.as_ref().map_or(1, |w| w.writer.next_seq()));
+                let queued = old.as_ref().map_or(0, |w| w.queued_seq);
                 *wal = Some(WalState {
                     id,
                     writer,
                     pending: Vec::new(),
-                    queued_seq: next_seq - 1,
-                    synced_seq: next_seq - 1,
+                    queued_seq: queued,
+                    synced_seq: queued,
                     syncing: false,
                     last_group: 1,
                 });

@@ -296,6 +296,17 @@ pub(crate) fn io_err(path: &Path, op: &'static str) -> impl FnOnce(std::io::Erro
     }
 }
 
+impl Drop for Db {
+    /// Cuts the zeros written ahead of the WAL's records off (best effort), so that the next
+    /// open finds whole records only and has nothing to truncate. Batches still queued without
+    /// a commit are not written: they were never acknowledged as durable.
+    fn drop(&mut self) {
+        if let Some(w) = self.wal.get_mut() {
+            let _ = w.writer.seal();
+        }
+    }
+}
+
 impl Db {
     /// Creates a new database in `dir` (which must not hold one already).
     pub fn create(dir: impl AsRef<Path>, params: IndexParams, opts: Options) -> Result<Db> {
@@ -542,22 +553,29 @@ impl Db {
                 last_seq = last_seq.max(seq);
                 Ok(())
             })?;
-            if replay.torn_tail_bytes > 0 {
-                if !is_last {
-                    return Err(codec::corruption(
-                        &path,
-                        replay.valid_len,
-                        "torn record in a WAL file that is not the newest",
-                    ));
-                }
-                if !read_only {
-                    WalReader::truncate_torn_tail(vfs.as_ref(), &path, replay.valid_len)?;
-                }
-            } else if replay.records == 0 && !read_only {
-                // A WAL holding no record carries nothing; without this, every open that writes
-                // nothing would leave one more empty file behind until the next flush.
+            if replay.torn_tail_bytes > 0 && !is_last {
+                return Err(codec::corruption(
+                    &path,
+                    replay.valid_len,
+                    "torn record in a WAL file that is not the newest",
+                ));
+            }
+            if read_only {
+                // Readers change no byte: they ignore a torn tail.
+            } else if replay.records == 0 {
+                // A WAL holding no record carries nothing (whatever zeros or torn bytes follow
+                // its header); without this, every open that writes nothing would leave one
+                // more file behind until the next flush.
                 vfs.remove_file(&path)
                     .map_err(io_err(&path, "remove empty WAL"))?;
+            } else if replay.torn_tail_bytes > 0 {
+                WalReader::truncate_torn_tail(vfs.as_ref(), &path, replay.valid_len)?;
+            } else {
+                // The file becomes an older WAL once this handle creates its own: it must be
+                // durable exactly as replayed (an earlier handle may have written or cut it
+                // without a successful fsync), or a power loss could bring back a tail that
+                // only the newest file may have.
+                WalReader::sync_file(vfs.as_ref(), &path)?;
             }
         }
 
@@ -941,7 +959,12 @@ impl Db {
             let through = w.queued_seq;
             let writer = w.writer.clone();
             drop(guard);
-            let result = writer.append_all_and_sync(batch.iter().map(|(_, p)| p.as_slice()));
+            // One record for the whole group: a crash can then tear only that record.
+            let records = batch::combine_payloads(
+                batch.iter().map(|(_, p)| p.as_slice()),
+                crate::storage::wal::MAX_RECORD_LEN,
+            );
+            let result = writer.append_all_and_sync(records.iter().map(|r| r.as_ref()));
             guard = self.wal.lock();
             if let Some(w) = guard.as_mut() {
                 w.syncing = false;
@@ -957,8 +980,9 @@ impl Db {
         }
     }
 
-    /// Without per-write sync, hand large queues to the WAL writer now (still no fsync), so
-    /// memory stays bounded.
+    /// Without per-write sync, hand large queues to the WAL now, so memory stays bounded. They
+    /// are synced too (one fsync per 4 MiB of batches), since the WAL never holds more than
+    /// one unsynced record.
     fn write_pending_if_large(&self) -> Result<()> {
         let mut guard = self.wal.lock();
         let Some(w) = guard.as_mut() else {
@@ -969,7 +993,13 @@ impl Db {
             return Ok(());
         }
         let batch = std::mem::take(&mut w.pending);
-        let result = w.writer.append_all(batch.iter().map(|(_, p)| p.as_slice()));
+        let records = batch::combine_payloads(
+            batch.iter().map(|(_, p)| p.as_slice()),
+            crate::storage::wal::MAX_RECORD_LEN,
+        );
+        let result = w
+            .writer
+            .append_all_and_sync(records.iter().map(|r| r.as_ref()));
         drop(guard);
         match result {
             Ok(()) => Ok(()),
