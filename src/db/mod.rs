@@ -565,9 +565,17 @@ impl Db {
             } else if replay.records == 0 {
                 // A WAL holding no record carries nothing (whatever zeros or torn bytes follow
                 // its header); without this, every open that writes nothing would leave one
-                // more file behind until the next flush.
-                vfs.remove_file(&path)
-                    .map_err(io_err(&path, "remove empty WAL"))?;
+                // more file behind until the next flush. Its tail is cut durably first: the
+                // removal is durable only with the directory fsync that also makes this
+                // handle's new WAL durable, and should the creation survive a crash without
+                // the removal, this file must not be an older WAL with a torn tail.
+                if replay.torn_tail_bytes > 0 {
+                    WalReader::truncate_torn_tail(vfs.as_ref(), &path, replay.valid_len)?;
+                }
+                if vfs.exists(&path).map_err(io_err(&path, "stat WAL"))? {
+                    vfs.remove_file(&path)
+                        .map_err(io_err(&path, "remove empty WAL"))?;
+                }
             } else if replay.torn_tail_bytes > 0 {
                 WalReader::truncate_torn_tail(vfs.as_ref(), &path, replay.valid_len)?;
             } else {
