@@ -5,6 +5,8 @@
 //! and a truncated WAL reads as one whose later appends never happened, so the state is a
 //! prefix of its batches. An unknown version is reported as such.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -66,14 +68,7 @@ fn build() -> (SimFs, BTreeMap<String, Vec<u8>>) {
 }
 
 fn state(db: &Db) -> BTreeMap<String, Vec<u8>> {
-    db.keys()
-        .unwrap()
-        .into_iter()
-        .map(|k| {
-            let s = db.get(&k).unwrap().unwrap().packed;
-            (String::from_utf8(k).unwrap(), s)
-        })
-        .collect()
+    common::stored(db)
 }
 
 enum Outcome {

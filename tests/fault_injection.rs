@@ -6,6 +6,8 @@
 //! power-loss image of them — yields exactly the acknowledged batches, plus at most the one
 //! that failed, whole or not at all.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -134,14 +136,7 @@ fn run(
 }
 
 fn state(db: &Db) -> Model {
-    db.keys()
-        .unwrap()
-        .into_iter()
-        .map(|k| {
-            let sig = db.get(&k).unwrap().unwrap().packed;
-            (String::from_utf8(k).unwrap(), sig)
-        })
-        .collect()
+    common::stored(db)
 }
 
 fn check(fs: Arc<dyn mhdb::storage::vfs::Vfs>, models: &[Model], acked: usize, what: &str) {

@@ -3,6 +3,8 @@
 //! stored signatures, and queries returning exactly the model's documents at or above the
 //! threshold among those sharing a band (with identical documents always found).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -79,15 +81,7 @@ fn options() -> Options {
 }
 
 fn check(db: &Db, model: &BTreeMap<String, Vec<u8>>) {
-    let keys: BTreeMap<String, Vec<u8>> = db
-        .keys()
-        .unwrap()
-        .into_iter()
-        .map(|k| {
-            let sig = db.get(&k).unwrap().unwrap().packed;
-            (String::from_utf8(k).unwrap(), sig)
-        })
-        .collect();
+    let keys = common::stored(db);
     assert_eq!(&keys, model);
     let p = db.params();
     for t in [0u8, 9, 17, 30] {
