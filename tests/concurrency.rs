@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{ShingleConfig, SketchParams};
-use mhdb::storage::simfs::SimFs;
+use mhdb::storage::sim::SimFs;
 
 const FAMILIES: u64 = 300;
 const PER_BATCH: usize = 5;

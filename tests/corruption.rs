@@ -15,7 +15,7 @@ use std::sync::Arc;
 use mhdb::Error;
 use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
 use mhdb::sketch::{ShingleConfig, SketchParams};
-use mhdb::storage::simfs::{CrashMode, SimFs};
+use mhdb::storage::sim::{CrashMode, SimFs};
 use mhdb::storage::vfs::Vfs;
 
 fn opts() -> Options {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{Scheme, ShingleConfig, Signature, SketchParams, bbit};
-use mhdb::storage::simfs::{CrashMode, SimFs};
+use mhdb::storage::sim::{CrashMode, SimFs};
 
 type Model = BTreeMap<String, Vec<u8>>;
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use mhdb::Error;
 use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
 use mhdb::sketch::{ShingleConfig, SketchParams, bbit};
-use mhdb::storage::simfs::{CrashMode, FaultFs, SimFs};
+use mhdb::storage::sim::{CrashMode, FaultFs, SimFs};
 
 type Model = BTreeMap<String, Vec<u8>>;
 

@@ -455,11 +455,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Merge { dest, srcs } => {
             let mut total = 0u64;
             let first = Db::open_read_only(&srcs[0])?;
-            let target = if dest.join("CURRENT").exists() {
-                Db::open(&dest, Options::default())?
-            } else {
-                Db::create(&dest, *first.params(), Options::default())?
-            };
+            let target = Db::open_or_create(&dest, *first.params(), Options::default())?;
             drop(first);
             for src in &srcs {
                 let s = Db::open_read_only(src)?;

@@ -313,6 +313,18 @@ impl Db {
         Self::create_with_vfs(Arc::new(StdFs), dir, params, opts)
     }
 
+    /// Opens the database in `dir`, or creates it with `params` if `dir` holds none.
+    /// An existing database keeps its stored parameters; `params` is then not consulted.
+    pub fn open_or_create(dir: impl AsRef<Path>, params: IndexParams, opts: Options) -> Result<Db> {
+        let dir = dir.as_ref();
+        let current = dir.join(files::CURRENT);
+        if StdFs.exists(&current).map_err(io_err(&current, "stat"))? {
+            Self::open(dir, opts)
+        } else {
+            Self::create(dir, params, opts)
+        }
+    }
+
     /// Opens an existing database for reading and writing.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         Self::open_with_vfs(Arc::new(StdFs), dir, opts, false)

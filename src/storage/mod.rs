@@ -3,6 +3,7 @@
 
 mod mmap;
 pub mod segment;
-pub mod simfs;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod vfs;
 pub mod wal;

@@ -1,8 +1,6 @@
-//! The one trait all of mhdb's file I/O goes through, so that crashes ([`SimFs`]) and I/O
-//! faults ([`FaultFs`]) can be simulated in tests, plus the real implementation ([`StdFs`]).
-//!
-//! [`SimFs`]: super::simfs::SimFs
-//! [`FaultFs`]: super::faultfs::FaultFs
+//! The one trait all of mhdb's file I/O goes through, plus the real implementation
+//! ([`StdFs`]). Tests put a crash simulator and a fault injector behind the same trait
+//! (`storage::sim`, built with the `sim` cargo feature).
 
 use std::fmt::Debug;
 use std::io;

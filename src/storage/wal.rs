@@ -405,7 +405,7 @@ impl WalReader {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::storage::simfs::SimFs;
+    use crate::storage::sim::SimFs;
 
     fn log(payloads: &[&[u8]]) -> Vec<u8> {
         let mut out = header_bytes().to_vec();
@@ -517,7 +517,7 @@ mod tests {
     /// every synced record, plus at most the unsynced one, whole.
     #[test]
     fn preallocated_log_survives_a_crash_at_every_sync() {
-        use crate::storage::simfs::CrashMode;
+        use crate::storage::sim::CrashMode;
         let p = Path::new("/d/wal");
         let payloads: Vec<Vec<u8>> = (0..40u8)
             .map(|i| vec![i; 100 + 37 * usize::from(i)])
@@ -568,7 +568,7 @@ mod tests {
         assert_eq!((r.records, r.valid_len), (1, w.len()));
         assert!(r.torn_tail_bytes > 0);
         w.seal().unwrap();
-        let image = fs.crash_image(crate::storage::simfs::CrashMode::DurableOnly);
+        let image = fs.crash_image(crate::storage::sim::CrashMode::DurableOnly);
         assert_eq!(image.read_file(p).unwrap().len() as u64, w.len());
         let r = WalReader::replay(&image, p, |_, _, _| Ok(())).unwrap();
         assert_eq!((r.records, r.torn_tail_bytes), (1, 0));
