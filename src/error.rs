@@ -5,7 +5,7 @@
 //! an I/O failure (the operating system refused) or a caller's mistake (a bad parameter).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Result alias used throughout mhdb.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -74,6 +74,34 @@ impl Error {
         Error::InvalidParameter {
             name,
             reason: reason.into(),
+        }
+    }
+
+    /// [`Error::Io`]: the operating system refused `op` on `path`.
+    pub(crate) fn io(path: &Path, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: Some(path.to_path_buf()),
+            op,
+            source,
+        }
+    }
+
+    /// [`Error::io`] as a `map_err` adapter: `file.sync_data().map_err(Error::io_on(path, "fsync"))`.
+    pub(crate) fn io_on(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| Error::Io {
+            path: Some(path),
+            op,
+            source,
+        }
+    }
+
+    /// [`Error::Corruption`]: the bytes of `path` at `offset` are not what mhdb wrote.
+    pub(crate) fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Self {
+        Error::Corruption {
+            path: path.to_path_buf(),
+            offset,
+            detail: detail.into(),
         }
     }
 

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use rayon::prelude::*;
 
-use super::{Db, State};
+use super::Db;
+use super::state::State;
 use crate::sketch::bbit;
 use crate::storage::segment::band_key32;
 use crate::{Error, Result};

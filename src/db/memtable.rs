@@ -12,7 +12,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// Band keys and key hashes are already uniformly distributed: hash them by identity.
 #[derive(Default)]
-pub(crate) struct IdentityHasher(u64);
+pub(super) struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {
@@ -34,17 +34,17 @@ const NONE: u32 = u32::MAX;
 
 /// A borrowed view of one document.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct DocRef<'a> {
-    pub(crate) key: &'a [u8],
-    pub(crate) band_keys: &'a [u64],
-    pub(crate) sig: &'a [u8],
-    pub(crate) live: bool,
+pub(super) struct DocRef<'a> {
+    pub(super) key: &'a [u8],
+    pub(super) band_keys: &'a [u64],
+    pub(super) sig: &'a [u8],
+    pub(super) live: bool,
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct MemTable {
+pub(super) struct MemTable {
     /// Document number of the first document.
-    pub(crate) base: u64,
+    pub(super) base: u64,
     bands: usize,
     sig_bytes: usize,
     key_bytes: Vec<u8>,
@@ -61,14 +61,14 @@ pub(crate) struct MemTable {
     next_same_hash: Vec<u32>,
     live_count: usize,
     /// Deletions of documents numbered below `base` (in segments or a frozen table).
-    pub(crate) deleted_older: BTreeSet<u64>,
+    pub(super) deleted_older: BTreeSet<u64>,
     /// Documents `indexed..` are not yet in the band buckets (see [`MemTable::defer_buckets`]).
     indexed: usize,
     deferred: bool,
 }
 
 impl MemTable {
-    pub(crate) fn new(base: u64, bands: usize, sig_bytes: usize) -> Self {
+    pub(super) fn new(base: u64, bands: usize, sig_bytes: usize) -> Self {
         MemTable {
             base,
             bands,
@@ -90,7 +90,7 @@ impl MemTable {
     }
 
     /// Makes room for `docs` more documents.
-    pub(crate) fn reserve(&mut self, docs: usize) {
+    pub(super) fn reserve(&mut self, docs: usize) {
         self.key_ends.reserve(docs);
         self.band_keys.reserve(docs * self.bands);
         self.sigs.reserve(docs * self.sig_bytes);
@@ -103,13 +103,13 @@ impl MemTable {
     /// the band buckets (keys, signatures and key lookups work as usual). Recovery uses this:
     /// it builds each band's buckets once at the end, all bands in parallel, with the hash
     /// tables sized in advance, instead of growing 14 tables one insert at a time.
-    pub(crate) fn defer_buckets(&mut self) {
+    pub(super) fn defer_buckets(&mut self) {
         self.deferred = true;
     }
 
     /// Threads the documents inserted since [`MemTable::defer_buckets`] into the band
     /// buckets, as the inserts would have done one by one.
-    pub(crate) fn build_deferred_buckets(&mut self) {
+    pub(super) fn build_deferred_buckets(&mut self) {
         if !self.deferred {
             return;
         }
@@ -150,25 +150,25 @@ impl MemTable {
     }
 
     /// Documents (live or not) in the table.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.live.len()
     }
 
     /// The next document number this table would assign.
-    pub(crate) fn next_docno(&self) -> u64 {
+    pub(super) fn next_docno(&self) -> u64 {
         self.base + self.live.len() as u64
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.live.is_empty() && self.deleted_older.is_empty()
     }
 
-    pub(crate) fn live_count(&self) -> usize {
+    pub(super) fn live_count(&self) -> usize {
         self.live_count
     }
 
     /// Approximate heap bytes, for the automatic flush trigger.
-    pub(crate) fn approx_bytes(&self) -> usize {
+    pub(super) fn approx_bytes(&self) -> usize {
         self.key_bytes.len()
             + self.live.len() * (8 + 1 + 4 + 16)
             + self.band_keys.len() * (8 + 4 + 12)
@@ -178,7 +178,7 @@ impl MemTable {
 
     /// Appends a document. Returns `false` (and changes nothing) if `docno` is not the next
     /// number or the sizes do not match: during replay that means a corrupt WAL.
-    pub(crate) fn insert(
+    pub(super) fn insert(
         &mut self,
         docno: u64,
         key: &[u8],
@@ -191,10 +191,10 @@ impl MemTable {
         {
             return false;
         }
-        // Inserting a key retires an older copy (an upsert logs the delete first; this also
+        // Inserting a key deletes an older copy (an upsert logs the delete first; this also
         // covers a log written without it).
         if let Some(old) = self.lookup_key(key) {
-            self.retire(old);
+            self.mark_deleted(old);
         }
         let idx = self.live.len() as u32;
         if self.deferred {
@@ -219,7 +219,7 @@ impl MemTable {
     }
 
     /// Deletes document `docno` (here, or an older one by recording it).
-    pub(crate) fn retire(&mut self, docno: u64) {
+    pub(super) fn mark_deleted(&mut self, docno: u64) {
         if docno < self.base {
             self.deleted_older.insert(docno);
         } else if let Some(live) = self.live.get_mut((docno - self.base) as usize)
@@ -231,7 +231,7 @@ impl MemTable {
     }
 
     /// The live document number of `key` in this table.
-    pub(crate) fn lookup_key(&self, key: &[u8]) -> Option<u64> {
+    pub(super) fn lookup_key(&self, key: &[u8]) -> Option<u64> {
         let mut idx = *self.by_hash.get(&xxh3_64(key))?;
         while idx != NONE {
             let i = idx as usize;
@@ -259,7 +259,7 @@ impl MemTable {
         self.key_bytes.get(start..end).unwrap_or_default()
     }
 
-    pub(crate) fn doc(&self, docno: u64) -> Option<DocRef<'_>> {
+    pub(super) fn doc(&self, docno: u64) -> Option<DocRef<'_>> {
         let i = usize::try_from(docno.checked_sub(self.base)?).ok()?;
         let live = *self.live.get(i)?;
         Some(DocRef {
@@ -277,7 +277,7 @@ impl MemTable {
     }
 
     /// Appends the document numbers of one bucket to `out`.
-    pub(crate) fn bucket_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) {
+    pub(super) fn bucket_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) {
         let Some(mut idx) = self.heads.get(band).and_then(|h| h.get(&band_key)).copied() else {
             return;
         };
@@ -292,7 +292,7 @@ impl MemTable {
     }
 
     /// Every document in docno order.
-    pub(crate) fn docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
+    pub(super) fn docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
         (0..self.live.len() as u64).filter_map(move |i| {
             let d = self.base + i;
             self.doc(d).map(|r| (d, r))
@@ -300,17 +300,17 @@ impl MemTable {
     }
 
     /// Live documents in docno order.
-    pub(crate) fn live_docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
+    pub(super) fn live_docs(&self) -> impl Iterator<Item = (u64, DocRef<'_>)> {
         self.docs().filter(|(_, d)| d.live)
     }
 
     /// The packed signatures of every document, in docno order (dead ones included).
-    pub(crate) fn all_signatures(&self) -> &[u8] {
+    pub(super) fn all_signatures(&self) -> &[u8] {
         &self.sigs
     }
 
     /// Whether document index `i` is live.
-    pub(crate) fn is_live_index(&self, i: usize) -> bool {
+    pub(super) fn is_live_index(&self, i: usize) -> bool {
         self.live.get(i).copied().unwrap_or(false)
     }
 }
@@ -320,7 +320,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn insert_lookup_retire_and_buckets() {
+    fn insert_lookup_delete_and_buckets() {
         let mut m = MemTable::new(10, 2, 4);
         assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4]));
         assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4]));
@@ -336,14 +336,14 @@ mod tests {
         m.bucket_into(0, 1, &mut out);
         assert_eq!(out, vec![11, 10]);
         assert_eq!(m.lookup_key(b"b"), Some(11));
-        // Re-inserting a key retires the old copy.
+        // Re-inserting a key deletes the old copy.
         assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4]));
         assert_eq!(m.lookup_key(b"a"), Some(12));
         assert!(!m.doc(10).unwrap().live);
         assert_eq!(m.live_count(), 2);
-        m.retire(5);
+        m.mark_deleted(5);
         assert!(m.deleted_older.contains(&5));
-        m.retire(11);
+        m.mark_deleted(11);
         assert_eq!(m.lookup_key(b"b"), None);
         assert_eq!(m.live_docs().map(|(d, _)| d).collect::<Vec<_>>(), vec![12]);
     }

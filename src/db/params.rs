@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
-use super::codec::{Decoder, Encoder};
 use crate::sketch::{
     Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind, SketchParams,
     TuneOptions, bbit, tune,
 };
+use crate::storage::codec::{Decoder, Encoder};
+use crate::storage::manifest::StoredParams;
+use crate::storage::segment::SegmentOptions;
 use crate::{Error, Result};
 
 /// Everything fixed at creation time.
@@ -91,7 +93,16 @@ impl IndexParams {
         Banding::new(&self.sketch, self.lsh)
     }
 
-    pub(crate) fn encode(&self, e: &mut Encoder) {
+    /// How segments written for this index cap their buckets.
+    pub(crate) fn segment_options(&self) -> SegmentOptions {
+        SegmentOptions {
+            bucket_cap: self.bucket_cap,
+        }
+    }
+}
+
+impl StoredParams for IndexParams {
+    fn encode(&self, e: &mut Encoder) {
         let s = &self.sketch;
         let (kind, width) = match s.shingle.kind {
             ShingleKind::Char(n) => (1u8, n),
@@ -114,7 +125,7 @@ impl IndexParams {
             .u32(self.bucket_cap.unwrap_or(0));
     }
 
-    pub(crate) fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self> {
+    fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self> {
         let spec = d.u32("spec version")?;
         if spec != SPEC_VERSION {
             return Err(Error::UnsupportedVersion {
@@ -163,7 +174,9 @@ impl IndexParams {
             .map_err(|e| d.corruption(format!("stored parameters are invalid: {e}")))?;
         Ok(params)
     }
+}
 
+impl IndexParams {
     /// Errors with [`Error::ParameterMismatch`] if `other`'s signatures are incompatible.
     pub fn check_compatible(&self, other: &SketchParams) -> Result<()> {
         let s = &self.sketch;

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::{Db, State};
+use super::Db;
+use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
 
@@ -215,7 +216,7 @@ impl Db {
 
 /// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`
 /// from band `from` on.
-fn prefetch_lookups(version: &super::Version, band_keys: &[u64], from: usize) {
+fn prefetch_lookups(version: &super::version::Version, band_keys: &[u64], from: usize) {
     let lookups = || band_keys.iter().copied().enumerate().skip(from);
     for (band, bk) in lookups() {
         for seg in &version.segments {
@@ -231,7 +232,7 @@ fn prefetch_lookups(version: &super::Version, band_keys: &[u64], from: usize) {
 
 /// Prefetches what verifying candidate `docno` reads: its signature, and the doc-table
 /// entries that lead to its key.
-fn prefetch_document(version: &super::Version, docno: u64, record_bytes: usize) {
+fn prefetch_document(version: &super::version::Version, docno: u64, record_bytes: usize) {
     version.prefetch_siglog_record(docno, record_bytes);
     if let Some(seg) = version.segment_of(docno) {
         seg.seg.prefetch_doc_entry(docno);

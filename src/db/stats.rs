@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use super::files::{self, FileKind};
-use super::{Db, IndexParams, io_err};
-use crate::Result;
+use super::{Db, IndexParams};
+use crate::storage::names::{self, FileKind};
 use crate::storage::segment::BucketStats;
+use crate::storage::siglog;
+use crate::{Error, Result};
 
 /// Bucket sizes of one band, over all segments.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,40 +69,12 @@ impl Db {
         let version = state.version.clone();
         let bands = self.params.lsh.bands;
         let mut per_band: Vec<BucketStats> = vec![BucketStats::default(); bands];
-        let mut seg_docs = 0u64;
         for seg in &version.segments {
-            seg_docs += seg.seg.doc_count();
             for (band, acc) in per_band.iter_mut().enumerate() {
                 acc.add(&seg.seg.bucket_stats(band)?);
             }
         }
-        let mut deleted_in_segments = 0u64;
-        for d in version.deletions.iter() {
-            if version.segment_of(d).is_some() {
-                deleted_in_segments += 1;
-            }
-        }
-        let mut live = seg_docs - deleted_in_segments;
-        for d in state
-            .mem
-            .deleted_older
-            .iter()
-            .chain(state.imm.iter().flat_map(|i| i.deleted_older.iter()))
-        {
-            if d < &state.imm.as_ref().map_or(state.mem.base, |i| i.base)
-                && version.segment_of(*d).is_some()
-                && !version.deletions.contains(*d)
-            {
-                live = live.saturating_sub(1);
-            }
-        }
-        if let Some(imm) = &state.imm {
-            live += imm
-                .live_docs()
-                .filter(|(d, _)| !state.mem.deleted_older.contains(d))
-                .count() as u64;
-        }
-        live += state.mem.live_count() as u64;
+        let live = state.live_count();
         let band_stats = per_band
             .iter()
             .map(|b| BandStats {
@@ -116,14 +89,14 @@ impl Db {
         for name in self
             .vfs
             .list_dir(&self.dir)
-            .map_err(io_err(&self.dir, "list directory"))?
+            .map_err(Error::io_on(&self.dir, "list directory"))?
         {
-            let kind = match files::classify(&name) {
+            let kind = match names::classify(&name) {
                 Some(FileKind::Wal(_)) => "wal",
                 Some(FileKind::Segment(_)) => "segments",
                 Some(FileKind::Deletions(_)) => "deletions",
                 Some(FileKind::Manifest(_)) => "manifest",
-                _ if name == files::SIGLOG => "signatures",
+                _ if name == names::SIGLOG => "signatures",
                 _ => continue,
             };
             let path = self.dir.join(&name);
@@ -131,7 +104,7 @@ impl Db {
                 .vfs
                 .open(&path, crate::storage::vfs::OpenMode::Read)
                 .and_then(|f| f.len())
-                .map_err(io_err(&path, "stat"))?;
+                .map_err(Error::io_on(&path, "stat"))?;
             *bytes.entry(kind).or_insert(0) += len;
         }
         let total_docs = state.mem.next_docno();
@@ -158,12 +131,12 @@ impl Db {
             if let Err(e) = seg.seg.verify() {
                 report.problems.push(e);
             }
-            let start = files::siglog_offset(seg.meta.base, record_bytes) as usize;
-            let stop = files::siglog_offset(seg.meta.base + seg.meta.span, record_bytes) as usize;
-            let siglog_path = self.dir.join(files::SIGLOG);
+            let start = siglog::offset(seg.meta.base, record_bytes) as usize;
+            let stop = siglog::offset(seg.meta.base + seg.meta.span, record_bytes) as usize;
+            let siglog_path = self.dir.join(names::SIGLOG);
             match version.siglog.as_deref().and_then(|m| m.get(start..stop)) {
                 Some(bytes) if crc32fast::hash(bytes) == seg.meta.siglog_crc => {}
-                Some(_) => report.problems.push(super::codec::corruption(
+                Some(_) => report.problems.push(Error::corruption(
                     &siglog_path,
                     start as u64,
                     format!(
@@ -173,7 +146,7 @@ impl Db {
                         seg.meta.id
                     ),
                 )),
-                None => report.problems.push(super::codec::corruption(
+                None => report.problems.push(Error::corruption(
                     &siglog_path,
                     start as u64,
                     "signature log is shorter than its segments need",
@@ -184,7 +157,7 @@ impl Db {
                     break; // reported by verify() above
                 };
                 if docno < seg.meta.base || docno >= seg.meta.base + seg.meta.span {
-                    report.problems.push(super::codec::corruption(
+                    report.problems.push(Error::corruption(
                         &seg.path,
                         0,
                         format!("document {docno} outside the manifest's range"),

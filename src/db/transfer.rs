@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
-use super::files;
-use super::maintenance::{Records, write_new_file};
-use super::{Db, io_err, read_whole};
+use super::Db;
+use super::commit::{Records, write_new_file};
+use crate::storage::names;
 use crate::storage::segment::band_key32;
+use crate::storage::siglog;
 use crate::storage::vfs::OpenMode;
+use crate::storage::vfs::read_file;
 use crate::{Error, Result};
 
 impl Db {
@@ -18,8 +20,8 @@ impl Db {
         let dest = dest.as_ref();
         if self
             .vfs
-            .exists(&dest.join(files::CURRENT))
-            .map_err(io_err(dest, "stat"))?
+            .exists(&dest.join(names::CURRENT))
+            .map_err(Error::io_on(dest, "stat"))?
         {
             return Err(Error::invalid(
                 "dest",
@@ -33,43 +35,44 @@ impl Db {
         let version = self.state.read().version.clone();
         let vfs = self.vfs.as_ref();
         vfs.create_dir_all(dest)
-            .map_err(io_err(dest, "create directory"))?;
+            .map_err(Error::io_on(dest, "create directory"))?;
         let mut names: Vec<String> = version
             .manifest
             .segments
             .iter()
-            .map(|s| files::segment_name(s.id))
+            .map(|s| names::segment_name(s.id))
             .collect();
         if version.manifest.deletions.id != 0 {
-            names.push(files::deletions_name(version.manifest.deletions.id));
+            names.push(names::deletions_name(version.manifest.deletions.id));
         }
-        names.push(files::manifest_name(version.manifest.generation));
+        names.push(names::manifest_name(version.manifest.generation));
         for name in &names {
-            let bytes = read_whole(vfs, &self.dir.join(name))?;
+            let bytes = read_file(vfs, &self.dir.join(name))?;
             write_new_file(vfs, &dest.join(name), &bytes, OpenMode::CreateNew)?;
         }
         // Only the committed part of the signature log.
-        let siglog = read_whole(vfs, &self.dir.join(files::SIGLOG))?;
+        let siglog = read_file(vfs, &self.dir.join(names::SIGLOG))?;
         let committed =
-            files::siglog_offset(version.manifest.siglog_records, self.params.sig_bytes()) as usize;
+            siglog::offset(version.manifest.siglog_records, self.params.sig_bytes()) as usize;
         let part = siglog.get(..committed).ok_or_else(|| {
-            super::codec::corruption(
-                &self.dir.join(files::SIGLOG),
+            Error::corruption(
+                &self.dir.join(names::SIGLOG),
                 siglog.len() as u64,
                 "signature log shorter than committed",
             )
         })?;
-        write_new_file(vfs, &dest.join(files::SIGLOG), part, OpenMode::CreateNew)?;
+        write_new_file(vfs, &dest.join(names::SIGLOG), part, OpenMode::CreateNew)?;
         vfs.sync_dir(dest)
-            .map_err(io_err(dest, "fsync directory"))?;
-        let current = read_whole(vfs, &self.dir.join(files::CURRENT))?;
+            .map_err(Error::io_on(dest, "fsync directory"))?;
+        let current = read_file(vfs, &self.dir.join(names::CURRENT))?;
         write_new_file(
             vfs,
-            &dest.join(files::CURRENT),
+            &dest.join(names::CURRENT),
             &current,
             OpenMode::CreateNew,
         )?;
-        vfs.sync_dir(dest).map_err(io_err(dest, "fsync directory"))
+        vfs.sync_dir(dest)
+            .map_err(Error::io_on(dest, "fsync directory"))
     }
 
     /// Adds every live document of `src` (same parameters, else [`Error::ParameterMismatch`]).
@@ -120,7 +123,7 @@ impl Db {
                         continue;
                     }
                     let sig = state.signature_bytes(d, record_bytes).ok_or_else(|| {
-                        super::codec::corruption(&seg.path, 0, format!("no signature for {d}"))
+                        Error::corruption(&seg.path, 0, format!("no signature for {d}"))
                     })?;
                     let rel = (d - base) as usize;
                     keys.push(key.to_vec());

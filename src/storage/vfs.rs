@@ -243,3 +243,15 @@ impl Vfs for StdFs {
         super::mmap::map_file(path)
     }
 }
+
+/// Reads a whole (small) file: CURRENT, a manifest, a file being copied.
+pub(crate) fn read_file(vfs: &dyn Vfs, path: &Path) -> crate::Result<Vec<u8>> {
+    let file = vfs
+        .open(path, OpenMode::Read)
+        .map_err(crate::Error::io_on(path, "open"))?;
+    let len = file.len().map_err(crate::Error::io_on(path, "stat"))?;
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(&mut buf, 0)
+        .map_err(crate::Error::io_on(path, "read"))?;
+    Ok(buf)
+}

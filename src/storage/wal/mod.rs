@@ -1,14 +1,21 @@
 //! The write-ahead log: a header, then checksummed records, each holding one write batch or
 //! several combined, then (while a writer has it) zeros written ahead of the records.
-//! Layout and recovery rules: `format/wal.md`.
+//! Layout and recovery rules: `format/wal.md`. The payload of a record is a write batch (`batch`).
+//!
+//! The record parser reads its fields by hand rather than through the codec's `Decoder`: it
+//! also runs at every byte offset of a damaged log, looking for a later valid record, where an
+//! error value per offset would cost far more than the answer "no record here".
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+pub(crate) mod batch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::codec::Encoder;
 use super::vfs::{OpenMode, Prefetch, Vfs, VfsFile};
 use crate::{Error, Result};
 
@@ -24,50 +31,25 @@ pub const MAX_RECORD_LEN: usize = 64 << 20;
 /// The only record type of version 1: a whole batch. Type 0 is reserved (zero-filled space).
 const TYPE_BATCH: u8 = 1;
 
-fn io(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::Io {
-        path: Some(path),
-        op,
-        source,
-    }
-}
-
-fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
-    Error::Corruption {
-        path: path.to_path_buf(),
-        offset,
-        detail: detail.into(),
-    }
-}
-
-fn header_bytes() -> [u8; WAL_HEADER_LEN as usize] {
-    let mut h = [0u8; WAL_HEADER_LEN as usize];
-    let (head, crc) = h.split_at_mut(12);
-    let (magic, version) = head.split_at_mut(8);
-    magic.copy_from_slice(MAGIC);
-    version.copy_from_slice(&WAL_VERSION.to_le_bytes());
-    crc.copy_from_slice(
-        &crc32fast::hash(&{
-            let mut b = [0u8; 12];
-            let (m, v) = b.split_at_mut(8);
-            m.copy_from_slice(MAGIC);
-            v.copy_from_slice(&WAL_VERSION.to_le_bytes());
-            b
-        })
-        .to_le_bytes(),
-    );
-    h
+fn header_bytes() -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.bytes(MAGIC).u32(WAL_VERSION).crc();
+    e.buf
 }
 
 /// Appends one encoded record to `out`.
 fn encode_record(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
     let start = out.len();
-    out.extend_from_slice(&[0u8; 4]);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.push(TYPE_BATCH);
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(payload);
+    let mut e = Encoder {
+        buf: std::mem::take(out),
+    };
+    // The checksum comes first but covers what follows it: written as zero, then filled in.
+    e.u32(0)
+        .u32(payload.len() as u32)
+        .u8(TYPE_BATCH)
+        .u64(seq)
+        .bytes(payload);
+    *out = e.buf;
     let crc = crc32fast::hash(out.get(start + 4..).unwrap_or_default());
     if let Some(slot) = out.get_mut(start..start + 4) {
         slot.copy_from_slice(&crc.to_le_bytes());
@@ -96,7 +78,7 @@ struct WriterInner {
 impl WriterInner {
     fn fail(&mut self, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
         self.failed = true;
-        io(&self.path, op)
+        Error::io_on(&self.path, op)
     }
 
     /// Writes one record at the end of the log, extending the file with zeros first when the
@@ -153,10 +135,10 @@ impl WalWriter {
     pub fn create(vfs: &dyn Vfs, path: &Path) -> Result<WalWriter> {
         let file = vfs
             .open(path, OpenMode::CreateNew)
-            .map_err(io(path, "create WAL"))?;
+            .map_err(Error::io_on(path, "create WAL"))?;
         file.write_all_at(&header_bytes(), 0)
-            .map_err(io(path, "write WAL header"))?;
-        file.sync_data().map_err(io(path, "fsync WAL"))?;
+            .map_err(Error::io_on(path, "write WAL header"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))?;
         Ok(WalWriter {
             inner: Arc::new(Mutex::new(WriterInner {
                 file,
@@ -287,7 +269,9 @@ impl WalReader {
         // Mapped rather than read: no copy of the whole log into a fresh buffer. The log is
         // not written while it is replayed (the database lock is held and new writes go to a
         // new file), and a torn tail is cut only after this map is dropped.
-        let bytes = vfs.map_readonly(path).map_err(io(path, "map WAL"))?;
+        let bytes = vfs
+            .map_readonly(path)
+            .map_err(Error::io_on(path, "map WAL"))?;
         bytes.prefetch(0, bytes.len());
         Self::replay_bytes(&bytes, path, &mut apply)
     }
@@ -299,7 +283,7 @@ impl WalReader {
         apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
         let header = bytes.get(..WAL_HEADER_LEN as usize);
-        if header != Some(&header_bytes()[..]) {
+        if header != Some(header_bytes().as_slice()) {
             // A header is written and synced before any record can be acknowledged, so a file
             // whose header is incomplete or damaged and that holds no valid record was cut off
             // while being created: it is empty (a torn tail from byte 0).
@@ -324,7 +308,7 @@ impl WalReader {
                         supported: WAL_VERSION,
                     });
                 }
-                return Err(corruption(
+                return Err(Error::corruption(
                     path,
                     0,
                     "bad WAL header followed by valid records",
@@ -359,7 +343,7 @@ impl WalReader {
                     if let Some(later) = (pos + 1..=last_nonzero)
                         .find(|&p| parse_at(bytes, p).is_some_and(|(s, _, _)| s > last_seq))
                     {
-                        return Err(corruption(
+                        return Err(Error::corruption(
                             path,
                             pos as u64,
                             format!(
@@ -383,21 +367,24 @@ impl WalReader {
     pub fn sync_file(vfs: &dyn Vfs, path: &Path) -> Result<()> {
         let file = vfs
             .open(path, OpenMode::ReadWrite)
-            .map_err(io(path, "open WAL"))?;
-        file.sync_data().map_err(io(path, "fsync WAL"))
+            .map_err(Error::io_on(path, "open WAL"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
     }
 
     /// Cuts a torn tail off (writers only), durably. A file without a valid header is removed
     /// (the caller syncs the directory).
     pub fn truncate_torn_tail(vfs: &dyn Vfs, path: &Path, valid_len: u64) -> Result<()> {
         if valid_len < WAL_HEADER_LEN {
-            return vfs.remove_file(path).map_err(io(path, "remove torn WAL"));
+            return vfs
+                .remove_file(path)
+                .map_err(Error::io_on(path, "remove torn WAL"));
         }
         let file = vfs
             .open(path, OpenMode::ReadWrite)
-            .map_err(io(path, "open WAL"))?;
-        file.set_len(valid_len).map_err(io(path, "truncate WAL"))?;
-        file.sync_data().map_err(io(path, "fsync WAL"))
+            .map_err(Error::io_on(path, "open WAL"))?;
+        file.set_len(valid_len)
+            .map_err(Error::io_on(path, "truncate WAL"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
     }
 }
 

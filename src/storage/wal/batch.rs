@@ -1,77 +1,15 @@
-//! Write batches: what a caller asks for ([`WriteBatch`]) and what the WAL records once keys are
-//! resolved to document numbers ([`LogOp`]). A batch is logged inside one WAL record (a group
-//! commit combines several batches into one record), so a batch is atomic: after a crash it is
-//! either wholly there or wholly absent.
+//! The WAL's batch payload (`format/wal.md`): a write batch once its keys are resolved to
+//! document numbers ([`LogOp`]). A batch is logged inside one WAL record (a group commit
+//! combines several batches into one record), so after a crash it is either wholly there or
+//! wholly absent.
 
 use std::path::Path;
 
-use super::codec::{Decoder, Encoder};
 use crate::Result;
-use crate::sketch::Signature;
+use crate::storage::codec::{Decoder, Encoder};
 
 /// Largest key accepted, in bytes.
 pub const MAX_KEY_LEN: usize = 64 * 1024;
-
-/// One requested change.
-#[derive(Clone, Debug)]
-pub(crate) enum BatchOp {
-    Put { key: Vec<u8>, sig: Signature },
-    PutText { key: Vec<u8>, text: String },
-    Delete { key: Vec<u8> },
-}
-
-/// A group of inserts and deletes applied atomically by [`Db::write`](super::Db::write).
-///
-/// Inserting a key that already exists replaces it (upsert): the old document is deleted and
-/// the new one gets a new internal number, in the same atomic step. Deleting an absent key is a
-/// no-op. Within one batch, operations apply in order.
-#[derive(Clone, Debug, Default)]
-pub struct WriteBatch {
-    pub(crate) ops: Vec<BatchOp>,
-}
-
-impl WriteBatch {
-    /// An empty batch.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Inserts (or replaces) `key` with a precomputed full-precision signature.
-    pub fn insert(&mut self, key: impl AsRef<[u8]>, sig: Signature) -> &mut Self {
-        self.ops.push(BatchOp::Put {
-            key: key.as_ref().to_vec(),
-            sig,
-        });
-        self
-    }
-
-    /// Inserts (or replaces) `key` with the signature of `text`.
-    pub fn insert_text(&mut self, key: impl AsRef<[u8]>, text: impl Into<String>) -> &mut Self {
-        self.ops.push(BatchOp::PutText {
-            key: key.as_ref().to_vec(),
-            text: text.into(),
-        });
-        self
-    }
-
-    /// Deletes `key` if present.
-    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        self.ops.push(BatchOp::Delete {
-            key: key.as_ref().to_vec(),
-        });
-        self
-    }
-
-    /// Number of operations.
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    /// True when the batch holds no operation.
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
-    }
-}
 
 /// A resolved operation, as logged in the WAL.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,6 +153,7 @@ pub(crate) fn band_keys_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = u64> +
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 mod tests {
     use super::*;
 

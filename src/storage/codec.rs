@@ -1,10 +1,13 @@
-//! Little-endian encoding helpers for mhdb's small metadata records (manifest, CURRENT, WAL
-//! batch payloads). Decoding never panics: every read is checked and a short or malformed input
-//! becomes [`Error::Corruption`] naming the file and the byte offset.
+//! The field codec of every file kind that is read into memory (manifest, CURRENT, signature-log
+//! header, deletion list, WAL header, records and batch payloads): little-endian fields appended
+//! by [`Encoder`] and read back by [`Decoder`]. (Segments are mapped, not read, and describe
+//! their fixed-size structures with `zerocopy` instead.) Decoding never panics: every read is
+//! checked, and a short or malformed input becomes [`Error::Corruption`] naming the file and the
+//! byte offset.
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::{Error, Result};
 
@@ -75,7 +78,7 @@ impl<'a> Decoder<'a> {
     }
 
     pub(crate) fn corruption(&self, detail: impl Into<String>) -> Error {
-        corruption(self.path, self.offset(), detail)
+        Error::corruption(self.path, self.offset(), detail)
     }
 
     pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
@@ -115,7 +118,7 @@ impl<'a> Decoder<'a> {
         let at = self.offset();
         let stored = self.u32("checksum")?;
         if stored != actual {
-            return Err(corruption(
+            return Err(Error::corruption(
                 self.path,
                 at,
                 format!("checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"),
@@ -129,13 +132,5 @@ impl<'a> Decoder<'a> {
             return Err(self.corruption(format!("{} unexpected trailing bytes", self.remaining())));
         }
         Ok(())
-    }
-}
-
-pub(crate) fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
-    Error::Corruption {
-        path: PathBuf::from(path),
-        offset,
-        detail: detail.into(),
     }
 }

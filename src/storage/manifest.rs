@@ -3,9 +3,21 @@
 
 use std::path::Path;
 
-use super::codec::{Decoder, Encoder, corruption};
-use super::params::IndexParams;
+use super::codec::{Decoder, Encoder};
 use crate::{Error, Result};
+
+/// The index parameters a manifest stores. The storage layer only places their fields; their
+/// meaning (and their validation, reported as corruption) belongs to the layer that owns them.
+pub(crate) trait StoredParams: Sized {
+    /// Appends the fields.
+    fn encode(&self, e: &mut Encoder);
+    /// Reads and checks the fields.
+    fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self>;
+}
+
+fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
+    Error::corruption(path, offset, detail)
+}
 
 const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
 const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
@@ -78,11 +90,11 @@ pub struct DeletionsMeta {
 
 /// One committed state of the database.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Manifest {
+pub(crate) struct Manifest<P> {
     /// Generation: increases by one with every manifest written.
     pub generation: u64,
     /// The parameters the database was created with.
-    pub params: IndexParams,
+    pub params: P,
     /// Document numbers below this are in segments (or deleted); the WAL holds the rest.
     pub next_docno: u64,
     /// Signature-log records that are committed (= `next_docno`; kept for checking).
@@ -97,7 +109,7 @@ pub struct Manifest {
     pub segments: Vec<SegmentMeta>,
 }
 
-impl Manifest {
+impl<P: StoredParams> Manifest<P> {
     /// Serializes the manifest, checksum included.
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Encoder::default();
@@ -126,7 +138,7 @@ impl Manifest {
     }
 
     /// Parses and checks a manifest file's bytes.
-    pub fn decode(bytes: &[u8], path: &Path) -> Result<Manifest> {
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Self> {
         let mut d = Decoder::new(bytes, path);
         if d.take(8, "magic")? != MANIFEST_MAGIC {
             return Err(corruption(path, 0, "not an mhdb manifest (bad magic)"));
@@ -139,7 +151,7 @@ impl Manifest {
         check_trailing_crc(bytes, path, "manifest")?;
         check_version(&mut d, path)?;
         let generation = d.u64("generation")?;
-        let params = IndexParams::decode(&mut d, path)?;
+        let params = P::decode(&mut d, path)?;
         let next_docno = d.u64("next_docno")?;
         let siglog_records = d.u64("siglog_records")?;
         let wal_start = d.u64("wal_start")?;
@@ -211,7 +223,7 @@ impl Manifest {
 
 /// The CURRENT file: names the live manifest generation and pins its length and checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Current {
+pub(crate) struct Current {
     /// Generation of the live manifest (`MANIFEST-<generation>`).
     pub generation: u64,
     /// Its exact length.
@@ -290,10 +302,23 @@ impl Current {
 mod tests {
     use super::*;
 
-    fn sample() -> Manifest {
+    /// Stand-in parameters: the codec only places their fields.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Params(u64, u32);
+
+    impl StoredParams for Params {
+        fn encode(&self, e: &mut Encoder) {
+            e.u64(self.0).u32(self.1);
+        }
+        fn decode(d: &mut Decoder<'_>, _path: &Path) -> Result<Self> {
+            Ok(Params(d.u64("a")?, d.u32("b")?))
+        }
+    }
+
+    fn sample() -> Manifest<Params> {
         Manifest {
             generation: 7,
-            params: IndexParams::default(),
+            params: Params(0x1234_5678, 42),
             next_docno: 100,
             siglog_records: 100,
             wal_start: 3,
@@ -328,7 +353,10 @@ mod tests {
     fn roundtrip() {
         let m = sample();
         let bytes = m.encode();
-        assert_eq!(Manifest::decode(&bytes, Path::new("M")).unwrap(), m);
+        assert_eq!(
+            Manifest::<Params>::decode(&bytes, Path::new("M")).unwrap(),
+            m
+        );
         let c = Current {
             generation: 7,
             manifest_len: bytes.len() as u64,
@@ -343,12 +371,12 @@ mod tests {
     fn every_truncation_and_flip_is_detected() {
         let bytes = sample().encode();
         for len in 0..bytes.len() {
-            assert!(Manifest::decode(&bytes[..len], Path::new("M")).is_err());
+            assert!(Manifest::<Params>::decode(&bytes[..len], Path::new("M")).is_err());
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x40;
-            let err = Manifest::decode(&b, Path::new("M")).unwrap_err();
+            let err = Manifest::<Params>::decode(&b, Path::new("M")).unwrap_err();
             assert!(err.is_corruption(), "byte {i}: {err}");
         }
     }
@@ -357,7 +385,7 @@ mod tests {
     fn overlapping_segments_are_corruption() {
         let mut m = sample();
         m.segments[1].base = 50;
-        let err = Manifest::decode(&m.encode(), Path::new("M")).unwrap_err();
+        let err = Manifest::<Params>::decode(&m.encode(), Path::new("M")).unwrap_err();
         assert!(err.is_corruption(), "{err}");
     }
 }

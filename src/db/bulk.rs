@@ -1,0 +1,176 @@
+//! Bulk insert: many documents written straight to a new segment and the signature log,
+//! bypassing the WAL, durable when the call returns (the commit point is the same manifest
+//! switch as a flush: `format/commit.md`, "Bulk insert"). Merging another database in goes
+//! through the same path.
+
+use rayon::prelude::*;
+
+use super::Db;
+use super::commit::{NewDocs, Records};
+use super::memtable::MemTable;
+use super::write::check_key;
+use crate::sketch::{Signature, bbit};
+use crate::{Error, Result};
+
+impl Db {
+    /// Inserts many documents at once, bypassing the WAL: they are written straight to a new
+    /// segment and the signature log and are durable when this returns (the commit point is the
+    /// same manifest switch as a flush). Writers wait meanwhile; queries go on. Existing keys
+    /// are replaced, and within `docs` the last copy of a key wins.
+    pub fn bulk_insert<K: AsRef<[u8]> + Sync>(&self, docs: &[(K, Signature)]) -> Result<()> {
+        self.check_writable()?;
+        for (key, sig) in docs {
+            check_key(key.as_ref())?;
+            self.check_signature(sig)?;
+        }
+        // Band keys and packed signatures on every core, into flat buffers, before any lock.
+        let n = docs.len();
+        let bands = self.params.lsh.bands;
+        let mut band_keys = vec![0u64; n * bands];
+        band_keys
+            .par_chunks_mut(bands.max(1))
+            .zip(docs.par_iter())
+            .try_for_each(|(bk, (_, sig))| self.banding.band_keys_to_slice(sig.slots(), bk))?;
+        let keys: Vec<&[u8]> = docs.iter().map(|(k, _)| k.as_ref()).collect();
+        // The signatures are packed as the signature log is written (they were checked above,
+        // so packing cannot fail).
+        let bits = self.params.bits;
+        let pack = |i: usize, out: &mut [u8]| -> Result<()> {
+            let (_, sig) = docs
+                .get(i)
+                .ok_or_else(|| Error::invalid("bulk", "record index out of range"))?;
+            bbit::pack_into(sig.slots(), bits, out)
+        };
+        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack))
+    }
+
+    /// The locked part of a bulk insert, on documents already banded: `band_keys` holds
+    /// `bands` keys per document, `records` one packed signature per document.
+    pub(super) fn bulk_insert_prepared(
+        &self,
+        keys: &[&[u8]],
+        band_keys: &[u64],
+        records: Records<'_>,
+    ) -> Result<()> {
+        let n = keys.len();
+        let bands = self.params.lsh.bands;
+        let record_bytes = self.params.sig_bytes();
+        let packed_len_ok = match &records {
+            Records::Packed(bytes) => bytes.len() == n * record_bytes,
+            Records::Lazy(_) => true,
+        };
+        if band_keys.len() != n * bands || !packed_len_ok {
+            return Err(Error::invalid(
+                "bulk",
+                "band keys and records do not match the documents",
+            ));
+        }
+        // Within the batch the last copy of a key wins: find earlier copies by sorting key
+        // hashes (ties broken by position).
+        let mut by_hash: Vec<(u64, u32)> = keys
+            .par_iter()
+            .enumerate()
+            .map(|(i, k)| (xxhash_rust::xxh3::xxh3_64(k), i as u32))
+            .collect();
+        by_hash.par_sort_unstable();
+        let mut superseded = vec![false; n];
+        for run in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+            for (j, &(_, i)) in run.iter().enumerate() {
+                let key = keys.get(i as usize);
+                let later = run
+                    .get(j + 1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|&(_, l)| keys.get(l as usize) == key);
+                if later && let Some(s) = superseded.get_mut(i as usize) {
+                    *s = true;
+                }
+            }
+        }
+        // The in-memory table must be empty, so that these documents take the next numbers.
+        let (_maint, _order) = loop {
+            self.flush()?;
+            let maint = self.maintenance.lock();
+            let order = self.sequencer.lock();
+            if self.state.read().mem.is_empty() {
+                break (maint, order);
+            }
+        };
+        self.check_writable()?;
+        let (base, wal_start) = {
+            let state = self.state.read();
+            (state.mem.next_docno(), state.version.manifest.wal_start)
+        };
+        // Stored copies of the batch's keys are deleted.
+        let deleted_older: Vec<u64> = {
+            let state = self.state.read();
+            if state.version.segments.is_empty() {
+                Vec::new()
+            } else {
+                let found: Result<Vec<Option<u64>>> = keys
+                    .par_iter()
+                    .zip(superseded.par_iter())
+                    .filter(|(_, s)| !**s)
+                    .map(|(key, _)| state.lookup_key(key))
+                    .collect();
+                found?.into_iter().flatten().collect()
+            }
+        };
+        let mut live = Vec::with_capacity(n);
+        for (i, (key, bk)) in keys
+            .iter()
+            .zip(band_keys.chunks_exact(bands.max(1)))
+            .enumerate()
+        {
+            if !superseded.get(i).copied().unwrap_or(false) {
+                live.push((base + i as u64, *key, bk));
+            }
+        }
+        // Superseded copies keep their numbers but get zeroed records, like deleted ones.
+        let is_superseded = |i: usize| superseded.get(i).copied().unwrap_or(false);
+        let zeroing_fill;
+        let records = match records {
+            Records::Packed(mut bytes) => {
+                for (i, rec) in bytes.chunks_exact_mut(record_bytes.max(1)).enumerate() {
+                    if is_superseded(i) {
+                        rec.fill(0);
+                    }
+                }
+                Records::Packed(bytes)
+            }
+            Records::Lazy(fill) => {
+                zeroing_fill = move |i: usize, out: &mut [u8]| -> Result<()> {
+                    if is_superseded(i) {
+                        out.fill(0);
+                        Ok(())
+                    } else {
+                        fill(i, out)
+                    }
+                };
+                Records::Lazy(&zeroing_fill)
+            }
+        };
+        let input = NewDocs {
+            base,
+            span: n as u64,
+            records,
+            live,
+            deleted_older,
+        };
+        let sig_bytes = record_bytes;
+        let result = self.publish_new_docs(&input, wal_start, |state| {
+            state.mem = MemTable::new(base + n as u64, bands, sig_bytes);
+        });
+        match result {
+            Ok(()) => {}
+            Err(e) => return self.fail(e),
+        }
+        drop(_order);
+        drop(_maint);
+        self.remove_obsolete_files()?;
+        if self.opts.auto_compact {
+            self.compact_step()?;
+        }
+        Ok(())
+    }
+}

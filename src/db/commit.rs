@@ -1,0 +1,296 @@
+//! The commit protocol of `format/commit.md`, one function a step: new immutable files are
+//! written and synced ([`write_new_file`]), the directory is synced, a new manifest is written
+//! and CURRENT switched to it by rename ([`write_manifest`]: the commit point), and only then
+//! are files the durable manifest no longer names removed
+//! ([`Db::remove_obsolete_files`](super::Db::remove_obsolete_files)). Flush, bulk insert and
+//! merge publish new documents through [`Db::publish_new_docs`](super::Db::publish_new_docs);
+//! compaction publishes its own manifest the same way.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rayon::prelude::*;
+
+use super::Db;
+use super::state::State;
+use super::version::{Manifest, load_segment};
+use crate::storage::deletions;
+use crate::storage::manifest::{Current, DeletionsMeta, SegmentMeta};
+use crate::storage::names::{self, FileKind};
+use crate::storage::segment::SegmentBuilder;
+use crate::storage::siglog;
+use crate::storage::vfs::{OpenMode, Vfs};
+use crate::{Error, Result};
+
+/// Writes `MANIFEST-<generation>` and points CURRENT at it, durably.
+pub(super) fn write_manifest(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<()> {
+    let bytes = manifest.encode();
+    let path = dir.join(names::manifest_name(manifest.generation));
+    write_new_file(vfs, &path, &bytes, OpenMode::CreateOrTruncate)?;
+    vfs.sync_dir(dir)
+        .map_err(Error::io_on(dir, "fsync directory"))?;
+    let current = Current {
+        generation: manifest.generation,
+        manifest_len: bytes.len() as u64,
+        manifest_crc: crc32fast::hash(&bytes),
+    };
+    let tmp = dir.join(names::CURRENT_TMP);
+    write_new_file(vfs, &tmp, &current.encode(), OpenMode::CreateOrTruncate)?;
+    let cur = dir.join(names::CURRENT);
+    vfs.rename(&tmp, &cur)
+        .map_err(Error::io_on(&cur, "rename"))?;
+    vfs.sync_dir(dir)
+        .map_err(Error::io_on(dir, "fsync directory"))
+}
+
+/// Writes a whole file and syncs it.
+pub(super) fn write_new_file(
+    vfs: &dyn Vfs,
+    path: &Path,
+    bytes: &[u8],
+    mode: OpenMode,
+) -> Result<()> {
+    let file = vfs.open(path, mode).map_err(Error::io_on(path, "create"))?;
+    file.write_all_at(bytes, 0)
+        .map_err(Error::io_on(path, "write"))?;
+    file.sync_data().map_err(Error::io_on(path, "fsync"))
+}
+
+/// Signature-log records written per `write` call when they are packed on the way (4 MiB).
+pub(super) const SIGLOG_WRITE_CHUNK: usize = 4 << 20;
+
+/// The signature-log records of new documents, one per docno of the range (zeros for dead
+/// numbers).
+pub(super) enum Records<'a> {
+    /// Already in one buffer.
+    Packed(Vec<u8>),
+    /// Written as they are produced, a chunk at a time, which spares a buffer (and its page
+    /// faults) the size of the whole batch: `fill(i, out)` writes record `i` of the range.
+    Lazy(&'a (dyn Fn(usize, &mut [u8]) -> Result<()> + Sync)),
+}
+
+/// Documents about to become a segment: the docno range `[base, base + span)`, its
+/// signature-log records, the live documents and deletions of older documents.
+pub(super) struct NewDocs<'a> {
+    pub(super) base: u64,
+    pub(super) span: u64,
+    pub(super) records: Records<'a>,
+    pub(super) live: Vec<(u64, &'a [u8], &'a [u64])>,
+    pub(super) deleted_older: Vec<u64>,
+}
+
+impl Db {
+    /// A fresh file id (ids are never reused: a file with an id at or above the durable
+    /// manifest's `next_file_id` may be an in-flight write).
+    pub(super) fn new_file_id(&self) -> u64 {
+        self.next_file_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The `next_file_id` a manifest written now records.
+    pub(super) fn file_ids_used(&self) -> u64 {
+        self.next_file_id.load(Ordering::SeqCst)
+    }
+
+    /// Writes `input` as a segment plus signature-log records, merges its deletions into the
+    /// durable list, and publishes a new manifest (the commit point); then installs the new
+    /// version and lets `after` adjust the in-memory state under the same lock.
+    pub(super) fn publish_new_docs(
+        &self,
+        input: &NewDocs<'_>,
+        wal_start: u64,
+        after: impl FnOnce(&mut State),
+    ) -> Result<()> {
+        let old = self.state.read().version.clone();
+        let vfs = self.vfs.as_ref();
+        let record_bytes = self.params.sig_bytes();
+        let mut segments = old.manifest.segments.clone();
+        let mut new_segment = None;
+        let next_docno = input.base + input.span;
+        if input.span > 0 {
+            let siglog_path = self.dir.join(names::SIGLOG);
+            let siglog = self.siglog_file.as_ref().ok_or(Error::ReadOnly)?;
+            // The signature-log records and the segment are independent until the manifest
+            // names both (the commit point, below): write and sync the records while the
+            // segment is built and written.
+            let (logged, built) = rayon::join(
+                || -> Result<u32> {
+                    let at = siglog::offset(input.base, record_bytes);
+                    let write = |bytes: &[u8], at: u64| {
+                        siglog
+                            .write_all_at(bytes, at)
+                            .map_err(Error::io_on(&siglog_path, "write"))
+                    };
+                    let crc = match &input.records {
+                        Records::Packed(bytes) => {
+                            write(bytes, at)?;
+                            crc32fast::hash(bytes)
+                        }
+                        Records::Lazy(fill) => {
+                            write_records_lazily(fill, input.span, record_bytes, at, write)?
+                        }
+                    };
+                    siglog
+                        .sync_data()
+                        .map_err(Error::io_on(&siglog_path, "fsync"))?;
+                    Ok(crc)
+                },
+                || -> Result<SegmentMeta> {
+                    let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
+                    builder.set_end_docno(next_docno)?;
+                    builder.reserve(
+                        input.live.len(),
+                        input.live.iter().map(|(_, key, _)| key.len()).sum(),
+                    );
+                    for &(docno, key, band_keys) in &input.live {
+                        builder.add(docno, key, band_keys)?;
+                    }
+                    let bytes = builder.finish(&self.params.segment_options())?;
+                    let id = self.new_file_id();
+                    let path = self.dir.join(names::segment_name(id));
+                    write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
+                    Ok(SegmentMeta {
+                        id,
+                        base: input.base,
+                        span: input.span,
+                        docs: input.live.len() as u64,
+                        file_len: bytes.len() as u64,
+                        siglog_crc: 0, // set below, from the records as written
+                    })
+                },
+            );
+            let meta = SegmentMeta {
+                siglog_crc: logged?,
+                ..built?
+            };
+            segments.push(meta.clone());
+            new_segment = Some(meta);
+        }
+        // Deletions of older documents join the durable list.
+        let deletions = if input.deleted_older.is_empty() {
+            old.manifest.deletions.clone()
+        } else {
+            let union: BTreeSet<u64> = old
+                .deletions
+                .iter()
+                .chain(input.deleted_older.iter().copied())
+                .collect();
+            let list: Vec<u64> = union.into_iter().collect();
+            self.write_deletions(&list)?
+        };
+        let manifest = Manifest {
+            generation: old.manifest.generation + 1,
+            params: self.params,
+            next_docno,
+            siglog_records: next_docno,
+            wal_start,
+            next_file_id: self.file_ids_used(),
+            deletions,
+            segments,
+        };
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(Error::io_on(&self.dir, "fsync directory"))?;
+        write_manifest(vfs, &self.dir, &manifest)?;
+
+        // Published: install the new version for queries.
+        let added = match new_segment {
+            Some(meta) => Some(Arc::new(load_segment(vfs, &self.dir, meta)?)),
+            None => None,
+        };
+        let version = old.successor(vfs, &self.dir, manifest, added)?;
+        let mut state = self.state.write();
+        state.version = Arc::new(version);
+        after(&mut state);
+        Ok(())
+    }
+
+    pub(super) fn write_deletions(&self, sorted: &[u64]) -> Result<DeletionsMeta> {
+        if sorted.is_empty() {
+            return Ok(DeletionsMeta::default());
+        }
+        let bytes = deletions::encode(sorted);
+        let id = self.new_file_id();
+        let path = self.dir.join(names::deletions_name(id));
+        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
+        Ok(DeletionsMeta {
+            id,
+            count: sorted.len() as u64,
+            file_len: bytes.len() as u64,
+        })
+    }
+
+    /// Deletes files the durable manifest no longer references (and leftovers of crashes).
+    pub(super) fn remove_obsolete_files(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let (manifest, wal_id) = {
+            let state = self.state.read();
+            let wal_id = self.group_commit.wal_id();
+            (state.version.manifest.clone(), wal_id)
+        };
+        let names = self
+            .vfs
+            .list_dir(&self.dir)
+            .map_err(Error::io_on(&self.dir, "list directory"))?;
+        let mut removed = false;
+        for name in names {
+            let obsolete = match names::classify(&name) {
+                Some(FileKind::Manifest(g)) => g < manifest.generation,
+                Some(FileKind::Segment(id)) => {
+                    id < manifest.next_file_id && !manifest.segments.iter().any(|s| s.id == id)
+                }
+                Some(FileKind::Deletions(id)) => {
+                    id < manifest.next_file_id && id != manifest.deletions.id
+                }
+                Some(FileKind::Wal(id)) => id < manifest.wal_start && Some(id) != wal_id,
+                Some(FileKind::CurrentTmp) => true,
+                None => false,
+            };
+            if obsolete {
+                let path = self.dir.join(&name);
+                // A failed removal leaves an orphan that the next open removes.
+                if self.vfs.remove_file(&path).is_ok() {
+                    removed = true;
+                }
+            }
+        }
+        if removed {
+            let _ = self.vfs.sync_dir(&self.dir);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `span` records produced by `fill` from offset `at` on, a chunk at a time (each chunk
+/// filled on every core), and returns their CRC-32.
+fn write_records_lazily(
+    fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
+    span: u64,
+    record_bytes: usize,
+    at: u64,
+    write: impl Fn(&[u8], u64) -> Result<()>,
+) -> Result<u32> {
+    let record_bytes = record_bytes.max(1);
+    let span = usize::try_from(span).map_err(|_| Error::invalid("span", "too large"))?;
+    let per_chunk = (SIGLOG_WRITE_CHUNK / record_bytes).clamp(1, span.max(1));
+    let mut buf = vec![0u8; per_chunk * record_bytes];
+    let mut crc = crc32fast::Hasher::new();
+    let mut start = 0usize;
+    while start < span {
+        let count = per_chunk.min(span - start);
+        let chunk = buf
+            .get_mut(..count * record_bytes)
+            .ok_or_else(|| Error::invalid("records", "chunk out of range"))?;
+        chunk
+            .par_chunks_mut(record_bytes)
+            .enumerate()
+            .try_for_each(|(j, rec)| fill(start + j, rec))?;
+        crc.update(chunk);
+        write(chunk, at + (start * record_bytes) as u64)?;
+        start += count;
+    }
+    Ok(crc.finalize())
+}

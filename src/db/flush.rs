@@ -1,0 +1,101 @@
+//! Flush: the in-memory table is frozen, writes move to a new WAL file, and the frozen table
+//! becomes a segment plus signature-log records, published by a new manifest whose WAL start
+//! drops the old WAL (`format/commit.md`, "Flush"). Queries go on meanwhile: they read the
+//! frozen table until the new version is installed.
+
+use std::sync::Arc;
+
+use super::Db;
+use super::commit::{NewDocs, Records};
+use super::memtable::MemTable;
+use crate::storage::names;
+use crate::storage::wal::WalWriter;
+use crate::{Error, Result};
+
+impl Db {
+    pub(super) fn maybe_flush(&self) -> Result<()> {
+        let big = self.state.read().mem.approx_bytes() >= self.opts.memtable_bytes;
+        if big { self.flush() } else { Ok(()) }
+    }
+
+    /// Writes the in-memory table to a new segment and makes it (and every write before this
+    /// call) durable. Queries continue meanwhile.
+    pub fn flush(&self) -> Result<()> {
+        self.check_writable()?;
+        let _maint = self.maintenance.lock();
+        self.check_writable()?;
+        // 1. Freeze the table and switch to a new WAL, with no writer in between.
+        let imm = {
+            let _order = self.sequencer.lock();
+            if self.state.read().mem.is_empty() {
+                return Ok(());
+            }
+            // Everything queued goes into the old WAL, durably; then the zeros written ahead
+            // of its records are cut off (only the newest WAL may end in anything else).
+            let seq = self.group_commit.last_queued()?;
+            self.sync_wal_through(seq)?;
+            if let Some(old) = self.group_commit.writer()
+                && let Err(e) = old.seal()
+            {
+                return self.fail(e);
+            }
+            let id = self.new_file_id();
+            let path = self.dir.join(names::wal_name(id));
+            let writer = match WalWriter::create(self.vfs.as_ref(), &path) {
+                Ok(w) => w,
+                Err(e) => return self.fail(e),
+            };
+            if let Err(e) = self.vfs.sync_dir(&self.dir) {
+                return self.fail(Error::io(&self.dir, "fsync directory", e));
+            }
+            self.group_commit.switch_to(id, writer);
+            let mut state = self.state.write();
+            let next = state.mem.next_docno();
+            let bands = self.params.lsh.bands;
+            let frozen = std::mem::replace(
+                &mut state.mem,
+                MemTable::new(next, bands, self.params.sig_bytes()),
+            );
+            let frozen = Arc::new(frozen);
+            state.imm = Some(frozen.clone());
+            (frozen, id)
+        };
+        let (imm, new_wal_id) = imm;
+        match self.write_flush(&imm, new_wal_id) {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(e),
+        }?;
+        self.remove_obsolete_files()?;
+        if self.opts.auto_compact {
+            self.compact_step()?;
+        }
+        Ok(())
+    }
+
+    fn write_flush(&self, imm: &MemTable, new_wal_id: u64) -> Result<()> {
+        let record_bytes = self.params.sig_bytes();
+        // Signature-log records for the whole docno range (dead ones zeroed).
+        let all = imm.all_signatures();
+        let fill = |i: usize, out: &mut [u8]| -> Result<()> {
+            let stored = all
+                .get(i * record_bytes..(i + 1) * record_bytes)
+                .filter(|_| imm.is_live_index(i));
+            match stored {
+                Some(sig) => out.copy_from_slice(sig),
+                None => out.fill(0),
+            }
+            Ok(())
+        };
+        let input = NewDocs {
+            base: imm.base,
+            span: imm.len() as u64,
+            records: Records::Lazy(&fill),
+            live: imm
+                .live_docs()
+                .map(|(d, doc)| (d, doc.key, doc.band_keys))
+                .collect(),
+            deleted_older: imm.deleted_older.iter().copied().collect(),
+        };
+        self.publish_new_docs(&input, new_wal_id, |state| state.imm = None)
+    }
+}

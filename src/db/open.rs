@@ -1,0 +1,387 @@
+//! Create and open, with recovery broken into the named steps of `format/commit.md` ("Open"):
+//! lock, read CURRENT and the manifest it pins, check the signature log (a writer cuts an
+//! interrupted flush's records off), map the committed files, replay the WAL into a fresh
+//! in-memory table (a writer cuts a torn tail), then a writer starts a new WAL file and removes
+//! files the manifest no longer names.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::commit::write_manifest;
+use super::group_commit::GroupCommit;
+use super::memtable::MemTable;
+use super::options::Options;
+use super::params::IndexParams;
+use super::state::State;
+use super::version::{Manifest, load_version};
+use super::{Db, Version};
+use crate::storage::manifest::{Current, DeletionsMeta};
+use crate::storage::names::{self, FileKind};
+use crate::storage::siglog;
+use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsFile, VfsLock, read_file};
+use crate::storage::wal::batch::{OpRef, band_keys_le, decode_ops};
+use crate::storage::wal::{WalReader, WalWriter};
+use crate::{Error, Result};
+
+/// Creates a new database in `dir` (which must not hold one already), then opens it.
+pub(super) fn create(
+    vfs: Arc<dyn Vfs>,
+    dir: &Path,
+    params: IndexParams,
+    opts: Options,
+) -> Result<Db> {
+    params.validate()?;
+    vfs.create_dir_all(dir)
+        .map_err(Error::io_on(dir, "create directory"))?;
+    let lock = lock(vfs.as_ref(), dir, LockMode::Exclusive)?;
+    let current = dir.join(names::CURRENT);
+    if vfs
+        .exists(&current)
+        .map_err(Error::io_on(&current, "stat"))?
+    {
+        return Err(Error::invalid(
+            "path",
+            format!("{} already holds an mhdb database", dir.display()),
+        ));
+    }
+    // Leftovers of an interrupted create (no CURRENT yet) are ours to replace.
+    let siglog_path = dir.join(names::SIGLOG);
+    let siglog = vfs
+        .open(&siglog_path, OpenMode::CreateOrTruncate)
+        .map_err(Error::io_on(&siglog_path, "create"))?;
+    let header = siglog::encode_header(
+        params.sketch.num_perm as u32,
+        params.bits,
+        params.sig_bytes() as u32,
+    );
+    siglog
+        .write_all_at(&header, 0)
+        .map_err(Error::io_on(&siglog_path, "write"))?;
+    siglog
+        .sync_data()
+        .map_err(Error::io_on(&siglog_path, "fsync"))?;
+    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)))?;
+    let manifest = Manifest {
+        generation: 1,
+        params,
+        next_docno: 0,
+        siglog_records: 0,
+        wal_start: 1,
+        next_file_id: 2,
+        deletions: DeletionsMeta::default(),
+        segments: Vec::new(),
+    };
+    write_manifest(vfs.as_ref(), dir, &manifest)?;
+    drop(lock);
+    open(vfs, dir, opts, false)
+}
+
+/// Opens the database in `dir` and recovers its committed state.
+pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool) -> Result<Db> {
+    let dir = dir.to_path_buf();
+    let current_path = dir.join(names::CURRENT);
+    if !vfs
+        .exists(&current_path)
+        .map_err(Error::io_on(&current_path, "stat"))?
+    {
+        return Err(Error::invalid(
+            "path",
+            format!(
+                "{} is not an mhdb database (no CURRENT file)",
+                dir.display()
+            ),
+        ));
+    }
+    let mode = if read_only {
+        LockMode::Shared
+    } else {
+        LockMode::Exclusive
+    };
+    let lock = lock(vfs.as_ref(), &dir, mode)?;
+    let manifest = read_manifest(vfs.as_ref(), &dir)?;
+    let params = manifest.params;
+    if let Some(expected) = &opts.expect_sketch {
+        params.check_compatible(expected)?;
+    }
+    let hasher = params.hasher()?;
+    let banding = params.banding()?;
+    let siglog_file = open_signature_log(vfs.as_ref(), &dir, &manifest, read_only)?;
+    let version = Arc::new(load_version(vfs.as_ref(), &dir, manifest)?);
+    let listing = vfs
+        .list_dir(&dir)
+        .map_err(Error::io_on(&dir, "list directory"))?;
+    let (mem, last_seq) = replay_wal(vfs.as_ref(), &dir, &listing, &version, read_only)?;
+    let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
+    let group_commit = if read_only {
+        GroupCommit::read_only()
+    } else {
+        start_wal(vfs.as_ref(), &dir, &next_file_id, last_seq)?
+    };
+    let db = Db {
+        dir,
+        vfs,
+        opts,
+        params,
+        hasher,
+        banding,
+        read_only,
+        _lock: lock,
+        state: RwLock::new(State {
+            mem,
+            imm: None,
+            version,
+        }),
+        sequencer: Mutex::new(()),
+        group_commit,
+        maintenance: Mutex::new(()),
+        next_file_id,
+        failed: AtomicBool::new(false),
+        siglog_file: (!read_only).then_some(siglog_file),
+    };
+    if !read_only {
+        db.remove_obsolete_files()?;
+    }
+    Ok(db)
+}
+
+/// Takes the directory's lock: exclusive for the writer, shared for readers.
+fn lock(vfs: &dyn Vfs, dir: &Path, mode: LockMode) -> Result<Box<dyn VfsLock>> {
+    let path = dir.join(names::LOCK);
+    vfs.lock(&path, mode).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked { path: path.clone() }
+        } else {
+            Error::io(&path, "lock", e)
+        }
+    })
+}
+
+/// CURRENT, then the manifest it names, checked against CURRENT's pin of its length and
+/// checksum.
+fn read_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Manifest> {
+    let current_path = dir.join(names::CURRENT);
+    let current = Current::decode(&read_file(vfs, &current_path)?, &current_path)?;
+    let manifest_path = dir.join(names::manifest_name(current.generation));
+    let manifest_bytes = read_file(vfs, &manifest_path)?;
+    current.check(&manifest_bytes, &manifest_path)?;
+    Manifest::decode(&manifest_bytes, &manifest_path)
+}
+
+/// Opens the signature log and checks its header against the parameters. It holds at least
+/// the committed records; a longer tail is an interrupted flush, cut off by a writer and
+/// ignored by a reader.
+fn open_signature_log(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    manifest: &Manifest,
+    read_only: bool,
+) -> Result<Arc<dyn VfsFile>> {
+    let params = &manifest.params;
+    let record_bytes = params.sig_bytes();
+    let path = dir.join(names::SIGLOG);
+    let mode = if read_only {
+        OpenMode::Read
+    } else {
+        OpenMode::ReadWrite
+    };
+    let file = vfs.open(&path, mode).map_err(Error::io_on(&path, "open"))?;
+    let len = file.len().map_err(Error::io_on(&path, "stat"))?;
+    if len < siglog::HEADER_LEN {
+        return Err(Error::corruption(
+            &path,
+            len,
+            "signature log is shorter than its header",
+        ));
+    }
+    let mut header = vec![0u8; siglog::HEADER_LEN as usize];
+    file.read_exact_at(&mut header, 0)
+        .map_err(Error::io_on(&path, "read"))?;
+    siglog::check_header(
+        &header,
+        &path,
+        params.sketch.num_perm as u32,
+        params.bits,
+        record_bytes as u32,
+    )?;
+    let committed_len = siglog::offset(manifest.siglog_records, record_bytes);
+    if len < committed_len {
+        return Err(Error::corruption(
+            &path,
+            len,
+            format!(
+                "signature log ends at {len} but {} committed records need {committed_len} bytes",
+                manifest.siglog_records
+            ),
+        ));
+    }
+    if len > committed_len && !read_only {
+        file.set_len(committed_len)
+            .map_err(Error::io_on(&path, "truncate"))?;
+        file.sync_data().map_err(Error::io_on(&path, "fsync"))?;
+    }
+    Ok(file)
+}
+
+/// Replays the WAL files the manifest does not cover, in order, into a fresh in-memory table;
+/// returns it with the last record's sequence number.
+fn replay_wal(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    listing: &[String],
+    version: &Version,
+    read_only: bool,
+) -> Result<(MemTable, u64)> {
+    let params = &version.manifest.params;
+    let record_bytes = params.sig_bytes();
+    let bands = params.lsh.bands;
+    let mut wal_paths: Vec<(u64, PathBuf)> = listing
+        .iter()
+        .filter_map(|n| match names::classify(n) {
+            Some(FileKind::Wal(id)) if id >= version.manifest.wal_start => {
+                Some((id, dir.join(names::wal_name(id))))
+            }
+            _ => None,
+        })
+        .collect();
+    wal_paths.sort_unstable();
+    let mut mem = MemTable::new(version.manifest.next_docno, bands, record_bytes);
+    // Size the table for the WAL's inserts (each logs at least its band keys and signature)
+    // and build the band buckets once at the end.
+    let mut wal_bytes = 0u64;
+    for (_, path) in &wal_paths {
+        let file = vfs
+            .open(path, OpenMode::Read)
+            .map_err(Error::io_on(path, "open"))?;
+        wal_bytes += file.len().map_err(Error::io_on(path, "stat"))?;
+    }
+    let min_insert_bytes = (record_bytes + bands * 8) as u64;
+    mem.reserve(usize::try_from(wal_bytes / min_insert_bytes).unwrap_or(0));
+    mem.defer_buckets();
+    let mut last_seq = 0u64;
+    for (i, (_, path)) in wal_paths.iter().enumerate() {
+        let is_newest = i + 1 == wal_paths.len();
+        let mut first_in_file = true;
+        let replay = WalReader::replay(vfs, path, |seq, offset, payload| {
+            // Sequence numbers continue from one WAL file to the next: a gap means an older
+            // file lost its end (e.g. was truncated at a record boundary).
+            if first_in_file && last_seq > 0 && seq != last_seq + 1 {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "WAL starts at record {seq}, but the previous WAL file ended at {last_seq}"
+                    ),
+                ));
+            }
+            first_in_file = false;
+            decode_ops(payload, bands, record_bytes, path, offset, |op| match op {
+                OpRef::Insert {
+                    docno,
+                    key,
+                    band_keys,
+                    sig,
+                } => {
+                    if mem.insert(docno, key, band_keys_le(band_keys), sig) {
+                        Ok(())
+                    } else {
+                        Err(Error::corruption(
+                            path,
+                            offset,
+                            format!(
+                                "WAL insert of document {docno} does not continue the numbering at {}",
+                                mem.next_docno()
+                            ),
+                        ))
+                    }
+                }
+                OpRef::Delete { docno } => {
+                    mem.mark_deleted(docno);
+                    Ok(())
+                }
+            })?;
+            last_seq = last_seq.max(seq);
+            Ok(())
+        })?;
+        if replay.torn_tail_bytes > 0 && !is_newest {
+            return Err(Error::corruption(
+                path,
+                replay.valid_len,
+                "torn record in a WAL file that is not the newest",
+            ));
+        }
+        if !read_only {
+            settle_replayed_wal(vfs, path, &replay)?;
+        }
+        // Readers change no byte: they ignore a torn tail.
+    }
+    mem.build_deferred_buckets();
+    Ok((mem, last_seq))
+}
+
+/// A writer leaves a replayed WAL file as an older WAL may be: whole records only, durable.
+fn settle_replayed_wal(
+    vfs: &dyn Vfs,
+    path: &Path,
+    replay: &crate::storage::wal::Replay,
+) -> Result<()> {
+    if replay.records == 0 {
+        // A WAL holding no record carries nothing (whatever zeros or torn bytes follow its
+        // header); without this, every open that writes nothing would leave one more file
+        // behind until the next flush. Its tail is cut durably first: the removal is durable
+        // only with the directory fsync that also makes this handle's new WAL durable, and
+        // should the creation survive a crash without the removal, this file must not be an
+        // older WAL with a torn tail.
+        if replay.torn_tail_bytes > 0 {
+            WalReader::truncate_torn_tail(vfs, path, replay.valid_len)?;
+        }
+        if vfs.exists(path).map_err(Error::io_on(path, "stat WAL"))? {
+            vfs.remove_file(path)
+                .map_err(Error::io_on(path, "remove empty WAL"))?;
+        }
+        Ok(())
+    } else if replay.torn_tail_bytes > 0 {
+        WalReader::truncate_torn_tail(vfs, path, replay.valid_len)
+    } else {
+        // The file becomes an older WAL once this handle creates its own: it must be durable
+        // exactly as replayed (an earlier handle may have written or cut it without a
+        // successful fsync), or a power loss could bring back a tail that only the newest file
+        // may have.
+        WalReader::sync_file(vfs, path)
+    }
+}
+
+/// The next unused file id: past the manifest's counter and past every file present (an
+/// interrupted write may have used ids the durable manifest never recorded).
+fn next_file_id(listing: &[String], version: &Version) -> u64 {
+    let mut next = version.manifest.next_file_id;
+    for name in listing {
+        if let Some(
+            FileKind::Wal(id)
+            | FileKind::Segment(id)
+            | FileKind::Deletions(id)
+            | FileKind::Manifest(id),
+        ) = names::classify(name)
+        {
+            next = next.max(id + 1);
+        }
+    }
+    next
+}
+
+/// A writer's new WAL file; the replayed ones stay until the next flush.
+fn start_wal(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    next_file_id: &AtomicU64,
+    last_seq: u64,
+) -> Result<GroupCommit> {
+    let id = next_file_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)))?;
+    writer.set_next_seq(last_seq + 1);
+    vfs.sync_dir(dir)
+        .map_err(Error::io_on(dir, "fsync directory"))?;
+    Ok(GroupCommit::new(id, writer, last_seq))
+}

@@ -1,0 +1,127 @@
+//! What reads see, behind one reader-writer lock: the mutable in-memory table, the frozen one a
+//! flush is writing, and the committed [`Version`]. Everything that decides whether a
+//! document is live lives here, so that queries, dedup, stats and export agree.
+
+use std::sync::Arc;
+
+use super::memtable::MemTable;
+use super::version::Version;
+use crate::Result;
+
+/// Mutable in-memory state, behind one reader-writer lock.
+pub(super) struct State {
+    pub(super) mem: MemTable,
+    pub(super) imm: Option<Arc<MemTable>>,
+    pub(super) version: Arc<Version>,
+}
+
+impl State {
+    /// A copy that long reads (dedup) can use without holding the lock: the files are shared
+    /// (immutable, reference-counted), the mutable in-memory table is copied (at most
+    /// `Options::memtable_bytes`).
+    pub(super) fn snapshot(&self) -> State {
+        State {
+            mem: self.mem.clone(),
+            imm: self.imm.clone(),
+            version: self.version.clone(),
+        }
+    }
+
+    /// True if `docno` is deleted (or was never a live document).
+    pub(super) fn is_deleted(&self, docno: u64) -> bool {
+        if docno >= self.mem.base {
+            return !self.mem.doc(docno).is_some_and(|d| d.live);
+        }
+        if self.mem.deleted_older.contains(&docno) {
+            return true;
+        }
+        if let Some(imm) = &self.imm {
+            if docno >= imm.base {
+                return !imm.doc(docno).is_some_and(|d| d.live);
+            }
+            if imm.deleted_older.contains(&docno) {
+                return true;
+            }
+        }
+        self.version.deletions.contains(docno)
+    }
+
+    /// The live document number of `key`, if any.
+    pub(super) fn lookup_key(&self, key: &[u8]) -> Result<Option<u64>> {
+        if let Some(d) = self.mem.lookup_key(key) {
+            return Ok(Some(d));
+        }
+        if let Some(d) = self.imm.as_ref().and_then(|imm| imm.lookup_key(key))
+            && !self.mem.deleted_older.contains(&d)
+        {
+            return Ok(Some(d));
+        }
+        for seg in self.version.segments.iter().rev() {
+            if let Some(d) = seg.seg.find_key(key)?
+                && !self.is_deleted(d)
+            {
+                return Ok(Some(d));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The packed signature of `docno`.
+    pub(super) fn signature_bytes(&self, docno: u64, record_bytes: usize) -> Option<&[u8]> {
+        if let Some(d) = self.mem.doc(docno) {
+            return Some(d.sig);
+        }
+        if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
+            return Some(d.sig);
+        }
+        self.version.siglog_record(docno, record_bytes)
+    }
+
+    /// The key of `docno`.
+    pub(super) fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
+        if let Some(d) = self.mem.doc(docno) {
+            return Ok(Some(d.key));
+        }
+        if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
+            return Ok(Some(d.key));
+        }
+        match self.version.segment_of(docno) {
+            Some(seg) => seg.seg.key_of(docno),
+            None => Ok(None),
+        }
+    }
+    /// The number of live documents, counted from the deletion lists rather than document by
+    /// document: segments' documents less the durable deletions that fall in them, less the
+    /// deletions still in memory that fall in them, plus the in-memory tables' live documents.
+    pub(super) fn live_count(&self) -> u64 {
+        let version = &self.version;
+        let seg_docs: u64 = version.segments.iter().map(|s| s.seg.doc_count()).sum();
+        let deleted_in_segments = version
+            .deletions
+            .iter()
+            .filter(|&d| version.segment_of(d).is_some())
+            .count() as u64;
+        let mut live = seg_docs - deleted_in_segments;
+        let memory_base = self.imm.as_ref().map_or(self.mem.base, |i| i.base);
+        for d in self
+            .mem
+            .deleted_older
+            .iter()
+            .chain(self.imm.iter().flat_map(|i| i.deleted_older.iter()))
+        {
+            if *d < memory_base
+                && version.segment_of(*d).is_some()
+                && !version.deletions.contains(*d)
+            {
+                live = live.saturating_sub(1);
+            }
+        }
+        if let Some(imm) = &self.imm {
+            live += imm
+                .live_docs()
+                .filter(|(d, _)| !self.mem.deleted_older.contains(d))
+                .count() as u64;
+        }
+        live + self.mem.live_count() as u64
+    }
+}

@@ -1,0 +1,159 @@
+//! The committed state a manifest names, mapped and checked: segments, the signature log and
+//! the deletion list. A [`Version`] is immutable and shared (`Arc`): a query or a dedup pass
+//! holds the one it started with while flushes and compactions install newer ones.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::params::IndexParams;
+use crate::storage::deletions::Deletions;
+use crate::storage::manifest::SegmentMeta;
+use crate::storage::names;
+use crate::storage::segment::Segment;
+use crate::storage::siglog;
+use crate::storage::vfs::{Mapped, Prefetch, Vfs};
+use crate::{Error, Result};
+
+/// The manifest as this layer reads it: with the index parameters.
+pub(super) type Manifest = crate::storage::manifest::Manifest<IndexParams>;
+
+/// One segment file, mapped and checked.
+pub(super) struct LoadedSegment {
+    pub(super) meta: SegmentMeta,
+    pub(super) seg: Segment<Mapped>,
+    pub(super) path: PathBuf,
+}
+
+/// An immutable view of the committed files.
+pub(super) struct Version {
+    pub(super) manifest: Manifest,
+    pub(super) segments: Vec<Arc<LoadedSegment>>,
+    pub(super) siglog: Option<Mapped>,
+    pub(super) deletions: Deletions,
+}
+
+impl Version {
+    /// The segment whose docno range holds `docno`.
+    pub(super) fn segment_of(&self, docno: u64) -> Option<&LoadedSegment> {
+        let i = self
+            .segments
+            .partition_point(|s| s.meta.base + s.meta.span <= docno);
+        self.segments
+            .get(i)
+            .filter(|s| s.meta.base <= docno)
+            .map(|s| s.as_ref())
+    }
+
+    pub(super) fn siglog_record(&self, docno: u64, record_bytes: usize) -> Option<&[u8]> {
+        if docno >= self.manifest.siglog_records {
+            return None;
+        }
+        let start = siglog::offset(docno, record_bytes) as usize;
+        self.siglog.as_deref()?.get(start..start + record_bytes)
+    }
+
+    /// Starts reading the signature-log record of `docno` (a hint for cold queries).
+    pub(super) fn prefetch_siglog_record(&self, docno: u64, record_bytes: usize) {
+        if docno < self.manifest.siglog_records
+            && let Some(map) = &self.siglog
+        {
+            map.prefetch(siglog::offset(docno, record_bytes) as usize, record_bytes);
+        }
+    }
+}
+
+impl Version {
+    /// The version `manifest` names, reusing the segments of `self` that it still names (they
+    /// are immutable, so their maps stay valid) and mapping the others.
+    pub(super) fn successor(
+        &self,
+        vfs: &dyn Vfs,
+        dir: &Path,
+        manifest: Manifest,
+        also: Option<Arc<LoadedSegment>>,
+    ) -> Result<Version> {
+        let shell = Manifest {
+            segments: Vec::new(),
+            ..manifest.clone()
+        };
+        let mut next = load_version(vfs, dir, shell)?;
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for meta in &manifest.segments {
+            let known = self.segments.iter().chain(also.as_ref());
+            match known.into_iter().find(|s| s.meta.id == meta.id) {
+                Some(s) => segments.push(s.clone()),
+                None => segments.push(Arc::new(load_segment(vfs, dir, meta.clone())?)),
+            }
+        }
+        next.segments = segments;
+        next.manifest = manifest;
+        Ok(next)
+    }
+}
+
+/// Maps and checks every file a manifest names.
+pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Result<Version> {
+    let mut segments = Vec::with_capacity(manifest.segments.len());
+    for meta in &manifest.segments {
+        let loaded = load_segment(vfs, dir, meta.clone())?;
+        // Every query reads one directory slot per band: have the OS read the directories
+        // (0.26 B per posting) in the background now rather than one slot at a time later.
+        loaded.seg.prefetch_directories();
+        segments.push(Arc::new(loaded));
+    }
+    let siglog = if manifest.siglog_records > 0 {
+        let path = dir.join(names::SIGLOG);
+        Some(
+            vfs.map_readonly(&path)
+                .map_err(Error::io_on(&path, "mmap"))?,
+        )
+    } else {
+        None
+    };
+    let deletions = if manifest.deletions.id != 0 {
+        let path = dir.join(names::deletions_name(manifest.deletions.id));
+        let map = vfs
+            .map_readonly(&path)
+            .map_err(Error::io_on(&path, "mmap"))?;
+        if map.len() as u64 != manifest.deletions.file_len {
+            return Err(Error::corruption(
+                &path,
+                map.len() as u64,
+                format!(
+                    "deletion list is {} bytes, manifest says {}",
+                    map.len(),
+                    manifest.deletions.file_len
+                ),
+            ));
+        }
+        Deletions::open(map, &path, manifest.deletions.count)?
+    } else {
+        Deletions::default()
+    };
+    Ok(Version {
+        manifest,
+        segments,
+        siglog,
+        deletions,
+    })
+}
+
+pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Result<LoadedSegment> {
+    let path = dir.join(names::segment_name(meta.id));
+    let map = vfs
+        .map_readonly(&path)
+        .map_err(Error::io_on(&path, "mmap"))?;
+    if map.len() as u64 != meta.file_len {
+        return Err(Error::corruption(
+            &path,
+            map.len() as u64,
+            format!(
+                "segment is {} bytes, manifest says {}",
+                map.len(),
+                meta.file_len
+            ),
+        ));
+    }
+    let seg = Segment::open(map, &path)?;
+    Ok(LoadedSegment { meta, seg, path })
+}

@@ -1,0 +1,271 @@
+//! The write path: what a caller asks for ([`WriteBatch`]), resolved to document numbers under
+//! the sequencer (so WAL order is document-number order), queued for group commit and applied
+//! to the in-memory table atomically with respect to queries.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::Db;
+use super::options::Durability;
+use crate::sketch::{Signature, bbit};
+use crate::storage::wal::MAX_RECORD_LEN;
+use crate::storage::wal::batch::{LogOp, MAX_KEY_LEN, encode_ops};
+use crate::{Error, Result};
+
+/// One requested change.
+#[derive(Clone, Debug)]
+pub(crate) enum BatchOp {
+    Put { key: Vec<u8>, sig: Signature },
+    PutText { key: Vec<u8>, text: String },
+    Delete { key: Vec<u8> },
+}
+
+/// A group of inserts and deletes applied atomically by [`Db::write`](super::Db::write).
+///
+/// Inserting a key that already exists replaces it (upsert): the old document is deleted and
+/// the new one gets a new internal number, in the same atomic step. Deleting an absent key is a
+/// no-op. Within one batch, operations apply in order.
+#[derive(Clone, Debug, Default)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<BatchOp>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts (or replaces) `key` with a precomputed full-precision signature.
+    pub fn insert(&mut self, key: impl AsRef<[u8]>, sig: Signature) -> &mut Self {
+        self.ops.push(BatchOp::Put {
+            key: key.as_ref().to_vec(),
+            sig,
+        });
+        self
+    }
+
+    /// Inserts (or replaces) `key` with the signature of `text`.
+    pub fn insert_text(&mut self, key: impl AsRef<[u8]>, text: impl Into<String>) -> &mut Self {
+        self.ops.push(BatchOp::PutText {
+            key: key.as_ref().to_vec(),
+            text: text.into(),
+        });
+        self
+    }
+
+    /// Deletes `key` if present.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.ops.push(BatchOp::Delete {
+            key: key.as_ref().to_vec(),
+        });
+        self
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+impl Db {
+    /// Applies a batch atomically. With [`Durability::Sync`] it is durable when this returns.
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let preparing = self.group_commit.preparing();
+        // Sign and band outside every lock.
+        enum Prepared<'a> {
+            Put {
+                key: &'a [u8],
+                band_keys: Box<[u64]>,
+                sig: Box<[u8]>,
+            },
+            Delete {
+                key: &'a [u8],
+            },
+        }
+        let mut prepared = Vec::with_capacity(batch.ops.len());
+        for op in &batch.ops {
+            let (key, sig) = match op {
+                BatchOp::Put { key, sig } => (key, Cow::Borrowed(sig)),
+                BatchOp::PutText { key, text } => (key, Cow::Owned(self.hasher.sketch_text(text))),
+                BatchOp::Delete { key } => {
+                    check_key(key)?;
+                    prepared.push(Prepared::Delete { key });
+                    continue;
+                }
+            };
+            check_key(key)?;
+            self.check_signature(&sig)?;
+            let band_keys = self.banding.band_keys(sig.slots())?.into();
+            let packed = bbit::pack(sig.slots(), self.params.bits)?.into();
+            prepared.push(Prepared::Put {
+                key,
+                band_keys,
+                sig: packed,
+            });
+        }
+
+        let seq = {
+            let _order = self.sequencer.lock();
+            self.check_writable()?;
+            let mut ops = Vec::with_capacity(prepared.len() + 1);
+            {
+                let state = self.state.read();
+                let mut next = state.mem.next_docno();
+                // Keys touched earlier in this batch shadow the stored state.
+                let mut overlay: HashMap<&[u8], Option<u64>> = HashMap::new();
+                for p in prepared {
+                    match p {
+                        Prepared::Put {
+                            key,
+                            band_keys,
+                            sig,
+                        } => {
+                            let existing = match overlay.get(key) {
+                                Some(v) => *v,
+                                None => state.lookup_key(key)?,
+                            };
+                            if let Some(old) = existing {
+                                ops.push(LogOp::Delete { docno: old });
+                            }
+                            ops.push(LogOp::Insert {
+                                docno: next,
+                                key: key.into(),
+                                band_keys,
+                                sig,
+                            });
+                            overlay.insert(key, Some(next));
+                            next += 1;
+                        }
+                        Prepared::Delete { key } => {
+                            let existing = match overlay.get(key) {
+                                Some(v) => *v,
+                                None => state.lookup_key(key)?,
+                            };
+                            if let Some(old) = existing {
+                                ops.push(LogOp::Delete { docno: old });
+                            }
+                            overlay.insert(key, None);
+                        }
+                    }
+                }
+            }
+            if ops.is_empty() {
+                return Ok(());
+            }
+            let payload = encode_ops(&ops);
+            if payload.len() > MAX_RECORD_LEN {
+                // Refused before anything is queued or applied: the batch has no effect.
+                return Err(Error::invalid(
+                    "batch",
+                    format!(
+                        "encodes to {} bytes, more than one WAL record may hold ({}); split it or use bulk_insert",
+                        payload.len(),
+                        MAX_RECORD_LEN
+                    ),
+                ));
+            }
+            let seq = self.group_commit.queue(payload)?;
+            drop(preparing);
+            let mut state = self.state.write();
+            for op in &ops {
+                match op {
+                    LogOp::Insert {
+                        docno,
+                        key,
+                        band_keys,
+                        sig,
+                    } => {
+                        state
+                            .mem
+                            .insert(*docno, key, band_keys.iter().copied(), sig);
+                    }
+                    LogOp::Delete { docno } => state.mem.mark_deleted(*docno),
+                }
+            }
+            seq
+        };
+        if self.opts.durability == Durability::Sync {
+            self.sync_wal_through(seq)?;
+        } else if let Err(e) = self.group_commit.write_if_large() {
+            return self.fail(e);
+        }
+        self.maybe_flush()
+    }
+
+    /// Inserts (or replaces) one document by signature.
+    pub fn insert(&self, key: impl AsRef<[u8]>, sig: &Signature) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.insert(key, sig.clone());
+        self.write(&b)
+    }
+
+    /// Inserts (or replaces) one document by text.
+    pub fn insert_text(&self, key: impl AsRef<[u8]>, text: &str) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.insert_text(key, text);
+        self.write(&b)
+    }
+
+    /// Deletes `key`. Returns whether it was present.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let present = self.contains(key.as_ref())?;
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(&b)?;
+        Ok(present)
+    }
+
+    /// Makes every write before this call durable.
+    pub fn commit(&self) -> Result<()> {
+        self.check_writable()?;
+        let seq = self.group_commit.last_queued()?;
+        self.sync_wal_through(seq)
+    }
+
+    /// Waits until the batch queued as `seq` is durable (sharing the fsync with concurrent
+    /// writers); a failure is latched: the handle then refuses writes.
+    pub(super) fn sync_wal_through(&self, seq: u64) -> Result<()> {
+        match self
+            .group_commit
+            .sync_through(seq, self.opts.durability, &self.failed)
+        {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Errors unless `sig` has this database's number of slots.
+    pub(super) fn check_signature(&self, sig: &Signature) -> Result<()> {
+        if sig.len() != self.params.sketch.num_perm {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "has {} slots, the database stores {}",
+                    sig.len(),
+                    self.params.sketch.num_perm
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::invalid(
+            "key",
+            format!("is {} bytes, at most {MAX_KEY_LEN} allowed", key.len()),
+        ));
+    }
+    Ok(())
+}
