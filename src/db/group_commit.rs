@@ -84,8 +84,8 @@ impl GroupCommit {
         Preparing(&self.preparing)
     }
 
-    /// Queues an encoded batch; returns its queue number.
-    pub(super) fn queue(&self, payload: Vec<u8>) -> Result<u64> {
+    /// Queues an encoded batch and ends its writer's preparing; returns its queue number.
+    pub(super) fn queue(&self, payload: Vec<u8>, preparing: Preparing<'_>) -> Result<u64> {
         let seq = {
             let mut wal = self.wal.lock();
             let Some(w) = wal.as_mut() else {
@@ -95,6 +95,9 @@ impl GroupCommit {
             w.pending.push((w.queued_seq, payload));
             w.queued_seq
         };
+        // No longer preparing, then wake a gathering leader: in the other order it would wake,
+        // still count this writer as preparing, and wait out its deadline.
+        drop(preparing);
         self.queued.notify_all();
         Ok(seq)
     }

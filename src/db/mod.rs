@@ -105,6 +105,12 @@ pub struct Db {
     siglog_file: Option<Arc<dyn VfsFile>>,
 }
 
+// Many threads share one handle: keep it so.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Db>();
+};
+
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")

@@ -174,8 +174,7 @@ impl Db {
                     ),
                 ));
             }
-            let seq = self.group_commit.queue(payload)?;
-            drop(preparing);
+            let seq = self.group_commit.queue(payload, preparing)?;
             let mut state = self.state.write();
             for op in &ops {
                 match op {
