@@ -86,12 +86,14 @@ impl Db {
         // Only durable deletions drop documents: a delete still in the WAL could be lost in a
         // crash, and must not take effect before it is acknowledged.
         let is_live = |docno: u64| !version.deletions.contains(docno);
-        let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
-        let bytes = merge(&segs, is_live, &self.params.segment_options())?;
-        let id = self.new_file_id();
-        let path = self.dir.join(names::segment_name(id));
-        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
+        // The records stay where they are; the new segment's entry carries their checksum,
+        // computed only once they match the checksums recorded for the inputs (else damage
+        // would get a fresh checksum here and pass every later check).
         let record_bytes = self.params.sig_bytes();
+        let siglog_path = self.dir.join(names::SIGLOG);
+        for input in &inputs {
+            version.checked_records(&input.meta, record_bytes, &siglog_path)?;
+        }
         let siglog_crc = {
             let start = siglog::offset(base, record_bytes) as usize;
             let stop = siglog::offset(end, record_bytes) as usize;
@@ -101,13 +103,18 @@ impl Db {
                 .and_then(|m| m.get(start..stop))
                 .ok_or_else(|| {
                     Error::corruption(
-                        &self.dir.join(names::SIGLOG),
+                        &siglog_path,
                         start as u64,
                         "signature log shorter than the segments it backs",
                     )
                 })?;
             crc32fast::hash(bytes)
         };
+        let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
+        let bytes = merge(&segs, is_live, &self.params.segment_options())?;
+        let id = self.new_file_id();
+        let path = self.dir.join(names::segment_name(id));
+        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
         let merged = load_segment(
             self.vfs.as_ref(),
             &self.dir,

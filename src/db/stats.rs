@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use super::{Db, IndexParams};
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::BucketStats;
-use crate::storage::siglog;
 use crate::{Error, Result};
 
 /// Bucket sizes of one band, over all segments.
@@ -126,31 +125,14 @@ impl Db {
         let version = self.state.read().version.clone();
         let mut report = VerifyReport::default();
         let record_bytes = self.params.sig_bytes();
+        let siglog_path = self.dir.join(names::SIGLOG);
         for seg in &version.segments {
             report.files_checked += 1;
             if let Err(e) = seg.seg.verify() {
                 report.problems.push(e);
             }
-            let start = siglog::offset(seg.meta.base, record_bytes) as usize;
-            let stop = siglog::offset(seg.meta.base + seg.meta.span, record_bytes) as usize;
-            let siglog_path = self.dir.join(names::SIGLOG);
-            match version.siglog.as_deref().and_then(|m| m.get(start..stop)) {
-                Some(bytes) if crc32fast::hash(bytes) == seg.meta.siglog_crc => {}
-                Some(_) => report.problems.push(Error::corruption(
-                    &siglog_path,
-                    start as u64,
-                    format!(
-                        "checksum of records {}..{} (segment {}) does not match the manifest",
-                        seg.meta.base,
-                        seg.meta.base + seg.meta.span,
-                        seg.meta.id
-                    ),
-                )),
-                None => report.problems.push(Error::corruption(
-                    &siglog_path,
-                    start as u64,
-                    "signature log is shorter than its segments need",
-                )),
+            if let Err(e) = version.checked_records(&seg.meta, record_bytes, &siglog_path) {
+                report.problems.push(e);
             }
             for doc in seg.seg.docs() {
                 let Ok((docno, _)) = doc else {

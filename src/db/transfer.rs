@@ -36,17 +36,24 @@ impl Db {
         let vfs = self.vfs.as_ref();
         vfs.create_dir_all(dest)
             .map_err(Error::io_on(dest, "create directory"))?;
-        let mut names: Vec<String> = version
+        // Damage is refused, not shipped: the copies keep their checksums, but a copy that
+        // verifies only at its destination has already spread.
+        let siglog_path = self.dir.join(names::SIGLOG);
+        for seg in &version.segments {
+            seg.seg.verify_checksums()?;
+            version.checked_records(&seg.meta, self.params.sig_bytes(), &siglog_path)?;
+        }
+        let mut files: Vec<String> = version
             .manifest
             .segments
             .iter()
             .map(|s| names::segment_name(s.id))
             .collect();
         if version.manifest.deletions.id != 0 {
-            names.push(names::deletions_name(version.manifest.deletions.id));
+            files.push(names::deletions_name(version.manifest.deletions.id));
         }
-        names.push(names::manifest_name(version.manifest.generation));
-        for name in &names {
+        files.push(names::manifest_name(version.manifest.generation));
+        for name in &files {
             let bytes = read_file(vfs, &self.dir.join(name))?;
             write_new_file(vfs, &dest.join(name), &bytes, OpenMode::CreateNew)?;
         }

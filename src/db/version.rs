@@ -63,6 +63,43 @@ impl Version {
 }
 
 impl Version {
+    /// The signature-log records of `segment`'s document range, checked against the checksum
+    /// the manifest recorded for them: whatever copies or rewrites them (compaction, export)
+    /// must never give damaged records a fresh checksum.
+    pub(super) fn checked_records(
+        &self,
+        segment: &SegmentMeta,
+        record_bytes: usize,
+        siglog_path: &Path,
+    ) -> Result<&[u8]> {
+        let start = siglog::offset(segment.base, record_bytes);
+        let stop = siglog::offset(segment.base + segment.span, record_bytes);
+        let bytes = self
+            .siglog
+            .as_deref()
+            .and_then(|m| m.get(start as usize..stop as usize))
+            .ok_or_else(|| {
+                Error::corruption(
+                    siglog_path,
+                    start,
+                    "signature log is shorter than its segments need",
+                )
+            })?;
+        if crc32fast::hash(bytes) != segment.siglog_crc {
+            return Err(Error::corruption(
+                siglog_path,
+                start,
+                format!(
+                    "checksum of records {}..{} (segment {}) does not match the manifest",
+                    segment.base,
+                    segment.base + segment.span,
+                    segment.id
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
     /// The version `manifest` names, reusing the segments of `self` that it still names (they
     /// are immutable, so their maps stay valid) and mapping the others.
     pub(super) fn successor(
