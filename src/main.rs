@@ -9,15 +9,5 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
-    match cli::run(args) {
-        Ok(code) => code,
-        // Whoever read our output stopped early (`mhdb keys idx | head`): that is their
-        // choice, not an error to report.
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mhdb: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    cli::exit(cli::run(cli::Cli::parse()))
 }

@@ -1,69 +1,35 @@
 //! `mhdb add`: load JSON Lines or plain files, signing on every core, committing in steps.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use mhdb::db::Db;
+use indicatif::ProgressBar;
+use mhdb::db::{Db, Durability, Options};
 use mhdb::sketch::Signature;
 use rayon::prelude::*;
 
-use super::{CliError, CliResult, open_for_bulk, progress_enabled};
+use super::args::{AddArgs, OnDuplicate};
+use super::input::{At, Dash, Input, JsonLine, Line, read_text, walk};
+use super::output::{CliError, CliResult, progress};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnDuplicate {
-    /// Keep the stored document, ignore the new one.
-    Skip,
-    /// Replace the stored document (upsert).
-    Replace,
-    /// Stop with an error naming the line.
-    Error,
-}
-
-#[derive(clap::Args)]
-pub struct AddArgs {
-    /// Database directory.
-    db: PathBuf,
-    /// JSON Lines files ('-' or nothing: standard input); with --files, files and directories.
-    inputs: Vec<PathBuf>,
-    /// Treat inputs as plain text files (directories are walked); each file is one document
-    /// keyed by its path.
-    #[arg(long)]
-    files: bool,
-    /// JSON field holding the document id (a string or a number).
-    #[arg(long, default_value = "id")]
-    id_field: String,
-    /// JSON field holding the text.
-    #[arg(long, default_value = "text")]
-    text_field: String,
-    /// Commit (durably) every N documents, and at the end.
-    #[arg(long, default_value_t = 10_000)]
-    commit_every: usize,
-    /// Print one JSON line per durable commit: {"committed": N, "last_id": ...}.
-    #[arg(long)]
-    json: bool,
-    /// What to do with an id that is already stored.
-    #[arg(long, value_enum, default_value = "replace")]
-    on_duplicate: OnDuplicate,
-    /// Skip (and count) malformed lines instead of stopping.
-    #[arg(long)]
-    skip_invalid: bool,
-}
-
-/// One input record before signing.
-struct Record {
-    origin: String,
-    id: String,
-    text: String,
-}
+/// Lines (or files) read, parsed and signed at a time.
+const CHUNK: usize = 4096;
 
 /// A full batch of (id, signature) and the id of its last document.
 type SealedBatch = (Vec<(String, Signature)>, Option<String>);
 
-/// One parsed, signed record (or why it is invalid).
-type Parsed = Result<(String, String, Signature), String>;
+/// One parsed, signed document.
+struct Signed {
+    /// Its line in the input being read; `None` for a file (`--files`), which its id names.
+    line: Option<usize>,
+    id: String,
+    sig: Signature,
+}
+
+/// One parsed, signed record, or the message saying why it is invalid.
+type Parsed = Result<Signed, String>;
 
 struct Loader<'a> {
     db: &'a Db,
@@ -117,8 +83,9 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn take(&mut self, parsed: Parsed) -> CliResult {
-        let (origin, id, sig) = match parsed {
+    /// Takes one record of the input named `input`, in input order.
+    fn take(&mut self, parsed: Parsed, input: &str) -> CliResult {
+        let Signed { line, id, sig } = match parsed {
             Ok(v) => v,
             Err(msg) => {
                 if self.args.skip_invalid {
@@ -136,6 +103,10 @@ impl Loader<'_> {
         {
             if self.args.on_duplicate == OnDuplicate::Error {
                 self.commit()?;
+                let origin = match line {
+                    Some(line) => At { name: input, line }.to_string(),
+                    None => id.clone(),
+                };
                 return Err(CliError::other(format!(
                     "{origin}: id {id:?} is already stored (--on-duplicate error)"
                 )));
@@ -160,68 +131,27 @@ impl Loader<'_> {
         }
         Ok(())
     }
-}
 
-/// Reads the ids of a JSONL file (for `mhdb delete --jsonl`).
-pub fn read_ids(path: &Path, field: &str) -> CliResult<Vec<String>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| CliError::other(format!("cannot open {}: {e}", path.display())))?;
-    let mut ids = Vec::new();
-    for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
-        let line = line?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    fn show_progress(&self) {
+        if let Some(bar) = &self.progress {
+            bar.set_position(self.committed + self.uncommitted);
         }
-        let origin = format!("{}:{}", path.display(), i + 1);
-        let value: serde_json::Value = serde_json::from_slice(&line)
-            .map_err(|e| CliError::other(format!("{origin}: invalid JSON: {e}")))?;
-        ids.push(id_of(&value, field).map_err(|m| CliError::other(format!("{origin}: {m}")))?);
-    }
-    Ok(ids)
-}
-
-fn id_of(value: &serde_json::Value, field: &str) -> Result<String, String> {
-    match value.get(field) {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
-        Some(other) => Err(format!(
-            "field {field:?} must be a string or a number, got {other}"
-        )),
-        None => Err(format!("missing field {field:?}")),
     }
 }
 
-fn parse_line(line: &[u8], origin: &str, args: &AddArgs) -> Result<(String, String), String> {
-    let text = std::str::from_utf8(line)
-        .map_err(|e| format!("{origin}: not UTF-8 (byte {} of the line)", e.valid_up_to()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("{origin}: invalid JSON: {e}"))?;
-    let id = id_of(&value, &args.id_field).map_err(|m| format!("{origin}: {m}"))?;
-    match value.get(&args.text_field) {
-        Some(serde_json::Value::String(s)) => Ok((id, s.clone())),
-        Some(_) => Err(format!(
-            "{origin}: field {:?} must be a string",
-            args.text_field
-        )),
-        None => Err(format!("{origin}: missing field {:?}", args.text_field)),
-    }
-}
-
-const CHUNK: usize = 4096;
-
-pub fn run(args: AddArgs) -> CliResult<ExitCode> {
-    let db = open_for_bulk(&args.db)?;
-    let progress = progress_enabled().then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {pos} documents  {per_sec}  {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar
-    });
+/// `mhdb add`.
+pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
+    // Bulk-load durability: the loader's commits are explicit (durable on return).
+    let db = Db::open(
+        &args.db,
+        Options {
+            durability: Durability::None,
+            ..Options::default()
+        },
+    )?;
     let mut loader = Loader {
         db: &db,
-        args: &args,
+        args,
         committed: 0,
         uncommitted: 0,
         pending: Vec::new(),
@@ -230,14 +160,13 @@ pub fn run(args: AddArgs) -> CliResult<ExitCode> {
         last_id: None,
         skipped_invalid: 0,
         skipped_duplicates: 0,
-        progress,
+        progress: progress(None, "{spinner} {pos} documents  {per_sec}  {elapsed}"),
     };
-    let result = if args.files {
-        load_files(&mut loader)
+    if args.files {
+        load_files(&mut loader)?;
     } else {
-        load_jsonl(&mut loader)
-    };
-    result?;
+        load_jsonl(&mut loader)?;
+    }
     loader.commit()?;
     if let Some(bar) = &loader.progress {
         bar.finish_and_clear();
@@ -249,72 +178,23 @@ pub fn run(args: AddArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn sign_chunk(db: &Db, records: Vec<Record>) -> Vec<Parsed> {
-    let hasher = db.hasher();
-    records
-        .into_par_iter()
-        .map(|r| {
-            let sig = hasher.sketch_text(&r.text);
-            Ok((r.origin, r.id, sig))
-        })
-        .collect()
-}
-
-/// Lines of one chunk: (line number, bytes), blank lines skipped.
-type Lines = Vec<(usize, Vec<u8>)>;
-
-/// Reads up to [`CHUNK`] non-blank lines; `true` once the input is exhausted.
-fn read_chunk(
-    reader: &mut impl BufRead,
-    line_no: &mut usize,
-    name: &str,
-) -> CliResult<(Lines, bool)> {
-    let mut lines = Vec::with_capacity(CHUNK);
-    while lines.len() < CHUNK {
-        let mut buf = Vec::new();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| CliError::other(format!("{name}: read error: {e}")))?;
-        if n == 0 {
-            return Ok((lines, true));
-        }
-        *line_no += 1;
-        if !buf.iter().all(u8::is_ascii_whitespace) {
-            lines.push((*line_no, buf));
-        }
-    }
-    Ok((lines, false))
-}
-
 fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
-    let inputs: Vec<PathBuf> = if loader.args.inputs.is_empty() {
-        vec![PathBuf::from("-")]
+    let args = loader.args;
+    let stdin = [PathBuf::from("-")];
+    let paths = if args.inputs.is_empty() {
+        &stdin[..]
     } else {
-        loader.args.inputs.clone()
+        &args.inputs[..]
     };
-    for input in inputs {
-        let name = if input.as_os_str() == "-" {
-            "<stdin>".to_string()
-        } else {
-            input.display().to_string()
-        };
-        let reader: Box<dyn Read + Send> = if input.as_os_str() == "-" {
-            Box::new(std::io::stdin())
-        } else {
-            Box::new(
-                std::fs::File::open(&input)
-                    .map_err(|e| CliError::other(format!("cannot open {name}: {e}")))?,
-            )
-        };
-        let mut reader = BufReader::with_capacity(1 << 20, reader);
-        let mut line_no = 0usize;
-        let mut next = read_chunk(&mut reader, &mut line_no, &name)?;
+    for path in paths {
+        let mut input = Input::open(path, Dash::Stdin)?;
+        let name = input.name().to_string();
+        let mut next = input.read_lines(CHUNK)?;
         loop {
             let (lines, done) = next;
             if lines.is_empty() && done {
                 break;
             }
-            let args = loader.args;
             let hasher = loader.db.hasher();
             // Three things at once: the batches completed by the previous chunk are committed
             // (mostly writes and fsyncs, which leave the cores idle), this chunk is parsed and
@@ -327,10 +207,20 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                         || -> Vec<Parsed> {
                             lines
                                 .into_par_iter()
-                                .map(|(no, line)| {
-                                    let origin = format!("{name}:{no}");
-                                    let (id, text) = parse_line(&line, &origin, args)?;
-                                    Ok((origin, id, hasher.sketch_text(&text)))
+                                .map(|Line { no, bytes }| {
+                                    let at = At {
+                                        name: &name,
+                                        line: no,
+                                    };
+                                    let mut record = JsonLine::parse(&bytes, at)?;
+                                    let id = record.key(&args.id_field)?;
+                                    let text = record.take_text(&args.text_field)?;
+                                    let sig = hasher.sketch_text(&text);
+                                    Ok(Signed {
+                                        line: Some(no),
+                                        id,
+                                        sig,
+                                    })
                                 })
                                 .collect()
                         },
@@ -340,37 +230,17 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                     if done {
                         Ok((Vec::new(), true))
                     } else {
-                        read_chunk(&mut reader, &mut line_no, &name)
+                        input.read_lines(CHUNK)
                     }
                 },
             );
             committed?;
             for p in parsed {
-                loader.take(p)?;
+                loader.take(p, &name)?;
             }
-            if let Some(bar) = &loader.progress {
-                bar.set_position(loader.committed + loader.uncommitted);
-            }
+            loader.show_progress();
             next = read?;
         }
-    }
-    Ok(())
-}
-
-fn walk(path: &Path, out: &mut Vec<PathBuf>) -> CliResult {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| CliError::other(format!("cannot read {}: {e}", path.display())))?;
-    if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| CliError::other(format!("cannot read {}: {e}", path.display())))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            walk(&e, out)?;
-        }
-    } else {
-        out.push(path.to_path_buf());
     }
     Ok(())
 }
@@ -386,34 +256,37 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         walk(input, &mut paths)?;
     }
     for chunk in paths.chunks(CHUNK) {
-        let mut records = Vec::with_capacity(chunk.len());
-        let mut parsed_errors = Vec::new();
+        // (id, text): a file is keyed by its path.
+        let mut docs = Vec::with_capacity(chunk.len());
+        let mut not_utf8 = Vec::new();
         for path in chunk {
-            let origin = path.display().to_string();
-            match std::fs::read(path) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => records.push(Record {
-                        id: origin.clone(),
-                        origin,
-                        text,
-                    }),
-                    Err(e) => parsed_errors.push(Err(format!(
-                        "{origin}: not UTF-8 (byte offset {})",
-                        e.utf8_error().valid_up_to()
-                    ))),
-                },
-                Err(e) => return Err(CliError::other(format!("cannot read {origin}: {e}"))),
+            match read_text(path)? {
+                Ok(text) => docs.push((path.display().to_string(), text)),
+                Err(msg) => not_utf8.push(msg),
             }
         }
-        for p in parsed_errors {
-            loader.take(p)?;
+        for msg in not_utf8 {
+            loader.take(Err(msg), "")?;
         }
-        let db = loader.db;
-        let (committed, signed) =
-            rayon::join(|| loader.commit_sealed(), || sign_chunk(db, records));
+        let hasher = loader.db.hasher();
+        let (committed, signed) = rayon::join(
+            || loader.commit_sealed(),
+            || -> Vec<Parsed> {
+                docs.into_par_iter()
+                    .map(|(id, text)| {
+                        let sig = hasher.sketch_text(&text);
+                        Ok(Signed {
+                            line: None,
+                            id,
+                            sig,
+                        })
+                    })
+                    .collect()
+            },
+        );
         committed?;
         for p in signed {
-            loader.take(p)?;
+            loader.take(p, "")?;
         }
     }
     Ok(())

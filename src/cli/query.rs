@@ -1,43 +1,14 @@
 //! `mhdb query`: one text, one file, or one query per JSONL line (answered in parallel).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::process::ExitCode;
 
 use mhdb::db::{Db, QueryOptions, QueryResult};
 use rayon::prelude::*;
 
-use super::{CliError, CliResult};
-
-#[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file", "jsonl"])))]
-pub struct QueryArgs {
-    /// Database directory.
-    db: PathBuf,
-    /// Query text.
-    #[arg(long)]
-    text: Option<String>,
-    /// File whose whole content is the query.
-    #[arg(long)]
-    file: Option<PathBuf>,
-    /// JSON Lines file: one query per line ({"id": ..., "text": ...}).
-    #[arg(long)]
-    jsonl: Option<PathBuf>,
-    /// Minimum estimated Jaccard (default: the database's threshold).
-    #[arg(long)]
-    threshold: Option<f64>,
-    /// At most this many matches per query, best first.
-    #[arg(long)]
-    limit: Option<usize>,
-    /// JSON output.
-    #[arg(long)]
-    json: bool,
-    /// JSON field holding the id in --jsonl input.
-    #[arg(long, default_value = "id")]
-    id_field: String,
-    /// JSON field holding the text in --jsonl input.
-    #[arg(long, default_value = "text")]
-    text_field: String,
-}
+use super::args::QueryArgs;
+use super::input::{At, Dash, Input, JsonLine, read_text};
+use super::output::{CliError, CliResult, jaccard_json, key_text};
 
 fn matches_json(r: &QueryResult) -> serde_json::Value {
     serde_json::Value::Array(
@@ -45,15 +16,16 @@ fn matches_json(r: &QueryResult) -> serde_json::Value {
             .iter()
             .map(|m| {
                 serde_json::json!({
-                    "id": String::from_utf8_lossy(&m.key),
-                    "jaccard": (m.jaccard * 1e6).round() / 1e6,
+                    "id": key_text(&m.key),
+                    "jaccard": jaccard_json(m.jaccard),
                 })
             })
             .collect(),
     )
 }
 
-pub fn run(args: QueryArgs) -> CliResult {
+/// `mhdb query`.
+pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     if let Some(t) = args.threshold
         && !(0.0..=1.0).contains(&t)
     {
@@ -68,35 +40,24 @@ pub fn run(args: QueryArgs) -> CliResult {
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
-        let file = std::fs::File::open(path)
-            .map_err(|e| CliError::other(format!("cannot open {}: {e}", path.display())))?;
-        let mut lines = Vec::new();
-        for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
-            let line = line?;
-            if !line.iter().all(u8::is_ascii_whitespace) {
-                lines.push((i + 1, line));
-            }
-        }
+        // The whole file is read first, then every line is answered on every core; the
+        // answers are printed in order up to the first bad line, which ends the command.
+        let mut input = Input::open(path, Dash::File)?;
+        let lines = input.read_all()?;
+        let name = input.name();
         let results: Vec<CliResult<serde_json::Value>> = lines
             .par_iter()
-            .map(|(no, line)| {
-                let origin = format!("{}:{no}", path.display());
-                let value: serde_json::Value = serde_json::from_slice(line)
-                    .map_err(|e| CliError::other(format!("{origin}: invalid JSON: {e}")))?;
-                let id = value
-                    .get(&args.id_field)
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Null);
-                let text = value
-                    .get(&args.text_field)
-                    .and_then(|t| t.as_str())
-                    .ok_or_else(|| {
-                        CliError::other(format!(
-                            "{origin}: missing string field {:?}",
-                            args.text_field
-                        ))
-                    })?;
-                let r = db.query_text(text, &opts)?;
+            .map(|line| {
+                let at = At {
+                    name,
+                    line: line.no,
+                };
+                let mut record = JsonLine::parse(&line.bytes, at).map_err(CliError::other)?;
+                let id = record.id_as_given(&args.id_field);
+                let text = record
+                    .take_text(&args.text_field)
+                    .map_err(CliError::other)?;
+                let r = db.query_text(&text, &opts)?;
                 Ok(serde_json::json!({"id": id, "matches": matches_json(&r)}))
             })
             .collect();
@@ -104,21 +65,11 @@ pub fn run(args: QueryArgs) -> CliResult {
             writeln!(out, "{}", r?)?;
         }
         out.flush()?;
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     }
     let text = match (&args.text, &args.file) {
         (Some(t), _) => t.clone(),
-        (None, Some(f)) => {
-            let bytes = std::fs::read(f)
-                .map_err(|e| CliError::other(format!("cannot read {}: {e}", f.display())))?;
-            String::from_utf8(bytes).map_err(|e| {
-                CliError::other(format!(
-                    "{} is not UTF-8 (byte offset {})",
-                    f.display(),
-                    e.utf8_error().valid_up_to()
-                ))
-            })?
-        }
+        (None, Some(f)) => read_text(f)?.map_err(CliError::other)?,
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
     let r = db.query_text(&text, &opts)?;
@@ -132,9 +83,9 @@ pub fn run(args: QueryArgs) -> CliResult {
         writeln!(out, "{value}")?;
     } else {
         for m in &r.matches {
-            writeln!(out, "{:.4}\t{}", m.jaccard, String::from_utf8_lossy(&m.key))?;
+            writeln!(out, "{:.4}\t{}", m.jaccard, key_text(&m.key))?;
         }
     }
     out.flush()?;
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,74 @@
+//! `mhdb dedup`: every near-duplicate pair, star cluster, or key to drop, verified at a
+//! threshold.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use mhdb::db::Db;
+
+use super::args::{DedupArgs, DedupFormat};
+use super::output::{CliResult, jaccard_json, key_text, progress};
+
+/// `mhdb dedup`: the results on stdout, a summary line on stderr.
+pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
+    let db = Db::open_read_only(&args.db)?;
+    let t = args.threshold.unwrap_or(db.params().threshold);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.format {
+        DedupFormat::Pairs => {
+            let bar = progress(
+                Some(db.params().lsh.bands as u64),
+                "{bar:40} band {pos}/{len} {elapsed}",
+            );
+            let stats = db.dedup_pairs(
+                t,
+                |p| {
+                    let line = serde_json::json!({
+                        "a": key_text(&p.a), "b": key_text(&p.b),
+                        "jaccard": jaccard_json(p.jaccard),
+                    });
+                    writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
+                        path: None,
+                        op: "write output",
+                        source: e,
+                    })
+                },
+                |band, _| {
+                    if let Some(b) = &bar {
+                        b.set_position(band as u64);
+                    }
+                },
+            )?;
+            if let Some(b) = &bar {
+                b.finish_and_clear();
+            }
+            eprintln!(
+                "mhdb: {} pairs at J ≥ {t} ({} candidate comparisons, {} capped buckets)",
+                stats.pairs, stats.compared, stats.capped_buckets
+            );
+        }
+        DedupFormat::Clusters | DedupFormat::Drop => {
+            let clusters = db.dedup_clusters(t)?;
+            for c in &clusters {
+                let (keep, dups) = c
+                    .split_first()
+                    .map_or((None, &[][..]), |(k, d)| (Some(k), d));
+                if args.format == DedupFormat::Clusters {
+                    let line = serde_json::json!({
+                        "keep": keep.map(|k| key_text(k)),
+                        "duplicates": dups.iter().map(|k| key_text(k)).collect::<Vec<_>>(),
+                    });
+                    writeln!(out, "{line}")?;
+                } else {
+                    for d in dups {
+                        out.write_all(d)?;
+                        out.write_all(b"\n")?;
+                    }
+                }
+            }
+            eprintln!("mhdb: {} clusters at J ≥ {t}", clusters.len());
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

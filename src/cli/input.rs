@@ -1,0 +1,396 @@
+//! Everything the commands read besides their arguments: JSON Lines (`add`, `query --jsonl`,
+//! `delete --jsonl`), whole text files (`add --files`, `query --file`, `demo`) and the
+//! directories holding them. Every error names the file, and for JSON Lines the line:
+//! `corpus.jsonl:17: missing field "text"`.
+//!
+//! The rules, the same for every command:
+//! - Lines end at `\n`. A line of nothing but ASCII white space is skipped, but counts in
+//!   line numbers, which start at 1.
+//! - A line must be UTF-8 (`not UTF-8 (byte N of the line)`) holding one JSON value
+//!   (`invalid JSON: …`); a value that is not an object has none of the fields asked for.
+//! - Texts must be JSON strings.
+//!
+//! Deliberately per command, as before:
+//! - What an id may be: a key that is stored or deleted must be a string or a number
+//!   ([`JsonLine::key`]: `add`, `delete`), while `query` echoes its id back as given, any
+//!   JSON value or null when missing ([`JsonLine::id_as_given`]).
+//! - Whether `-` means standard input ([`Dash`]): for `add`, not for `query --jsonl` and
+//!   `delete --jsonl`, which read a file of that name.
+//! - What a bad line does: `add` stops after committing what came before it, or skips it with
+//!   `--skip-invalid`; `query` stops after answering the lines before it; `delete` stops
+//!   before deleting anything.
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::output::{CliError, CliResult};
+
+/// What the path `-` means for a command's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dash {
+    /// Standard input, named `<stdin>` in messages.
+    Stdin,
+    /// A file named `-`, like any other path.
+    File,
+}
+
+/// Lines read from a file or standard input.
+pub struct Input {
+    name: String,
+    reader: BufReader<Box<dyn Read + Send>>,
+    line_no: usize,
+}
+
+/// One non-blank line with its number; `bytes` ends with the `\n` unless it was the last line.
+pub struct Line {
+    /// 1-based, blank lines included.
+    pub no: usize,
+    /// The line as read.
+    pub bytes: Vec<u8>,
+}
+
+impl Input {
+    /// Opens `path` (`cannot open P: …` when it cannot be).
+    pub fn open(path: &Path, dash: Dash) -> CliResult<Input> {
+        if dash == Dash::Stdin && path.as_os_str() == "-" {
+            return Ok(Input::new(
+                "<stdin>".to_string(),
+                Box::new(std::io::stdin()),
+            ));
+        }
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path)
+            .map_err(|e| CliError::other(format!("cannot open {name}: {e}")))?;
+        Ok(Input::new(name, Box::new(file)))
+    }
+
+    fn new(name: String, reader: Box<dyn Read + Send>) -> Input {
+        Input {
+            name,
+            reader: BufReader::with_capacity(1 << 20, reader),
+            line_no: 0,
+        }
+    }
+
+    /// The input as messages name it: its path, or `<stdin>`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The next non-blank line, or `None` at the end (`P: read error: …` on failure).
+    pub fn next_line(&mut self) -> CliResult<Option<Line>> {
+        loop {
+            let mut bytes = Vec::new();
+            let n = self
+                .reader
+                .read_until(b'\n', &mut bytes)
+                .map_err(|e| CliError::other(format!("{}: read error: {e}", self.name)))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            if !bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some(Line {
+                    no: self.line_no,
+                    bytes,
+                }));
+            }
+        }
+    }
+
+    /// Up to `max` more non-blank lines, and `true` once the input is exhausted.
+    pub fn read_lines(&mut self, max: usize) -> CliResult<(Vec<Line>, bool)> {
+        let mut lines = Vec::with_capacity(max);
+        while lines.len() < max {
+            match self.next_line()? {
+                Some(line) => lines.push(line),
+                None => return Ok((lines, true)),
+            }
+        }
+        Ok((lines, false))
+    }
+
+    /// Every remaining non-blank line.
+    pub fn read_all(&mut self) -> CliResult<Vec<Line>> {
+        let mut lines = Vec::new();
+        while let Some(line) = self.next_line()? {
+            lines.push(line);
+        }
+        Ok(lines)
+    }
+}
+
+/// Where a line is, as messages name it: `corpus.jsonl:17`.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The input's name ([`Input::name`]).
+    pub name: &'a str,
+    /// The line number ([`Line::no`]).
+    pub line: usize,
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.name, self.line)
+    }
+}
+
+/// One parsed JSON Lines record. Its errors are whole messages naming the line.
+pub struct JsonLine<'a> {
+    value: Value,
+    at: At<'a>,
+}
+
+impl<'a> JsonLine<'a> {
+    /// Checks that the line is UTF-8 and parses its JSON value.
+    pub fn parse(bytes: &[u8], at: At<'a>) -> Result<Self, String> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("{at}: not UTF-8 (byte {} of the line)", e.valid_up_to()))?;
+        let value = serde_json::from_str(text).map_err(|e| format!("{at}: invalid JSON: {e}"))?;
+        Ok(JsonLine { value, at })
+    }
+
+    /// The id in `field` as a database key: a string, or a number as JSON writes it (`17`,
+    /// `1.5`). Missing, or any other value, is an error.
+    pub fn key(&self, field: &str) -> Result<String, String> {
+        match self.value.get(field) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            Some(other) => Err(format!(
+                "{}: field {field:?} must be a string or a number, got {other}",
+                self.at
+            )),
+            None => Err(format!("{}: missing field {field:?}", self.at)),
+        }
+    }
+
+    /// The id in `field` exactly as given, any JSON value; null when missing.
+    pub fn id_as_given(&self, field: &str) -> Value {
+        self.value.get(field).cloned().unwrap_or(Value::Null)
+    }
+
+    /// Takes the text out of `field`, which must hold a string. Read the id first: the id and
+    /// the text may be one field.
+    pub fn take_text(&mut self, field: &str) -> Result<String, String> {
+        match self.value.get_mut(field) {
+            Some(Value::String(s)) => Ok(std::mem::take(s)),
+            Some(_) => Err(format!("{}: field {field:?} must be a string", self.at)),
+            None => Err(format!("{}: missing field {field:?}", self.at)),
+        }
+    }
+}
+
+/// Reads a whole file as one text. `Err`: it cannot be read (`cannot read P: …`); `Ok(Err)`:
+/// it is not UTF-8 (`P: not UTF-8 (byte offset N)`), which `add --skip-invalid` skips.
+pub fn read_text(path: &Path) -> CliResult<Result<String, String>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::other(format!("cannot read {}: {e}", path.display())))?;
+    Ok(String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{}: not UTF-8 (byte offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    }))
+}
+
+/// Appends the files at or below `path`, walking directories in name order (`add --files`).
+pub fn walk(path: &Path, out: &mut Vec<PathBuf>) -> CliResult {
+    let cannot =
+        |e: std::io::Error| CliError::other(format!("cannot read {}: {e}", path.display()));
+    if std::fs::metadata(path).map_err(cannot)?.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(cannot)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            walk(&e, out)?;
+        }
+    } else {
+        out.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// The files directly in `dir`, sorted; subdirectories and unreadable entries are passed over
+/// (`demo`).
+pub fn files_in(dir: &Path) -> CliResult<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| CliError::other(format!("cannot read directory {}: {e}", dir.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(data: &'static [u8]) -> Input {
+        Input::new("in.jsonl".to_string(), Box::new(data))
+    }
+
+    fn line(json: &str) -> JsonLine<'static> {
+        let at = At {
+            name: "in.jsonl",
+            line: 3,
+        };
+        JsonLine::parse(json.as_bytes(), at).unwrap()
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_but_counted() {
+        let mut inp = input(b"\n{\"a\": 1}\n  \t\r\n\x0c\n{\"b\": 2}\r\n{\"c\": 3}");
+        let lines = inp.read_all().unwrap();
+        let got: Vec<(usize, &[u8])> = lines.iter().map(|l| (l.no, &l.bytes[..])).collect();
+        assert_eq!(
+            got,
+            [
+                (2, &b"{\"a\": 1}\n"[..]),
+                (5, b"{\"b\": 2}\r\n"),
+                (6, b"{\"c\": 3}")
+            ]
+        );
+        assert!(inp.next_line().unwrap().is_none());
+    }
+
+    #[test]
+    fn chunks_end_when_full_or_exhausted() {
+        let mut inp = input(b"1\n2\n\n3\n");
+        let (a, done) = inp.read_lines(2).unwrap();
+        assert_eq!((a.len(), done), (2, false));
+        let (b, done) = inp.read_lines(2).unwrap();
+        assert_eq!((b.len(), b[0].no, done), (1, 4, true));
+        let (c, done) = inp.read_lines(2).unwrap();
+        assert!(c.is_empty() && done);
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        let at = At {
+            name: "in.jsonl",
+            line: 7,
+        };
+        let err = |b: &[u8]| JsonLine::parse(b, at).err().unwrap();
+        assert_eq!(
+            err(b"{\"text\": \"a\xffb\"}\n"),
+            "in.jsonl:7: not UTF-8 (byte 11 of the line)"
+        );
+        assert!(err(b"not json\n").starts_with("in.jsonl:7: invalid JSON: "));
+        assert!(err(b"{\"id\": 1} x").contains("trailing characters"));
+        // Any JSON value parses; a non-object has no fields.
+        let arr = JsonLine::parse(b"[1, 2]", at).unwrap();
+        assert_eq!(
+            arr.key("id").unwrap_err(),
+            "in.jsonl:7: missing field \"id\""
+        );
+    }
+
+    #[test]
+    fn keys_are_strings_or_numbers() {
+        assert_eq!(line(r#"{"id": "doc-1"}"#).key("id").unwrap(), "doc-1");
+        assert_eq!(line(r#"{"id": 17}"#).key("id").unwrap(), "17");
+        assert_eq!(line(r#"{"id": -2.5}"#).key("id").unwrap(), "-2.5");
+        assert_eq!(line(r#"{"id": 1e3}"#).key("id").unwrap(), "1000.0");
+        assert_eq!(line(r#"{"k": 1}"#).key("k").unwrap(), "1");
+        for (json, got) in [
+            (r#"{"id": true}"#, "true"),
+            (r#"{"id": null}"#, "null"),
+            (r#"{"id": {"a": 1}}"#, r#"{"a":1}"#),
+        ] {
+            assert_eq!(
+                line(json).key("id").unwrap_err(),
+                format!("in.jsonl:3: field \"id\" must be a string or a number, got {got}")
+            );
+        }
+        assert_eq!(
+            line(r#"{"text": "x"}"#).key("id").unwrap_err(),
+            "in.jsonl:3: missing field \"id\""
+        );
+    }
+
+    #[test]
+    fn query_ids_are_echoed_as_given() {
+        assert_eq!(
+            line(r#"{"id": 17}"#).id_as_given("id"),
+            serde_json::json!(17)
+        );
+        assert_eq!(
+            line(r#"{"id": {"a": [1]}}"#).id_as_given("id"),
+            serde_json::json!({"a": [1]})
+        );
+        assert_eq!(line(r#"{"text": "x"}"#).id_as_given("id"), Value::Null);
+    }
+
+    #[test]
+    fn texts_are_strings() {
+        let mut l = line(r#"{"id": 1, "text": "hello"}"#);
+        assert_eq!(l.take_text("text").unwrap(), "hello");
+        assert_eq!(
+            line(r#"{"text": 5}"#).take_text("text").unwrap_err(),
+            "in.jsonl:3: field \"text\" must be a string"
+        );
+        assert_eq!(
+            line(r#"{"id": 1}"#).take_text("text").unwrap_err(),
+            "in.jsonl:3: missing field \"text\""
+        );
+        // The id read first is unaffected when it is the text field too.
+        let mut l = line(r#"{"t": "same"}"#);
+        assert_eq!(l.key("t").unwrap(), "same");
+        assert_eq!(l.take_text("t").unwrap(), "same");
+    }
+
+    #[test]
+    fn files_name_themselves_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, b"ab\xffc").unwrap();
+        assert_eq!(
+            read_text(&bad).unwrap().unwrap_err(),
+            format!("{}: not UTF-8 (byte offset 2)", bad.display())
+        );
+        let missing = dir.path().join("missing");
+        let e = read_text(&missing).unwrap_err();
+        assert!(e.to_string().starts_with("cannot read "), "{e}");
+        assert_eq!(e.exit_code(), 1);
+        // `-` is a file name unless the command reads standard input.
+        let e = Input::open(Path::new("-"), Dash::File).err().unwrap();
+        assert!(e.to_string().starts_with("cannot open -: "), "{e}");
+        // A directory opens, but reading it fails, naming it.
+        let mut d = Input::open(dir.path(), Dash::File).unwrap();
+        let e = d.next_line().err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: read error: ", dir.path().display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn walk_sorts_and_recurses() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir(p.join("sub")).unwrap();
+        for f in ["b.txt", "a.txt", "sub/c.txt"] {
+            std::fs::write(p.join(f), "x").unwrap();
+        }
+        let mut all = Vec::new();
+        walk(p, &mut all).unwrap();
+        let names: Vec<_> = all.iter().map(|f| f.strip_prefix(p).unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                Path::new("a.txt"),
+                Path::new("b.txt"),
+                Path::new("sub/c.txt")
+            ]
+        );
+        assert_eq!(files_in(p).unwrap().len(), 2);
+    }
+}

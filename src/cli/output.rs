@@ -1,0 +1,134 @@
+//! How the tool reports: failures and the exit code each maps to (0 success, 1 I/O and other
+//! failures, 2 usage errors, 3 corruption), writing to stdout so that a reader who closes it
+//! early (`mhdb keys idx | head`) ends the command quietly, progress bars, and the rendering
+//! of keys and Jaccard estimates shared by several commands.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub struct CliError {
+    msg: String,
+    code: u8,
+    /// The reader of our output went away (`mhdb keys idx | head`): not worth a message.
+    broken_pipe: bool,
+}
+
+impl CliError {
+    /// A usage error: exit code 2.
+    pub fn usage(msg: impl Into<String>) -> Self {
+        CliError {
+            msg: msg.into(),
+            code: 2,
+            broken_pipe: false,
+        }
+    }
+
+    /// Any other failure: exit code 1.
+    pub fn other(msg: impl Into<String>) -> Self {
+        CliError {
+            msg: msg.into(),
+            code: 1,
+            broken_pipe: false,
+        }
+    }
+
+    /// The process exit code this failure ends the command with.
+    pub fn exit_code(&self) -> u8 {
+        self.code
+    }
+
+    /// True when stdout's reader closed it early, which ends the command quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.broken_pipe
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl From<mhdb::Error> for CliError {
+    fn from(e: mhdb::Error) -> Self {
+        let code = match &e {
+            mhdb::Error::Corruption { .. } => 3,
+            mhdb::Error::InvalidParameter { .. } | mhdb::Error::ParameterMismatch { .. } => 2,
+            _ => 1,
+        };
+        let broken_pipe = matches!(&e, mhdb::Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::BrokenPipe);
+        CliError {
+            msg: e.to_string(),
+            code,
+            broken_pipe,
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        let broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
+        CliError {
+            broken_pipe,
+            ..CliError::other(e.to_string())
+        }
+    }
+}
+
+/// What every command returns: its exit code, or the failure that ends it.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+/// Ends the process: a command's own exit code, or a failure printed as `mhdb: message` with
+/// its exit code; a closed stdout ends it quietly with success.
+pub fn exit(result: CliResult<ExitCode>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        // Whoever read our output stopped early (`mhdb keys idx | head`): that is their
+        // choice, not an error to report.
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mhdb: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `println!` that returns an error (instead of panicking) when stdout is closed early.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+pub(crate) use outln;
+
+/// A progress bar on stderr drawn with `template`, when stderr is a terminal: a bar of `len`
+/// steps, or a spinner when `len` is `None`.
+pub fn progress(len: Option<u64>, template: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let (bar, fallback) = match len {
+        Some(n) => (ProgressBar::new(n), ProgressStyle::default_bar()),
+        None => (ProgressBar::new_spinner(), ProgressStyle::default_spinner()),
+    };
+    bar.set_style(ProgressStyle::with_template(template).unwrap_or(fallback));
+    Some(bar)
+}
+
+/// A stored key as printed in JSON and text output (invalid UTF-8 replaced).
+pub fn key_text(key: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(key)
+}
+
+/// A Jaccard estimate as printed in JSON output: rounded to six decimals.
+pub fn jaccard_json(j: f64) -> f64 {
+    (j * 1e6).round() / 1e6
+}
