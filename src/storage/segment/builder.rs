@@ -1,0 +1,175 @@
+//! Building a new segment from documents given in docno order: [`SegmentBuilder`] collects
+//! them and hands the per-band postings to the shared encoder ([`super::encode`]).
+
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use super::encode::Draft;
+use super::format::band_key32;
+use crate::{Error, Result};
+
+/// Options shared by [`SegmentBuilder::finish`] and [`combine_segments`](super::combine_segments).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentOptions {
+    /// Keep at most this many documents (the lowest docnos) per bucket; `None` keeps all.
+    pub bucket_cap: Option<u32>,
+}
+
+impl SegmentOptions {
+    /// The header's `bucket_cap` field: 0 for no cap.
+    pub(super) fn cap_field(&self) -> Result<u32> {
+        match self.bucket_cap {
+            None => Ok(0),
+            Some(0) => Err(Error::invalid("bucket_cap", "must be at least 1 when set")),
+            Some(c) => Ok(c),
+        }
+    }
+}
+
+/// Collects documents in docno order and encodes a segment.
+///
+/// ```
+/// use mhdb::storage::segment::{Segment, SegmentBuilder, SegmentOptions};
+///
+/// let mut b = SegmentBuilder::new(2, 100)?;
+/// b.add(100, b"https://a.example/", &[0xAAAA_0000_0000_0001, 7 << 32])?;
+/// b.add(102, b"https://b.example/", &[0xBBBB_0000_0000_0000, 7 << 32])?;
+/// let bytes = b.finish(&SegmentOptions::default())?;
+///
+/// let seg = Segment::open(bytes, "seg-1.bands")?;
+/// seg.verify()?;
+/// assert_eq!(seg.find_key(b"https://b.example/")?, Some(102));
+/// let docs = seg.postings(1, 7 << 32)?.collect::<Result<Vec<u64>, _>>()?;
+/// assert_eq!(docs, [100, 102]);
+/// # Ok::<(), mhdb::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct SegmentBuilder {
+    num_bands: usize,
+    base: u64,
+    end: Option<u64>,
+    docnos: Vec<u64>,
+    key_blob: Vec<u8>,
+    key_ends: Vec<u64>,
+    /// Doc-major: `key32s[doc * num_bands + band]`.
+    key32s: Vec<u32>,
+}
+
+impl SegmentBuilder {
+    /// A builder for a segment of `num_bands` bands whose docno range starts at `base_docno`.
+    pub fn new(num_bands: usize, base_docno: u64) -> Result<Self> {
+        if num_bands == 0 || num_bands > u32::MAX as usize - 4 {
+            return Err(Error::invalid(
+                "num_bands",
+                format!("must be in 1..2^32 − 4, got {num_bands}"),
+            ));
+        }
+        Ok(SegmentBuilder {
+            num_bands,
+            base: base_docno,
+            end: None,
+            docnos: Vec::new(),
+            key_blob: Vec::new(),
+            key_ends: Vec::new(),
+            key32s: Vec::new(),
+        })
+    }
+
+    /// Declares the end (exclusive) of the docno range, when it extends past the last document
+    /// added (e.g. the last documents were deleted before the flush). By default the range ends
+    /// right after the last document.
+    pub fn set_end_docno(&mut self, end_docno: u64) -> Result<()> {
+        if end_docno < self.base || self.docnos.last().is_some_and(|&d| d >= end_docno) {
+            return Err(Error::invalid(
+                "end_docno",
+                format!(
+                    "{end_docno} does not cover the documents added from {}",
+                    self.base
+                ),
+            ));
+        }
+        self.end = Some(end_docno);
+        Ok(())
+    }
+
+    /// Makes room for `docs` more documents whose keys total `key_bytes`, so that adding
+    /// them does not grow (and copy) the buffers step by step.
+    pub fn reserve(&mut self, docs: usize, key_bytes: usize) {
+        self.docnos.reserve(docs);
+        self.key_ends.reserve(docs);
+        self.key_blob.reserve(key_bytes);
+        self.key32s.reserve(docs.saturating_mul(self.num_bands));
+    }
+
+    /// Number of documents added so far.
+    pub fn doc_count(&self) -> usize {
+        self.docnos.len()
+    }
+
+    /// Adds a document. Docnos must be strictly increasing and at least the base; `band_keys`
+    /// holds one full band key per band (only their top 32 bits are stored).
+    pub fn add(&mut self, docno: u64, key: &[u8], band_keys: &[u64]) -> Result<()> {
+        if docno < self.base || self.docnos.last().is_some_and(|&d| d >= docno) {
+            return Err(Error::invalid(
+                "docno",
+                format!("{docno} is below the base or not above the previous document"),
+            ));
+        }
+        if self.end.is_some_and(|e| docno >= e) {
+            return Err(Error::invalid(
+                "docno",
+                format!("{docno} is past the end docno"),
+            ));
+        }
+        if docno == u64::MAX {
+            return Err(Error::invalid("docno", "u64::MAX is not a valid docno"));
+        }
+        if band_keys.len() != self.num_bands {
+            return Err(Error::invalid(
+                "band_keys",
+                format!("got {} keys for {} bands", band_keys.len(), self.num_bands),
+            ));
+        }
+        if self.docnos.len() >= u32::MAX as usize {
+            return Err(Error::invalid("segment", "more than 2^32 − 1 documents"));
+        }
+        self.docnos.push(docno);
+        self.key_blob.extend_from_slice(key);
+        self.key_ends.push(self.key_blob.len() as u64);
+        self.key32s.extend(band_keys.iter().map(|&k| band_key32(k)));
+        Ok(())
+    }
+
+    /// Encodes the segment.
+    pub fn finish(self, opts: &SegmentOptions) -> Result<Vec<u8>> {
+        let cap = opts.cap_field()?;
+        let end = match (self.end, self.docnos.last()) {
+            (Some(e), _) => e,
+            (None, Some(&last)) => last + 1,
+            (None, None) => self.base,
+        };
+        let nb = self.num_bands;
+        let docnos = &self.docnos;
+        let key32s = &self.key32s;
+        let draft = Draft {
+            num_bands: nb as u32,
+            base: self.base,
+            span: end - self.base,
+            cap,
+            docnos,
+            key_blob: &self.key_blob,
+            key_ends: &self.key_ends,
+            sorted_runs: false,
+        };
+        draft.encode(|band| {
+            let postings = docnos
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    let k = key32s.get(i * nb + band).copied().unwrap_or_default();
+                    (k, d)
+                })
+                .collect();
+            Ok((postings, Vec::new()))
+        })
+    }
+}

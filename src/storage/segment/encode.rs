@@ -1,0 +1,341 @@
+//! The one segment encoder, shared by [`SegmentBuilder`](super::SegmentBuilder) and
+//! [`combine_segments`](super::combine_segments): per band it sorts the postings, applies the
+//! bucket cap (recording hot buckets), and encodes the prefix tables; then it lays out the
+//! sections, section table, header and footer of `format/segment.md`. Because both callers
+//! go through this one function, combining uncapped segments writes exactly the bytes that
+//! building from the surviving documents does (`tests/segment_format.rs` checks this).
+
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use rayon::prelude::*;
+use zerocopy::IntoBytes;
+use zerocopy::little_endian::{U16, U32, U64};
+
+use super::bits::{BitWriter, bits_below, bits_for};
+use super::format::{
+    FOOTER_LEN, Footer, HEADER_LEN, Header, HotRecord, KIND_BAND, KIND_DOC_TABLE, KIND_HOT,
+    KIND_KEY_BLOB, KIND_KEY_INDEX, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION,
+    SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
+};
+use super::prefix::encode_prefix_table;
+use crate::Result;
+
+/// One band encoded: table bytes, prefix bits, posting count, hot records.
+type EncodedBand = (Vec<u8>, u32, u64, Vec<HotRecord>);
+
+/// Sorts one band's postings, applies the cap (keep the `cap` lowest docnos per bucket) and
+/// appends the band's hot records to `hot`. `prior_hot` lists `(key32, documents dropped by
+/// earlier caps)` for buckets that were hot in the inputs of a combine; such buckets stay hot.
+/// Returns `(key32, docno − base)` sorted.
+fn apply_cap(
+    band: u32,
+    mut postings: Vec<(u32, u64)>,
+    mut prior_hot: Vec<(u32, u64)>,
+    cap: u32,
+    base: u64,
+    sorted_runs: bool,
+    hot: &mut Vec<HotRecord>,
+) -> Vec<(u32, u64)> {
+    sort_postings(&mut postings, base, sorted_runs);
+    prior_hot.sort_unstable();
+    // Sum the dropped counts of a bucket that was hot in several inputs.
+    let mut prior: Vec<(u32, u64)> = Vec::with_capacity(prior_hot.len());
+    for (k, extra) in prior_hot {
+        match prior.last_mut() {
+            Some(last) if last.0 == k => last.1 = last.1.saturating_add(extra),
+            _ => prior.push((k, extra)),
+        }
+    }
+    let mut record = |key32: u32, original_size: u64| {
+        hot.push(HotRecord {
+            band: U32::new(band),
+            key32: U32::new(key32),
+            original_size: U64::new(original_size),
+        })
+    };
+    let mut prior = prior.into_iter().peekable();
+    let mut kept: Vec<(u32, u64)> = Vec::with_capacity(postings.len());
+    let mut i = 0usize;
+    while let Some(&(k, _)) = postings.get(i) {
+        let mut j = i;
+        while postings.get(j).is_some_and(|&(k2, _)| k2 == k) {
+            j += 1;
+        }
+        // Input-hot buckets with no surviving document stay hot.
+        while let Some((pk, extra)) = prior.next_if(|&(pk, _)| pk < k) {
+            record(pk, extra);
+        }
+        let extra = prior.next_if(|&(pk, _)| pk == k).map(|(_, e)| e);
+        let size = (j - i) as u64;
+        let keep = if cap > 0 {
+            size.min(u64::from(cap))
+        } else {
+            size
+        };
+        let group = postings.get(i..i + keep as usize).unwrap_or_default();
+        kept.extend(group.iter().map(|&(k, d)| (k, d - base)));
+        if keep < size || extra.is_some() {
+            record(k, size.saturating_add(extra.unwrap_or(0)));
+        }
+        i = j;
+    }
+    for (pk, extra) in prior {
+        record(pk, extra);
+    }
+    kept
+}
+
+/// Sorts `(key32, docno)` postings. When every docno is within 2^32 of `base` (always, unless
+/// a segment's docno range is wider than that), each posting packs into one `u64` with the
+/// key in the high half, which sorts in the same order at half the memory traffic of the
+/// pairs. With `sorted_runs` (a combine: one sorted run per input segment) the stable sort,
+/// which finds runs and merges them, is used; on unordered postings the unstable one is
+/// faster.
+fn sort_postings(postings: &mut [(u32, u64)], base: u64, sorted_runs: bool) {
+    let fits = postings.iter().all(|&(_, d)| {
+        d.checked_sub(base)
+            .is_some_and(|rel| rel <= u64::from(u32::MAX))
+    });
+    if !fits {
+        postings.sort_unstable();
+        return;
+    }
+    let mut packed: Vec<u64> = postings
+        .iter()
+        .map(|&(k, d)| (u64::from(k) << 32) | (d - base))
+        .collect();
+    if sorted_runs {
+        packed.sort();
+    } else {
+        packed.sort_unstable();
+    }
+    for (slot, p) in postings.iter_mut().zip(&packed) {
+        *slot = ((p >> 32) as u32, base + (p & u64::from(u32::MAX)));
+    }
+}
+
+/// Everything [`Draft::encode`] needs besides the per-band postings.
+pub(super) struct Draft<'a> {
+    pub(super) num_bands: u32,
+    pub(super) base: u64,
+    pub(super) span: u64,
+    pub(super) cap: u32,
+    pub(super) docnos: &'a [u64],
+    pub(super) key_blob: &'a [u8],
+    pub(super) key_ends: &'a [u64],
+    /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
+    pub(super) sorted_runs: bool,
+}
+
+pub(super) type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
+
+impl Draft<'_> {
+    /// `band_input(band)` returns that band's postings `(key32, docno)` (any order) and the
+    /// buckets already hot in the inputs, `(key32, documents dropped by earlier caps)`.
+    pub(super) fn encode(
+        &self,
+        band_input: impl Fn(usize) -> Result<BandInput> + Sync,
+    ) -> Result<Vec<u8>> {
+        let doc_count = self.docnos.len() as u64;
+        let docno_bits = bits_below(self.span);
+        let mut out = vec![0u8; HEADER_LEN];
+        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 4);
+        let mut push = |out: &mut Vec<u8>, kind, a: u32, b: u32, index, count, bytes: &[u8]| {
+            sections.push(SectionEntry {
+                kind: U16::new(kind),
+                width_a: a as u8,
+                width_b: b as u8,
+                index: U32::new(index),
+                offset: U64::new(out.len() as u64),
+                len: U64::new(bytes.len() as u64),
+                count: U64::new(count),
+                crc32: U32::new(crc32fast::hash(bytes)),
+                reserved: U32::new(0),
+            });
+            out.extend_from_slice(bytes);
+        };
+
+        // The doc table and key index on one side, the bands (each gathered, sorted, capped
+        // and encoded) on the other, on every core.
+        let end_bits = bits_for(self.key_blob.len() as u64);
+        let index_bits = bits_below(doc_count);
+        let (front, encoded) = rayon::join(
+            || -> Result<(Vec<u8>, Vec<u8>, u32)> {
+                let mut w = BitWriter::new(0);
+                for (&d, &e) in self.docnos.iter().zip(self.key_ends) {
+                    w.push(d - self.base, docno_bits);
+                    w.push(e, end_bits);
+                }
+                let doc_table = w.finish();
+                // (key hash, ordinal) packed into one u64 each (ordinals are below 2^32).
+                let mut packed: Vec<u64> = Vec::with_capacity(self.docnos.len());
+                let mut start = 0usize;
+                for (i, &e) in self.key_ends.iter().enumerate() {
+                    let key = self.key_blob.get(start..e as usize).unwrap_or_default();
+                    packed.push((u64::from(key_hash32(key)) << 32) | i as u64);
+                    start = e as usize;
+                }
+                packed.sort_unstable();
+                let index: Vec<(u32, u64)> = packed
+                    .iter()
+                    .map(|&p| ((p >> 32) as u32, p & u64::from(u32::MAX)))
+                    .collect();
+                drop(packed);
+                let (bytes, p) = encode_prefix_table(&index, index_bits)?;
+                Ok((doc_table, bytes, p))
+            },
+            || -> Vec<Result<EncodedBand>> {
+                (0..self.num_bands as usize)
+                    .into_par_iter()
+                    .map(|band| {
+                        let (postings, prior_hot) = band_input(band)?;
+                        let mut band_hot = Vec::new();
+                        let kept = apply_cap(
+                            band as u32,
+                            postings,
+                            prior_hot,
+                            self.cap,
+                            self.base,
+                            self.sorted_runs,
+                            &mut band_hot,
+                        );
+                        let count = kept.len() as u64;
+                        let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
+                        Ok((bytes, p, count, band_hot))
+                    })
+                    .collect()
+            },
+        );
+        let (doc_table, index_table, index_prefix) = front?;
+        let band_bytes: usize = encoded
+            .iter()
+            .map(|r| r.as_ref().map_or(0, |(bytes, ..)| bytes.len()))
+            .sum();
+        out.reserve(
+            self.key_blob.len()
+                + doc_table.len()
+                + index_table.len()
+                + band_bytes
+                + SECTION_ENTRY_LEN * (self.num_bands as usize + 4)
+                + FOOTER_LEN,
+        );
+        push(
+            &mut out,
+            KIND_KEY_BLOB,
+            0,
+            0,
+            0,
+            self.key_blob.len() as u64,
+            self.key_blob,
+        );
+        push(
+            &mut out,
+            KIND_DOC_TABLE,
+            docno_bits,
+            end_bits,
+            0,
+            doc_count,
+            &doc_table,
+        );
+        push(
+            &mut out,
+            KIND_KEY_INDEX,
+            index_prefix,
+            index_bits,
+            0,
+            doc_count,
+            &index_table,
+        );
+        let mut hot: Vec<HotRecord> = Vec::new();
+        for (band, result) in encoded.into_iter().enumerate() {
+            let (bytes, p, count, band_hot) = result?;
+            hot.extend(band_hot);
+            push(
+                &mut out,
+                KIND_BAND,
+                p,
+                docno_bits,
+                band as u32,
+                count,
+                &bytes,
+            );
+        }
+        let cap = self.cap;
+        // Hot buckets.
+        let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
+        push(&mut out, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
+
+        // Section table, header, footer.
+        let section_table_offset = out.len() as u64;
+        for s in &sections {
+            out.extend_from_slice(s.as_bytes());
+        }
+        let header = Header {
+            magic: SEGMENT_MAGIC,
+            version: U32::new(SEGMENT_FORMAT_VERSION),
+            flags: U32::new(0),
+            num_bands: U32::new(self.num_bands),
+            bucket_cap: U32::new(cap),
+            base_docno: U64::new(self.base),
+            span: U64::new(self.span),
+            doc_count: U64::new(doc_count),
+            reserved: [0; 16],
+        };
+        if let Some(h) = out.get_mut(..HEADER_LEN) {
+            h.copy_from_slice(header.as_bytes());
+        }
+        let mut footer = Footer {
+            section_table_offset: U64::new(section_table_offset),
+            num_sections: U32::new(sections.len() as u32),
+            reserved: U32::new(0),
+            file_len: U64::new((out.len() + FOOTER_LEN) as u64),
+            meta_crc: U32::new(0),
+            magic: SEGMENT_FOOTER_MAGIC,
+        };
+        let crc = meta_crc(
+            header.as_bytes(),
+            out.get(section_table_offset as usize..).unwrap_or_default(),
+            footer.as_bytes(),
+        );
+        footer.meta_crc = U32::new(crc);
+        out.extend_from_slice(footer.as_bytes());
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_rng::next;
+    use super::*;
+
+    /// Packed sorting (either kind) orders postings exactly as sorting the pairs does, and
+    /// postings too far from the base for the packed form take the pair sort.
+    #[test]
+    fn packed_posting_sort_equals_pair_sort() {
+        let mut rng = 7u64;
+        for (base, spread) in [(0u64, 1u64 << 20), (1_000, 5_000), (3, 1u64 << 33)] {
+            for runs in 1..4 {
+                let mut postings: Vec<(u32, u64)> = Vec::new();
+                for _ in 0..runs {
+                    let mut run: Vec<(u32, u64)> = (0..500)
+                        .map(|_| {
+                            (
+                                (next(&mut rng) % 64) as u32 * 0x0400_0001,
+                                base + next(&mut rng) % spread,
+                            )
+                        })
+                        .collect();
+                    run.sort_unstable();
+                    postings.extend(run);
+                }
+                let mut expected = postings.clone();
+                expected.sort_unstable();
+                for sorted_runs in [false, true] {
+                    let mut got = postings.clone();
+                    sort_postings(&mut got, base, sorted_runs);
+                    assert_eq!(got, expected, "base {base}, spread {spread}, runs {runs}");
+                }
+            }
+        }
+    }
+}

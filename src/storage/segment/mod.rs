@@ -1,0 +1,50 @@
+//! Immutable band-posting segment files: pure encode and decode, no file I/O.
+//!
+//! A segment holds a batch of documents whose global document numbers ("docnos") lie in one
+//! contiguous range `[base, base + span)`. For every document it stores the document key (any
+//! bytes) and, per LSH band, the top 32 bits of the band key. `format/segment.md` is the
+//! normative byte layout; this module is its only encoder and decoder.
+//!
+//! * [`SegmentBuilder`] collects documents in docno order and produces the file bytes.
+//! * [`Segment`] reads those bytes in place (an mmap, a `Vec<u8>`, anything `AsRef<[u8]>`).
+//!   [`Segment::open`] is cheap (O(bands)) and copies nothing; [`Segment::verify`] checks
+//!   every checksum and invariant.
+//! * [`combine_segments`] k-way merges segments with disjoint docno ranges, dropping dead
+//!   documents and re-applying bucket caps, using only what the segments store.
+//!
+//! Band keys are truncated to their top 32 bits (`key32`). Two different band keys with the same
+//! top 32 bits therefore share a bucket: a rare false candidate that the database removes by
+//! verifying signatures. Buckets are capped deterministically: a bucket with more than `cap`
+//! documents keeps the `cap` lowest docnos and is recorded as hot together with its original
+//! size.
+//!
+//! The decoder never panics on any input: every read is bounds-checked and every failure is an
+//! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
+//!
+//! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
+//! (prefix tables), `encode` (the shared encoder), `builder`, `combine`, `open` (metadata
+//! checks), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
+//! and unchecked indexing.
+
+mod bits;
+mod builder;
+mod combine;
+mod encode;
+mod format;
+mod open;
+mod prefetch;
+mod prefix;
+mod reader;
+mod stats;
+#[cfg(test)]
+mod test_rng;
+mod verify;
+
+pub use builder::{SegmentBuilder, SegmentOptions};
+pub use combine::combine_segments;
+pub use format::{SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, band_key32};
+pub use reader::{HotBucket, Postings, Segment};
+pub use stats::{BucketStats, SizeBreakdown};
+
+/// The former name of [`combine_segments`], kept so existing callers compile unchanged.
+pub use combine::combine_segments as merge;

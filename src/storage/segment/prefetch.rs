@@ -1,0 +1,88 @@
+//! Prefetch hints for cold lookups, for segments whose bytes can be prefetched (a mapped
+//! file): each asks for the pages the next step of a lookup will read.
+
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use super::format::band_key32;
+use super::prefix::Table;
+use super::reader::Segment;
+use crate::storage::vfs::Prefetch;
+
+/// Prefetching for cold lookups: a lookup reads a directory slot, then the entries it points
+/// to, then (for matches) a doc-table entry and a key, each read depending on the one before.
+/// On a cold page cache each is a disk read; asking for all of one level's pages of a query at
+/// once lets the disk serve them together. These calls only hint (nothing is read or checked).
+impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
+    fn directory_slot(t: &Table, key32: u32) -> u64 {
+        if t.prefix_bits == 0 {
+            0
+        } else {
+            u64::from(key32 >> t.suffix_bits())
+        }
+    }
+
+    /// Prefetches the directory of every band (about 0.26 B per posting).
+    pub fn prefetch_directories(&self) {
+        for t in &self.layout.bands {
+            self.bytes.prefetch(t.offset, (t.slots() as usize + 1) * 4);
+        }
+    }
+
+    /// Reads the directory slot a lookup of `band_key` in `band` reads first (to time it).
+    pub fn touch_bucket_directory(&self, band: usize, band_key: u64) {
+        if let Some(t) = self.layout.bands.get(band) {
+            let slot = Self::directory_slot(t, band_key32(band_key));
+            std::hint::black_box(self.dir(t, slot).ok());
+        }
+    }
+
+    /// Prefetches the directory slots a lookup of `band_key` in `band` reads first.
+    pub fn prefetch_bucket_directory(&self, band: usize, band_key: u64) {
+        if let Some(t) = self.layout.bands.get(band) {
+            let slot = Self::directory_slot(t, band_key32(band_key));
+            self.bytes.prefetch(t.offset + slot as usize * 4, 8);
+        }
+    }
+
+    /// Prefetches the entries the bucket's directory slots point to (reading the directory,
+    /// which [`Segment::prefetch_bucket_directory`] should have asked for first).
+    pub fn prefetch_bucket_entries(&self, band: usize, band_key: u64) {
+        let Some(t) = self.layout.bands.get(band) else {
+            return;
+        };
+        let slot = Self::directory_slot(t, band_key32(band_key));
+        if let (Ok(start), Ok(end)) = (self.dir(t, slot), self.dir(t, slot + 1))
+            && start < end
+            && end <= t.count
+        {
+            let (from, to) = (self.entry_offset(t, start), self.entry_offset(t, end - 1));
+            self.bytes.prefetch(from, to - from + 16);
+        }
+    }
+
+    /// Prefetches the doc-table entries [`Segment::key_of`] searches for `docno`.
+    pub fn prefetch_doc_entry(&self, docno: u64) {
+        let l = &self.layout;
+        if docno < l.base || docno >= self.end_docno() {
+            return;
+        }
+        let rel = docno - l.base;
+        let holes = l.span.saturating_sub(l.doc_count);
+        let lo = rel.saturating_sub(holes).saturating_sub(1);
+        let hi = (rel + 1).min(l.doc_count).max(lo);
+        let w = u64::from(l.docno_bits + l.end_bits);
+        let byte = |i: u64| l.docs.saturating_add((i.saturating_mul(w) / 8) as usize);
+        let (from, to) = (byte(lo), byte(hi));
+        self.bytes.prefetch(from, to - from + 16);
+    }
+
+    /// Prefetches the key bytes of `docno` (reading its doc-table entry, which
+    /// [`Segment::prefetch_doc_entry`] should have asked for first).
+    pub fn prefetch_key(&self, docno: u64) {
+        if let Ok(Some(i)) = self.ordinal_of(docno)
+            && let Ok((_, s, e)) = self.doc_at(i)
+        {
+            self.bytes.prefetch(s, e - s);
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! [`Segment`]: a read-only view of one segment file, decoded in place from any `AsRef<[u8]>`
+//! (an mmap, a `Vec<u8>`). The range and counts, documents by docno or by key, a bucket's
+//! postings and the hot buckets. Opening ([`super::open`]), verification, statistics and
+//! prefetch hints live in their own files as further `impl` blocks of the same type.
+
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use zerocopy::FromBytes;
+
+use super::bits::read_bits;
+use super::format::{HOT_RECORD_LEN, HotRecord, band_key32, key_hash32};
+use super::open::Layout;
+use super::prefix::Table;
+use crate::{Error, Result};
+
+/// A bucket that held more documents than the cap when its segment was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HotBucket {
+    /// The band.
+    pub band: u32,
+    /// The stored (top 32) bits of the band key.
+    pub key32: u32,
+    /// How many documents the bucket had before the cap (see `format/segment.md` for merges).
+    pub original_size: u64,
+}
+
+/// A decoded view of one segment file. Holds the bytes and O(bands) metadata; postings and keys
+/// are read in place.
+#[derive(Debug)]
+pub struct Segment<B = Vec<u8>> {
+    pub(super) bytes: B,
+    pub(super) path: PathBuf,
+    pub(super) layout: Layout,
+}
+
+/// The error for damage found at byte `offset` of the file at `path`.
+pub(super) fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
+    Error::Corruption {
+        path: path.to_path_buf(),
+        offset,
+        detail: detail.into(),
+    }
+}
+
+impl<B: AsRef<[u8]>> Segment<B> {
+    /// The segment's bytes as a slice.
+    pub(super) fn data(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    /// The error for damage found at byte `offset` of this segment.
+    pub(super) fn err(&self, offset: usize, detail: impl Into<String>) -> Error {
+        corrupt(&self.path, offset as u64, detail)
+    }
+
+    /// The underlying bytes.
+    pub fn bytes(&self) -> &B {
+        &self.bytes
+    }
+
+    /// The path used in error messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// First docno of the segment's range.
+    pub fn base_docno(&self) -> u64 {
+        self.layout.base
+    }
+
+    /// End (exclusive) of the segment's docno range.
+    pub fn end_docno(&self) -> u64 {
+        self.layout.base + self.layout.span
+    }
+
+    /// Number of documents stored.
+    pub fn doc_count(&self) -> u64 {
+        self.layout.doc_count
+    }
+
+    /// Number of bands.
+    pub fn num_bands(&self) -> usize {
+        self.layout.num_bands as usize
+    }
+
+    /// The bucket cap the segment was written with, if any.
+    pub fn bucket_cap(&self) -> Option<u32> {
+        Some(self.layout.bucket_cap).filter(|&c| c > 0)
+    }
+
+    /// Number of stored postings of `band` (`None` when out of range).
+    pub fn band_postings(&self, band: usize) -> Option<u64> {
+        self.layout.bands.get(band).map(|t| t.count)
+    }
+
+    // --- documents ----------------------------------------------------------------------------
+
+    /// (docno, key range) of the document at ordinal `i`.
+    pub(super) fn doc_at(&self, i: u64) -> Result<(u64, usize, usize)> {
+        let l = &self.layout;
+        let w = u64::from(l.docno_bits + l.end_bits);
+        let read = |bit: u64, width: u32| {
+            read_bits(self.data(), l.docs, bit, width)
+                .ok_or_else(|| self.err(l.docs + (bit / 8) as usize, "doc table out of bounds"))
+        };
+        let rel = read(i * w, l.docno_bits)?;
+        let end = read(i * w + u64::from(l.docno_bits), l.end_bits)?;
+        let start = if i == 0 {
+            0
+        } else {
+            read((i - 1) * w + u64::from(l.docno_bits), l.end_bits)?
+        };
+        let blob_len = (l.blob.1 - l.blob.0) as u64;
+        if start > end || end > blob_len || rel >= l.span {
+            return Err(self.err(
+                l.docs + (i * w / 8) as usize,
+                format!("doc {i}: key {start}..{end} or docno offset {rel} out of range"),
+            ));
+        }
+        Ok((
+            l.base + rel,
+            l.blob.0 + start as usize,
+            l.blob.0 + end as usize,
+        ))
+    }
+
+    /// (docno, key) of the document at ordinal `i`.
+    pub(super) fn key_at(&self, i: u64) -> Result<(u64, &[u8])> {
+        let (docno, s, e) = self.doc_at(i)?;
+        let key = self
+            .data()
+            .get(s..e)
+            .ok_or_else(|| self.err(s, "key out of bounds"))?;
+        Ok((docno, key))
+    }
+
+    /// Ordinal of `docno` in the doc table.
+    pub(super) fn ordinal_of(&self, docno: u64) -> Result<Option<u64>> {
+        if docno < self.layout.base || docno >= self.end_docno() {
+            return Ok(None);
+        }
+        // Docnos increase with the ordinal and at most `span − doc_count` numbers of the range
+        // are absent, so the ordinal of `base + rel` lies in [rel − holes, rel]: with few holes
+        // the search touches one or two entries instead of log2(docs) scattered ones.
+        let rel = docno - self.layout.base;
+        let holes = self.layout.span - self.layout.doc_count;
+        let (mut lo, mut hi) = (
+            rel.saturating_sub(holes),
+            (rel + 1).min(self.layout.doc_count),
+        );
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (d, _, _) = self.doc_at(mid)?;
+            match d.cmp(&docno) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(mid)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The key of `docno`, or `None` when the segment does not hold it. O(log docs).
+    pub fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
+        match self.ordinal_of(docno)? {
+            Some(i) => Ok(Some(self.key_at(i)?.1)),
+            None => Ok(None),
+        }
+    }
+
+    /// The docno of the document whose key is `key`; when several documents share it, the
+    /// highest docno. O(log docs), no allocation.
+    pub fn find_key(&self, key: &[u8]) -> Result<Option<u64>> {
+        let t = self.layout.key_index;
+        let (lo, hi) = self.lookup(&t, key_hash32(key))?;
+        let mut found = None;
+        for i in lo..hi {
+            let (_, ordinal) = self.entry(&t, i)?;
+            if ordinal >= self.layout.doc_count {
+                return Err(self.err(self.entry_offset(&t, i), "key index names a missing doc"));
+            }
+            let (docno, k) = self.key_at(ordinal)?;
+            if k == key && found.is_none_or(|f| f < docno) {
+                found = Some(docno);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every document `(docno, key)` in docno order.
+    pub fn docs(&self) -> impl Iterator<Item = Result<(u64, &[u8])>> + '_ {
+        (0..self.layout.doc_count).map(|i| self.key_at(i))
+    }
+
+    // --- postings -----------------------------------------------------------------------------
+
+    /// Calls `f(key32, docno)` for every posting of `band`, in (key32, docno) order.
+    pub fn for_each_posting(
+        &self,
+        band: usize,
+        mut f: impl FnMut(u32, u64) -> Result<()>,
+    ) -> Result<()> {
+        let t = *self.band_table(band)?;
+        let base = self.layout.base;
+        self.for_each_entry(&t, |_, key32, rel| f(key32, base + rel))
+    }
+
+    /// The prefix table of `band`; an invalid-argument error when out of range.
+    pub(super) fn band_table(&self, band: usize) -> Result<&Table> {
+        self.layout.bands.get(band).ok_or_else(|| {
+            Error::invalid(
+                "band",
+                format!("{band} is out of range for {} bands", self.layout.num_bands),
+            )
+        })
+    }
+
+    /// The docnos (ascending) of the bucket of `band_key` in `band`. Only the top 32 bits of
+    /// `band_key` are compared, so rare false candidates are possible. If the bucket is hot
+    /// ([`Segment::hot_bucket`]), only the lowest `cap` docnos are stored.
+    pub fn postings(&self, band: usize, band_key: u64) -> Result<Postings<'_, B>> {
+        let t = *self.band_table(band)?;
+        let (lo, hi) = self.lookup(&t, band_key32(band_key))?;
+        Ok(Postings {
+            seg: self,
+            table: t,
+            next: lo,
+            end: hi,
+        })
+    }
+
+    /// Appends the docnos of [`Segment::postings`] to `out`.
+    pub fn postings_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) -> Result<()> {
+        let p = self.postings(band, band_key)?;
+        out.reserve(p.len());
+        for d in p {
+            out.push(d?);
+        }
+        Ok(())
+    }
+
+    // --- hot buckets --------------------------------------------------------------------------
+
+    /// The hot record at index `i`.
+    pub(super) fn hot_at(&self, i: u64) -> Result<HotBucket> {
+        let at = self.layout.hot.0 + (i as usize) * HOT_RECORD_LEN;
+        let r = self
+            .data()
+            .get(at..)
+            .and_then(|s| HotRecord::ref_from_prefix(s).ok())
+            .map(|(r, _)| r)
+            .ok_or_else(|| self.err(at, "hot record out of bounds"))?;
+        Ok(HotBucket {
+            band: r.band.get(),
+            key32: r.key32.get(),
+            original_size: r.original_size.get(),
+        })
+    }
+
+    /// Number of hot (capped) buckets, over all bands.
+    pub fn hot_count(&self) -> u64 {
+        self.layout.hot.1
+    }
+
+    /// Every hot bucket, ordered by (band, key32).
+    pub fn hot_buckets(&self) -> impl Iterator<Item = Result<HotBucket>> + '_ {
+        (0..self.layout.hot.1).map(|i| self.hot_at(i))
+    }
+
+    /// The original size of the bucket of `band_key` in `band` if it is hot. O(log hot).
+    pub fn hot_bucket(&self, band: usize, band_key: u64) -> Result<Option<u64>> {
+        let want = (band as u64, band_key32(band_key));
+        let (mut lo, mut hi) = (0, self.layout.hot.1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let h = self.hot_at(mid)?;
+            match (u64::from(h.band), h.key32).cmp(&want) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(h.original_size)),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Iterator over the docnos of one bucket, from [`Segment::postings`].
+#[derive(Debug)]
+pub struct Postings<'a, B> {
+    seg: &'a Segment<B>,
+    table: Table,
+    next: u64,
+    end: u64,
+}
+
+impl<B: AsRef<[u8]>> Iterator for Postings<'_, B> {
+    type Item = Result<u64>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        Some(self.seg.entry(&self.table, i).and_then(|(_, rel)| {
+            self.seg.layout.base.checked_add(rel).ok_or_else(|| {
+                self.seg
+                    .err(self.seg.entry_offset(&self.table, i), "docno overflows")
+            })
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end.saturating_sub(self.next) as usize;
+        (n, Some(n))
+    }
+}
+
+impl<B: AsRef<[u8]>> ExactSizeIterator for Postings<'_, B> {}
