@@ -11,7 +11,7 @@ use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::merge;
+use crate::storage::segment::combine_segments;
 use crate::storage::siglog;
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
@@ -111,7 +111,7 @@ impl Db {
             crc32fast::hash(bytes)
         };
         let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
-        let bytes = merge(&segs, is_live, &self.params.segment_options())?;
+        let bytes = combine_segments(&segs, is_live, &self.params.segment_options())?;
         let id = self.new_file_id();
         let path = self.dir.join(names::segment_name(id));
         write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;

@@ -37,11 +37,7 @@ pub struct Segment<B = Vec<u8>> {
 
 /// The error for damage found at byte `offset` of the file at `path`.
 pub(super) fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
-    Error::Corruption {
-        path: path.to_path_buf(),
-        offset,
-        detail: detail.into(),
-    }
+    Error::corruption(path, offset, detail)
 }
 
 impl<B: AsRef<[u8]>> Segment<B> {
