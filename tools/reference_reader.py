@@ -1,0 +1,796 @@
+#!/usr/bin/env python3
+"""An independent reader of the mhdb on-disk format, version 1, written from format/*.md alone.
+
+It opens a database directory the way a read-only opener does (format/commit.md, "Open"):
+CURRENT -> manifest -> segments, deletion list, signature log -> replay of the WAL files, and
+prints every live key with its stored packed signature as JSON. It checks every checksum it
+meets (CURRENT, manifest, signature-log header and per-segment record ranges, segment
+sections and metadata, deletion list, WAL header and records) and the structural rules the
+spec states, and exits with status 1 and a message naming the file and offset on the first
+violation. It never writes to the directory.
+
+    python3 tools/reference_reader.py DB_DIR                 # live keys and signatures as JSON
+    python3 tools/reference_reader.py DB_DIR --check EXPECTED.json
+
+`--check` compares the live keys and signatures with EXPECTED.json (the shape printed by the
+first form; `tests/golden/db-v1.expected.json` has it, plus the deleted keys that must be
+absent) and prints `reference reader: N keys, M signatures, K checksums agree` or the
+differences. `tests/golden_db_v1.rs` checks the same fixture through the library, so a passing
+pair means the code and the spec agree on every byte of the fixture.
+
+Python 3 standard library only. If this script and mhdb ever disagree, one of them no longer
+follows the spec.
+"""
+
+import json
+import os
+import re
+import struct
+import sys
+import zlib
+
+FORMAT_VERSION = 1
+M64 = (1 << 64) - 1
+MAX_KEY = 64 * 1024
+MAX_WAL_PAYLOAD = 64 * 1024 * 1024
+
+
+class FormatError(Exception):
+    pass
+
+
+def crc32(data):
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------------------------
+# XXH3-64 with seed 0 (the KEY_INDEX hash, format/segment.md). xxHash >= 0.8.0, written out
+# so that the reader needs nothing beyond the standard library.
+
+_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
+    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
+    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
+    "eac5ac8334d3ebc3c581a0fffa1363eb170ddd51b7f0da49d316552629d4689e"
+    "2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e"
+)
+_P32_1, _P32_2, _P32_3 = 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D
+_P64_1, _P64_2, _P64_3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_P64_4, _P64_5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def _r32(b, o):
+    return int.from_bytes(b[o : o + 4], "little")
+
+
+def _r64(b, o):
+    return int.from_bytes(b[o : o + 8], "little")
+
+
+def _fold(a, b):
+    p = a * b
+    return (p & M64) ^ (p >> 64)
+
+
+def _avalanche(h):
+    h ^= h >> 37
+    h = (h * 0x165667919E3779F9) & M64
+    return h ^ (h >> 32)
+
+
+def _xxh64_avalanche(h):
+    h ^= h >> 33
+    h = (h * _P64_2) & M64
+    h ^= h >> 29
+    h = (h * _P64_3) & M64
+    return h ^ (h >> 32)
+
+
+def _mix16(data, o, s):
+    return _fold(_r64(data, o) ^ _r64(_SECRET, s), _r64(data, o + 8) ^ _r64(_SECRET, s + 8))
+
+
+def xxh3_64(data):
+    n = len(data)
+    if n == 0:
+        return _xxh64_avalanche(_r64(_SECRET, 56) ^ _r64(_SECRET, 64))
+    if n <= 3:
+        combo = (data[0] << 16) | (data[n >> 1] << 24) | data[n - 1] | (n << 8)
+        return _xxh64_avalanche(combo ^ (_r32(_SECRET, 0) ^ _r32(_SECRET, 4)))
+    if n <= 8:
+        v = (_r32(data, n - 4) + (_r32(data, 0) << 32)) & M64
+        v ^= _r64(_SECRET, 8) ^ _r64(_SECRET, 16)
+        v ^= ((v << 49) | (v >> 15)) & M64 ^ ((v << 24) | (v >> 40)) & M64
+        v = (v * 0x9FB21C651E98DF25) & M64
+        v ^= ((v >> 35) + n) & M64
+        v = (v * 0x9FB21C651E98DF25) & M64
+        return v ^ (v >> 28)
+    if n <= 16:
+        lo = _r64(data, 0) ^ (_r64(_SECRET, 24) ^ _r64(_SECRET, 32))
+        hi = _r64(data, n - 8) ^ (_r64(_SECRET, 40) ^ _r64(_SECRET, 48))
+        swapped = int.from_bytes(lo.to_bytes(8, "little"), "big")
+        return _avalanche((n + swapped + hi + _fold(lo, hi)) & M64)
+    if n <= 128:
+        acc = (n * _P64_1) & M64
+        pairs = [(0, n - 16)]
+        if n > 32:
+            pairs.append((16, n - 32))
+        if n > 64:
+            pairs.append((32, n - 48))
+        if n > 96:
+            pairs.append((48, n - 64))
+        for i, (a, b) in enumerate(pairs):
+            acc += _mix16(data, a, 32 * i) + _mix16(data, b, 32 * i + 16)
+        return _avalanche(acc & M64)
+    if n <= 240:
+        acc = (n * _P64_1) & M64
+        for i in range(8):
+            acc += _mix16(data, 16 * i, 16 * i)
+        acc = _avalanche(acc & M64)
+        for i in range(8, n // 16):
+            acc += _mix16(data, 16 * i, 16 * (i - 8) + 3)
+        acc += _mix16(data, n - 16, 136 - 17)
+        return _avalanche(acc & M64)
+    acc = [_P32_3, _P64_1, _P64_2, _P64_3, _P64_4, _P32_2, _P64_5, _P32_1]
+
+    def accumulate(off, s):
+        for i in range(8):
+            v = _r64(data, off + 8 * i)
+            k = v ^ _r64(_SECRET, s + 8 * i)
+            acc[i ^ 1] = (acc[i ^ 1] + v) & M64
+            acc[i] = (acc[i] + (k & 0xFFFFFFFF) * (k >> 32)) & M64
+
+    stripes_per_block = (len(_SECRET) - 64) // 8
+    block = 64 * stripes_per_block
+    blocks = (n - 1) // block
+    for b in range(blocks):
+        for s in range(stripes_per_block):
+            accumulate(b * block + 64 * s, 8 * s)
+        for i in range(8):
+            a = acc[i] ^ (acc[i] >> 47) ^ _r64(_SECRET, len(_SECRET) - 64 + 8 * i)
+            acc[i] = (a * _P32_1) & M64
+    for s in range(((n - 1) - block * blocks) // 64):
+        accumulate(blocks * block + 64 * s, 8 * s)
+    accumulate(n - 64, len(_SECRET) - 64 - 7)
+    result = (n * _P64_1) & M64
+    for i in range(4):
+        result += _fold(acc[2 * i] ^ _r64(_SECRET, 11 + 16 * i), acc[2 * i + 1] ^ _r64(_SECRET, 19 + 16 * i))
+    return _avalanche(result & M64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def bits_below(n):
+    """Bits needed for every value in 0..n (format/segment.md)."""
+    return 0 if n <= 1 else (n - 1).bit_length()
+
+
+def read_bits(buf, pos, width):
+    """The width-bit field at stream bit `pos` (LSB-first bit stream, format/segment.md)."""
+    if width == 0:
+        return 0
+    start = pos >> 3
+    end = (pos + width + 7) >> 3
+    return (int.from_bytes(buf[start:end], "little") >> (pos & 7)) & ((1 << width) - 1)
+
+
+class Reader:
+    def __init__(self, root):
+        self.root = root
+        self.checksums = 0
+        self.notes = []
+
+    # -- low level --------------------------------------------------------------------------
+
+    def path(self, name):
+        return os.path.join(self.root, name)
+
+    def read(self, name):
+        try:
+            with open(self.path(name), "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise FormatError(f"{name}: cannot read: {e.strerror}")
+
+    def fail(self, name, offset, detail):
+        raise FormatError(f"{name}: offset {offset}: {detail}")
+
+    def check_crc(self, name, offset, data, stored, what):
+        got = crc32(data)
+        if got != stored:
+            self.fail(name, offset, f"{what} checksum mismatch: stored {stored:08x}, computed {got:08x}")
+        self.checksums += 1
+
+    def need(self, name, buf, end, what):
+        if len(buf) < end:
+            self.fail(name, len(buf), f"file ends inside {what} (needs {end} bytes, has {len(buf)})")
+
+    def check_version(self, name, offset, version, what):
+        if version != FORMAT_VERSION:
+            self.fail(name, offset, f"unsupported {what} version {version} (this reader knows {FORMAT_VERSION})")
+
+    def read_sealed(self, name, length, pinned_by, min_len, magic, what):
+        """A file of known length that ends in a CRC-32 of every preceding byte, then starts
+        with `magic` and a u32 version (the manifest and the deletion list). The CRC is
+        checked before the version, so a damaged version reads as corruption."""
+        buf = self.read(name)
+        if len(buf) != length:
+            self.fail(name, len(buf), f"length {len(buf)}, but {pinned_by} {length}")
+        self.need(name, buf, min_len, "the fixed part")
+        (stored,) = struct.unpack_from("<I", buf, len(buf) - 4)
+        self.check_crc(name, len(buf) - 4, buf[:-4], stored, what)
+        if buf[:8] != magic:
+            self.fail(name, 0, f"bad magic {buf[:8]!r}")
+        self.check_version(name, 8, struct.unpack_from("<I", buf, 8)[0], what)
+        return buf
+
+    # -- CURRENT and manifest (format/manifest.md) ------------------------------------------
+
+    def read_current(self):
+        name = "CURRENT"
+        buf = self.read(name)
+        if len(buf) != 36:
+            self.fail(name, 0, f"length {len(buf)}, expected exactly 36")
+        magic, version, gen, man_len, man_crc, crc = struct.unpack_from("<8sIQQII", buf, 0)
+        self.check_crc(name, 32, buf[:32], crc, "CURRENT")
+        if magic != b"MHDBCURR":
+            self.fail(name, 0, f"bad magic {magic!r}")
+        self.check_version(name, 8, version, "CURRENT")
+        return gen, man_len, man_crc
+
+    def read_manifest(self):
+        gen, man_len, man_crc = self.read_current()
+        name = f"MANIFEST-{gen:016x}"
+        buf = self.read_sealed(name, man_len, "CURRENT pins", 125, b"MHDBMANI", "manifest")
+        self.check_crc(name, 0, buf, man_crc, "manifest (CURRENT's pin)")
+        (mgen,) = struct.unpack_from("<Q", buf, 12)
+        if mgen != gen:
+            self.fail(name, 12, f"generation {mgen} differs from the name's {gen}")
+        o = 20
+        (spec, scheme, num_perm, seed, sk, sw, sf, bits, bands, rows, thr, cap) = struct.unpack_from(
+            "<IBIQBBBBIIQI", buf, o
+        )
+        o += 41
+        if spec != 1:
+            self.fail(name, 20, f"unknown hash spec version {spec}")
+        if scheme not in (1, 2):
+            self.fail(name, 24, f"unknown scheme {scheme}")
+        if sk not in (1, 2):
+            self.fail(name, 37, f"unknown shingle kind {sk}")
+        if bits not in (1, 2, 4, 8, 16, 32, 64):
+            self.fail(name, 40, f"bits {bits} is not one of 1, 2, 4, 8, 16, 32, 64")
+        if not 1 <= num_perm <= 8192:
+            self.fail(name, 25, f"num_perm {num_perm} outside 1..=8192")
+        if bands < 1 or rows < 1 or bands * rows > num_perm:
+            self.fail(name, 41, f"{bands} bands x {rows} rows do not fit {num_perm} slots")
+        params = {
+            "spec_version": spec,
+            "scheme": {1: "oph", 2: "kperm"}[scheme],
+            "num_perm": num_perm,
+            "seed": seed,
+            "shingle": ("char" if sk == 1 else "word") + f":{sw}",
+            "shingle_flags": sf,
+            "bits": bits,
+            "bands": bands,
+            "rows": rows,
+            "threshold": struct.unpack("<d", struct.pack("<Q", thr))[0],
+            "bucket_cap": cap,
+        }
+        state = struct.unpack_from("<7QI", buf, o)
+        next_docno, siglog_records, wal_start, next_file_id, del_id, del_count, del_len, nseg = state
+        o += 60
+        if len(buf) != o + 44 * nseg + 4:
+            self.fail(name, o - 4, f"{nseg} segment entries do not fill a {len(buf)}-byte manifest")
+        if siglog_records != next_docno:
+            self.fail(name, 69, f"siglog_records {siglog_records} differs from next_docno {next_docno}")
+        segments = []
+        prev_end = 0
+        for i in range(nseg):
+            sid, base, span, docs, flen, scrc = struct.unpack_from("<5QI", buf, o)
+            if base < prev_end:
+                self.fail(name, o, f"segment entry {i}: range overlaps or is out of order")
+            if base + span > next_docno:
+                self.fail(name, o, f"segment entry {i}: range [{base}, {base + span}) reaches past next_docno")
+            if sid >= next_file_id:
+                self.fail(name, o, f"segment entry {i}: id {sid} not below next_file_id {next_file_id}")
+            if docs > span:
+                self.fail(name, o, f"segment entry {i}: {docs} documents in a span of {span}")
+            prev_end = base + span
+            segments.append({"id": sid, "base": base, "span": span, "docs": docs, "file_len": flen, "siglog_crc": scrc, "entry_offset": o})
+            o += 44
+        if del_id and del_id >= next_file_id:
+            self.fail(name, 101, f"deletion list id {del_id} not below next_file_id {next_file_id}")
+        return {
+            "name": name,
+            "generation": gen,
+            "params": params,
+            "next_docno": next_docno,
+            "wal_start": wal_start,
+            "next_file_id": next_file_id,
+            "del": (del_id, del_count, del_len),
+            "segments": segments,
+        }
+
+    def read_deletions(self, del_id, count, length):
+        if del_id == 0:
+            if count or length:
+                self.fail("manifest", 109, "no deletion list, but a count or length")
+            return []
+        name = f"del-{del_id:016x}.del"
+        buf = self.read_sealed(name, length, "the manifest records", 24, b"MHDBDELS", "deletion list")
+        (n,) = struct.unpack_from("<Q", buf, 12)
+        if n != count:
+            self.fail(name, 12, f"count {n}, but the manifest records {count}")
+        if len(buf) != 20 + 8 * n + 4:
+            self.fail(name, 12, f"{n} entries do not fill {len(buf)} bytes")
+        docnos = list(struct.unpack_from(f"<{n}Q", buf, 20))
+        for i in range(1, n):
+            if docnos[i] <= docnos[i - 1]:
+                self.fail(name, 20 + 8 * i, "document numbers not strictly increasing")
+        return docnos
+
+    # -- signature log (format/siglog.md) ---------------------------------------------------
+
+    def read_siglog(self, params, records):
+        name = "signatures.log"
+        buf = self.read(name)
+        self.need(name, buf, 64, "the header")
+        magic, version, num_perm, bits, rb, crc = struct.unpack_from("<8sIIIII", buf, 0)
+        self.check_crc(name, 24, buf[:24], crc, "signature log header")
+        if magic != b"MHDBSIGL":
+            self.fail(name, 0, f"bad magic {magic!r}")
+        self.check_version(name, 8, version, "signature log")
+        if (num_perm, bits) != (params["num_perm"], params["bits"]):
+            self.fail(name, 12, f"num_perm/bits {num_perm}/{bits} differ from the manifest's")
+        if rb != (num_perm * bits + 7) // 8:
+            self.fail(name, 20, f"record_bytes {rb} is not ceil({num_perm} x {bits} / 8)")
+        if any(buf[28:64]):
+            self.fail(name, 28, "header padding is not zero")
+        committed = 64 + records * rb
+        if len(buf) < committed:
+            self.fail(name, len(buf), f"shorter than the {records} committed records ({committed} bytes)")
+        if len(buf) > committed:
+            self.notes.append(f"{name}: {len(buf) - committed} bytes past the committed records (an interrupted flush; ignored)")
+        return buf[:committed], rb
+
+    # -- segments (format/segment.md) -------------------------------------------------------
+
+    def read_segment(self, entry, bands):
+        name = f"seg-{entry['id']:016x}.seg"
+        buf = self.read(name)
+        n = len(buf)
+        if n != entry["file_len"]:
+            self.fail(name, n, f"length {n}, but the manifest records {entry['file_len']}")
+        if n < 96:
+            self.fail(name, 0, f"length {n} is below the minimum of 96")
+        magic, version, flags, nb, cap, base, span, doc_count = struct.unpack_from("<8sIIIIQQQ", buf, 0)
+        if magic != b"MHDBSEG\0":
+            self.fail(name, 0, f"bad header magic {magic!r}")
+        self.check_version(name, 8, version, "segment")
+        tab_off, nsec, fres, flen, meta_crc, fmagic = struct.unpack_from("<QIIQI4s", buf, n - 32)
+        if fmagic != b"MHSF":
+            self.fail(name, n - 4, f"bad footer magic {fmagic!r}")
+        if flen != n:
+            self.fail(name, n - 16, f"footer file_len {flen} differs from the length {n} (truncated?)")
+        if nb < 1:
+            self.fail(name, 16, "num_bands is 0")
+        if nsec != nb + 4:
+            self.fail(name, n - 24, f"{nsec} sections, expected num_bands + 4 = {nb + 4}")
+        if tab_off + 40 * nsec != n - 32:
+            self.fail(name, n - 32, "the section table does not end at the footer")
+        meta = buf[:64] + buf[tab_off : n - 32] + buf[n - 32 : n - 8]
+        self.check_crc(name, n - 8, meta, meta_crc, "segment metadata (meta_crc)")
+        if flags:
+            self.fail(name, 12, f"flags {flags:#x} are not 0")
+        if any(buf[48:64]):
+            self.fail(name, 48, "reserved header bytes are not zero")
+        if fres:
+            self.fail(name, n - 20, "reserved footer field is not 0")
+        if nb != bands:
+            self.fail(name, 16, f"{nb} bands, the manifest says {bands}")
+        if (base, span, doc_count) != (entry["base"], entry["span"], entry["docs"]):
+            self.fail(name, 24, f"range/doc count ({base}, {span}, {doc_count}) differ from the manifest entry")
+        if doc_count > span:
+            self.fail(name, 40, f"doc_count {doc_count} exceeds span {span}")
+        if base + span > M64:
+            self.fail(name, 32, "base + span overflows u64")
+
+        sections = []
+        expect_off = 64
+        for i in range(nsec):
+            eo = tab_off + 40 * i
+            kind, wa, wb, index, off, ln, count, scrc, res = struct.unpack_from("<HBBIQQQII", buf, eo)
+            want_kind = 1 if i == 0 else 2 if i == 1 else 3 if i == 2 else 5 if i == nsec - 1 else 4
+            if kind != want_kind:
+                self.fail(name, eo, f"section {i} has kind {kind}, expected {want_kind}")
+            if index != (i - 3 if kind == 4 else 0):
+                self.fail(name, eo + 4, f"section {i} has index {index}")
+            if res:
+                self.fail(name, eo + 36, f"section {i}: reserved field is not 0")
+            if off != expect_off:
+                self.fail(name, eo + 8, f"section {i} starts at {off}, expected {expect_off} (sections are contiguous)")
+            if off + ln > tab_off:
+                self.fail(name, eo + 16, f"section {i} runs past the section table")
+            expect_off = off + ln
+            data = buf[off : off + ln]
+            self.check_crc(name, eo + 32, data, scrc, f"section {i} (kind {kind})")
+            sections.append((kind, wa, wb, count, off, data, eo))
+        if expect_off != tab_off:
+            self.fail(name, tab_off, "the last section does not end at the section table")
+
+        # KEY_BLOB
+        kind, wa, wb, count, off, blob, eo = sections[0]
+        if (wa, wb) != (0, 0) or count != len(blob):
+            self.fail(name, eo, "KEY_BLOB widths must be 0 and count must equal len")
+        total_key = len(blob)
+        d_bits = bits_below(span)
+        e_bits = total_key.bit_length()
+
+        # DOC_TABLE
+        kind, wa, wb, count, off, table, eo = sections[1]
+        if (wa, wb, count) != (d_bits, e_bits, doc_count):
+            self.fail(name, eo, f"DOC_TABLE widths/count ({wa}, {wb}, {count}), expected ({d_bits}, {e_bits}, {doc_count})")
+        rec = d_bits + e_bits
+        if len(table) != (doc_count * rec + 7) // 8:
+            self.fail(name, eo + 16, "DOC_TABLE length does not match its formula")
+        self.check_padding(name, off, table, doc_count * rec)
+        docs = []
+        prev_rel, prev_end = -1, 0
+        for i in range(doc_count):
+            rel = read_bits(table, i * rec, d_bits)
+            end = read_bits(table, i * rec + d_bits, e_bits)
+            if rel <= prev_rel or rel >= span:
+                self.fail(name, off + (i * rec) // 8, f"doc table entry {i}: docno offset {rel} not increasing or outside the span")
+            if end < prev_end or end > total_key:
+                self.fail(name, off + (i * rec) // 8, f"doc table entry {i}: key_end {end} inconsistent with the blob")
+            key = blob[prev_end:end]
+            if len(key) > MAX_KEY:
+                self.fail(name, off + (i * rec) // 8, f"doc table entry {i}: key of {len(key)} bytes")
+            docs.append((base + rel, key))
+            prev_rel, prev_end = rel, end
+        if prev_end != total_key:
+            self.fail(name, eo, f"the last key ends at {prev_end}, the blob has {total_key} bytes")
+        rel_set = {d - base for d, _ in docs}
+
+        # KEY_INDEX
+        kind, wa, wb, count, off, data, eo = sections[2]
+        if wb != bits_below(doc_count) or count != doc_count:
+            self.fail(name, eo, "KEY_INDEX value width or count is wrong")
+        entries = self.prefix_table(name, off, eo, data, wa, wb, count, "KEY_INDEX")
+        seen = [False] * doc_count
+        for i, (k32, ordinal) in enumerate(entries):
+            if ordinal >= doc_count or seen[ordinal]:
+                self.fail(name, off, f"KEY_INDEX entry {i}: ordinal {ordinal} out of range or repeated")
+            seen[ordinal] = True
+            h = xxh3_64(docs[ordinal][1]) >> 32
+            if h != k32:
+                self.fail(name, off, f"KEY_INDEX entry {i}: key32 {k32:08x} is not the top of XXH3_64(key) = {h:08x}")
+
+        # BAND j
+        buckets = {}
+        for j in range(nb):
+            kind, wa, wb, count, off, data, eo = sections[3 + j]
+            if wb != d_bits:
+                self.fail(name, eo, f"BAND {j}: value width {wb}, expected D = {d_bits}")
+            entries = self.prefix_table(name, off, eo, data, wa, wb, count, f"BAND {j}")
+            posted = set()
+            for k32, rel in entries:
+                if rel not in rel_set:
+                    self.fail(name, off, f"BAND {j}: posting names docno {base + rel}, which is not stored")
+                if rel in posted:
+                    self.fail(name, off, f"BAND {j}: docno {base + rel} posted twice")
+                posted.add(rel)
+                buckets[(j, k32)] = buckets.get((j, k32), 0) + 1
+        if cap:
+            for (j, k32), size in buckets.items():
+                if size > cap:
+                    self.fail(name, 20, f"BAND {j} bucket {k32:08x} holds {size} postings, above the cap {cap}")
+
+        # HOT
+        kind, wa, wb, count, off, data, eo = sections[-1]
+        if (wa, wb) != (0, 0) or len(data) != 16 * count:
+            self.fail(name, eo, "HOT widths must be 0 and len must be 16 x count")
+        prev = None
+        for i in range(count):
+            band, k32, orig = struct.unpack_from("<IIQ", data, 16 * i)
+            if prev is not None and (band, k32) <= prev:
+                self.fail(name, off + 16 * i, "HOT records not strictly sorted by (band, key32)")
+            if band >= nb:
+                self.fail(name, off + 16 * i, f"HOT record names band {band} of {nb}")
+            if orig < buckets.get((band, k32), 0):
+                self.fail(name, off + 16 * i, "HOT original_size below the stored bucket size")
+            prev = (band, k32)
+        return docs
+
+    def check_padding(self, name, off, data, used_bits):
+        if used_bits % 8 and data[-1] >> (used_bits % 8):
+            self.fail(name, off + len(data) - 1, "padding bits of the last byte are not zero")
+
+    def prefix_table(self, name, off, eo, data, p, v, n, what):
+        if p > 28:
+            self.fail(name, eo + 2, f"{what}: prefix bits {p} > 28")
+        slots = 1 << p
+        w = 32 - p + v
+        size = 4 * (slots + 1) + (n * w + 7) // 8
+        if len(data) != size:
+            self.fail(name, eo + 16, f"{what}: length {len(data)}, the prefix-table formula gives {size}")
+        # Writers choose the smallest size, the larger p on ties (informative: readers accept any p).
+        best = min(range(29), key=lambda q: (4 * ((1 << q) + 1) + (n * (32 - q + v) + 7) // 8, -q))
+        if best != p:
+            self.notes.append(f"{name}: {what} uses p = {p}, the writer rule gives {best}")
+        d = struct.unpack_from(f"<{slots + 1}I", data, 0)
+        if d[0] != 0 or d[slots] != n:
+            self.fail(name, off, f"{what}: directory does not start at 0 and end at {n}")
+        body = data[4 * (slots + 1) :]
+        self.check_padding(name, off + 4 * (slots + 1), body, n * w)
+        entries = []
+        prev = None
+        for j in range(slots):
+            if d[j + 1] < d[j]:
+                self.fail(name, off + 4 * (j + 1), f"{what}: directory not monotone")
+            for i in range(d[j], d[j + 1]):
+                suffix = read_bits(body, i * w, 32 - p)
+                value = read_bits(body, i * w + 32 - p, v)
+                k32 = (j << (32 - p)) | suffix if p else suffix
+                if prev is not None and (k32, value) <= prev:
+                    self.fail(name, off + 4 * (slots + 1) + (i * w) // 8, f"{what}: entry {i} not strictly sorted")
+                prev = (k32, value)
+                entries.append((k32, value))
+        return entries
+
+    # -- WAL (format/wal.md) ----------------------------------------------------------------
+
+    def parse_record(self, buf, o, last_seq):
+        """(sequence, payload, next offset) if a valid record starts at o, else None.
+
+        Valid: type 1, length at most 64 MiB, inside the file, CRC matching, and a sequence
+        above `last_seq` (the previous record of the same file; 0 before the first).
+        """
+        if o + 17 > len(buf):
+            return None
+        crc, length, rtype, seq = struct.unpack_from("<IIBQ", buf, o)
+        if rtype != 1 or length > MAX_WAL_PAYLOAD or o + 17 + length > len(buf):
+            return None
+        if crc32(buf[o + 4 : o + 17 + length]) != crc or seq <= last_seq:
+            return None
+        return seq, buf[o + 17 : o + 17 + length], o + 17 + length
+
+    def valid_record_after(self, buf, start, last_seq):
+        for o in range(start, len(buf) - 16):
+            if buf[o + 8] == 1 and self.parse_record(buf, o, last_seq) is not None:
+                return o
+        return None
+
+    def read_wal(self, name, newest, prev_seq):
+        """The records (sequence, payload, offset) of one WAL file, in order.
+
+        `prev_seq` is the last sequence of the previous WAL file (0 if none): the first
+        record of this one must follow it.
+        """
+        buf = self.read(name)
+        header_ok = len(buf) >= 16 and buf[:8] == b"MHDBWAL\0"
+        if header_ok:
+            version, crc = struct.unpack_from("<II", buf, 8)
+            header_ok = crc32(buf[:12]) == crc
+        if not header_ok:
+            found = self.valid_record_after(buf, 0, 0)
+            if found is not None:
+                self.fail(name, 0, f"damaged header, but a valid record at offset {found} (corruption)")
+            if buf and not newest:
+                self.fail(name, 0, "incomplete header in a WAL file that is not the newest")
+            self.notes.append(f"{name}: incomplete header and no record: an empty log cut off at creation")
+            return []
+        self.checksums += 1
+        self.check_version(name, 8, version, "WAL")
+        records = []
+        last_seq = 0
+        o = 16
+        while o < len(buf):
+            rec = self.parse_record(buf, o, last_seq)
+            if rec is None:
+                break
+            seq, payload, nxt = rec
+            if not records and prev_seq and seq != prev_seq + 1:
+                self.fail(name, o, f"the file starts at sequence {seq}, the previous one ended at {prev_seq}")
+            self.checksums += 1
+            records.append((seq, payload, o))
+            last_seq = seq
+            o = nxt
+        if o < len(buf):
+            found = self.valid_record_after(buf, o + 1, last_seq)
+            if found is not None:
+                self.fail(name, o, f"bad record followed by a valid one at offset {found}: corrupt in the middle")
+            if not newest:
+                self.fail(name, o, "torn tail in a WAL file that is not the newest (older files end in whole records)")
+            tail = buf[o:]
+            what = "zeros" if not any(tail) else "a torn record"
+            self.notes.append(f"{name}: {len(tail)}-byte torn tail at offset {o} ({what}); ignored")
+        return records
+
+    def decode_batch(self, name, offset, payload, bands, rb):
+        if len(payload) < 4:
+            self.fail(name, offset, "payload shorter than its count")
+        (count,) = struct.unpack_from("<I", payload, 0)
+        o = 4
+        ops = []
+        for i in range(count):
+            if o >= len(payload):
+                self.fail(name, offset, f"payload ends before operation {i} of {count}")
+            tag = payload[o]
+            o += 1
+            if tag == 1:
+                if o + 12 > len(payload):
+                    self.fail(name, offset, f"operation {i}: truncated insert")
+                docno, klen = struct.unpack_from("<QI", payload, o)
+                o += 12
+                if klen > MAX_KEY:
+                    self.fail(name, offset, f"operation {i}: key of {klen} bytes")
+                end = o + klen + 8 * bands + rb
+                if end > len(payload):
+                    self.fail(name, offset, f"operation {i}: truncated insert")
+                key = payload[o : o + klen]
+                o += klen + 8 * bands
+                sig = payload[o : o + rb]
+                o += rb
+                ops.append(("insert", docno, key, sig))
+            elif tag == 2:
+                if o + 8 > len(payload):
+                    self.fail(name, offset, f"operation {i}: truncated delete")
+                (docno,) = struct.unpack_from("<Q", payload, o)
+                o += 8
+                ops.append(("delete", docno))
+            else:
+                self.fail(name, offset, f"operation {i}: unknown operation tag {tag}")
+        if o != len(payload):
+            self.fail(name, offset, f"{len(payload) - o} bytes after the last of {count} operations")
+        return ops
+
+    # -- the whole database -----------------------------------------------------------------
+
+    def open(self):
+        m = self.read_manifest()
+        params = m["params"]
+        sigs, rb = self.read_siglog(params, m["next_docno"])
+        docs = {}  # docno -> (key, packed signature)
+        for seg in m["segments"]:
+            lo = 64 + seg["base"] * rb
+            hi = 64 + (seg["base"] + seg["span"]) * rb
+            self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
+            for docno, key in self.read_segment(seg, params["bands"]):
+                docs[docno] = (key, sigs[64 + docno * rb : 64 + (docno + 1) * rb])
+        deleted = self.read_deletions(*m["del"])
+        for d in deleted:
+            if d not in docs:
+                self.fail(f"del-{m['del'][0]:016x}.del", 20, f"deleted docno {d} is in no segment")
+            del docs[d]
+
+        wal_ids = []
+        for entry in os.listdir(self.root):
+            mt = re.fullmatch(r"wal-([0-9a-f]{16})\.log", entry)
+            if mt and int(mt.group(1), 16) >= m["wal_start"]:
+                wal_ids.append(int(mt.group(1), 16))
+        wal_ids.sort()
+        next_docno = m["next_docno"]
+        last_seq = 0
+        wal_ops = 0
+        for i, wid in enumerate(wal_ids):
+            name = f"wal-{wid:016x}.log"
+            records = self.read_wal(name, i == len(wal_ids) - 1, last_seq)
+            for seq, payload, offset in records:
+                last_seq = seq
+                for op in self.decode_batch(name, offset, payload, params["bands"], rb):
+                    wal_ops += 1
+                    if op[0] == "insert":
+                        _, docno, key, sig = op
+                        if docno != next_docno:
+                            self.fail(name, offset, f"insert of docno {docno}, expected {next_docno} (gap or repeat)")
+                        next_docno += 1
+                        docs[docno] = (key, sig)
+                    else:
+                        docno = op[1]
+                        if docs.pop(docno, None) is None:
+                            self.notes.append(f"{name}: record at {offset} deletes docno {docno}, which is not live")
+        live = {}
+        for docno in sorted(docs):
+            key, sig = docs[docno]
+            if key in live:
+                self.notes.append(f"key {key!r}: docno {live[key][0]} shadowed by the newer {docno}")
+            live[key] = (docno, sig)
+        self.summary = {
+            "segments": len(m["segments"]),
+            "deleted_in_list": len(deleted),
+            "wal_files": len(wal_ids),
+            "wal_operations": wal_ops,
+        }
+        return params, live
+
+
+def key_text(key):
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError:
+        return "hex:" + key.hex()
+
+
+def as_json(params, live):
+    keys = sorted(live, key=lambda k: k)
+    return {
+        "format_version": FORMAT_VERSION,
+        "params": params,
+        "live": [{"key": key_text(k), "docno": live[k][0], "signature": live[k][1].hex()} for k in keys],
+    }
+
+
+def check(out, expected_path):
+    with open(expected_path, encoding="utf-8") as f:
+        want = json.load(f)
+    problems = []
+    got = {e["key"]: e for e in out["live"]}
+    exp = {e["key"]: e for e in want["live"]}
+    for k in sorted(set(exp) - set(got)):
+        problems.append(f"missing live key {k!r}")
+    for k in sorted(set(got) - set(exp)):
+        problems.append(f"unexpected live key {k!r}")
+    sigs = 0
+    for k in sorted(set(got) & set(exp)):
+        if got[k]["signature"] != exp[k]["signature"]:
+            problems.append(f"key {k!r}: signature {got[k]['signature']} != expected {exp[k]['signature']}")
+        else:
+            sigs += 1
+        if "docno" in exp[k] and got[k]["docno"] != exp[k]["docno"]:
+            problems.append(f"key {k!r}: docno {got[k]['docno']} != expected {exp[k]['docno']}")
+    for k in want.get("deleted", []):
+        if k in got:
+            problems.append(f"deleted key {k!r} is live")
+    for name, value in want.get("params", {}).items():
+        if out["params"].get(name) != value:
+            problems.append(f"parameter {name}: {out['params'].get(name)!r} != expected {value!r}")
+    return problems, len(set(got) & set(exp)), sigs
+
+
+def main(argv):
+    args = argv[1:]
+    expected = None
+    if "--check" in args:
+        i = args.index("--check")
+        if i + 1 >= len(args):
+            print("usage: reference_reader.py DB_DIR [--check EXPECTED.json]", file=sys.stderr)
+            return 2
+        expected = args[i + 1]
+        del args[i : i + 2]
+    if len(args) != 1:
+        print("usage: reference_reader.py DB_DIR [--check EXPECTED.json]", file=sys.stderr)
+        return 2
+    reader = Reader(args[0])
+    try:
+        params, live = reader.open()
+    except FormatError as e:
+        print(f"reference reader: {e}", file=sys.stderr)
+        return 1
+    for note in reader.notes:
+        print(f"reference reader: note: {note}", file=sys.stderr)
+    out = as_json(params, live)
+    if expected is None:
+        json.dump(out, sys.stdout, indent=1)
+        print()
+        return 0
+    problems, keys, sigs = check(out, expected)
+    if problems:
+        for p in problems:
+            print(f"reference reader: {p}", file=sys.stderr)
+        print(f"reference reader: {len(problems)} differences from {expected}", file=sys.stderr)
+        return 1
+    s = reader.summary
+    print(
+        f"reference reader: {keys} keys, {sigs} signatures, {reader.checksums} checksums agree"
+        f" ({s['segments']} segments, {s['deleted_in_list']} in the deletion list,"
+        f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
