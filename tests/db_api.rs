@@ -2,22 +2,19 @@
 //! threshold and top-k queries verified against brute force, flush, compaction, locking,
 //! read-only opens and parameter checks.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use mhdb::Error;
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{MinHasher, Signature, SketchParams};
 
+use common::rng::XorShift64;
+
 fn words(seed: u64, n: usize) -> Vec<String> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            format!("w{}", x % 5000)
-        })
-        .collect()
+    let mut rng = XorShift64::scrambled(seed);
+    (0..n).map(|_| format!("w{}", rng.below(5000))).collect()
 }
 
 /// A base text and a near-duplicate that differs in a few words.
@@ -356,19 +353,7 @@ fn large_bulk_and_flush_batches_store_every_signature() {
     };
     let db = Db::create(&path, IndexParams::default(), bulk_opts.clone()).unwrap();
     let k = db.params().sketch.num_perm;
-    let sig = |seed: u64| -> Signature {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        Signature::from_slots(
-            (0..k)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x
-                })
-                .collect::<Vec<u64>>(),
-        )
-    };
+    let sig = |seed: u64| Signature::from_slots(XorShift64::scrambled(seed).next_n(k));
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
     // 512-byte records: 20,000 of them span three 4 MiB chunks.
     let first: Vec<(String, Signature)> =

@@ -15,7 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use mhdb::db::{Db, Durability, IndexParams, Options};
-use mhdb::sketch::bbit;
+
+use common::model::Packer;
 
 const CHILD_ENV: &str = "MHDB_KILL_RECOVERY_DIR";
 const THREADS: u64 = 8;
@@ -64,8 +65,7 @@ fn kill_nine_during_group_commit_loses_no_acknowledged_insert() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let db = Db::create(&dir, IndexParams::default(), options()).unwrap();
-    let hasher = db.hasher().clone();
-    let bits = db.params().bits;
+    let packer = Packer::of(&db);
     drop(db);
     let mut acked: BTreeSet<String> = BTreeSet::new();
     for (round, kill_after) in [200usize, 700, 50, 1500, 400].into_iter().enumerate() {
@@ -104,10 +104,9 @@ fn kill_nine_during_group_commit_loses_no_acknowledged_insert() {
         let db = Db::open_read_only(&dir).unwrap();
         let stored = common::stored(&db);
         for key in &acked {
-            let want = bbit::pack(hasher.sketch_text(&text(key)).slots(), bits).unwrap();
             assert_eq!(
                 stored.get(key),
-                Some(&want),
+                Some(&packer.text(&text(key))),
                 "round {round}: acknowledged {key} lost or changed"
             );
         }
@@ -120,8 +119,11 @@ fn kill_nine_during_group_commit_loses_no_acknowledged_insert() {
             extra.len()
         );
         for key in extra {
-            let want = bbit::pack(hasher.sketch_text(&text(key)).slots(), bits).unwrap();
-            assert_eq!(stored.get(key), Some(&want), "round {round}: {key} garbled");
+            assert_eq!(
+                stored.get(key),
+                Some(&packer.text(&text(key))),
+                "round {round}: {key} garbled"
+            );
         }
         assert!(db.verify().unwrap().is_ok(), "round {round}: verify failed");
         assert!(Path::new(&dir).exists());
