@@ -4,6 +4,7 @@
 //! - [`params`]: the sketch and index parameters the tests build.
 //! - [`sets`]: set pairs with an exactly known Jaccard similarity.
 //! - [`model`]: the reference model of a database (key → stored signature).
+//! - [`process`]: killing a child process without losing what it acknowledged.
 
 // Each test file is its own crate and compiles this module with it, using only some of the
 // helpers; the rest would warn as dead code in every test binary that does not call them.
@@ -11,6 +12,7 @@
 
 pub mod model;
 pub mod params;
+pub mod process;
 pub mod rng;
 pub mod sets;
 
