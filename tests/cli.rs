@@ -3,6 +3,8 @@
 //! kill -9 during `mhdb add --json` after which a second `add --on-duplicate skip` completes
 //! the load with every document present exactly once.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -360,19 +362,14 @@ fn kill_during_add_then_resume_loses_nothing() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    // Kill once 3000 documents are acknowledged; a progress line printed before the kill
+    // acknowledges its commit even if it was still in the pipe.
     let mut acknowledged = 0u64;
-    let mut line = String::new();
-    while reader.read_line(&mut line).unwrap() > 0 {
-        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    common::process::read_then_kill(&mut child, |line| {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
         acknowledged = v["committed"].as_u64().unwrap();
-        line.clear();
-        if acknowledged >= 3000 {
-            break;
-        }
-    }
-    child.kill().unwrap(); // SIGKILL
-    let _ = child.wait();
+        acknowledged < 3000
+    });
     assert!(
         acknowledged >= 500,
         "no commit was acknowledged before the kill"

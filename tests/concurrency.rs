@@ -5,12 +5,13 @@
 //! — and a deleted family never reappears. No errors, no panics. A dedup pass reads the
 //! snapshot of its start and does not hold writers back.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
-use mhdb::sketch::{ShingleConfig, SketchParams};
 use mhdb::storage::sim::SimFs;
 
 const FAMILIES: u64 = 300;
@@ -25,16 +26,7 @@ fn text(family: u64) -> String {
 
 /// k = 64, word 2-grams, 16-bit signatures, tuned for 0.8.
 fn params() -> IndexParams {
-    IndexParams::for_threshold(
-        SketchParams {
-            num_perm: 64,
-            shingle: ShingleConfig::words(2),
-            ..SketchParams::default()
-        },
-        16,
-        0.8,
-    )
-    .unwrap()
+    common::params::word_index(64, 16, 0.8)
 }
 
 #[test]

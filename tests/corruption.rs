@@ -7,16 +7,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::Arc;
 
 use mhdb::Error;
-use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
-use mhdb::sketch::{ShingleConfig, SketchParams};
+use mhdb::db::{Db, Durability, Options, WriteBatch};
 use mhdb::storage::sim::{CrashMode, SimFs};
 use mhdb::storage::vfs::Vfs;
+
+use common::model::Model;
 
 fn opts() -> Options {
     Options {
@@ -35,18 +35,10 @@ fn text(i: u64) -> String {
 }
 
 /// A database with two segments, a deletion list, unflushed WAL records and everything synced.
-fn build() -> (SimFs, BTreeMap<String, Vec<u8>>) {
+fn build() -> (SimFs, Model) {
     let fs = Arc::new(SimFs::new());
-    let params = IndexParams::for_threshold(
-        SketchParams {
-            num_perm: 32,
-            shingle: ShingleConfig::words(2),
-            ..SketchParams::default()
-        },
-        16,
-        0.5,
-    )
-    .unwrap();
+    // 32 slots over word 2-grams, 16-bit stored signatures, tuned for 0.5.
+    let params = common::params::word_index(32, 16, 0.5);
     let db = Db::create_with_vfs(fs.clone(), "/db", params, opts()).unwrap();
     for round in 0..2u64 {
         let mut b = WriteBatch::new();
@@ -62,18 +54,14 @@ fn build() -> (SimFs, BTreeMap<String, Vec<u8>>) {
     for i in 30..34u64 {
         db.insert_text(format!("k{i}"), &text(i)).unwrap();
     }
-    let state = state(&db);
+    let state = common::stored(&db);
     drop(db);
     (fs.crash_image(CrashMode::DurableOnly), state)
 }
 
-fn state(db: &Db) -> BTreeMap<String, Vec<u8>> {
-    common::stored(db)
-}
-
 enum Outcome {
     Reported(Error),
-    Clean(BTreeMap<String, Vec<u8>>),
+    Clean(Model),
 }
 
 fn open_and_verify(fs: SimFs) -> Outcome {
@@ -88,7 +76,7 @@ fn open_and_verify(fs: SimFs) -> Outcome {
         Ok(_) => {}
     }
     let keys = match db.keys() {
-        Ok(_) => state(&db),
+        Ok(_) => common::stored(&db),
         Err(e) => return Outcome::Reported(e),
     };
     Outcome::Clean(keys)
@@ -134,7 +122,7 @@ fn every_file_kind_detects_flips_and_truncation() {
     // WAL damage in the final batch reads as a torn tail; a truncated WAL is indistinguishable
     // from one whose later appends never happened. Either way the state is a prefix of the
     // WAL's batches (k30, k31, k32, k33 in order), never a mix.
-    let prefixes: Vec<BTreeMap<String, Vec<u8>>> = (0..=4)
+    let prefixes: Vec<Model> = (0..=4)
         .map(|keep| {
             expected
                 .iter()

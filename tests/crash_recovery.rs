@@ -5,15 +5,18 @@
 //! includes every acknowledged batch (so no acknowledged write is lost and no batch is partly
 //! there), and (3) answer queries exactly as a brute-force scan of that model does.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
-use mhdb::sketch::{Scheme, ShingleConfig, Signature, SketchParams, bbit};
+use mhdb::sketch::Signature;
 use mhdb::storage::sim::{CrashMode, SimFs};
 
-type Model = BTreeMap<String, Vec<u8>>;
+use common::model::{Model, Packer, apply, estimate};
+use common::rng::XorShift64;
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -24,14 +27,11 @@ enum Step {
     Compact,
 }
 
+/// 32 slots over word 2-grams, 16-bit stored signatures, tuned for 0.5; signature seed 7.
 fn params() -> IndexParams {
-    let sketch = SketchParams {
-        scheme: Scheme::Oph,
-        num_perm: 32,
-        seed: 7,
-        shingle: ShingleConfig::words(2),
-    };
-    IndexParams::for_threshold(sketch, 16, 0.5).unwrap()
+    let mut p = common::params::word_index(32, 16, 0.5);
+    p.sketch.seed = 7;
+    p
 }
 
 fn text(seed: u64) -> String {
@@ -44,13 +44,8 @@ fn text(seed: u64) -> String {
 
 fn workload() -> Vec<Step> {
     let mut steps = Vec::new();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = XorShift64::new(0x2545_F491_4F6C_DD1D);
+    let mut rnd = |n: u64| rng.below(n);
     for i in 0..36u64 {
         let mut ops = Vec::new();
         for _ in 0..=rnd(3) {
@@ -80,34 +75,19 @@ fn workload() -> Vec<Step> {
 
 /// Model states after each prefix of the workload's batches.
 fn prefix_models(steps: &[Step], db_params: &IndexParams) -> Vec<Model> {
-    let hasher = db_params.hasher().unwrap();
+    let packer = Packer::new(db_params);
     let mut models = vec![Model::new()];
     let mut cur = Model::new();
     for step in steps {
         if let Step::Bulk(docs) = step {
             for (key, seed) in docs {
-                let sig = hasher.sketch_text(&text(*seed));
-                cur.insert(
-                    key.clone(),
-                    bbit::pack(sig.slots(), db_params.bits).unwrap(),
-                );
+                cur.insert(key.clone(), packer.text(&text(*seed)));
             }
             models.push(cur.clone());
         }
         if let Step::Write(ops) = step {
             for (key, val) in ops {
-                match val {
-                    Some(seed) => {
-                        let sig = hasher.sketch_text(&text(*seed));
-                        cur.insert(
-                            key.clone(),
-                            bbit::pack(sig.slots(), db_params.bits).unwrap(),
-                        );
-                    }
-                    None => {
-                        cur.remove(key);
-                    }
-                }
+                apply(&mut cur, key, val.map(|seed| packer.text(&text(seed))));
             }
             models.push(cur.clone());
         }
@@ -184,20 +164,6 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
     acks
 }
 
-fn recovered_state(db: &Db) -> Model {
-    db.keys()
-        .unwrap()
-        .into_iter()
-        .map(|k| {
-            let sig = db
-                .get(&k)
-                .unwrap()
-                .expect("listed key must have a signature");
-            (String::from_utf8(k).unwrap(), sig.packed)
-        })
-        .collect()
-}
-
 fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str) {
     let db = match Db::open_with_vfs(image, "/db", Options::default(), false) {
         Ok(db) => db,
@@ -211,7 +177,7 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
             return;
         }
     };
-    let state = recovered_state(&db);
+    let state = common::stored(&db);
     let matching: Vec<usize> = (must_have..models.len())
         .filter(|&j| models[j] == state)
         .collect();
@@ -223,10 +189,10 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
     // Queries agree with brute force over the recovered model.
     let model = &models[matching[0]];
     let p = params();
-    let hasher = p.hasher().unwrap();
+    let packer = Packer::new(&p);
     for seed in [0u64, 5, 13, 22, 39] {
-        let sig: Signature = hasher.sketch_text(&text(seed));
-        let packed = bbit::pack(sig.slots(), p.bits).unwrap();
+        let sig: Signature = packer.hasher().sketch_text(&text(seed));
+        let packed = packer.pack(&sig);
         let got = db.query(&sig, &QueryOptions::default()).unwrap();
         let got: BTreeMap<String, f64> = got
             .matches
@@ -234,8 +200,7 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
             .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
             .collect();
         for (key, stored) in model {
-            let eq = bbit::count_equal_packed(&packed, stored, p.sketch.num_perm, p.bits).unwrap();
-            let j = bbit::estimate_from_matches(eq, p.sketch.num_perm, p.bits);
+            let j = estimate(&p, &packed, stored);
             if let Some(g) = got.get(key) {
                 assert!((g - j).abs() < 1e-12, "{what}: {key} estimate {g} vs {j}");
             } else if j >= 0.999 {
@@ -311,7 +276,7 @@ fn recovery_is_idempotent() {
     let image = Arc::new(fs.crash_image(CrashMode::DurableOnly));
     {
         let db = Db::open_with_vfs(image.clone(), "/db", Options::default(), false).unwrap();
-        assert_eq!(recovered_state(&db), *models.last().unwrap());
+        assert_eq!(common::stored(&db), *models.last().unwrap());
     }
     let again = Arc::new(image.crash_image(CrashMode::DurableOnly));
     check_image(again, &models, models.len() - 1, "second recovery");

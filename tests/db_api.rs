@@ -2,22 +2,19 @@
 //! threshold and top-k queries verified against brute force, flush, compaction, locking,
 //! read-only opens and parameter checks.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use mhdb::Error;
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{MinHasher, Signature, SketchParams};
 
+use common::rng::XorShift64;
+
 fn words(seed: u64, n: usize) -> Vec<String> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            format!("w{}", x % 5000)
-        })
-        .collect()
+    let mut rng = XorShift64::scrambled(seed);
+    (0..n).map(|_| format!("w{}", rng.below(5000))).collect()
 }
 
 /// A base text and a near-duplicate that differs in a few words.
@@ -123,11 +120,31 @@ fn queries_equal_brute_force_across_flushes_and_compaction() {
         db.flush().unwrap();
     }
     db.compact().unwrap();
+    // Brute force over the model: a query must return every live document at or above the
+    // threshold that shares a band key with it (the index may not miss one).
+    let threshold = db.params().threshold;
+    let banding = db.params().banding().unwrap();
+    let bands: BTreeMap<&String, Vec<u64>> = model
+        .iter()
+        .map(|(k, sig)| (k, banding.band_keys(sig.slots()).unwrap()))
+        .collect();
     let check = |db: &Db| {
         for (key, sig) in model.iter().step_by(7) {
             let res = db.query(sig, &QueryOptions::default()).unwrap();
             let got: Vec<&[u8]> = res.matches.iter().map(|m| m.key.as_slice()).collect();
             assert!(got.contains(&key.as_bytes()), "{key} must find itself");
+            for (other_key, other) in &model {
+                let shares_band = bands[key]
+                    .iter()
+                    .zip(&bands[other_key])
+                    .any(|(a, b)| a == b);
+                if shares_band && sig.jaccard(other).unwrap() >= threshold {
+                    assert!(
+                        got.contains(&other_key.as_bytes()),
+                        "{key}: brute force finds {other_key}, the query does not"
+                    );
+                }
+            }
             // Every match is live and truly similar (32-bit slots: exact equality estimate).
             for m in &res.matches {
                 let k = String::from_utf8(m.key.clone()).unwrap();
@@ -241,9 +258,12 @@ fn read_only_open_changes_no_byte() {
     };
     let before = snapshot(&path);
     let r = Db::open_read_only(&path).unwrap();
+    // Reads answer (from the segment and from the replayed WAL) and still write nothing.
     assert!(r.contains("unflushed").unwrap());
-    let _ = r.query_text(&text(3), &QueryOptions::default()).unwrap();
-    let _ = r.stats().unwrap();
+    let res = r.query_text(&text(3), &QueryOptions::default()).unwrap();
+    assert_eq!(res.matches[0].key, b"d3");
+    assert!((res.matches[0].jaccard - 1.0).abs() < 1e-9);
+    assert_eq!(r.stats().unwrap().live_docs, 21);
     drop(r);
     assert_eq!(before, snapshot(&path));
 }
@@ -261,6 +281,16 @@ fn bad_inputs_are_clear_errors() {
     .unwrap();
     let err = db.insert("x", &other.sketch_text("abc")).unwrap_err();
     assert!(err.to_string().contains("slots"), "{err}");
+    // Likewise a signature made by hand, in a query and in a bulk insert; the same slots at
+    // the database's length are accepted.
+    let short = Signature::from_slots(vec![0u64; 127]);
+    let err = db.query(&short, &QueryOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("slots"), "{err}");
+    let err = db.bulk_insert(&[("x", short)]).unwrap_err();
+    assert!(err.to_string().contains("slots"), "{err}");
+    assert!(!db.contains("x").unwrap());
+    db.insert("x", &Signature::from_slots(vec![0u64; 128]))
+        .unwrap();
     // Oversized key.
     let err = db.insert_text(vec![b'k'; 70_000], "abc").unwrap_err();
     assert!(err.to_string().contains("key"), "{err}");
@@ -294,7 +324,6 @@ fn bad_inputs_are_clear_errors() {
         ..IndexParams::default()
     };
     assert!(Db::create(dir.path().join("db2"), p, opts()).is_err());
-    let _ = Signature::from_slots(vec![0u64; 128]);
 }
 
 #[test]
@@ -356,19 +385,7 @@ fn large_bulk_and_flush_batches_store_every_signature() {
     };
     let db = Db::create(&path, IndexParams::default(), bulk_opts.clone()).unwrap();
     let k = db.params().sketch.num_perm;
-    let sig = |seed: u64| -> Signature {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        Signature::from_slots(
-            (0..k)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x
-                })
-                .collect::<Vec<u64>>(),
-        )
-    };
+    let sig = |seed: u64| Signature::from_slots(XorShift64::scrambled(seed).next_n(k));
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
     // 512-byte records: 20,000 of them span three 4 MiB chunks.
     let first: Vec<(String, Signature)> =

@@ -12,30 +12,16 @@
 //! scheme effects, narrow enough to catch a broken permutation family or packing (which shows
 //! up as a bias or a variance several times too large).
 
+mod common;
+
 use mhdb::sketch::{MinHasher, SUPPORTED_BITS, Scheme, SketchParams, estimate_packed, pack};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use common::rng::XorShift64;
 
 /// Two sets of distinct random elements with |A ∪ B| = union and |A ∩ B| = round(J · union).
-fn pair(rng: &mut Rng, union: usize, j: f64) -> (Vec<u64>, Vec<u64>) {
+fn pair(rng: &mut XorShift64, union: usize, j: f64) -> (Vec<u64>, Vec<u64>) {
     let inter = (j * union as f64).round() as usize;
-    let only = union - inter;
-    let elems: Vec<u64> = (0..union).map(|_| rng.next()).collect();
-    let shared = &elems[..inter];
-    let a_only = &elems[inter..inter + only / 2];
-    let b_only = &elems[inter + only / 2..];
-    let a = shared.iter().chain(a_only).copied().collect();
-    let b = shared.iter().chain(b_only).copied().collect();
-    (a, b)
+    common::sets::overlapping(&rng.next_n(union), inter)
 }
 
 fn exact_j(union: usize, j: f64) -> f64 {
@@ -47,20 +33,14 @@ fn estimates_are_unbiased_with_theoretical_variance() {
     const K: usize = 128;
     const TRIALS: usize = 300;
     const UNION: usize = 1000;
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = XorShift64::new(0x1234_5678_9ABC_DEF1);
     for scheme in [Scheme::Oph, Scheme::KPerm] {
         for &j in &[0.1, 0.3, 0.5, 0.7, 0.9, 0.95] {
             let truth = exact_j(UNION, j);
             // estimates[bits index][trial]
             let mut est = vec![Vec::with_capacity(TRIALS); SUPPORTED_BITS.len()];
             for t in 0..TRIALS {
-                let hasher = MinHasher::new(SketchParams {
-                    scheme,
-                    num_perm: K,
-                    seed: t as u64 * 7919 + 1,
-                    ..SketchParams::default()
-                })
-                .unwrap();
+                let hasher = common::params::hasher(scheme, K, t as u64 * 7919 + 1);
                 let (a, b) = pair(&mut rng, UNION, j);
                 let (sa, sb) = (hasher.sketch_hashes(&a), hasher.sketch_hashes(&b));
                 for (i, &bits) in SUPPORTED_BITS.iter().enumerate() {
@@ -107,9 +87,9 @@ fn identical_and_disjoint_sets() {
             ..SketchParams::default()
         })
         .unwrap();
-        let mut rng = Rng(99);
-        let a: Vec<u64> = (0..500).map(|_| rng.next()).collect();
-        let b: Vec<u64> = (0..500).map(|_| rng.next()).collect();
+        let mut rng = XorShift64::new(99);
+        let a = rng.next_n(500);
+        let b = rng.next_n(500);
         let sa = hasher.sketch_hashes(&a);
         assert_eq!(sa.jaccard(&hasher.sketch_hashes(&a)).unwrap(), 1.0);
         assert!(sa.jaccard(&hasher.sketch_hashes(&b)).unwrap() < 0.05);

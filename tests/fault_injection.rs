@@ -8,28 +8,18 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use mhdb::Error;
 use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
-use mhdb::sketch::{ShingleConfig, SketchParams, bbit};
 use mhdb::storage::sim::{CrashMode, FaultFs, SimFs};
 
-type Model = BTreeMap<String, Vec<u8>>;
+use common::model::{Model, Packer, apply};
 
+/// 32 slots over word 2-grams, 16-bit stored signatures, tuned for 0.5.
 fn params() -> IndexParams {
-    IndexParams::for_threshold(
-        SketchParams {
-            num_perm: 32,
-            shingle: ShingleConfig::words(2),
-            ..SketchParams::default()
-        },
-        16,
-        0.5,
-    )
-    .unwrap()
+    common::params::word_index(32, 16, 0.5)
 }
 
 fn text(seed: u64) -> String {
@@ -54,20 +44,12 @@ fn workload() -> Vec<Vec<(String, Option<u64>)>> {
 }
 
 fn models(batches: &[Vec<(String, Option<u64>)>]) -> Vec<Model> {
-    let hasher = params().hasher().unwrap();
+    let packer = Packer::new(&params());
     let mut out = vec![Model::new()];
     let mut cur = Model::new();
     for ops in batches {
         for (k, v) in ops {
-            match v {
-                Some(seed) => {
-                    let sig = hasher.sketch_text(&text(*seed));
-                    cur.insert(k.clone(), bbit::pack(sig.slots(), params().bits).unwrap());
-                }
-                None => {
-                    cur.remove(k);
-                }
-            }
+            apply(&mut cur, k, v.map(|seed| packer.text(&text(seed))));
         }
         out.push(cur.clone());
     }
@@ -135,10 +117,6 @@ fn run(
     (acked, false)
 }
 
-fn state(db: &Db) -> Model {
-    common::stored(db)
-}
-
 fn check(fs: Arc<dyn mhdb::storage::vfs::Vfs>, models: &[Model], acked: usize, what: &str) {
     let db = match Db::open_with_vfs(fs, Path::new("/db"), opts(), false) {
         Ok(db) => db,
@@ -150,7 +128,7 @@ fn check(fs: Arc<dyn mhdb::storage::vfs::Vfs>, models: &[Model], acked: usize, w
             return;
         }
     };
-    let got = state(&db);
+    let got = common::stored(&db);
     let ok = (acked..=(acked + 1).min(models.len() - 1)).any(|j| models[j] == got);
     assert!(
         ok,

@@ -5,6 +5,8 @@
 //! the spec, so a passing test means the code and the spec agree; a signature computed today
 //! must equal one computed next year.
 
+mod common;
+
 use mhdb::sketch::{
     Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind, SketchParams,
     pack,
@@ -33,14 +35,12 @@ fn signatures_packings_and_band_keys_match_the_reference() {
         let seed = case["seed"].as_u64().unwrap();
         let input = case["text"].as_str().unwrap();
         let params = |k| SketchParams {
-            scheme,
-            num_perm: k,
-            seed,
             shingle: ShingleConfig {
                 kind,
                 nfkc,
                 ..ShingleConfig::default()
             },
+            ..common::params::sketch(scheme, k, seed)
         };
         let what = format!("{scheme} {kind} nfkc={nfkc} seed={seed} {input:?}");
         let s16 = MinHasher::new(params(16)).unwrap().sketch_text(input);

@@ -2,20 +2,13 @@
 //! tuning meets its recall floor over a grid of thresholds and sizes; and invalid LSH and
 //! packing parameters are errors, never panics.
 
+mod common;
+
 use mhdb::sketch::{
     Banding, LshParams, MinHasher, Scheme, SketchParams, TuneOptions, pack, tune, validate_bits,
 };
 
-fn xorshift(mut x: u64, n: usize) -> Vec<u64> {
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        })
-        .collect()
-}
+use common::rng::XorShift64;
 
 #[test]
 fn collision_rates_follow_the_s_curve() {
@@ -23,12 +16,7 @@ fn collision_rates_follow_the_s_curve() {
     const UNION: usize = 400;
     for scheme in [Scheme::Oph, Scheme::KPerm] {
         for (bands, rows) in [(16usize, 4usize), (8, 8), (20, 5), (32, 2)] {
-            let sketch = SketchParams {
-                scheme,
-                num_perm: bands * rows,
-                seed: 11,
-                ..SketchParams::default()
-            };
+            let sketch = common::params::sketch(scheme, bands * rows, 11);
             let hasher = MinHasher::new(sketch).unwrap();
             let banding =
                 Banding::new(&sketch, LshParams::new(bands, rows, bands * rows).unwrap()).unwrap();
@@ -37,18 +25,9 @@ fn collision_rates_follow_the_s_curve() {
                 let exact = inter as f64 / UNION as f64;
                 let mut hits = 0usize;
                 for p in 0..PAIRS {
-                    let e = xorshift(0xABCD + (p as u64) * 1_000_003 + (s * 1000.0) as u64, UNION);
-                    let only = UNION - inter;
-                    let a: Vec<u64> = e[..inter]
-                        .iter()
-                        .chain(&e[inter..inter + only / 2])
-                        .copied()
-                        .collect();
-                    let b: Vec<u64> = e[..inter]
-                        .iter()
-                        .chain(&e[inter + only / 2..])
-                        .copied()
-                        .collect();
+                    let seed = 0xABCD + (p as u64) * 1_000_003 + (s * 1000.0) as u64;
+                    let e = XorShift64::new(seed).next_n(UNION);
+                    let (a, b) = common::sets::overlapping(&e, inter);
                     let ka = banding.band_keys(hasher.sketch_hashes(&a).slots()).unwrap();
                     let kb = banding.band_keys(hasher.sketch_hashes(&b).slots()).unwrap();
                     if ka.iter().zip(&kb).any(|(x, y)| x == y) {

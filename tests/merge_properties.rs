@@ -2,17 +2,14 @@
 //! the merge of sketches of pieces equals a sketch of the whole, for both schemes, any k and
 //! seed (OPH densifies only when finishing, so this holds for it too).
 
-use mhdb::sketch::{MinHasher, Scheme, SketchParams};
+mod common;
+
+use mhdb::sketch::{MinHasher, Scheme};
 use proptest::prelude::*;
 
-fn hasher(scheme: bool, k: usize, seed: u64) -> MinHasher {
-    MinHasher::new(SketchParams {
-        scheme: if scheme { Scheme::Oph } else { Scheme::KPerm },
-        num_perm: k,
-        seed,
-        ..SketchParams::default()
-    })
-    .unwrap()
+fn hasher(oph: bool, k: usize, seed: u64) -> MinHasher {
+    let scheme = if oph { Scheme::Oph } else { Scheme::KPerm };
+    common::params::hasher(scheme, k, seed)
 }
 
 proptest! {

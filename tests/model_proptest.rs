@@ -5,14 +5,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
-use mhdb::sketch::{ShingleConfig, SketchParams, bbit};
+use mhdb::db::{Db, Durability, Options, QueryOptions, WriteBatch};
 use mhdb::storage::sim::{CrashMode, SimFs};
 use proptest::prelude::*;
+
+use common::model::{Model, Packer, estimate};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -43,19 +43,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn params() -> IndexParams {
-    IndexParams::for_threshold(
-        SketchParams {
-            num_perm: 32,
-            shingle: ShingleConfig::words(2),
-            ..SketchParams::default()
-        },
-        8,
-        0.6,
-    )
-    .unwrap()
-}
-
 fn text(t: u8) -> String {
     // Texts of one family (t / 4) share most words.
     let family = t / 4;
@@ -80,19 +67,19 @@ fn options() -> Options {
     }
 }
 
-fn check(db: &Db, model: &BTreeMap<String, Vec<u8>>) {
+fn check(db: &Db, model: &Model) {
     let keys = common::stored(db);
     assert_eq!(&keys, model);
     let p = db.params();
+    let packer = Packer::of(db);
     for t in [0u8, 9, 17, 30] {
         let sig = db.hasher().sketch_text(&text(t));
-        let packed = bbit::pack(sig.slots(), p.bits).unwrap();
+        let packed = packer.pack(&sig);
         let res = db.query(&sig, &QueryOptions::default()).unwrap();
         for m in &res.matches {
             let k = String::from_utf8(m.key.clone()).unwrap();
             let stored = model.get(&k).expect("match must be live");
-            let eq = bbit::count_equal_packed(&packed, stored, p.sketch.num_perm, p.bits).unwrap();
-            let j = bbit::estimate_from_matches(eq, p.sketch.num_perm, p.bits);
+            let j = estimate(p, &packed, stored);
             assert!((j - m.jaccard).abs() < 1e-12);
             assert!(j >= p.threshold);
         }
@@ -114,12 +101,13 @@ proptest! {
     fn database_matches_model(ops in prop::collection::vec(op(), 1..40)) {
         let fs = Arc::new(SimFs::new());
         let dir = Path::new("/db");
-        let hasher = params().hasher().unwrap();
-        let bits = params().bits;
-        let sig_of = |t: u8| bbit::pack(hasher.sketch_text(&text(t)).slots(), bits).unwrap();
-        let mut db = Some(Db::create_with_vfs(fs.clone(), dir, params(), options()).unwrap());
+        // 32 slots over word 2-grams, 8-bit stored signatures, tuned for 0.6.
+        let params = common::params::word_index(32, 8, 0.6);
+        let packer = Packer::new(&params);
+        let sig_of = |t: u8| packer.text(&text(t));
+        let mut db = Some(Db::create_with_vfs(fs.clone(), dir, params, options()).unwrap());
         let mut fs = fs;
-        let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut model = Model::new();
         for op in ops {
             let d = db.as_ref().unwrap();
             match op {
@@ -150,7 +138,7 @@ proptest! {
                 Op::Bulk(items) => {
                     let docs: Vec<(String, mhdb::sketch::Signature)> = items
                         .iter()
-                        .map(|(k, t)| (format!("k{k}"), hasher.sketch_text(&text(*t))))
+                        .map(|(k, t)| (format!("k{k}"), packer.hasher().sketch_text(&text(*t))))
                         .collect();
                     d.bulk_insert(&docs).unwrap();
                     for (k, t) in items {

@@ -2,35 +2,19 @@
 //! one, two or ten shingles, copies only real bin values, and stays accurate on small sets;
 //! the empty set alone keeps the all-EMPTY signature.
 
+mod common;
+
 use mhdb::sketch::{EMPTY_SLOT, MinHasher, Scheme, ShingleConfig, SketchParams};
 
-fn oph(k: usize, seed: u64) -> MinHasher {
-    MinHasher::new(SketchParams {
-        scheme: Scheme::Oph,
-        num_perm: k,
-        seed,
-        ..SketchParams::default()
-    })
-    .unwrap()
-}
-
-fn xorshift(mut x: u64, n: usize) -> Vec<u64> {
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        })
-        .collect()
-}
+use common::params::hasher;
+use common::rng::XorShift64;
 
 #[test]
 fn no_empty_slot_for_tiny_sets() {
     for k in [1usize, 7, 128, 1024] {
         for n in [1usize, 2, 10] {
-            let set = xorshift(0xDEAD_BEEF + n as u64, n);
-            let sig = oph(k, 3).sketch_hashes(&set);
+            let set = XorShift64::new(0xDEAD_BEEF + n as u64).next_n(n);
+            let sig = hasher(Scheme::Oph, k, 3).sketch_hashes(&set);
             assert!(sig.slots().iter().all(|&s| s != EMPTY_SLOT), "k={k} n={n}");
             assert!(
                 sig.slots().iter().all(|s| set.contains(s)),
@@ -73,19 +57,9 @@ fn small_sets_stay_accurate() {
         let truth = inter as f64 / union as f64;
         let mut ests = Vec::new();
         for t in 0..TRIALS {
-            let elems = xorshift(0x5151 + t as u64 * 31, union);
-            let only = union - inter;
-            let a: Vec<u64> = elems[..inter]
-                .iter()
-                .chain(&elems[inter..inter + only / 2])
-                .copied()
-                .collect();
-            let b: Vec<u64> = elems[..inter]
-                .iter()
-                .chain(&elems[inter + only / 2..])
-                .copied()
-                .collect();
-            let h = oph(K, t as u64);
+            let elems = XorShift64::new(0x5151 + t as u64 * 31).next_n(union);
+            let (a, b) = common::sets::overlapping(&elems, inter);
+            let h = hasher(Scheme::Oph, K, t as u64);
             ests.push(h.sketch_hashes(&a).jaccard(&h.sketch_hashes(&b)).unwrap());
         }
         let n = ests.len() as f64;

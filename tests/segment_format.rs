@@ -3,26 +3,14 @@
 //! flips, structural damage behind valid checksums) that must give errors, never panics or
 //! silently different answers.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use mhdb::Error;
 use mhdb::storage::segment::{Segment, SegmentBuilder, SegmentOptions, band_key32, merge};
 
-/// SplitMix64: a tiny deterministic generator, so failures reproduce from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::rng::SplitMix64;
 
 #[derive(Clone, Debug)]
 struct Doc {
@@ -34,8 +22,14 @@ struct Doc {
 /// Random docs in `[base, base + span)` with band keys drawn from a small pool (many
 /// collisions), some differing only in the low 32 bits (same stored bucket), and a few
 /// duplicate document keys.
-fn random_docs(rng: &mut Rng, base: u64, span: u64, density: u64, num_bands: usize) -> Vec<Doc> {
-    let pool: Vec<u64> = (0..1 + rng.below(40)).map(|_| rng.next()).collect();
+fn random_docs(
+    rng: &mut SplitMix64,
+    base: u64,
+    span: u64,
+    density: u64,
+    num_bands: usize,
+) -> Vec<Doc> {
+    let pool: Vec<u64> = (0..1 + rng.below(40)).map(|_| rng.next_u64()).collect();
     let mut docs = Vec::new();
     for docno in base..base + span {
         if rng.below(100) >= density {
@@ -51,7 +45,7 @@ fn random_docs(rng: &mut Rng, base: u64, span: u64, density: u64, num_bands: usi
         };
         let bands = (0..num_bands)
             .map(|_| match rng.below(4) {
-                0 => rng.next(),
+                0 => rng.next_u64(),
                 1 => pool[rng.below(pool.len() as u64) as usize] ^ rng.below(4),
                 _ => pool[rng.below(pool.len() as u64) as usize],
             })
@@ -89,7 +83,7 @@ fn postings(seg: &Segment, band: usize, key: u64) -> Vec<u64> {
 }
 
 /// Checks every query of `seg` against the docs it was built from.
-fn check_against_model(seg: &Segment, docs: &[Doc], cap: Option<u32>, rng: &mut Rng) {
+fn check_against_model(seg: &Segment, docs: &[Doc], cap: Option<u32>, rng: &mut SplitMix64) {
     seg.verify().unwrap();
     assert_eq!(seg.doc_count(), docs.len() as u64);
     let listed: Vec<(u64, Vec<u8>)> = seg
@@ -135,7 +129,7 @@ fn check_against_model(seg: &Segment, docs: &[Doc], cap: Option<u32>, rng: &mut 
             hot_total += u64::from(hot.is_some());
         }
         for _ in 0..20 {
-            let key = rng.next();
+            let key = rng.next_u64();
             if !model.contains_key(&band_key32(key)) {
                 assert!(postings(seg, band, key).is_empty());
                 assert_eq!(seg.hot_bucket(band, key).unwrap(), None);
@@ -156,7 +150,7 @@ fn check_against_model(seg: &Segment, docs: &[Doc], cap: Option<u32>, rng: &mut 
 #[test]
 fn roundtrip_matches_model() {
     for seed in 0..40u64 {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64(seed);
         let num_bands = 1 + rng.below(5) as usize;
         let base = if seed % 3 == 0 { 0 } else { rng.below(1 << 40) };
         let span = [0, 1, 2, 17, 300, 3000][seed as usize % 6];
@@ -255,7 +249,7 @@ fn caps_keep_lowest_docnos_and_flag_hot() {
 #[test]
 fn merge_equals_build_of_live_union() {
     for seed in 0..12u64 {
-        let mut rng = Rng(1000 + seed);
+        let mut rng = SplitMix64(1000 + seed);
         let num_bands = 1 + rng.below(4) as usize;
         let mut base = rng.below(1000);
         let first_base = base;
@@ -329,7 +323,7 @@ fn builder_rejects_bad_input() {
 }
 
 fn small_segment() -> Vec<u8> {
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64(7);
     let docs = random_docs(&mut rng, 100, 40, 70, 3);
     build(3, 100, 140, &docs, Some(2))
 }
@@ -377,7 +371,7 @@ fn truncation_at_every_length_is_corruption() {
 #[test]
 fn every_single_byte_flip_is_detected() {
     let bytes = small_segment();
-    let mut rng = Rng(99);
+    let mut rng = SplitMix64(99);
     for at in 0..bytes.len() {
         let mut bad = bytes.clone();
         bad[at] ^= 1 + rng.below(255) as u8;
@@ -438,7 +432,7 @@ fn fix_checksums(bytes: &mut [u8]) {
 #[test]
 fn multi_byte_damage_is_detected_and_never_panics() {
     let bytes = small_segment();
-    let mut rng = Rng(5);
+    let mut rng = SplitMix64(5);
     let mut structural = 0;
     for round in 0..4000 {
         let mut bad = bytes.clone();
@@ -480,9 +474,9 @@ fn multi_byte_damage_is_detected_and_never_panics() {
 fn size_at_one_million_docs() {
     const N: u64 = 1_000_000;
     const BANDS: usize = 16;
-    let mut rng = Rng(1);
+    let mut rng = SplitMix64(1);
     let mut b = SegmentBuilder::new(BANDS, 5_000_000).unwrap();
-    let pool: Vec<u64> = (0..20_000).map(|_| rng.next()).collect();
+    let pool: Vec<u64> = (0..20_000).map(|_| rng.next_u64()).collect();
     let mut bands = vec![0u64; BANDS];
     let mut key_len = 0;
     for i in 0..N {
@@ -491,7 +485,7 @@ fn size_at_one_million_docs() {
             *k = if rng.below(10) == 0 {
                 pool[rng.below(pool.len() as u64) as usize]
             } else {
-                rng.next()
+                rng.next_u64()
             };
         }
         let key = format!("https://example.com/articles/{}/{i}", rng.below(100_000));

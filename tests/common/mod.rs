@@ -1,16 +1,37 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: `mod common;` in a test file.
+//!
+//! - [`rng`]: the two deterministic generators the tests draw their data from.
+//! - [`params`]: the sketch and index parameters the tests build.
+//! - [`sets`]: set pairs with an exactly known Jaccard similarity.
+//! - [`model`]: the reference model of a database (key → stored signature).
+//! - [`process`]: killing a child process without losing what it acknowledged.
+
+// Each test file is its own crate and compiles this module with it, using only some of the
+// helpers; the rest would warn as dead code in every test binary that does not call them.
+#![allow(dead_code)]
+
+pub mod model;
+pub mod params;
+pub mod process;
+pub mod rng;
+pub mod sets;
 
 use std::collections::BTreeMap;
 
 use mhdb::db::Db;
 
-/// Every live key (as UTF-8) with its stored packed signature.
+/// Every live key (as UTF-8) with its stored packed signature: the database's side of a
+/// comparison with a [`model::Model`].
 pub fn stored(db: &Db) -> BTreeMap<String, Vec<u8>> {
     db.keys()
         .unwrap()
         .into_iter()
         .map(|k| {
-            let sig = db.get(&k).unwrap().unwrap().packed;
+            let sig = db
+                .get(&k)
+                .unwrap()
+                .expect("a listed key must have a signature")
+                .packed;
             (String::from_utf8(k).unwrap(), sig)
         })
         .collect()
