@@ -3,6 +3,8 @@
 //! as corruption instead of being given a fresh checksum (after which `verify` would pass and
 //! the wrong similarity would be permanent).
 
+mod common;
+
 use std::path::Path;
 
 use mhdb::db::{Db, Durability, IndexParams, Options};
@@ -58,6 +60,7 @@ fn compaction_refuses_a_damaged_signature_record() {
     damaged(&dir);
     let db = Db::open(&dir, options()).unwrap();
     assert_reported(&db);
+    let before = common::stored(&db);
     let err = db.compact_full().unwrap_err();
     assert!(err.is_corruption(), "{err}");
     assert!(err.to_string().contains("signatures.log"), "{err}");
@@ -66,6 +69,7 @@ fn compaction_refuses_a_damaged_signature_record() {
     let db = Db::open(&dir, options()).unwrap();
     assert_reported(&db);
     assert_eq!(db.stats().unwrap().segments, 2);
+    assert_eq!(common::stored(&db), before);
 }
 
 #[test]

@@ -8,7 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use mhdb::Error;
-use mhdb::storage::segment::{Segment, SegmentBuilder, SegmentOptions, band_key32, merge};
+use mhdb::storage::segment::{
+    Segment, SegmentBuilder, SegmentOptions, band_key32, combine_segments as merge,
+};
 
 use common::rng::SplitMix64;
 
