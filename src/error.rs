@@ -57,6 +57,11 @@ pub enum Error {
         /// The value the caller supplied.
         requested: String,
     },
+    /// There is no database at the path (no `CURRENT` file).
+    NotFound {
+        /// The directory that holds no database.
+        path: PathBuf,
+    },
     /// The database is locked by another process.
     Locked {
         /// The lock file.
@@ -146,6 +151,11 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "parameter `{name}` mismatch: database has {stored}, caller asked for {requested}"
+            ),
+            Error::NotFound { path } => write!(
+                f,
+                "{} is not an mhdb database (no CURRENT file)",
+                path.display()
             ),
             Error::Locked { path } => write!(
                 f,

@@ -256,9 +256,9 @@ fn export_and_merge() {
 fn bad_inputs_give_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("idx");
-    // Missing database.
+    // Missing database: not found, exit 1 as documented.
     let out = run(&["stats", s(&db)]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an mhdb database"));
     // Wrong parameters.
     let out = run(&["create", s(&db), "--bits", "3"]);

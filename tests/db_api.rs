@@ -212,14 +212,14 @@ fn top_k_and_threshold_options() {
 }
 
 #[test]
-fn second_writer_is_locked_out_and_readers_share() {
+fn second_writer_is_locked_out_and_readers_work_beside_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
     db.insert_text("a", "hello world, hello everyone").unwrap();
     let err = Db::open(&path, opts()).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
-    drop(db);
+    // Readers open beside the writer and see what it committed, its WAL included.
     let r1 = Db::open_read_only(&path).unwrap();
     let r2 = Db::open_read_only(&path).unwrap();
     assert!(r1.contains("a").unwrap() && r2.contains("a").unwrap());
@@ -227,6 +227,23 @@ fn second_writer_is_locked_out_and_readers_share() {
         r1.insert_text("b", "x").unwrap_err(),
         Error::ReadOnly
     ));
+    // A reader keeps its snapshot until it refreshes, across flushes and compactions.
+    db.insert_text("b", "another text entirely, about something else")
+        .unwrap();
+    db.flush().unwrap();
+    db.delete("a").unwrap();
+    db.compact_full().unwrap();
+    assert!(r1.contains("a").unwrap() && !r1.contains("b").unwrap());
+    r1.refresh().unwrap();
+    assert!(!r1.contains("a").unwrap() && r1.contains("b").unwrap());
+    assert!(
+        r2.contains("a").unwrap(),
+        "an unrefreshed reader keeps its snapshot"
+    );
+    // Readers do not hold a writer back.
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    assert!(db.contains("b").unwrap());
     let err = Db::open(&path, opts()).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 }

@@ -38,7 +38,8 @@ pub fn verify(args: &DbArg) -> CliResult<ExitCode> {
 
 /// `mhdb export`.
 pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
-    let db = Db::open(&args.db, Options::default())?;
+    // A snapshot is all an export reads: it runs beside a writer, and on a read-only copy.
+    let db = Db::open_read_only(&args.db)?;
     db.export(&args.dest)?;
     outln!("exported to {}", args.dest.display());
     Ok(ExitCode::SUCCESS)

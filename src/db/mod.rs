@@ -55,7 +55,6 @@ pub use write::WriteBatch;
 
 use group_commit::GroupCommit;
 use state::State;
-use version::Version;
 
 use crate::sketch::{Banding, MinHasher, bbit};
 use crate::storage::names;
@@ -90,7 +89,8 @@ pub struct Db {
     hasher: MinHasher,
     banding: Banding,
     read_only: bool,
-    _lock: Box<dyn VfsLock>,
+    /// The writer's locks (none for a reader).
+    _locks: Vec<Box<dyn VfsLock>>,
     /// What reads see; writers hold it briefly to apply a batch or install a version.
     state: RwLock<State>,
     /// Serializes docno assignment and WAL queueing, so WAL order is docno order.
@@ -246,6 +246,34 @@ impl Db {
             out.push(doc.key.to_vec());
         }
         Ok(out)
+    }
+
+    /// Moves a read-only handle to the newest committed state (what a writer in another
+    /// process has committed since this handle opened or last refreshed, its WAL included).
+    /// Segments still named are kept mapped, not reopened. Queries running meanwhile finish
+    /// on the state they started with. A writer's handle is always current: this does
+    /// nothing there.
+    pub fn refresh(&self) -> Result<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        let previous = self.state.read().version.clone();
+        let committed = open::read_consistent(self.vfs.as_ref(), &self.dir, Some(&previous))?;
+        if committed.version.manifest.params != self.params {
+            return Err(Error::invalid(
+                "path",
+                format!(
+                    "{} now holds a database with other parameters",
+                    self.dir.display()
+                ),
+            ));
+        }
+        *self.state.write() = State {
+            mem: committed.mem,
+            imm: None,
+            version: Arc::new(committed.version),
+        };
+        Ok(())
     }
 
     /// Errors unless this handle may write: not read-only, and no earlier I/O failure.

@@ -1,8 +1,13 @@
 //! Create and open, with recovery broken into the named steps of `format/commit.md` ("Open"):
-//! lock, read CURRENT and the manifest it pins, check the signature log (a writer cuts an
-//! interrupted flush's records off), map the committed files, replay the WAL into a fresh
-//! in-memory table (a writer cuts a torn tail), then a writer starts a new WAL file and removes
-//! files the manifest no longer names.
+//! a writer locks the directory; then CURRENT and the manifest it pins are read, the signature
+//! log checked (a writer cuts an interrupted flush's records off), the committed files mapped
+//! and the WAL replayed into a fresh in-memory table (a writer cuts a torn tail); then a writer
+//! starts a new WAL file and removes files the manifest no longer names.
+//!
+//! A reader takes no lock and writes nothing. A writer in another process may meanwhile
+//! publish a new manifest and remove files the old one named, or start a new WAL file: what a
+//! reader finds missing or inconsistent is judged against a fresh read of CURRENT and of the
+//! WAL files, and the read is retried when they changed (`format/commit.md`, "Readers").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,14 +15,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::Db;
 use super::commit::write_manifest;
 use super::group_commit::GroupCommit;
 use super::memtable::MemTable;
 use super::options::Options;
 use super::params::IndexParams;
 use super::state::State;
+use super::version::Version;
 use super::version::{Manifest, load_version};
-use super::{Db, Version};
 use crate::storage::manifest::{Current, DeletionsMeta};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
@@ -36,7 +42,7 @@ pub(super) fn create(
     params.validate()?;
     vfs.create_dir_all(dir)
         .map_err(Error::io_on(dir, "create directory"))?;
-    let lock = lock(vfs.as_ref(), dir, LockMode::Exclusive)?;
+    let lock = lock_writer(vfs.as_ref(), dir)?;
     let current = dir.join(names::CURRENT);
     if vfs
         .exists(&current)
@@ -87,33 +93,31 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         .exists(&current_path)
         .map_err(Error::io_on(&current_path, "stat"))?
     {
-        return Err(Error::invalid(
-            "path",
-            format!(
-                "{} is not an mhdb database (no CURRENT file)",
-                dir.display()
-            ),
-        ));
+        return Err(Error::NotFound { path: dir });
     }
-    let mode = if read_only {
-        LockMode::Shared
+    let locks = if read_only {
+        Vec::new()
     } else {
-        LockMode::Exclusive
+        lock_writer(vfs.as_ref(), &dir)?
     };
-    let lock = lock(vfs.as_ref(), &dir, mode)?;
-    let manifest = read_manifest(vfs.as_ref(), &dir)?;
-    let params = manifest.params;
+    let committed = if read_only {
+        read_consistent(vfs.as_ref(), &dir, None)?
+    } else {
+        read_committed(vfs.as_ref(), &dir, false, None)?
+    };
+    let Committed {
+        version,
+        mem,
+        last_seq,
+        listing,
+        siglog_file,
+    } = committed;
+    let params = version.manifest.params;
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
     let hasher = params.hasher()?;
     let banding = params.banding()?;
-    let siglog_file = open_signature_log(vfs.as_ref(), &dir, &manifest, read_only)?;
-    let version = Arc::new(load_version(vfs.as_ref(), &dir, manifest)?);
-    let listing = vfs
-        .list_dir(&dir)
-        .map_err(Error::io_on(&dir, "list directory"))?;
-    let (mem, last_seq) = replay_wal(vfs.as_ref(), &dir, &listing, &version, read_only)?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()
@@ -128,11 +132,11 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         hasher,
         banding,
         read_only,
-        _lock: lock,
+        _locks: locks,
         state: RwLock::new(State {
             mem,
             imm: None,
-            version,
+            version: Arc::new(version),
         }),
         sequencer: Mutex::new(()),
         group_commit,
@@ -147,15 +151,97 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     Ok(db)
 }
 
-/// Takes the directory's lock: exclusive for the writer, shared for readers.
-fn lock(vfs: &dyn Vfs, dir: &Path, mode: LockMode) -> Result<Box<dyn VfsLock>> {
-    let path = dir.join(names::LOCK);
-    vfs.lock(&path, mode).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Locked { path: path.clone() }
-        } else {
-            Error::io(&path, "lock", e)
+/// The writer's locks: the directory itself, which no deletion can steal and whose holder the
+/// kernel forgets when it dies; and, for mhdb versions that lock only the `LOCK` file, that
+/// file too. Readers take no lock.
+fn lock_writer(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Box<dyn VfsLock>>> {
+    let mut locks = Vec::with_capacity(2);
+    for path in [dir.to_path_buf(), dir.join(names::LOCK)] {
+        let lock = vfs.lock(&path, LockMode::Exclusive).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::WouldBlock {
+                Error::Locked { path: path.clone() }
+            } else {
+                Error::io(&path, "lock", e)
+            }
+        })?;
+        locks.push(lock);
+    }
+    Ok(locks)
+}
+
+/// What recovery finds: the committed files, the WAL replayed on top of them, and the
+/// directory listing it worked from.
+pub(super) struct Committed {
+    pub(super) version: Version,
+    pub(super) mem: MemTable,
+    /// Sequence number of the last WAL record replayed.
+    pub(super) last_seq: u64,
+    pub(super) listing: Vec<String>,
+    pub(super) siglog_file: Arc<dyn VfsFile>,
+}
+
+/// How often a reader starts over because a writer changed the database under it.
+const READ_ATTEMPTS: usize = 32;
+
+/// A reader's view of the committed state: [`read_committed`], retried while a writer in
+/// another process changes CURRENT or the WAL files under it. An error stands only when both
+/// are as they were when the attempt began: then it is the database's, not the race's.
+/// `previous` lends its mapped segments to the new version.
+pub(super) fn read_consistent(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    previous: Option<&Version>,
+) -> Result<Committed> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let before = writer_marks(vfs, dir)?;
+        match read_committed(vfs, dir, true, previous) {
+            Ok(committed) => return Ok(committed),
+            Err(_) if attempt < READ_ATTEMPTS && writer_marks(vfs, dir).ok() != Some(before) => {}
+            Err(e) => return Err(e),
         }
+    }
+}
+
+/// What a writer changes when it moves the database on: CURRENT's bytes and the WAL files.
+type WriterMarks = (Option<Vec<u8>>, Vec<String>);
+
+fn writer_marks(vfs: &dyn Vfs, dir: &Path) -> Result<WriterMarks> {
+    let current = read_file(vfs, &dir.join(names::CURRENT)).ok();
+    let wals = vfs
+        .list_dir(dir)
+        .map_err(Error::io_on(dir, "list directory"))?
+        .into_iter()
+        .filter(|n| matches!(names::classify(n), Some(FileKind::Wal(_))))
+        .collect();
+    Ok((current, wals))
+}
+
+/// Recovery's reading steps: the manifest CURRENT names, the signature log, the committed
+/// files (reusing `previous`'s mapped segments), and the WAL replayed on top.
+fn read_committed(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    read_only: bool,
+    previous: Option<&Version>,
+) -> Result<Committed> {
+    let manifest = read_manifest(vfs, dir)?;
+    let siglog_file = open_signature_log(vfs, dir, &manifest, read_only)?;
+    let version = match previous {
+        Some(p) => p.successor(vfs, dir, manifest, None)?,
+        None => load_version(vfs, dir, manifest)?,
+    };
+    let listing = vfs
+        .list_dir(dir)
+        .map_err(Error::io_on(dir, "list directory"))?;
+    let (mem, last_seq) = replay_wal(vfs, dir, &listing, &version, read_only)?;
+    Ok(Committed {
+        version,
+        mem,
+        last_seq,
+        listing,
+        siglog_file,
     })
 }
 

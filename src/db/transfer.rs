@@ -1,90 +1,101 @@
-//! Export (a compacted, self-contained copy to ship to servers) and merge (combining databases
-//! built in parallel from disjoint shards).
+//! Export (a compacted, self-contained copy of the live documents, to ship to servers) and
+//! merge (combining databases built in parallel from disjoint shards). Both read a snapshot
+//! of the source, so writers go on meanwhile, and both move documents as bulk inserts, one
+//! batch per source segment, so memory stays bounded by the largest segment.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Db;
-use super::commit::{Records, write_new_file};
-use crate::storage::names;
+use super::commit::Records;
+use super::options::{Durability, Options};
+use super::state::State;
+use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
-use crate::storage::siglog;
-use crate::storage::vfs::OpenMode;
-use crate::storage::vfs::read_file;
 use crate::{Error, Result};
 
+/// The live documents of one source segment (or of the in-memory tables): keys, `bands` band
+/// keys per document, packed signatures.
+struct Batch {
+    keys: Vec<Vec<u8>>,
+    band_keys: Vec<u64>,
+    records: Vec<u8>,
+}
+
 impl Db {
-    /// Compacts this database fully and copies its committed files to the new directory
-    /// `dest`, which then opens read-only (or read-write) on its own. Every file is synced
-    /// before CURRENT is written, so an interrupted export never looks like a database.
+    /// Writes the live documents of this database (its WAL tail included) as a new, fully
+    /// compacted database in `dest`, which must not exist or be an empty directory. Only live
+    /// documents are copied: deleted and replaced ones, and their signature records, stay
+    /// behind. Works on a read-only handle and beside a writer (it reads a snapshot). The copy
+    /// is built in a directory beside `dest` and renamed into place once it is whole and
+    /// durable, so an interrupted export never looks like a database. Damaged source data is
+    /// refused, not copied.
     pub fn export(&self, dest: impl AsRef<Path>) -> Result<()> {
         let dest = dest.as_ref();
-        if self
-            .vfs
-            .exists(&dest.join(names::CURRENT))
-            .map_err(Error::io_on(dest, "stat"))?
+        let vfs = self.vfs.as_ref();
+        if vfs.exists(dest).map_err(Error::io_on(dest, "stat"))?
+            && !vfs
+                .list_dir(dest)
+                .map_err(Error::io_on(dest, "list directory"))?
+                .is_empty()
         {
             return Err(Error::invalid(
                 "dest",
-                format!("{} already holds an mhdb database", dest.display()),
+                format!("{} exists and is not empty", dest.display()),
             ));
         }
-        if !self.read_only {
-            self.compact_full()?;
+        let building = building_dir(dest)?;
+        if vfs
+            .exists(&building)
+            .map_err(Error::io_on(&building, "stat"))?
+        {
+            return Err(Error::invalid(
+                "dest",
+                format!(
+                    "{} exists: an export to {} is running or was interrupted (remove it to start again)",
+                    building.display(),
+                    dest.display()
+                ),
+            ));
         }
-        let _maint = self.maintenance.lock();
-        let version = self.state.read().version.clone();
-        let vfs = self.vfs.as_ref();
-        vfs.create_dir_all(dest)
-            .map_err(Error::io_on(dest, "create directory"))?;
-        // Damage is refused, not shipped: the copies keep their checksums, but a copy that
-        // verifies only at its destination has already spread.
-        let siglog_path = self.dir.join(names::SIGLOG);
-        for seg in &version.segments {
-            seg.seg.verify_checksums()?;
-            version.checked_records(&seg.meta, self.params.sig_bytes(), &siglog_path)?;
-        }
-        let mut files: Vec<String> = version
-            .manifest
-            .segments
-            .iter()
-            .map(|s| names::segment_name(s.id))
-            .collect();
-        if version.manifest.deletions.id != 0 {
-            files.push(names::deletions_name(version.manifest.deletions.id));
-        }
-        files.push(names::manifest_name(version.manifest.generation));
-        for name in &files {
-            let bytes = read_file(vfs, &self.dir.join(name))?;
-            write_new_file(vfs, &dest.join(name), &bytes, OpenMode::CreateNew)?;
-        }
-        // Only the committed part of the signature log.
-        let siglog = read_file(vfs, &self.dir.join(names::SIGLOG))?;
-        let committed =
-            siglog::offset(version.manifest.siglog_records, self.params.sig_bytes()) as usize;
-        let part = siglog.get(..committed).ok_or_else(|| {
-            Error::corruption(
-                &self.dir.join(names::SIGLOG),
-                siglog.len() as u64,
-                "signature log shorter than committed",
-            )
+        let snapshot = self.state.read().snapshot();
+        let opts = Options {
+            durability: Durability::None,
+            auto_compact: false,
+            ..Options::default()
+        };
+        let copy = Db::create_with_vfs(self.vfs.clone(), &building, self.params, opts)?;
+        self.for_each_live_batch(&snapshot, |b| {
+            let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
+            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records))
         })?;
-        write_new_file(vfs, &dest.join(names::SIGLOG), part, OpenMode::CreateNew)?;
-        vfs.sync_dir(dest)
-            .map_err(Error::io_on(dest, "fsync directory"))?;
-        let current = read_file(vfs, &self.dir.join(names::CURRENT))?;
-        write_new_file(
-            vfs,
-            &dest.join(names::CURRENT),
-            &current,
-            OpenMode::CreateNew,
-        )?;
-        vfs.sync_dir(dest)
-            .map_err(Error::io_on(dest, "fsync directory"))
+        copy.compact_full()?;
+        drop(copy);
+        // Everything is in the segment now: the copy's WAL holds no record and its lock file
+        // guards nothing. A shipped index is its committed files only.
+        for name in vfs
+            .list_dir(&building)
+            .map_err(Error::io_on(&building, "list directory"))?
+        {
+            if name == names::LOCK || matches!(names::classify(&name), Some(FileKind::Wal(_))) {
+                let path = building.join(&name);
+                vfs.remove_file(&path)
+                    .map_err(Error::io_on(&path, "remove"))?;
+            }
+        }
+        vfs.sync_dir(&building)
+            .map_err(Error::io_on(&building, "fsync directory"))?;
+        vfs.rename(&building, dest)
+            .map_err(Error::io_on(dest, "rename export into place"))?;
+        let parent = parent_dir(dest);
+        vfs.sync_dir(&parent)
+            .map_err(Error::io_on(&parent, "fsync directory"))
     }
 
     /// Adds every live document of `src` (same parameters, else [`Error::ParameterMismatch`]).
     /// Keys already present here are replaced by `src`'s copy (merging shards in order makes
     /// the last shard win). Durable when this returns. Returns the number of documents added.
+    /// Documents arrive one batch per source segment, each batch atomic: after a crash part
+    /// way, merging the same source again completes the merge (its keys replace themselves).
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
         let (a, b) = (&self.params, &src.params);
         self.params.check_compatible(&src.params.sketch)?;
@@ -103,66 +114,118 @@ impl Db {
                 format!("{}×{}", b.lsh.bands, b.lsh.rows),
             ));
         }
+        let snapshot = src.state.read().snapshot();
+        let mut added = 0u64;
+        src.for_each_live_batch(&snapshot, |b| {
+            let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
+            added += keys.len() as u64;
+            self.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records))
+        })?;
+        Ok(added)
+    }
+
+    /// Hands `state`'s live documents to `f`, one batch per segment, then one for the
+    /// in-memory tables. A segment's signature records are checked against the manifest's
+    /// checksums and its sections against theirs first: damage is refused, never given fresh
+    /// checksums in a copy.
+    fn for_each_live_batch(
+        &self,
+        state: &State,
+        mut f: impl FnMut(Batch) -> Result<()>,
+    ) -> Result<()> {
         let bands = self.params.lsh.bands;
         let record_bytes = self.params.sig_bytes();
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        let mut band_keys: Vec<u64> = Vec::new();
-        let mut records: Vec<u8> = Vec::new();
-        {
-            let state = src.state.read();
-            for seg in &state.version.segments {
-                // Band keys per document from the band tables (segments store the top 32 bits,
-                // which is all a segment ever needs: `key32 << 32` stores the same bits).
-                let base = seg.seg.base_docno();
-                let span = (seg.seg.end_docno() - base) as usize;
-                let mut per_doc = vec![0u64; span * bands];
-                for band in 0..bands {
-                    seg.seg.for_each_posting(band, |k, d| {
-                        if let Some(slot) = per_doc.get_mut((d - base) as usize * bands + band) {
-                            *slot = u64::from(k) << 32;
-                        }
-                        Ok(())
-                    })?;
-                }
-                for doc in seg.seg.docs() {
-                    let (d, key) = doc?;
-                    if state.is_deleted(d) {
-                        continue;
+        let siglog_path = self.dir.join(names::SIGLOG);
+        for seg in &state.version.segments {
+            seg.seg.verify_checksums()?;
+            state
+                .version
+                .checked_records(&seg.meta, record_bytes, &siglog_path)?;
+            // Band keys per document from the band tables (segments store the top 32 bits,
+            // which is all a segment ever needs: `key32 << 32` stores the same bits).
+            let base = seg.seg.base_docno();
+            let span = (seg.seg.end_docno() - base) as usize;
+            let mut per_doc = vec![0u64; span * bands];
+            for band in 0..bands {
+                seg.seg.for_each_posting(band, |k, d| {
+                    if let Some(slot) = per_doc.get_mut((d - base) as usize * bands + band) {
+                        *slot = u64::from(k) << 32;
                     }
-                    let sig = state.signature_bytes(d, record_bytes).ok_or_else(|| {
-                        Error::corruption(&seg.path, 0, format!("no signature for {d}"))
-                    })?;
-                    let rel = (d - base) as usize;
-                    keys.push(key.to_vec());
-                    band_keys.extend_from_slice(
-                        per_doc
-                            .get(rel * bands..(rel + 1) * bands)
-                            .unwrap_or_default(),
-                    );
-                    records.extend_from_slice(sig);
-                }
+                    Ok(())
+                })?;
             }
-            for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
-                for (d, doc) in table.live_docs() {
-                    if state.is_deleted(d) {
-                        continue;
-                    }
-                    keys.push(doc.key.to_vec());
-                    band_keys.extend(
-                        doc.band_keys
-                            .iter()
-                            .map(|&k| u64::from(band_key32(k)) << 32),
-                    );
-                    records.extend_from_slice(doc.sig);
+            let mut batch = Batch::with_capacity(seg.seg.doc_count() as usize, bands, record_bytes);
+            for doc in seg.seg.docs() {
+                let (d, key) = doc?;
+                if state.is_deleted(d) {
+                    continue;
                 }
+                let sig = state.signature_bytes(d, record_bytes).ok_or_else(|| {
+                    Error::corruption(&seg.path, 0, format!("no signature for {d}"))
+                })?;
+                let rel = (d - base) as usize;
+                batch.keys.push(key.to_vec());
+                batch.band_keys.extend_from_slice(
+                    per_doc
+                        .get(rel * bands..(rel + 1) * bands)
+                        .unwrap_or_default(),
+                );
+                batch.records.extend_from_slice(sig);
+            }
+            if !batch.keys.is_empty() {
+                f(batch)?;
             }
         }
-        let n = keys.len() as u64;
-        if n == 0 {
-            return Ok(0);
+        let mut batch = Batch::with_capacity(0, bands, record_bytes);
+        for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
+            for (d, doc) in table.live_docs() {
+                if state.is_deleted(d) {
+                    continue;
+                }
+                batch.keys.push(doc.key.to_vec());
+                batch.band_keys.extend(
+                    doc.band_keys
+                        .iter()
+                        .map(|&k| u64::from(band_key32(k)) << 32),
+                );
+                batch.records.extend_from_slice(doc.sig);
+            }
         }
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        self.bulk_insert_prepared(&refs, &band_keys, Records::Packed(records))?;
-        Ok(n)
+        if !batch.keys.is_empty() {
+            f(batch)?;
+        }
+        Ok(())
+    }
+}
+
+impl Batch {
+    fn with_capacity(docs: usize, bands: usize, record_bytes: usize) -> Self {
+        Batch {
+            keys: Vec::with_capacity(docs),
+            band_keys: Vec::with_capacity(docs * bands),
+            records: Vec::with_capacity(docs * record_bytes),
+        }
+    }
+}
+
+/// Where an export to `dest` is built: a hidden directory beside it, on the same filesystem,
+/// so that the final rename is atomic.
+fn building_dir(dest: &Path) -> Result<PathBuf> {
+    let name = dest.file_name().ok_or_else(|| {
+        Error::invalid(
+            "dest",
+            format!("{} does not name a directory", dest.display()),
+        )
+    })?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(".mhdb-export");
+    Ok(dest.with_file_name(hidden))
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }

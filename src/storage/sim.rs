@@ -345,11 +345,25 @@ impl Vfs for SimFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut inner = self.inner.lock();
-        let ino = inner
+        if let Some(ino) = inner.live_names.remove(from) {
+            inner.live_names.insert(to.to_path_buf(), ino);
+            return Ok(());
+        }
+        // A directory (implicit here): every name below it moves.
+        let below: Vec<PathBuf> = inner
             .live_names
-            .remove(from)
-            .ok_or_else(|| not_found(from))?;
-        inner.live_names.insert(to.to_path_buf(), ino);
+            .keys()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        if below.is_empty() {
+            return Err(not_found(from));
+        }
+        for old in below {
+            if let (Some(ino), Ok(rest)) = (inner.live_names.remove(&old), old.strip_prefix(from)) {
+                inner.live_names.insert(to.join(rest), ino);
+            }
+        }
         Ok(())
     }
 

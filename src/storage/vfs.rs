@@ -135,7 +135,10 @@ pub trait Vfs: Send + Sync + Debug + 'static {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> io::Result<bool>;
-    /// Takes a lock on `path` (created if missing); `WouldBlock` if held incompatibly.
+    /// Takes a lock on `path`: a directory (locked in place, so the lock needs no write
+    /// permission and cannot be stolen by deleting a file), or a lock file (created if
+    /// missing). `WouldBlock` if held incompatibly. The lock goes with its holder: a process
+    /// that dies releases it.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn VfsLock>>;
     /// The whole file, read-only. Only used on immutable, fully synced files.
     fn map_readonly(&self, path: &Path) -> io::Result<Mapped>;
@@ -219,12 +222,18 @@ impl Vfs for StdFs {
     }
 
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn VfsLock>> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        // flock(2) on an open file description: released by the kernel when the holder
+        // exits, however it exits, so a stale lock is never left to guess about.
+        let file = if path.is_dir() {
+            std::fs::File::open(path)?
+        } else {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)?
+        };
         let got = match mode {
             LockMode::Exclusive => file.try_lock(),
             LockMode::Shared => file.try_lock_shared(),
