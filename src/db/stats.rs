@@ -99,11 +99,16 @@ impl Db {
                 _ => continue,
             };
             let path = self.dir.join(&name);
-            let len = self
+            let len = match self
                 .vfs
                 .open(&path, crate::storage::vfs::OpenMode::Read)
                 .and_then(|f| f.len())
-                .map_err(Error::io_on(&path, "stat"))?;
+            {
+                Ok(len) => len,
+                // A writer in another process removed it after the listing (an obsolete file).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, "stat", e)),
+            };
             *bytes.entry(kind).or_insert(0) += len;
         }
         let total_docs = state.mem.next_docno();
