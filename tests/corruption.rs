@@ -220,3 +220,22 @@ fn unknown_versions_are_reported() {
         }
     }
 }
+
+#[test]
+fn a_missing_named_file_is_corruption_naming_it() {
+    let (base, _) = build();
+    for name in base.list_dir(Path::new("/db")).unwrap() {
+        if !(name.starts_with("seg-") || name.starts_with("del-")) {
+            continue;
+        }
+        let fs = base.crash_image(CrashMode::DurableOnly);
+        fs.remove_file(&Path::new("/db").join(&name)).unwrap();
+        match open_and_verify(fs) {
+            Outcome::Reported(e) => {
+                assert!(e.is_corruption(), "{name}: {e}");
+                assert!(e.to_string().contains(&name), "{name}: {e}");
+            }
+            Outcome::Clean(_) => panic!("{name} removed, yet the database opened clean"),
+        }
+    }
+}

@@ -378,8 +378,8 @@ fn every_single_byte_flip_is_detected() {
         let mut bad = bytes.clone();
         bad[at] ^= 1 + rng.below(255) as u8;
         match Segment::open(bad, "flip") {
+            // A damaged version field too: the metadata checksum covers it.
             Err(Error::Corruption { .. }) => {}
-            Err(Error::UnsupportedVersion { .. }) => assert!((8..12).contains(&at)),
             Err(e) => panic!("flip at {at}: unexpected {e}"),
             Ok(seg) => {
                 exercise(&seg);
@@ -394,6 +394,8 @@ fn every_single_byte_flip_is_detected() {
 fn unknown_version_is_unsupported() {
     let mut bytes = small_segment();
     bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    // Written so by a newer writer: the checksums match.
+    fix_checksums(&mut bytes);
     match Segment::open(bytes, "v2") {
         Err(Error::UnsupportedVersion {
             found: 2,

@@ -140,18 +140,13 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
     }
     let siglog = if manifest.siglog_records > 0 {
         let path = dir.join(names::SIGLOG);
-        Some(
-            vfs.map_readonly(&path)
-                .map_err(Error::io_on(&path, "mmap"))?,
-        )
+        Some(vfs.map_readonly(&path).map_err(named_file_error(&path))?)
     } else {
         None
     };
     let deletions = if manifest.deletions.id != 0 {
         let path = dir.join(names::deletions_name(manifest.deletions.id));
-        let map = vfs
-            .map_readonly(&path)
-            .map_err(Error::io_on(&path, "mmap"))?;
+        let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
         if map.len() as u64 != manifest.deletions.file_len {
             return Err(Error::corruption(
                 &path,
@@ -177,9 +172,7 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
 
 pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Result<LoadedSegment> {
     let path = dir.join(names::segment_name(meta.id));
-    let map = vfs
-        .map_readonly(&path)
-        .map_err(Error::io_on(&path, "mmap"))?;
+    let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
     if map.len() as u64 != meta.file_len {
         return Err(Error::corruption(
             &path,
@@ -193,4 +186,20 @@ pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Resu
     }
     let seg = Segment::open(map, &path)?;
     Ok(LoadedSegment { meta, seg, path })
+}
+
+/// The error for a file the manifest names that cannot be mapped: missing, it is damage to the
+/// database (corruption, at offset 0 of the missing file); anything else is the OS's failure.
+fn named_file_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::corruption(
+                path,
+                0,
+                "the manifest names this file, but it does not exist",
+            )
+        } else {
+            Error::io(path, "mmap", e)
+        }
+    }
 }

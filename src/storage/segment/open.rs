@@ -65,14 +65,9 @@ impl<B: AsRef<[u8]>> Segment<B> {
         if header.magic != SEGMENT_MAGIC {
             return Err(bad(0, "bad magic: not an mhdb segment".into()));
         }
+        // The version is judged only once the metadata checksum, which covers it, matched:
+        // a damaged version field is corruption, not a newer format.
         let version = header.version.get();
-        if version != SEGMENT_FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: SEGMENT_FORMAT_VERSION,
-            });
-        }
         let footer_at = len - FOOTER_LEN;
         let footer = data
             .get(footer_at..)
@@ -121,6 +116,13 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 footer_at + 24,
                 "metadata checksum mismatch (header, section table or footer damaged)".into(),
             ));
+        }
+        if version != SEGMENT_FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SEGMENT_FORMAT_VERSION,
+            });
         }
 
         // The metadata is intact as written; still check it is self-consistent, so that a
