@@ -39,3 +39,48 @@ pub fn read_then_kill(child: &mut Child, mut on_line: impl FnMut(&str) -> bool) 
     }
     child.wait().unwrap();
 }
+
+/// Runs `cmd` to its end with stdout and stderr captured, like [`std::process::Command::output`],
+/// but kills it (SIGKILL) and returns `None` if it has not ended after `limit`: a hang is an
+/// outcome a test reports, not one that blocks the suite.
+pub fn output_within(
+    cmd: &mut std::process::Command,
+    limit: std::time::Duration,
+) -> Option<std::process::Output> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the child process");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let stdout = out.join().expect("stdout reader");
+    let stderr = err.join().expect("stderr reader");
+    status.map(|status| std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::codec::Encoder;
-use super::vfs::{OpenMode, Prefetch, Vfs, VfsFile};
+use super::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"MHDBWAL\0";
@@ -240,40 +240,169 @@ pub struct WalReader;
 /// A record parsed at some offset: (sequence, payload range, total length).
 fn parse_at(bytes: &[u8], pos: usize) -> Option<(u64, std::ops::Range<usize>, usize)> {
     let header = bytes.get(pos..pos.checked_add(RECORD_HEADER_LEN)?)?;
+    let total = record_len(header)?;
     let (crc, rest) = header.split_first_chunk::<4>()?;
-    let (len, rest) = rest.split_first_chunk::<4>()?;
-    let (kind, seq) = rest.split_first()?;
-    let len = u32::from_le_bytes(*len) as usize;
-    if *kind != TYPE_BATCH || len > MAX_RECORD_LEN {
-        return None;
-    }
-    let seq = u64::from_le_bytes(seq.try_into().ok()?);
+    let seq = u64::from_le_bytes(rest.get(5..13)?.try_into().ok()?);
     let payload_start = pos + RECORD_HEADER_LEN;
-    let end = payload_start.checked_add(len)?;
+    let end = pos.checked_add(total)?;
     let covered = bytes.get(pos + 4..end)?;
     if crc32fast::hash(covered) != u32::from_le_bytes(*crc) {
         return None;
     }
-    Some((seq, payload_start..end, RECORD_HEADER_LEN + len))
+    Some((seq, payload_start..end, total))
+}
+
+/// The length of the record whose header starts `bytes` (header included), if the header can
+/// start one: type 1 and a payload of at most [`MAX_RECORD_LEN`]. Its checksum is not checked.
+fn record_len(bytes: &[u8]) -> Option<usize> {
+    let header = bytes.get(..RECORD_HEADER_LEN)?;
+    let len = u32::from_le_bytes(header.get(4..8)?.try_into().ok()?) as usize;
+    if header.get(8) != Some(&TYPE_BATCH) || len > MAX_RECORD_LEN {
+        return None;
+    }
+    Some(RECORD_HEADER_LEN + len)
+}
+
+/// Bytes of a WAL file read per `pread` during replay (a record longer than this is read
+/// whole).
+const REPLAY_CHUNK: usize = 1 << 20;
+
+/// Where a replay reads the log from: bytes already in memory, or a file read in chunks.
+trait Source {
+    /// Length of the log.
+    fn len(&self) -> u64;
+    /// Bytes `at .. at + n`, fewer (maybe none) where the log ends first.
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]>;
+
+    /// Offset of the last non-zero byte at or after `from`.
+    fn last_nonzero(&mut self, from: u64, chunk: usize) -> Result<Option<u64>> {
+        let mut end = self.len();
+        while end > from {
+            let at = end.saturating_sub(chunk as u64).max(from);
+            let bytes = self.get(at, (end - at) as usize)?;
+            if let Some(i) = bytes.iter().rposition(|&b| b != 0) {
+                return Ok(Some(at + i as u64));
+            }
+            end = at;
+        }
+        Ok(None)
+    }
+}
+
+struct InMemory<'a>(&'a [u8]);
+
+impl Source for InMemory<'_> {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]> {
+        let len = self.0.len();
+        let start = usize::try_from(at).unwrap_or(usize::MAX).min(len);
+        Ok(self
+            .0
+            .get(start..start.saturating_add(n).min(len))
+            .unwrap_or_default())
+    }
+}
+
+/// A WAL file read with `pread` into one buffer that slides along it.
+///
+/// Read rather than mapped: the zeros a writer writes ahead of its records may not all have
+/// reached the disk. A write that failed with ENOSPC can leave a hole in the file, and on a
+/// full tmpfs touching a hole through a mapping allocates a page, fails and raises SIGBUS,
+/// killing the process on every open until space is freed. `pread` reads a hole as zeros (a
+/// torn tail) without allocating anything, and a failed read is an error, not a signal.
+struct FileChunks<'a> {
+    file: &'a dyn VfsFile,
+    path: &'a Path,
+    len: u64,
+    chunk: usize,
+    /// File offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Source for FileChunks<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]> {
+        let end = at.saturating_add(n as u64).min(self.len);
+        let at = at.min(end);
+        if at < self.start || end > self.start + self.buf.len() as u64 {
+            let stop = at.saturating_add(self.chunk as u64).max(end).min(self.len);
+            let want = usize::try_from(stop - at)
+                .map_err(|_| Error::corruption(self.path, at, "WAL read too large"))?;
+            self.buf.resize(want, 0);
+            self.start = at;
+            self.file
+                .read_exact_at(&mut self.buf, at)
+                .map_err(Error::io_on(self.path, "read WAL"))?;
+        }
+        let lo = (at - self.start) as usize;
+        let hi = (end - self.start) as usize;
+        Ok(self.buf.get(lo..hi).unwrap_or_default())
+    }
+}
+
+/// The first offset in `from ..= last` where a valid record starts whose sequence number
+/// `accept`s.
+fn find_record(
+    src: &mut impl Source,
+    from: u64,
+    last: u64,
+    accept: impl Fn(u64) -> bool,
+) -> Result<Option<u64>> {
+    let mut p = from;
+    while p <= last {
+        if let Some(total) = record_len(src.get(p, RECORD_HEADER_LEN)?)
+            && let Some((seq, _, _)) = parse_at(src.get(p, total)?, 0)
+            && accept(seq)
+        {
+            return Ok(Some(p));
+        }
+        p += 1;
+    }
+    Ok(None)
 }
 
 impl WalReader {
     /// Calls `apply(seq, offset, payload)` for every valid record in order. A damaged or
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
+    ///
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see [`FileChunks`]. The
+    /// log is not written while it is replayed (the database lock is held and new writes go to
+    /// a new file).
     pub fn replay(
         vfs: &dyn Vfs,
         path: &Path,
         mut apply: impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        // Mapped rather than read: no copy of the whole log into a fresh buffer. The log is
-        // not written while it is replayed (the database lock is held and new writes go to a
-        // new file), and a torn tail is cut only after this map is dropped.
-        let bytes = vfs
-            .map_readonly(path)
-            .map_err(Error::io_on(path, "map WAL"))?;
-        bytes.prefetch(0, bytes.len());
-        Self::replay_bytes(&bytes, path, &mut apply)
+        Self::replay_in_chunks(vfs, path, REPLAY_CHUNK, &mut apply)
+    }
+
+    fn replay_in_chunks(
+        vfs: &dyn Vfs,
+        path: &Path,
+        chunk: usize,
+        apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<Replay> {
+        let file = vfs
+            .open(path, OpenMode::Read)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+        let mut src = FileChunks {
+            file: file.as_ref(),
+            path,
+            len,
+            chunk: chunk.max(1),
+            start: 0,
+            buf: Vec::new(),
+        };
+        replay_source(&mut src, path, chunk.max(1), apply)
     }
 
     /// [`WalReader::replay`] over bytes already in memory.
@@ -282,85 +411,7 @@ impl WalReader {
         path: &Path,
         apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        let header = bytes.get(..WAL_HEADER_LEN as usize);
-        if header != Some(header_bytes().as_slice()) {
-            // A header is written and synced before any record can be acknowledged, so a file
-            // whose header is incomplete or damaged and that holds no valid record was cut off
-            // while being created: it is empty (a torn tail from byte 0).
-            let any_record =
-                (WAL_HEADER_LEN as usize..bytes.len()).any(|p| parse_at(bytes, p).is_some());
-            if let Some(h) = header.filter(|_| any_record) {
-                let version = h
-                    .get(8..12)
-                    .and_then(|v| <[u8; 4]>::try_from(v).ok())
-                    .map(u32::from_le_bytes);
-                let crc_ok = h
-                    .get(12..16)
-                    .zip(h.get(..12))
-                    .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
-                if h.get(..8) == Some(&MAGIC[..])
-                    && crc_ok
-                    && let Some(found) = version.filter(|v| *v != WAL_VERSION)
-                {
-                    return Err(Error::UnsupportedVersion {
-                        path: path.to_path_buf(),
-                        found,
-                        supported: WAL_VERSION,
-                    });
-                }
-                return Err(Error::corruption(
-                    path,
-                    0,
-                    "bad WAL header followed by valid records",
-                ));
-            }
-            if !any_record {
-                return Ok(Replay {
-                    records: 0,
-                    valid_len: 0,
-                    torn_tail_bytes: bytes.len() as u64,
-                    last_seq: 0,
-                });
-            }
-        }
-        let mut pos = WAL_HEADER_LEN as usize;
-        let mut records = 0u64;
-        let mut last_seq = 0u64;
-        while pos < bytes.len() {
-            match parse_at(bytes, pos) {
-                Some((seq, payload, total)) if seq > last_seq => {
-                    apply(seq, pos as u64, bytes.get(payload).unwrap_or_default())?;
-                    records += 1;
-                    last_seq = seq;
-                    pos += total;
-                }
-                _ => {
-                    // Not a valid next record. If any valid record follows, the log is damaged
-                    // in the middle; otherwise this is a torn tail. A record is never all
-                    // zeros (its type byte is not 0), so none starts in the zeros that end
-                    // a preallocated file: only offsets up to the last non-zero byte are tried.
-                    let last_nonzero = bytes.iter().rposition(|&b| b != 0).unwrap_or(0);
-                    if let Some(later) = (pos + 1..=last_nonzero)
-                        .find(|&p| parse_at(bytes, p).is_some_and(|(s, _, _)| s > last_seq))
-                    {
-                        return Err(Error::corruption(
-                            path,
-                            pos as u64,
-                            format!(
-                                "damaged WAL record followed by a valid record at offset {later}"
-                            ),
-                        ));
-                    }
-                    break;
-                }
-            }
-        }
-        Ok(Replay {
-            records,
-            valid_len: pos as u64,
-            torn_tail_bytes: (bytes.len() - pos) as u64,
-            last_seq,
-        })
+        replay_source(&mut InMemory(bytes), path, REPLAY_CHUNK, apply)
     }
 
     /// Makes a WAL file durable as it is now (writers only).
@@ -386,6 +437,94 @@ impl WalReader {
             .map_err(Error::io_on(path, "truncate WAL"))?;
         file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
     }
+}
+
+/// The replay of [`WalReader::replay`] and [`WalReader::replay_bytes`], over either source.
+fn replay_source(
+    src: &mut impl Source,
+    path: &Path,
+    chunk: usize,
+    apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+) -> Result<Replay> {
+    let len = src.len();
+    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
+    if header != header_bytes() {
+        // A header is written and synced before any record can be acknowledged, so a file
+        // whose header is incomplete or damaged and that holds no valid record was cut off
+        // while being created: it is empty (a torn tail from byte 0). A record is never all
+        // zeros (its type byte is not 0): none starts after the last non-zero byte.
+        let any_record = match src.last_nonzero(WAL_HEADER_LEN, chunk)? {
+            Some(last) => find_record(src, WAL_HEADER_LEN, last, |_| true)?.is_some(),
+            None => false,
+        };
+        if !any_record {
+            return Ok(Replay {
+                records: 0,
+                valid_len: 0,
+                torn_tail_bytes: len,
+                last_seq: 0,
+            });
+        }
+        let version = header
+            .get(8..12)
+            .and_then(|v| <[u8; 4]>::try_from(v).ok())
+            .map(u32::from_le_bytes);
+        let crc_ok = header
+            .get(12..16)
+            .zip(header.get(..12))
+            .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
+        if header.get(..8) == Some(&MAGIC[..])
+            && crc_ok
+            && let Some(found) = version.filter(|v| *v != WAL_VERSION)
+        {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found,
+                supported: WAL_VERSION,
+            });
+        }
+        return Err(Error::corruption(
+            path,
+            0,
+            "bad WAL header followed by valid records",
+        ));
+    }
+    let mut pos = WAL_HEADER_LEN;
+    let mut records = 0u64;
+    let mut last_seq = 0u64;
+    while pos < len {
+        if let Some(total) = record_len(src.get(pos, RECORD_HEADER_LEN)?) {
+            let record = src.get(pos, total)?;
+            if let Some((seq, payload, total)) = parse_at(record, 0)
+                && seq > last_seq
+            {
+                apply(seq, pos, record.get(payload).unwrap_or_default())?;
+                records += 1;
+                last_seq = seq;
+                pos += total as u64;
+                continue;
+            }
+        }
+        // Not a valid next record. If any valid record follows, the log is damaged in the
+        // middle; otherwise this is a torn tail. Only offsets up to the last non-zero byte can
+        // start a record, so the zeros that end a preallocated file are not tried.
+        if let Some(last) = src.last_nonzero(pos + 1, chunk)?
+            && let Some(later) = find_record(src, pos + 1, last, |s| s > last_seq)?
+        {
+            return Err(Error::corruption(
+                path,
+                pos,
+                format!("damaged WAL record followed by a valid record at offset {later}"),
+            ));
+        }
+        break;
+    }
+    Ok(Replay {
+        records,
+        valid_len: pos,
+        torn_tail_bytes: len - pos,
+        last_seq,
+    })
 }
 
 #[cfg(test)]
@@ -539,6 +678,53 @@ mod tests {
                 );
                 assert_eq!(got[..], payloads[..got.len()]);
                 assert_eq!(r.records as usize, got.len());
+            }
+        }
+    }
+
+    /// Replay from a file, read in chunks of any size (records straddling chunk ends, records
+    /// longer than a chunk), gives exactly what replay of the same bytes in memory gives: the
+    /// same records, the same torn tail, the same errors at the same offsets.
+    #[test]
+    fn chunked_file_replay_equals_in_memory_replay() {
+        let payloads: Vec<&[u8]> = vec![b"one", b"", &[7u8; 300], b"four", &[9u8; 40]];
+        let whole = log(&payloads);
+        let mut cases: Vec<Vec<u8>> = vec![whole.clone(), Vec::new(), vec![0u8; 100]];
+        for cut in [0, 5, 16, 20, 33, 40, whole.len() - 1] {
+            cases.push(whole[..cut].to_vec());
+        }
+        let mut zeros = whole.clone();
+        zeros.extend(std::iter::repeat_n(0u8, 5000));
+        cases.push(zeros);
+        for i in (0..whole.len()).step_by(3) {
+            let mut b = whole.clone();
+            b[i] ^= 0x04;
+            cases.push(b);
+        }
+        let fs = SimFs::new();
+        let p = Path::new("/d/wal");
+        type Records = Vec<(u64, u64, Vec<u8>)>;
+        let run = |r: Result<(Records, Replay)>| match r {
+            Ok((got, replay)) => format!("{got:?} {replay:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        for (n, bytes) in cases.iter().enumerate() {
+            let mut got = Vec::new();
+            let expected = run(WalReader::replay_bytes(bytes, p, &mut |s, o, b| {
+                got.push((s, o, b.to_vec()));
+                Ok(())
+            })
+            .map(|r| (std::mem::take(&mut got), r)));
+            let f = fs.open(p, OpenMode::CreateOrTruncate).unwrap();
+            f.write_all_at(bytes, 0).unwrap();
+            for chunk in [1, 2, 7, 17, 64, 333, REPLAY_CHUNK] {
+                let mut got = Vec::new();
+                let actual = run(WalReader::replay_in_chunks(&fs, p, chunk, &mut |s, o, b| {
+                    got.push((s, o, b.to_vec()));
+                    Ok(())
+                })
+                .map(|r| (got, r)));
+                assert_eq!(actual, expected, "case {n}, chunk {chunk}");
             }
         }
     }
