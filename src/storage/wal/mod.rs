@@ -337,9 +337,21 @@ impl Source for FileChunks<'_> {
                 .map_err(|_| Error::corruption(self.path, at, "WAL read too large"))?;
             self.buf.resize(want, 0);
             self.start = at;
-            self.file
-                .read_exact_at(&mut self.buf, at)
-                .map_err(Error::io_on(self.path, "read WAL"))?;
+            if let Err(e) = self.file.read_exact_at(&mut self.buf, at) {
+                // A writer in another process may cut the file meanwhile (the zeros written
+                // ahead, when it closes or moves to a new file; a torn tail, when it opens):
+                // the log then ends where the file now ends.
+                let now = self
+                    .file
+                    .len()
+                    .map_err(Error::io_on(self.path, "stat WAL"))?;
+                if e.kind() != std::io::ErrorKind::UnexpectedEof || now >= self.len {
+                    return Err(Error::io(self.path, "read WAL", e));
+                }
+                self.len = now;
+                self.buf.clear();
+                return self.get(at, n);
+            }
         }
         let lo = (at - self.start) as usize;
         let hi = (end - self.start) as usize;
@@ -373,9 +385,10 @@ impl WalReader {
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
     ///
-    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see [`FileChunks`]. The
-    /// log is not written while it is replayed (the database lock is held and new writes go to
-    /// a new file).
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see [`FileChunks`]. A
+    /// writer's recovery replays it with the database locked; a reader may replay it while a
+    /// writer in another process appends to it (a partly written last record is a torn tail)
+    /// or cuts it (the log then ends where the file ends).
     pub fn replay(
         vfs: &dyn Vfs,
         path: &Path,
