@@ -47,6 +47,7 @@ use parking_lot::{Mutex, RwLock};
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupPair, DedupStats};
+pub use open::CutTail;
 pub use options::{Durability, Options};
 pub use params::{DEFAULT_BUCKET_CAP, IndexParams};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
@@ -103,6 +104,8 @@ pub struct Db {
     failed: AtomicBool,
     /// The signature log, open for appending (writers only).
     siglog_file: Option<Arc<dyn VfsFile>>,
+    /// What this handle's recovery cut from WAL files and kept aside.
+    cut_tails: Vec<CutTail>,
 }
 
 // Many threads share one handle: keep it so.
@@ -274,6 +277,13 @@ impl Db {
             version: Arc::new(committed.version),
         };
         Ok(())
+    }
+
+    /// Torn WAL tails that were not all zeros, cut by this handle's recovery and kept aside
+    /// (see [`CutTail`]). A caller should tell its user: the last write before a crash may
+    /// have been lost, or damaged.
+    pub fn cut_tails(&self) -> &[CutTail] {
+        &self.cut_tails
     }
 
     /// Errors unless this handle may write: not read-only, and no earlier I/O failure.

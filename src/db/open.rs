@@ -111,6 +111,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         last_seq,
         listing,
         siglog_file,
+        cut_tails,
     } = committed;
     let params = version.manifest.params;
     if let Some(expected) = &opts.expect_sketch {
@@ -144,6 +145,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         next_file_id,
         failed: AtomicBool::new(false),
         siglog_file: (!read_only).then_some(siglog_file),
+        cut_tails,
     };
     if !read_only {
         db.remove_obsolete_files()?;
@@ -178,6 +180,8 @@ pub(super) struct Committed {
     pub(super) last_seq: u64,
     pub(super) listing: Vec<String>,
     pub(super) siglog_file: Arc<dyn VfsFile>,
+    /// Torn WAL tails that were not all zeros, cut by this (writer's) recovery.
+    pub(super) cut_tails: Vec<CutTail>,
 }
 
 /// How often a reader starts over because a writer changed the database under it.
@@ -235,13 +239,14 @@ fn read_committed(
     let listing = vfs
         .list_dir(dir)
         .map_err(Error::io_on(dir, "list directory"))?;
-    let (mem, last_seq) = replay_wal(vfs, dir, &listing, &version, read_only)?;
+    let (mem, last_seq, cut_tails) = replay_wal(vfs, dir, &listing, &version, read_only)?;
     Ok(Committed {
         version,
         mem,
         last_seq,
         listing,
         siglog_file,
+        cut_tails,
     })
 }
 
@@ -319,7 +324,7 @@ fn replay_wal(
     listing: &[String],
     version: &Version,
     read_only: bool,
-) -> Result<(MemTable, u64)> {
+) -> Result<(MemTable, u64, Vec<CutTail>)> {
     let params = &version.manifest.params;
     let record_bytes = params.sig_bytes();
     let bands = params.lsh.bands;
@@ -347,7 +352,8 @@ fn replay_wal(
     mem.reserve(usize::try_from(wal_bytes / min_insert_bytes).unwrap_or(0));
     mem.defer_buckets();
     let mut last_seq = 0u64;
-    for (i, (_, path)) in wal_paths.iter().enumerate() {
+    let mut cut_tails = Vec::new();
+    for (i, (id, path)) in wal_paths.iter().enumerate() {
         let is_newest = i + 1 == wal_paths.len();
         let mut first_in_file = true;
         let replay = WalReader::replay(vfs, path, |seq, offset, payload| {
@@ -399,20 +405,28 @@ fn replay_wal(
             ));
         }
         if !read_only {
-            settle_replayed_wal(vfs, path, &replay)?;
+            cut_tails.extend(settle_replayed_wal(vfs, dir, *id, path, &replay)?);
         }
         // Readers change no byte: they ignore a torn tail.
     }
     mem.build_deferred_buckets();
-    Ok((mem, last_seq))
+    Ok((mem, last_seq, cut_tails))
 }
 
 /// A writer leaves a replayed WAL file as an older WAL may be: whole records only, durable.
+/// A torn tail that is not all zeros is kept aside before it is cut, and returned.
 fn settle_replayed_wal(
     vfs: &dyn Vfs,
+    dir: &Path,
+    id: u64,
     path: &Path,
     replay: &crate::storage::wal::Replay,
-) -> Result<()> {
+) -> Result<Option<CutTail>> {
+    let kept = if replay.torn_tail_bytes > 0 {
+        keep_torn_tail(vfs, dir, id, path, replay.valid_len)?
+    } else {
+        None
+    };
     if replay.records == 0 {
         // A WAL holding no record carries nothing (whatever zeros or torn bytes follow its
         // header); without this, every open that writes nothing would leave one more file
@@ -427,16 +441,66 @@ fn settle_replayed_wal(
             vfs.remove_file(path)
                 .map_err(Error::io_on(path, "remove empty WAL"))?;
         }
-        Ok(())
     } else if replay.torn_tail_bytes > 0 {
-        WalReader::truncate_torn_tail(vfs, path, replay.valid_len)
+        WalReader::truncate_torn_tail(vfs, path, replay.valid_len)?;
     } else {
         // The file becomes an older WAL once this handle creates its own: it must be durable
         // exactly as replayed (an earlier handle may have written or cut it without a
         // successful fsync), or a power loss could bring back a tail that only the newest file
         // may have.
-        WalReader::sync_file(vfs, path)
+        WalReader::sync_file(vfs, path)?;
     }
+    Ok(kept)
+}
+
+/// Bytes cut from the end of a WAL file by a writer's recovery that were not all zeros.
+///
+/// Zeros after the last whole record are the space a writer writes ahead of its records (or
+/// what a crash left of a record never written): cut silently. Anything else is a record torn
+/// by a crash (never acknowledged) or damage to the last record (acknowledged), and the bytes
+/// cannot tell which: they are kept in a file beside the WAL, this handle reports them
+/// ([`Db::cut_tails`](super::Db::cut_tails)), and `verify` reports them as corruption until
+/// the file is removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutTail {
+    /// The WAL file that was cut.
+    pub wal: PathBuf,
+    /// Where it was cut: the end of its last whole record.
+    pub offset: u64,
+    /// How many bytes were cut, up to the last non-zero one.
+    pub bytes: u64,
+    /// The file that keeps them.
+    pub kept_in: PathBuf,
+}
+
+fn keep_torn_tail(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: u64,
+    path: &Path,
+    valid_len: u64,
+) -> Result<Option<CutTail>> {
+    let file = vfs
+        .open(path, OpenMode::Read)
+        .map_err(Error::io_on(path, "open WAL"))?;
+    let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+    let mut tail = vec![0u8; len.saturating_sub(valid_len) as usize];
+    file.read_exact_at(&mut tail, valid_len)
+        .map_err(Error::io_on(path, "read WAL"))?;
+    let Some(last) = tail.iter().rposition(|&b| b != 0) else {
+        return Ok(None);
+    };
+    let kept = tail.get(..=last).unwrap_or_default();
+    let kept_in = dir.join(names::torn_tail_name(id, valid_len));
+    super::commit::write_new_file(vfs, &kept_in, kept, OpenMode::CreateOrTruncate)?;
+    vfs.sync_dir(dir)
+        .map_err(Error::io_on(dir, "fsync directory"))?;
+    Ok(Some(CutTail {
+        wal: path.to_path_buf(),
+        offset: valid_len,
+        bytes: kept.len() as u64,
+        kept_in,
+    }))
 }
 
 /// The next unused file id: past the manifest's counter and past every file present (an

@@ -43,6 +43,9 @@ pub struct Stats {
     pub hot_buckets: u64,
     /// Probability that a pair at the threshold becomes a candidate.
     pub expected_recall_at_threshold: f64,
+    /// Torn WAL tails that recovery cut and kept aside (`wal-<id>.log.torn-<offset>` files;
+    /// see [`CutTail`](super::CutTail)): each may be a lost or damaged last write.
+    pub torn_tails: usize,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -85,12 +88,17 @@ impl Db {
             })
             .collect::<Vec<_>>();
         let mut bytes = BTreeMap::new();
+        let mut torn_tails = 0;
         for name in self
             .vfs
             .list_dir(&self.dir)
             .map_err(Error::io_on(&self.dir, "list directory"))?
         {
             let kind = match names::classify(&name) {
+                Some(FileKind::TornTail(..)) => {
+                    torn_tails += 1;
+                    continue;
+                }
                 Some(FileKind::Wal(_)) => "wal",
                 Some(FileKind::Segment(_)) => "segments",
                 Some(FileKind::Deletions(_)) => "deletions",
@@ -122,6 +130,7 @@ impl Db {
             hot_buckets: band_stats.iter().map(|b| b.hot).sum(),
             bands: band_stats,
             expected_recall_at_threshold: self.params.lsh.probability(self.params.threshold),
+            torn_tails,
         })
     }
 
@@ -154,6 +163,25 @@ impl Db {
             }
         }
         report.files_checked += 1; // signature log
+        // What recovery cut from a WAL and could not tell from damage stays reported until a
+        // person removes the kept bytes.
+        for name in self
+            .vfs
+            .list_dir(&self.dir)
+            .map_err(Error::io_on(&self.dir, "list directory"))?
+        {
+            if let Some(FileKind::TornTail(id, offset)) = names::classify(&name) {
+                report.problems.push(Error::corruption(
+                    &self.dir.join(names::wal_name(id)),
+                    offset,
+                    format!(
+                        "recovery cut bytes that were not a whole record from the end of this WAL \
+                         file (kept in {name}): a write torn by a crash, never acknowledged, or \
+                         damage to the last acknowledged one; remove {name} once checked"
+                    ),
+                ));
+            }
+        }
         Ok(report)
     }
 }

@@ -1,7 +1,8 @@
 //! Export (a compacted, self-contained copy of the live documents, to ship to servers) and
 //! merge (combining databases built in parallel from disjoint shards). Both read a snapshot
-//! of the source, so writers go on meanwhile, and both move documents as bulk inserts, one
-//! batch per source segment, so memory stays bounded by the largest segment.
+//! of the source, so writers go on meanwhile, and move documents as bulk inserts: an export
+//! one per source segment (memory bounded by the largest segment; the copy is published
+//! whole by a rename), a merge one for the whole source (so that it is atomic).
 
 use std::path::{Path, PathBuf};
 
@@ -57,13 +58,27 @@ impl Db {
                 ),
             ));
         }
+        match self.build_export(&building, dest) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // A failed export (a full disk, say) leaves nothing behind, so that it can be
+                // run again as it is. (After a crash its directory stays: see above.)
+                remove_dir_best_effort(vfs, &building);
+                Err(e)
+            }
+        }
+    }
+
+    /// Builds the export in `building`, then renames it to `dest`.
+    fn build_export(&self, building: &Path, dest: &Path) -> Result<()> {
+        let vfs = self.vfs.as_ref();
         let snapshot = self.state.read().snapshot();
         let opts = Options {
             durability: Durability::None,
             auto_compact: false,
             ..Options::default()
         };
-        let copy = Db::create_with_vfs(self.vfs.clone(), &building, self.params, opts)?;
+        let copy = Db::create_with_vfs(self.vfs.clone(), building, self.params, opts)?;
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
             copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records))
@@ -73,8 +88,8 @@ impl Db {
         // Everything is in the segment now: the copy's WAL holds no record and its lock file
         // guards nothing. A shipped index is its committed files only.
         for name in vfs
-            .list_dir(&building)
-            .map_err(Error::io_on(&building, "list directory"))?
+            .list_dir(building)
+            .map_err(Error::io_on(building, "list directory"))?
         {
             if name == names::LOCK || matches!(names::classify(&name), Some(FileKind::Wal(_))) {
                 let path = building.join(&name);
@@ -82,9 +97,9 @@ impl Db {
                     .map_err(Error::io_on(&path, "remove"))?;
             }
         }
-        vfs.sync_dir(&building)
-            .map_err(Error::io_on(&building, "fsync directory"))?;
-        vfs.rename(&building, dest)
+        vfs.sync_dir(building)
+            .map_err(Error::io_on(building, "fsync directory"))?;
+        vfs.rename(building, dest)
             .map_err(Error::io_on(dest, "rename export into place"))?;
         let parent = parent_dir(dest);
         vfs.sync_dir(&parent)
@@ -93,9 +108,8 @@ impl Db {
 
     /// Adds every live document of `src` (same parameters, else [`Error::ParameterMismatch`]).
     /// Keys already present here are replaced by `src`'s copy (merging shards in order makes
-    /// the last shard win). Durable when this returns. Returns the number of documents added.
-    /// Documents arrive one batch per source segment, each batch atomic: after a crash part
-    /// way, merging the same source again completes the merge (its keys replace themselves).
+    /// the last shard win). Atomic, and durable when this returns. Returns the number of
+    /// documents added.
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
         let (a, b) = (&self.params, &src.params);
         self.params.check_compatible(&src.params.sketch)?;
@@ -114,14 +128,21 @@ impl Db {
                 format!("{}×{}", b.lsh.bands, b.lsh.rows),
             ));
         }
+        // One bulk insert: a merge is atomic (all of `src` or, after a crash, none of it).
         let snapshot = src.state.read().snapshot();
-        let mut added = 0u64;
+        let mut all = Batch::with_capacity(0, self.params.lsh.bands, self.params.sig_bytes());
         src.for_each_live_batch(&snapshot, |b| {
-            let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
-            added += keys.len() as u64;
-            self.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records))
+            all.keys.extend(b.keys);
+            all.band_keys.extend(b.band_keys);
+            all.records.extend(b.records);
+            Ok(())
         })?;
-        Ok(added)
+        let keys: Vec<&[u8]> = all.keys.iter().map(Vec::as_slice).collect();
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        self.bulk_insert_prepared(&keys, &all.band_keys, Records::Packed(all.records))?;
+        Ok(keys.len() as u64)
     }
 
     /// Hands `state`'s live documents to `f`, one batch per segment, then one for the
@@ -228,4 +249,14 @@ fn parent_dir(path: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// Removes a directory of files (an unfinished export), ignoring failures.
+fn remove_dir_best_effort(vfs: &dyn crate::storage::vfs::Vfs, dir: &Path) {
+    if let Ok(names) = vfs.list_dir(dir) {
+        for name in names {
+            let _ = vfs.remove_file(&dir.join(name));
+        }
+    }
+    let _ = vfs.remove_dir(dir);
 }

@@ -19,6 +19,13 @@ pub(crate) fn deletions_name(id: u64) -> String {
     format!("del-{id:016x}.del")
 }
 
+/// Where a writer's recovery keeps the bytes it cut from the end of WAL file `wal_id` at
+/// `offset`, when they were not all zeros: a write torn by a crash, or damage to the last
+/// record, which nothing can tell apart. Kept until a person has looked (`verify` reports it).
+pub(crate) fn torn_tail_name(wal_id: u64, offset: u64) -> String {
+    format!("{}.torn-{offset}", wal_name(wal_id))
+}
+
 /// What a file name in the database directory is, if mhdb made it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum FileKind {
@@ -27,6 +34,8 @@ pub(crate) enum FileKind {
     Segment(u64),
     Deletions(u64),
     CurrentTmp,
+    /// Bytes cut from the end of a WAL file: (WAL file id, offset they were cut at).
+    TornTail(u64, u64),
 }
 
 pub(crate) fn classify(name: &str) -> Option<FileKind> {
@@ -40,6 +49,13 @@ pub(crate) fn classify(name: &str) -> Option<FileKind> {
     }
     if let Some(rest) = name.strip_prefix("MANIFEST-") {
         return hex(rest).map(FileKind::Manifest);
+    }
+    if let Some((wal, offset)) = name.split_once(".log.torn-")
+        && let Some(FileKind::Wal(id)) = classify(&format!("{wal}.log"))
+        && let Ok(offset) = offset.parse::<u64>()
+        && name == torn_tail_name(id, offset)
+    {
+        return Some(FileKind::TornTail(id, offset));
     }
     if let Some(rest) = name
         .strip_prefix("wal-")

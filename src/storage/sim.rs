@@ -376,6 +376,18 @@ impl Vfs for SimFs {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        // Directories are implicit: one is gone once no name is below it.
+        let inner = self.inner.lock();
+        if inner.live_names.keys().any(|p| p.starts_with(path)) {
+            return Err(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                "directory not empty",
+            ));
+        }
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut inner = self.inner.lock();
         if !inner.sync_allowed() {
@@ -528,6 +540,10 @@ impl<V: Vfs> Vfs for Arc<FaultFs<V>> {
         self.tick()?;
         self.inner.remove_file(path)
     }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.tick()?;
+        self.inner.remove_dir(path)
+    }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.tick()?;
         self.inner.sync_dir(dir)
@@ -559,6 +575,9 @@ impl Vfs for Arc<SimFs> {
     }
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.as_ref().remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.as_ref().remove_dir(path)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.as_ref().sync_dir(dir)

@@ -103,18 +103,32 @@ impl WriterInner {
             self.allocated = target;
         }
         if let Err(e) = self.file.write_all_at(record, self.offset) {
+            self.cut_unacknowledged();
             return Err(self.fail("write WAL")(e));
         }
         self.offset = end;
         Ok(())
     }
 
-    fn sync(&mut self) -> Result<()> {
+    fn sync(&mut self, from: u64) -> Result<()> {
         if let Err(e) = self.file.sync_data() {
             // Never retry an fsync as if it had succeeded: the durable state is unknown.
+            self.offset = from;
+            self.cut_unacknowledged();
             return Err(self.fail("fsync WAL")(e));
         }
         Ok(())
+    }
+
+    /// After a failed write or fsync (e.g. a full disk), cuts the file back to the end of the
+    /// last record it acknowledged, best effort: what a failed write left of its record is
+    /// then not there for recovery to find, keep and report as a possibly damaged record.
+    /// (Should the cut not reach the disk before a crash, recovery still keeps and reports
+    /// it: nothing is lost either way.)
+    fn cut_unacknowledged(&mut self) {
+        if self.file.set_len(self.offset).is_ok() {
+            self.allocated = self.offset;
+        }
     }
 }
 
@@ -181,9 +195,10 @@ impl WalWriter {
             }
             buf.clear();
             encode_record(&mut buf, inner.next_seq, p);
+            let start = inner.offset;
             inner.write_record(&buf)?;
             inner.next_seq += 1;
-            inner.sync()?;
+            inner.sync(start)?;
         }
         if inner.failed {
             return Err(Error::PreviousIo);
@@ -204,7 +219,7 @@ impl WalWriter {
             if let Err(e) = inner.file.set_len(len) {
                 return Err(inner.fail("truncate WAL")(e));
             }
-            inner.sync()?;
+            inner.sync(len)?;
             inner.allocated = len;
         }
         Ok(())
