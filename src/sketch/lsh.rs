@@ -119,10 +119,12 @@ pub struct Tuning {
 }
 
 fn validate_tune_inputs(threshold: f64, num_perm: usize, opts: &TuneOptions) -> Result<()> {
-    if !(threshold > 0.0 && threshold < 1.0) {
+    // 1 is a threshold like any other (near-exact duplicates): every banding has P(1) = 1,
+    // so the cheapest in false positives wins.
+    if !(threshold > 0.0 && threshold <= 1.0) {
         return Err(Error::invalid(
             "threshold",
-            format!("must be strictly between 0 and 1, got {threshold}"),
+            format!("must be in (0, 1], got {threshold}"),
         ));
     }
     if num_perm == 0 {
