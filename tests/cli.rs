@@ -45,12 +45,7 @@ fn text(i: u64) -> String {
 fn corpus(path: &Path, n: u64) {
     let mut f = std::fs::File::create(path).unwrap();
     for i in 0..n {
-        let id = if i % 2 == 0 {
-            serde_json::json!(i)
-        } else {
-            serde_json::json!(format!("doc-{i}"))
-        };
-        writeln!(f, "{}", serde_json::json!({"id": id, "text": text(i)})).unwrap();
+        writeln!(f, "{}", serde_json::json!({"id": key(i), "text": text(i)})).unwrap();
     }
 }
 
@@ -164,7 +159,7 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     // delete by key and by JSONL.
     ok(&["delete", s(&db), "0", "doc-1"]);
     let gone = dir.path().join("gone.jsonl");
-    std::fs::write(&gone, "{\"id\": 2}\n{\"id\": \"doc-3\"}\n").unwrap();
+    std::fs::write(&gone, "{\"id\": \"2\"}\n{\"id\": \"doc-3\"}\n").unwrap();
     ok(&["delete", s(&db), "--jsonl", s(&gone)]);
     assert_eq!(ok(&["keys", s(&db)]).lines().count(), 196);
 
@@ -172,7 +167,7 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&db), "--json"])).unwrap();
     assert_eq!(st["live_docs"], 196);
     assert_eq!(st["segments"], 1);
-    assert_eq!(st["params"]["num_perm"], 128);
+    assert_eq!(st["params"]["perms"], 128);
     assert!(st["expected_recall_at_threshold"].as_f64().unwrap() >= 0.95);
     assert!(ok(&["stats", s(&db)]).contains("documents"));
     assert!(ok(&["verify", s(&db)]).starts_with("ok"));
@@ -217,7 +212,7 @@ fn export_and_merge() {
         )
         .unwrap();
     }
-    writeln!(f, "{}", serde_json::json!({"id": 0, "text": text(130)})).unwrap();
+    writeln!(f, "{}", serde_json::json!({"id": "0", "text": text(130)})).unwrap();
     drop(f);
     for (d, data) in [(&a, &da), (&b, &db)] {
         ok(&["create", s(d)]);
@@ -256,9 +251,9 @@ fn export_and_merge() {
 fn bad_inputs_give_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("idx");
-    // Missing database.
+    // Missing database: not found, exit code 1 (as documented; it used to be 2).
     let out = run(&["stats", s(&db)]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an mhdb database"));
     // Wrong parameters.
     let out = run(&["create", s(&db), "--bits", "3"]);
@@ -280,7 +275,7 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     let data = dir.path().join("bad.jsonl");
     std::fs::write(
         &data,
-        "{\"id\": 1, \"text\": \"alpha beta gamma\"}\n{\"id\": 2, \"text\": \"delta\"}\nnot json\n{\"id\": 4}\n{\"id\": 5, \"text\": \"epsilon\"}\n",
+        "{\"id\": \"1\", \"text\": \"alpha beta gamma\"}\n{\"id\": \"2\", \"text\": \"delta\"}\nnot json\n{\"id\": \"4\"}\n{\"id\": \"5\", \"text\": \"epsilon\"}\n",
     )
     .unwrap();
     let out = run(&["add", s(&db), s(&data)]);
@@ -301,7 +296,7 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     let out = run(&["add", s(&db), s(&data)]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
     // --on-duplicate error names the line.
-    std::fs::write(&data, "{\"id\": 1, \"text\": \"again\"}\n").unwrap();
+    std::fs::write(&data, "{\"id\": \"1\", \"text\": \"again\"}\n").unwrap();
     let out = run(&["add", s(&db), s(&data), "--on-duplicate", "error"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:1"));
 
