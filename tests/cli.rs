@@ -27,19 +27,9 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Families of ten near-duplicates: the family decides most words.
 fn text(i: u64) -> String {
-    // Families of ten near-duplicates: the family decides most words.
-    let family = i / 10;
-    (0..60)
-        .map(|w| {
-            if w == (i % 10) as usize * 6 {
-                format!("edit{i}")
-            } else {
-                format!("fam{family}w{w}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    common::cli::family_text(i)
 }
 
 fn corpus(path: &Path, n: u64) {
@@ -173,14 +163,7 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     assert!(ok(&["verify", s(&db)]).starts_with("ok"));
 
     // Damage a segment byte: verify exits 3 and names the file.
-    let seg = std::fs::read_dir(&db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "seg"))
-        .unwrap();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    bytes[200] ^= 0xFF;
-    std::fs::write(&seg, bytes).unwrap();
+    common::cli::damage_a_segment(&db);
     let out = run(&["verify", s(&db)]);
     assert_eq!(
         out.status.code(),

@@ -194,7 +194,7 @@ pub struct CreateArgs {
     #[arg(long, default_value_t = 32)]
     pub bits: u32,
     /// Similarity threshold in (0, 1] the bands are tuned for (and the default query threshold).
-    #[arg(long, default_value_t = 0.8, value_parser = threshold)]
+    #[arg(long, default_value_t = 0.8, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     /// Explicit number of bands (with --rows) instead of tuning from the threshold.
     #[arg(long, requires = "rows")]
@@ -266,7 +266,7 @@ pub struct QueryArgs {
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
     /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
-    #[arg(long, value_parser = threshold)]
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
     /// At most this many matches per query, best first.
     #[arg(long)]
@@ -325,7 +325,7 @@ pub struct DedupArgs {
     /// Database directory.
     pub db: PathBuf,
     /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
-    #[arg(long, value_parser = threshold)]
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
     /// pairs, clusters or drop.
     #[arg(long, value_enum, default_value = "pairs")]
@@ -361,7 +361,7 @@ pub struct MergeArgs {
 #[derive(clap::Args)]
 pub struct TuneArgs {
     /// Similarity threshold in (0, 1].
-    #[arg(long, value_parser = threshold)]
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     /// Number of MinHash slots k.
     #[arg(long, default_value_t = 128)]
@@ -386,7 +386,7 @@ pub struct DemoArgs {
     #[arg(default_value = "samples/texts")]
     pub dir: PathBuf,
     /// Similarity threshold in (0, 1].
-    #[arg(long, default_value_t = 0.5, value_parser = threshold)]
+    #[arg(long, default_value_t = 0.5, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     #[command(flatten)]
     pub sketch: SketchArgs,
