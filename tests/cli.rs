@@ -27,30 +27,15 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Families of ten near-duplicates: the family decides most words.
 fn text(i: u64) -> String {
-    // Families of ten near-duplicates: the family decides most words.
-    let family = i / 10;
-    (0..60)
-        .map(|w| {
-            if w == (i % 10) as usize * 6 {
-                format!("edit{i}")
-            } else {
-                format!("fam{family}w{w}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    common::cli::family_text(i)
 }
 
 fn corpus(path: &Path, n: u64) {
     let mut f = std::fs::File::create(path).unwrap();
     for i in 0..n {
-        let id = if i % 2 == 0 {
-            serde_json::json!(i)
-        } else {
-            serde_json::json!(format!("doc-{i}"))
-        };
-        writeln!(f, "{}", serde_json::json!({"id": id, "text": text(i)})).unwrap();
+        writeln!(f, "{}", serde_json::json!({"id": key(i), "text": text(i)})).unwrap();
     }
 }
 
@@ -164,7 +149,7 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     // delete by key and by JSONL.
     ok(&["delete", s(&db), "0", "doc-1"]);
     let gone = dir.path().join("gone.jsonl");
-    std::fs::write(&gone, "{\"id\": 2}\n{\"id\": \"doc-3\"}\n").unwrap();
+    std::fs::write(&gone, "{\"id\": \"2\"}\n{\"id\": \"doc-3\"}\n").unwrap();
     ok(&["delete", s(&db), "--jsonl", s(&gone)]);
     assert_eq!(ok(&["keys", s(&db)]).lines().count(), 196);
 
@@ -172,20 +157,13 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&db), "--json"])).unwrap();
     assert_eq!(st["live_docs"], 196);
     assert_eq!(st["segments"], 1);
-    assert_eq!(st["params"]["num_perm"], 128);
+    assert_eq!(st["params"]["perms"], 128);
     assert!(st["expected_recall_at_threshold"].as_f64().unwrap() >= 0.95);
     assert!(ok(&["stats", s(&db)]).contains("documents"));
     assert!(ok(&["verify", s(&db)]).starts_with("ok"));
 
     // Damage a segment byte: verify exits 3 and names the file.
-    let seg = std::fs::read_dir(&db)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "seg"))
-        .unwrap();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    bytes[200] ^= 0xFF;
-    std::fs::write(&seg, bytes).unwrap();
+    common::cli::damage_a_segment(&db);
     let out = run(&["verify", s(&db)]);
     assert_eq!(
         out.status.code(),
@@ -217,7 +195,7 @@ fn export_and_merge() {
         )
         .unwrap();
     }
-    writeln!(f, "{}", serde_json::json!({"id": 0, "text": text(130)})).unwrap();
+    writeln!(f, "{}", serde_json::json!({"id": "0", "text": text(130)})).unwrap();
     drop(f);
     for (d, data) in [(&a, &da), (&b, &db)] {
         ok(&["create", s(d)]);
@@ -256,7 +234,7 @@ fn export_and_merge() {
 fn bad_inputs_give_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("idx");
-    // Missing database: not found, exit 1 as documented.
+    // Missing database: not found, exit code 1 (as documented; it used to be 2).
     let out = run(&["stats", s(&db)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an mhdb database"));
@@ -280,7 +258,7 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     let data = dir.path().join("bad.jsonl");
     std::fs::write(
         &data,
-        "{\"id\": 1, \"text\": \"alpha beta gamma\"}\n{\"id\": 2, \"text\": \"delta\"}\nnot json\n{\"id\": 4}\n{\"id\": 5, \"text\": \"epsilon\"}\n",
+        "{\"id\": \"1\", \"text\": \"alpha beta gamma\"}\n{\"id\": \"2\", \"text\": \"delta\"}\nnot json\n{\"id\": \"4\"}\n{\"id\": \"5\", \"text\": \"epsilon\"}\n",
     )
     .unwrap();
     let out = run(&["add", s(&db), s(&data)]);
@@ -301,7 +279,7 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     let out = run(&["add", s(&db), s(&data)]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
     // --on-duplicate error names the line.
-    std::fs::write(&data, "{\"id\": 1, \"text\": \"again\"}\n").unwrap();
+    std::fs::write(&data, "{\"id\": \"1\", \"text\": \"again\"}\n").unwrap();
     let out = run(&["add", s(&db), s(&data), "--on-duplicate", "error"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:1"));
 

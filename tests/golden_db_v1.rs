@@ -541,7 +541,10 @@ fn generate(dir: &Path) -> Value {
         "boilerplate in more documents than the bucket cap",
         COOKIE_NOTICE.into(),
     ));
-    queries.push(("the empty text", String::new()));
+    queries.push((
+        "the empty text: similar to nothing, not even the stored empty text",
+        String::new(),
+    ));
     queries.push((
         "unrelated text",
         "Quarterly revenue rose on strong demand for cloud storage.".into(),

@@ -11,20 +11,24 @@ use mhdb::sketch::Signature;
 use rayon::prelude::*;
 
 use super::args::{AddArgs, OnDuplicate};
-use super::input::{At, Dash, Input, JsonLine, Line, read_text, walk};
-use super::output::{CliError, CliResult, progress};
+use super::escape::{key_json, key_text};
+use super::input::{At, Input, JsonLine, Line, is_stdin, no_shingles, read_text, walk};
+use super::output::{CliError, CliResult, message, progress};
 
 /// Lines (or files) read, parsed and signed at a time.
 const CHUNK: usize = 4096;
 
+/// A key as read (any bytes).
+type Key = Vec<u8>;
+
 /// A full batch of (id, signature) and the id of its last document.
-type SealedBatch = (Vec<(String, Signature)>, Option<String>);
+type SealedBatch = (Vec<(Key, Signature)>, Option<Key>);
 
 /// One parsed, signed document.
 struct Signed {
     /// Its line in the input being read; `None` for a file (`--files`), which its id names.
     line: Option<usize>,
-    id: String,
+    id: Key,
     sig: Signature,
 }
 
@@ -37,12 +41,12 @@ struct Loader<'a> {
     committed: u64,
     uncommitted: u64,
     /// Documents since the last commit; a commit inserts them in bulk (durable on return).
-    pending: Vec<(String, Signature)>,
+    pending: Vec<(Key, Signature)>,
     /// Full batches waiting to be committed (with the id of their last document), in order.
     /// With `--on-duplicate replace` they are committed while the next chunk is signed.
     sealed: Vec<SealedBatch>,
-    batch_keys: HashSet<String>,
-    last_id: Option<String>,
+    batch_keys: HashSet<Key>,
+    last_id: Option<Key>,
     skipped_invalid: u64,
     skipped_duplicates: u64,
     progress: Option<ProgressBar>,
@@ -74,7 +78,10 @@ impl Loader<'_> {
             self.committed += n;
             self.uncommitted -= n;
             if self.args.json {
-                let line = serde_json::json!({"committed": self.committed, "last_id": last_id});
+                let line = serde_json::json!({
+                    "committed": self.committed,
+                    "last_id": last_id.as_deref().map(key_json),
+                });
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{line}")?;
                 out.flush()?;
@@ -90,7 +97,7 @@ impl Loader<'_> {
             Err(msg) => {
                 if self.args.skip_invalid {
                     self.skipped_invalid += 1;
-                    eprintln!("mhdb: skipped {msg}");
+                    message(format_args!("skipped {msg}"));
                     return Ok(());
                 }
                 // Everything before the bad record is committed before stopping.
@@ -105,10 +112,11 @@ impl Loader<'_> {
                 self.commit()?;
                 let origin = match line {
                     Some(line) => At { name: input, line }.to_string(),
-                    None => id.clone(),
+                    None => key_text(&id).into_owned(),
                 };
                 return Err(CliError::other(format!(
-                    "{origin}: id {id:?} is already stored (--on-duplicate error)"
+                    "{origin}: id {} is already stored (--on-duplicate error)",
+                    key_text(&id)
                 )));
             }
             self.skipped_duplicates += 1;
@@ -171,10 +179,10 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     if let Some(bar) = &loader.progress {
         bar.finish_and_clear();
     }
-    eprintln!(
-        "mhdb: added {} documents ({} invalid skipped, {} duplicates skipped)",
+    message(format_args!(
+        "added {} documents ({} invalid skipped, {} duplicates skipped)",
         loader.committed, loader.skipped_invalid, loader.skipped_duplicates
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -187,7 +195,7 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
         &args.inputs[..]
     };
     for path in paths {
-        let mut input = Input::open(path, Dash::Stdin)?;
+        let mut input = Input::open(path)?;
         let name = input.name().to_string();
         let mut next = input.read_lines(CHUNK)?;
         loop {
@@ -216,6 +224,9 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                                     let id = record.key(&args.id_field)?;
                                     let text = record.take_text(&args.text_field)?;
                                     let sig = hasher.sketch_text(&text);
+                                    if sig.is_empty_set() {
+                                        return Err(no_shingles(at));
+                                    }
                                     Ok(Signed {
                                         line: Some(no),
                                         id,
@@ -251,6 +262,12 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
             "--files needs at least one file or directory",
         ));
     }
+    if loader.args.inputs.iter().any(|p| is_stdin(p)) {
+        return Err(CliError::usage(
+            "--files reads files and directories, not standard input ('-'); standard input is \
+             read as JSON Lines: mhdb add DB -",
+        ));
+    }
     let mut paths = Vec::new();
     for input in &loader.args.inputs {
         walk(input, &mut paths)?;
@@ -261,7 +278,7 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         let mut not_utf8 = Vec::new();
         for path in chunk {
             match read_text(path)? {
-                Ok(text) => docs.push((path.display().to_string(), text)),
+                Ok(text) => docs.push((path.display().to_string().into_bytes(), text)),
                 Err(msg) => not_utf8.push(msg),
             }
         }
@@ -275,6 +292,9 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
                 docs.into_par_iter()
                     .map(|(id, text)| {
                         let sig = hasher.sketch_text(&text);
+                        if sig.is_empty_set() {
+                            return Err(no_shingles(String::from_utf8_lossy(&id)));
+                        }
                         Ok(Signed {
                             line: None,
                             id,

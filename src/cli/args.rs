@@ -1,4 +1,5 @@
-//! The command line: every subcommand, argument, default and `--help` text of `mhdb`.
+//! The command line: every subcommand, argument, default and `--help` text of `mhdb`, and the
+//! validators that check the same parameter the same way in every command.
 //!
 //! The commands themselves live in the command-family modules; this file only says what they
 //! accept.
@@ -7,12 +8,52 @@ use std::path::PathBuf;
 
 use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, SketchParams};
 
+/// `mhdb --help` after the command list: the conventions every command follows.
+const CONVENTIONS: &str = "\
+Example:
+  mhdb create idx --threshold 0.8
+  mhdb add idx corpus.jsonl
+  mhdb query idx --text \"some text\"
+  mhdb dedup idx --format drop | mhdb delete idx -
+  mhdb stats idx
+
+Conventions (every command):
+  stdout carries the result; stderr carries messages: progress (on a terminal only),
+  summaries of what a write did, warnings and errors.
+  --json prints the result as JSON, one shape per kind of result (README: \"JSON shapes\").
+  '-' reads standard input wherever a file or a list of keys is read.
+  Keys are arbitrary bytes. Text output writes one key per line, escaped: \\\\ \\n \\r \\t \\0,
+  and \\xHH for other control bytes and bytes that are not UTF-8 (other keys print as they
+  are); key arguments and 'delete -' read that form back. In JSON a key is a string, or
+  {\"hex\": \"...\"} when it is not UTF-8; JSON inputs accept both and refuse numbers.
+  A text without shingles (empty or white space only) is similar to nothing: queries find
+  nothing for it and 'add' refuses to store it.
+  Thresholds are in (0, 1] everywhere.
+
+Exit codes:
+  0  success
+  1  failure: I/O, a locked or missing database, an absent key ('get'), a bad input line
+  2  usage: unknown flag, missing argument, parameter out of range or inconsistent
+  3  corruption: stored bytes are damaged ('verify' and any command reading them)";
+
+/// A similarity threshold: a number in (0, 1], the same for every command that takes one.
+pub fn threshold(s: &str) -> Result<f64, String> {
+    let t: f64 = s
+        .parse()
+        .map_err(|_| format!("must be a number in (0, 1], got {s:?}"))?;
+    if t > 0.0 && t <= 1.0 {
+        Ok(t)
+    } else {
+        Err(format!("must be in (0, 1], got {s}"))
+    }
+}
+
 #[derive(clap::Parser)]
 #[command(
     name = "mhdb",
     version,
     about = "An embedded, crash-safe MinHash-LSH index database",
-    after_help = "Example:\n  mhdb create idx --threshold 0.8\n  mhdb add idx corpus.jsonl\n  mhdb query idx --text \"some text\"\n  mhdb stats idx"
+    after_help = CONVENTIONS
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -21,56 +62,76 @@ pub struct Cli {
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Create a new database.
-    #[command(after_help = "Example:\n  mhdb create idx --perms 128 --threshold 0.8 --bits 32")]
+    /// Create a new database in a missing or empty directory.
+    #[command(
+        after_help = "Example:\n  mhdb create idx --perms 128 --threshold 0.8 --bits 32\n\nPrints what it created on stderr (--json: {\"created\", \"params\", \"probability_at_threshold\"}\non stdout). Warns when the banding makes fewer than half the pairs at the threshold\ncandidates (P(threshold) < 0.5).\nExit codes: 0 created; 1 I/O; 2 bad parameter, or the directory is not empty."
+    )]
     Create(CreateArgs),
     /// Add documents from JSON Lines (default) or plain files.
     #[command(
-        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx --files docs/"
+        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx --files docs/\n\nIds are strings, or {\"hex\": \"...\"} for keys that are not UTF-8; numbers are refused.\nA text without shingles (empty or white space only) is refused like any invalid line.\n--json: one line {\"committed\", \"last_id\"} per durable commit.\nExit codes: 0 loaded; 1 a bad line (named; everything before it is committed), I/O or\nlocked; 2 usage."
     )]
     Add(AddArgs),
     /// Find documents similar to a text, a file, or each line of a JSONL file.
     #[command(
-        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7"
+        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7\n  zcat queries.jsonl.gz | mhdb query idx --jsonl - > answers.jsonl\n\nText output: one line per match, \"JACCARD<TAB>KEY\" (key escaped). --json, and always with\n--jsonl: one answer per query, {\"id\", \"matches\": [{\"id\", \"jaccard\"}], \"candidates\",\n\"verified\", \"hot_buckets\"}; \"id\" is the query's id as given (null for --text, the path\nfor --file). --jsonl streams: answers come out in input order while later lines are read,\nin memory that does not grow with the input.\nExit codes: 0 answered (with or without matches); 1 a bad line (named; the lines before it\nare answered) or I/O; 2 usage."
     )]
     Query(QueryArgs),
     /// Show whether keys are present (and their stored signatures with --json).
-    #[command(after_help = "Example:\n  mhdb get idx doc-17 doc-18 --json")]
+    #[command(
+        after_help = "Examples:\n  mhdb get idx doc-17 doc-18 --json\n  mhdb keys idx | head -n 5 | mhdb get idx -\n\nText output: \"KEY<TAB>present\" or \"KEY<TAB>absent\" per key (key escaped). --json: one\n{\"id\", \"present\", \"bits\", \"signature\"} per key ({\"id\", \"present\": false} if absent).\nExit codes: 0 every key present; 1 some key absent (the same in text and --json mode, with\na message on stderr), or I/O; 2 usage or a badly escaped key."
+    )]
     Get(GetArgs),
     /// Print every live key, one per line.
-    #[command(after_help = "Example:\n  mhdb keys idx | wc -l")]
-    Keys(DbArg),
-    /// Delete keys given as arguments or as ids in a JSONL file.
     #[command(
-        after_help = "Examples:\n  mhdb delete idx doc-17\n  mhdb delete idx --jsonl gone.jsonl"
+        after_help = "Examples:\n  mhdb keys idx | wc -l\n  mhdb keys idx | grep '^tmp-' | mhdb delete idx -\n\nText output: one escaped key per line. --json: one {\"id\"} per line, as `delete --jsonl` reads."
+    )]
+    Keys(JsonDbArgs),
+    /// Delete keys given as arguments, read from standard input ('-'), or named in a JSONL file.
+    #[command(
+        after_help = "Examples:\n  mhdb delete idx doc-17 'two\\nlines'\n  mhdb dedup idx --format drop | mhdb delete idx -\n  mhdb delete idx --jsonl gone.jsonl\n\nKEY arguments and the lines read by '-' are keys escaped as `mhdb keys` prints them (one per\nline; an empty line is the empty key). Every key is deleted in one atomic write, after the\nwhole input is read. Prints \"deleted N of M keys\" on stderr (--json: {\"deleted\",\n\"requested\"} on stdout); M counts distinct keys, N those that were present.\nExit codes: 0 done (absent keys are not an error); 1 a bad line (named; nothing is\ndeleted), I/O or locked; 2 usage."
     )]
     Delete(DeleteArgs),
     /// Every near-duplicate pair (or cluster, or the keys to drop) verified at a threshold.
     #[command(
-        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop > to-drop.txt\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"};\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster."
+        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"};\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
     )]
     Dedup(DedupArgs),
     /// Write a compacted, self-contained copy to ship (servers open it read-only).
-    #[command(after_help = "Example:\n  mhdb export idx /srv/shipped-idx")]
+    #[command(
+        after_help = "Example:\n  mhdb export idx /srv/shipped-idx\n\nPrints what it did on stderr (--json: {\"exported\"} on stdout)."
+    )]
     Export(ExportArgs),
     /// Merge databases built from disjoint shards into DEST (created if missing); on duplicate
     /// keys the later source wins.
-    #[command(after_help = "Example:\n  mhdb merge all shard-0 shard-1 shard-2")]
+    #[command(
+        after_help = "Example:\n  mhdb merge all shard-0 shard-1 shard-2\n\nPrints what it did on stderr (--json: {\"merged\", \"dest\", \"sources\": [{\"path\",\n\"documents\"}]} on stdout).\nExit codes: 0 merged; 1 I/O or locked; 2 the sources' parameters differ."
+    )]
     Merge(MergeArgs),
     /// Merge all segments into one, dropping deleted documents.
-    #[command(after_help = "Example:\n  mhdb compact idx")]
-    Compact(DbArg),
+    #[command(
+        after_help = "Example:\n  mhdb compact idx\n\nPrints what it did on stderr (--json: {\"live_docs\", \"segments\"} on stdout)."
+    )]
+    Compact(JsonDbArgs),
     /// Counts, sizes, bucket distributions and parameters.
-    #[command(after_help = "Example:\n  mhdb stats idx --json")]
-    Stats(StatsArgs),
+    #[command(
+        after_help = "Example:\n  mhdb stats idx --json\n\nParameters are named as the `create` flags that set them (text: the flags themselves;\nJSON: \"params\" with the flag names, '-' written '_')."
+    )]
+    Stats(JsonDbArgs),
     /// Check every checksum and invariant (exit code 3 on corruption).
-    #[command(after_help = "Example:\n  mhdb verify idx && echo ok")]
-    Verify(DbArg),
+    #[command(
+        after_help = "Example:\n  mhdb verify idx && echo ok\n\nPrints \"ok: N files checked\" on stdout, or each problem on stderr. --json: {\"ok\",\n\"files_checked\", \"problems\": [{\"corruption\", \"message\"}]} on stdout.\nExit codes: 0 ok; 1 a problem that is not corruption, or I/O; 3 corruption."
+    )]
+    Verify(JsonDbArgs),
     /// Choose (bands, rows) for a threshold and print alternatives and the S-curve.
-    #[command(after_help = "Example:\n  mhdb tune --threshold 0.8 --perms 128")]
+    #[command(
+        after_help = "Examples:\n  mhdb tune --threshold 0.8 --perms 128\n  mhdb tune --threshold 0.8 --bands 4 --rows 32\n\nWarns on stderr when the best (or the given) banding has P(threshold) < 0.5.\n--json: {\"threshold\", \"perms\", \"choices\": [{\"bands\", \"rows\", \"probability_at_threshold\",\n\"false_positive\", \"false_negative\", \"meets_recall_floor\"}], \"s_curve\": [{\"jaccard\",\n\"probability\"}]}."
+    )]
     Tune(TuneArgs),
     /// Sketch every file of a directory and print the pairs at or above the threshold.
-    #[command(after_help = "Example:\n  mhdb demo samples/texts --threshold 0.5")]
+    #[command(
+        after_help = "Example:\n  mhdb demo samples/texts --threshold 0.5\n\n--json: {\"documents\", \"bands\", \"rows\", \"pairs\": [{\"a\", \"b\", \"jaccard\"}], \"s_curve\"};\npairs name files, best first. Files without shingles pair with nothing."
+    )]
     Demo(DemoArgs),
 }
 
@@ -115,8 +176,12 @@ impl SketchArgs {
 // summary is the doc comment of its `Command` variant.
 
 #[derive(clap::Args)]
-pub struct DbArg {
+pub struct JsonDbArgs {
+    /// Database directory.
     pub db: PathBuf,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args)]
@@ -128,8 +193,8 @@ pub struct CreateArgs {
     /// Bits per stored signature slot: 1, 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 32)]
     pub bits: u32,
-    /// Similarity threshold the bands are tuned for (and the default query threshold).
-    #[arg(long, default_value_t = 0.8)]
+    /// Similarity threshold in (0, 1] the bands are tuned for (and the default query threshold).
+    #[arg(long, default_value_t = 0.8, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     /// Explicit number of bands (with --rows) instead of tuning from the threshold.
     #[arg(long, requires = "rows")]
@@ -140,6 +205,9 @@ pub struct CreateArgs {
     /// Largest bucket kept by compaction (0 = unlimited).
     #[arg(long, default_value_t = mhdb::db::DEFAULT_BUCKET_CAP)]
     pub bucket_cap: u32,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -162,7 +230,7 @@ pub struct AddArgs {
     /// keyed by its path.
     #[arg(long)]
     pub files: bool,
-    /// JSON field holding the document id (a string or a number).
+    /// JSON field holding the document id: a string, or {"hex": "..."} for any bytes.
     #[arg(long, default_value = "id")]
     pub id_field: String,
     /// JSON field holding the text.
@@ -190,19 +258,20 @@ pub struct QueryArgs {
     /// Query text.
     #[arg(long)]
     pub text: Option<String>,
-    /// File whose whole content is the query.
+    /// File whose whole content is the query ('-': standard input).
     #[arg(long)]
     pub file: Option<PathBuf>,
-    /// JSON Lines file: one query per line ({"id": ..., "text": ...}).
+    /// JSON Lines file, one query per line ({"id": ..., "text": ...}; '-': standard input).
+    /// Answers are streamed, in input order.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
-    /// Minimum estimated Jaccard (default: the database's threshold).
-    #[arg(long)]
+    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
     /// At most this many matches per query, best first.
     #[arg(long)]
     pub limit: Option<usize>,
-    /// JSON output.
+    /// JSON output (always on with --jsonl).
     #[arg(long)]
     pub json: bool,
     /// JSON field holding the id in --jsonl input.
@@ -215,8 +284,10 @@ pub struct QueryArgs {
 
 #[derive(clap::Args)]
 pub struct GetArgs {
+    /// Database directory.
     pub db: PathBuf,
-    /// Keys to look up.
+    /// Keys to look up, escaped as `mhdb keys` prints them; '-' reads more, one per line,
+    /// from standard input.
     #[arg(required = true)]
     pub keys: Vec<String>,
     /// JSON output with the stored signature slots.
@@ -226,15 +297,20 @@ pub struct GetArgs {
 
 #[derive(clap::Args)]
 pub struct DeleteArgs {
+    /// Database directory.
     pub db: PathBuf,
-    /// Keys to delete.
+    /// Keys to delete, escaped as `mhdb keys` prints them; '-' reads more, one per line, from
+    /// standard input.
     pub keys: Vec<String>,
-    /// JSON Lines file whose id field names the keys to delete.
+    /// JSON Lines file whose id field names the keys to delete ('-': standard input).
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
     /// Field holding the id.
     #[arg(long, default_value = "id")]
     pub id_field: String,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -246,33 +322,37 @@ pub enum DedupFormat {
 
 #[derive(clap::Args)]
 pub struct DedupArgs {
+    /// Database directory.
     pub db: PathBuf,
-    /// Minimum estimated Jaccard (default: the database's threshold).
-    #[arg(long)]
+    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
     /// pairs, clusters or drop.
     #[arg(long, value_enum, default_value = "pairs")]
     pub format: DedupFormat,
+    /// JSON output (pairs and clusters are always JSON Lines).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args)]
 pub struct ExportArgs {
+    /// Database directory.
     pub db: PathBuf,
     /// New directory for the copy.
     pub dest: PathBuf,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
+    /// Destination database (created with the first source's parameters if missing).
     pub dest: PathBuf,
     /// Source databases (same parameters).
     #[arg(required = true)]
     pub srcs: Vec<PathBuf>,
-}
-
-#[derive(clap::Args)]
-pub struct StatsArgs {
-    pub db: PathBuf,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
@@ -280,8 +360,8 @@ pub struct StatsArgs {
 
 #[derive(clap::Args)]
 pub struct TuneArgs {
-    /// Similarity threshold in (0, 1).
-    #[arg(long)]
+    /// Similarity threshold in (0, 1].
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     /// Number of MinHash slots k.
     #[arg(long, default_value_t = 128)]
@@ -289,6 +369,15 @@ pub struct TuneArgs {
     /// How many alternatives to list.
     #[arg(long, default_value_t = 5)]
     pub alternatives: usize,
+    /// Show this number of bands (with --rows) instead of the best choices.
+    #[arg(long, requires = "rows")]
+    pub bands: Option<usize>,
+    /// Rows per band (with --bands).
+    #[arg(long, requires = "bands")]
+    pub rows: Option<usize>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args)]
@@ -296,9 +385,12 @@ pub struct DemoArgs {
     /// Directory of text files (one document per file).
     #[arg(default_value = "samples/texts")]
     pub dir: PathBuf,
-    /// Similarity threshold.
-    #[arg(long, default_value_t = 0.5)]
+    /// Similarity threshold in (0, 1].
+    #[arg(long, default_value_t = 0.5, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
     #[command(flatten)]
     pub sketch: SketchArgs,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -1,16 +1,73 @@
 //! Choosing an index's parameters: `mhdb create` and `mhdb tune`, and the S-curve both
 //! `tune` and `demo` print.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use mhdb::db::{Db, IndexParams, Options};
 use mhdb::sketch::{LshParams, TuneOptions, tune_all};
+use serde_json::json;
 
 use super::args::{CreateArgs, TuneArgs};
-use super::output::{CliResult, outln};
+use super::output::{CliError, CliResult, message, outln, warn};
+use super::shapes;
+
+/// The S-curve points `tune` and `demo` print: J = 0.05, 0.10, …, 0.95.
+pub fn curve_points() -> Vec<f64> {
+    (1..=19).map(|i| i as f64 * 0.05).collect()
+}
+
+/// Warns (on stderr) when fewer than half the pairs at `threshold` would become candidates.
+pub fn warn_weak_banding(lsh: &LshParams, threshold: f64) {
+    let p = lsh.probability(threshold);
+    if p < 0.5 {
+        warn(format_args!(
+            "{} bands × {} rows make only {:.1}% of the pairs at J = {threshold} candidates \
+             (P({threshold}) = {p:.4} < 0.5): most near-duplicates at the threshold will be \
+             missed; `mhdb tune --threshold {threshold}` lists better choices",
+            lsh.bands,
+            lsh.rows,
+            p * 100.0
+        ));
+    }
+}
+
+/// Refuses a path that exists and is not an empty directory: `create` makes a new database,
+/// it never adopts what a directory already holds.
+fn refuse_non_empty(dir: &Path) -> CliResult {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(CliError::usage(format!(
+                "{} exists and is not a directory",
+                dir.display()
+            )));
+        }
+        Err(e) => {
+            return Err(CliError::other(format!(
+                "cannot read {}: {e}",
+                dir.display()
+            )));
+        }
+    };
+    if entries.count() > 0 {
+        let what = if dir.join("CURRENT").exists() {
+            "already holds an mhdb database"
+        } else {
+            "is not empty"
+        };
+        return Err(CliError::usage(format!(
+            "{} {what}: create needs a missing or empty directory",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
 
 /// `mhdb create`.
 pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
+    refuse_non_empty(&args.db)?;
     let threshold = args.threshold;
     let mut params = IndexParams::for_threshold(args.sketch.params(), args.bits, threshold)?;
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
@@ -18,34 +75,80 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     }
     params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
     params.validate()?;
+    warn_weak_banding(&params.lsh, threshold);
     let created = Db::create(&args.db, params, Options::default())?;
     let p = created.params();
-    outln!(
-        "created {}: {} {} slots, {}, {} bits, {} bands × {} rows (P({threshold}) = {:.4}), bucket cap {}",
-        args.db.display(),
-        p.sketch.num_perm,
-        p.sketch.scheme,
-        p.sketch.shingle.kind,
-        p.bits,
-        p.lsh.bands,
-        p.lsh.rows,
-        p.lsh.probability(threshold),
-        p.bucket_cap.map_or("none".to_string(), |c| c.to_string())
-    );
+    let probability = p.lsh.probability(threshold);
+    if args.json {
+        outln!(
+            "{}",
+            json!({
+                "created": args.db.to_string_lossy(),
+                "params": shapes::params(p),
+                "probability_at_threshold": shapes::round6(probability),
+            })
+        );
+    } else {
+        message(format_args!(
+            "created {}: {} (P({threshold}) = {probability:.4})",
+            args.db.display(),
+            shapes::params_text(p),
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `mhdb tune`: the best (bands, rows) choices for a threshold, and the best one's S-curve.
+/// `mhdb tune`: the best (bands, rows) choices for a threshold (or the one given), and the
+/// first one's S-curve.
 pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
     let &TuneArgs {
         threshold,
         perms,
         alternatives,
+        ..
     } = args;
-    let all = tune_all(threshold, perms, &TuneOptions::default())?;
+    let mut all = tune_all(threshold, perms, &TuneOptions::default())?;
+    if let (Some(b), Some(r)) = (args.bands, args.rows) {
+        let given = LshParams::new(b, r, perms)?;
+        // Every valid (bands, rows) is among the scored choices.
+        all.retain(|t| t.params == given);
+    } else {
+        all.truncate(alternatives.max(1));
+    }
+    let Some(first) = all.first() else {
+        return Err(CliError::usage(format!(
+            "no (bands, rows) choice for {perms} slots"
+        )));
+    };
+    warn_weak_banding(&first.params, threshold);
+    if args.json {
+        let choices: Vec<_> = all
+            .iter()
+            .map(|t| {
+                json!({
+                    "bands": t.params.bands,
+                    "rows": t.params.rows,
+                    "probability_at_threshold": shapes::round6(t.recall_at_threshold),
+                    "false_positive": shapes::round6(t.false_positive),
+                    "false_negative": shapes::round6(t.false_negative),
+                    "meets_recall_floor": t.meets_recall_floor,
+                })
+            })
+            .collect();
+        outln!(
+            "{}",
+            json!({
+                "threshold": threshold,
+                "perms": perms,
+                "choices": choices,
+                "s_curve": shapes::s_curve(&first.params, &curve_points()),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     outln!("threshold {threshold}, {perms} slots");
     outln!("  bands  rows  P(t)      false-pos  false-neg");
-    for t in all.iter().take(alternatives.max(1)) {
+    for t in &all {
         outln!(
             "  {:5}  {:4}  {:.5}   {:.5}    {:.5}{}",
             t.params.bands,
@@ -60,9 +163,7 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
             }
         );
     }
-    if let Some(best) = all.first() {
-        print_curve(&best.params)?;
-    }
+    print_curve(&first.params)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -73,8 +174,7 @@ pub fn print_curve(params: &LshParams) -> CliResult {
         params.bands,
         params.rows
     );
-    let points: Vec<f64> = (1..=19).map(|i| i as f64 * 0.05).collect();
-    for (s, p) in params.curve(&points) {
+    for (s, p) in params.curve(&curve_points()) {
         let bar = "#".repeat((p * 40.0).round() as usize);
         outln!("  J={s:.2}  {p:.4}  {bar}");
     }

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use mhdb::db::Db;
 
 use super::args::{DedupArgs, DedupFormat};
-use super::output::{CliResult, jaccard_json, key_text, progress};
+use super::escape::{key_json, key_text};
+use super::output::{CliResult, message, progress};
+use super::shapes;
 
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
@@ -23,10 +25,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
             let stats = db.dedup_pairs(
                 t,
                 |p| {
-                    let line = serde_json::json!({
-                        "a": key_text(&p.a), "b": key_text(&p.b),
-                        "jaccard": jaccard_json(p.jaccard),
-                    });
+                    let line = shapes::pair(key_json(&p.a), key_json(&p.b), p.jaccard);
                     writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
                         path: None,
                         op: "write output",
@@ -42,10 +41,10 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
             if let Some(b) = &bar {
                 b.finish_and_clear();
             }
-            eprintln!(
-                "mhdb: {} pairs at J ≥ {t} ({} candidate comparisons, {} capped buckets)",
+            message(format_args!(
+                "{} pairs at J ≥ {t} ({} candidate comparisons, {} capped buckets)",
                 stats.pairs, stats.compared, stats.capped_buckets
-            );
+            ));
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let clusters = db.dedup_clusters(t)?;
@@ -54,19 +53,19 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                     .split_first()
                     .map_or((None, &[][..]), |(k, d)| (Some(k), d));
                 if args.format == DedupFormat::Clusters {
-                    let line = serde_json::json!({
-                        "keep": keep.map(|k| key_text(k)),
-                        "duplicates": dups.iter().map(|k| key_text(k)).collect::<Vec<_>>(),
-                    });
+                    let line = shapes::cluster(keep.map(Vec::as_slice), dups);
                     writeln!(out, "{line}")?;
                 } else {
                     for d in dups {
-                        out.write_all(d)?;
-                        out.write_all(b"\n")?;
+                        if args.json {
+                            writeln!(out, "{}", shapes::key_item(d))?;
+                        } else {
+                            writeln!(out, "{}", key_text(d))?;
+                        }
                     }
                 }
             }
-            eprintln!("mhdb: {} clusters at J ≥ {t}", clusters.len());
+            message(format_args!("{} clusters at J ≥ {t}", clusters.len()));
         }
     }
     out.flush()?;

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use mhdb::sketch::{MinHasher, TuneOptions};
+use serde_json::{Value, json};
 
 use super::args::DemoArgs;
-use super::create::print_curve;
+use super::create::{curve_points, print_curve};
 use super::input::{files_in, read_text};
 use super::output::{CliError, CliResult, outln};
+use super::shapes;
 
 /// `mhdb demo`.
 pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
@@ -23,6 +25,42 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
     }
     let signatures = hasher.sketch_batch(&texts);
     let tuning = mhdb::sketch::tune(threshold, sketch.perms, &TuneOptions::default())?;
+    let name = |p: &PathBuf| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut pairs = Vec::new();
+    for i in 0..signatures.len() {
+        // A text without shingles is similar to nothing (two empty files are no pair).
+        if signatures[i].is_empty_set() {
+            continue;
+        }
+        for j in i + 1..signatures.len() {
+            let est = signatures[i].jaccard(&signatures[j])?;
+            if est >= threshold && !signatures[j].is_empty_set() {
+                pairs.push((est, name(&paths[i]), name(&paths[j])));
+            }
+        }
+    }
+    pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if args.json {
+        let pairs: Vec<Value> = pairs
+            .into_iter()
+            .map(|(est, a, b)| shapes::pair(a.into(), b.into(), est))
+            .collect();
+        outln!(
+            "{}",
+            json!({
+                "documents": paths.len(),
+                "bands": tuning.params.bands,
+                "rows": tuning.params.rows,
+                "pairs": pairs,
+                "s_curve": shapes::s_curve(&tuning.params, &curve_points()),
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     outln!(
         "{} documents, {} {} slots, {}; LSH {} bands × {} rows for threshold {threshold}",
         paths.len(),
@@ -32,21 +70,6 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
         tuning.params.bands,
         tuning.params.rows
     );
-    let name = |p: &PathBuf| {
-        p.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let mut pairs = Vec::new();
-    for i in 0..signatures.len() {
-        for j in i + 1..signatures.len() {
-            let est = signatures[i].jaccard(&signatures[j])?;
-            if est >= threshold {
-                pairs.push((est, name(&paths[i]), name(&paths[j])));
-            }
-        }
-    }
-    pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
     outln!("near-duplicate pairs (estimated Jaccard ≥ {threshold}):");
     for (est, a, b) in &pairs {
         outln!("  {est:.3}  {a}  ~  {b}");

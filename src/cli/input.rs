@@ -1,24 +1,26 @@
 //! Everything the commands read besides their arguments: JSON Lines (`add`, `query --jsonl`,
-//! `delete --jsonl`), whole text files (`add --files`, `query --file`, `demo`) and the
-//! directories holding them. Every error names the file, and for JSON Lines the line:
-//! `corpus.jsonl:17: missing field "text"`.
+//! `delete --jsonl`), plain key lines (`delete -`, `get -`), whole text files (`add --files`,
+//! `query --file`, `demo`) and the directories holding them. Every error names the file, and
+//! for lines the line: `corpus.jsonl:17: missing field "text"`.
 //!
 //! The rules, the same for every command:
-//! - Lines end at `\n`. A line of nothing but ASCII white space is skipped, but counts in
-//!   line numbers, which start at 1.
-//! - A line must be UTF-8 (`not UTF-8 (byte N of the line)`) holding one JSON value
-//!   (`invalid JSON: …`); a value that is not an object has none of the fields asked for.
-//! - Texts must be JSON strings.
+//! - `-` is standard input, named `<stdin>` in messages, wherever a file is read (a file
+//!   named `-` is `./-`).
+//! - Lines end at `\n`; line numbers start at 1 and count every line.
+//! - JSON Lines: a line of nothing but ASCII white space is skipped. A line must be UTF-8
+//!   (`not UTF-8 (byte N of the line)`) holding one JSON value (`invalid JSON: …`); a value
+//!   that is not an object has none of the fields asked for. Texts must be JSON strings.
+//! - Key lines: every line is one key, escaped as `escape` describes (so an empty line is
+//!   the empty key).
+//! - A key read from JSON (`add`, `delete --jsonl`: [`JsonLine::key`]) is a string or
+//!   `{"hex": …}`; a number is refused. `query` echoes its id back as given, any JSON value
+//!   or null when missing ([`JsonLine::id_as_given`]): it names a query, not a key.
+//! - A text without shingles (empty or white space only) is similar to nothing: `query`
+//!   answers it with no matches, `add` refuses to store it ([`no_shingles`]).
 //!
-//! Deliberately per command, as before:
-//! - What an id may be: a key that is stored or deleted must be a string or a number
-//!   ([`JsonLine::key`]: `add`, `delete`), while `query` echoes its id back as given, any
-//!   JSON value or null when missing ([`JsonLine::id_as_given`]).
-//! - Whether `-` means standard input ([`Dash`]): for `add`, not for `query --jsonl` and
-//!   `delete --jsonl`, which read a file of that name.
-//! - What a bad line does: `add` stops after committing what came before it, or skips it with
-//!   `--skip-invalid`; `query` stops after answering the lines before it; `delete` stops
-//!   before deleting anything.
+//! Deliberately per command: what a bad line does. `add` stops after committing what came
+//! before it, or skips it with `--skip-invalid`; `query` stops after answering the lines before
+//! it; `delete` and `get` stop before doing anything.
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
@@ -26,15 +28,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::escape::{key_from_json, parse_key_text, strip_line_end};
 use super::output::{CliError, CliResult};
 
-/// What the path `-` means for a command's input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dash {
-    /// Standard input, named `<stdin>` in messages.
-    Stdin,
-    /// A file named `-`, like any other path.
-    File,
+/// True for the path `-`, which means standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Lines read from a file or standard input.
@@ -53,9 +52,9 @@ pub struct Line {
 }
 
 impl Input {
-    /// Opens `path` (`cannot open P: …` when it cannot be).
-    pub fn open(path: &Path, dash: Dash) -> CliResult<Input> {
-        if dash == Dash::Stdin && path.as_os_str() == "-" {
+    /// Opens `path`, or standard input for `-` (`cannot open P: …` when it cannot be).
+    pub fn open(path: &Path) -> CliResult<Input> {
+        if is_stdin(path) {
             return Ok(Input::new(
                 "<stdin>".to_string(),
                 Box::new(std::io::stdin()),
@@ -80,30 +79,66 @@ impl Input {
         &self.name
     }
 
+    /// The next line, blank or not, or `None` at the end (`P: read error: …` on failure).
+    pub fn next_any_line(&mut self) -> CliResult<Option<Line>> {
+        let mut bytes = Vec::new();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| CliError::other(format!("{}: read error: {e}", self.name)))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line_no += 1;
+        Ok(Some(Line {
+            no: self.line_no,
+            bytes,
+        }))
+    }
+
     /// The next non-blank line, or `None` at the end (`P: read error: …` on failure).
     pub fn next_line(&mut self) -> CliResult<Option<Line>> {
-        loop {
-            let mut bytes = Vec::new();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut bytes)
-                .map_err(|e| CliError::other(format!("{}: read error: {e}", self.name)))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.line_no += 1;
-            if !bytes.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some(Line {
-                    no: self.line_no,
-                    bytes,
-                }));
+        while let Some(line) = self.next_any_line()? {
+            if !line.bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some(line));
             }
         }
+        Ok(None)
+    }
+
+    /// Appends every remaining line, as an escaped key (see `escape`), to `keys`; stops at the
+    /// first line that is not one.
+    pub fn read_key_lines(&mut self, keys: &mut Vec<Vec<u8>>) -> CliResult {
+        while let Some(line) = self.next_any_line()? {
+            let key = parse_key_text(strip_line_end(&line.bytes)).map_err(|e| {
+                let at = At {
+                    name: &self.name,
+                    line: line.no,
+                };
+                CliError::other(format!("{at}: {e}"))
+            })?;
+            keys.push(key);
+        }
+        Ok(())
+    }
+
+    /// Appends the key in `field` of every remaining JSON line to `keys`; stops at the first
+    /// bad line.
+    pub fn read_json_keys(&mut self, field: &str, keys: &mut Vec<Vec<u8>>) -> CliResult {
+        while let Some(line) = self.next_line()? {
+            let at = At {
+                name: &self.name,
+                line: line.no,
+            };
+            let key = JsonLine::parse(&line.bytes, at).and_then(|record| record.key(field));
+            keys.push(key.map_err(CliError::other)?);
+        }
+        Ok(())
     }
 
     /// Up to `max` more non-blank lines, and `true` once the input is exhausted.
     pub fn read_lines(&mut self, max: usize) -> CliResult<(Vec<Line>, bool)> {
-        let mut lines = Vec::with_capacity(max);
+        let mut lines = Vec::with_capacity(max.min(1 << 16));
         while lines.len() < max {
             match self.next_line()? {
                 Some(line) => lines.push(line),
@@ -111,15 +146,6 @@ impl Input {
             }
         }
         Ok((lines, false))
-    }
-
-    /// Every remaining non-blank line.
-    pub fn read_all(&mut self) -> CliResult<Vec<Line>> {
-        let mut lines = Vec::new();
-        while let Some(line) = self.next_line()? {
-            lines.push(line);
-        }
-        Ok(lines)
     }
 }
 
@@ -153,16 +179,11 @@ impl<'a> JsonLine<'a> {
         Ok(JsonLine { value, at })
     }
 
-    /// The id in `field` as a database key: a string, or a number as JSON writes it (`17`,
-    /// `1.5`). Missing, or any other value, is an error.
-    pub fn key(&self, field: &str) -> Result<String, String> {
+    /// The id in `field` as a database key: a string, or `{"hex": …}` for any bytes. Missing,
+    /// a number or any other value is an error.
+    pub fn key(&self, field: &str) -> Result<Vec<u8>, String> {
         match self.value.get(field) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(Value::Number(n)) => Ok(n.to_string()),
-            Some(other) => Err(format!(
-                "{}: field {field:?} must be a string or a number, got {other}",
-                self.at
-            )),
+            Some(v) => key_from_json(v).map_err(|e| format!("{}: field {field:?} {e}", self.at)),
             None => Err(format!("{}: missing field {field:?}", self.at)),
         }
     }
@@ -183,18 +204,37 @@ impl<'a> JsonLine<'a> {
     }
 }
 
-/// Reads a whole file as one text. `Err`: it cannot be read (`cannot read P: …`); `Ok(Err)`:
-/// it is not UTF-8 (`P: not UTF-8 (byte offset N)`), which `add --skip-invalid` skips.
+/// Reads a whole file (standard input for `-`) as one text. `Err`: it cannot be read
+/// (`cannot read P: …`); `Ok(Err)`: it is not UTF-8 (`P: not UTF-8 (byte offset N)`), which
+/// `add --skip-invalid` skips.
 pub fn read_text(path: &Path) -> CliResult<Result<String, String>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::other(format!("cannot read {}: {e}", path.display())))?;
+    let name = if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let mut bytes = Vec::new();
+    let read = if is_stdin(path) {
+        std::io::stdin().read_to_end(&mut bytes).map(drop)
+    } else {
+        std::fs::read(path).map(|b| bytes = b)
+    };
+    read.map_err(|e| CliError::other(format!("cannot read {name}: {e}")))?;
     Ok(String::from_utf8(bytes).map_err(|e| {
         format!(
-            "{}: not UTF-8 (byte offset {})",
-            path.display(),
+            "{name}: not UTF-8 (byte offset {})",
             e.utf8_error().valid_up_to()
         )
     }))
+}
+
+/// Why `add` refuses a text whose signature is the empty-set signature, for the record at
+/// `origin` (`corpus.jsonl:5`, or a file's path).
+pub fn no_shingles(origin: impl fmt::Display) -> String {
+    format!(
+        "{origin}: the text has no shingles (it is empty or white space only); such a text is \
+         similar to nothing, so it is not stored"
+    )
 }
 
 /// Appends the files at or below `path`, walking directories in name order (`add --files`).
@@ -247,7 +287,8 @@ mod tests {
     #[test]
     fn blank_lines_are_skipped_but_counted() {
         let mut inp = input(b"\n{\"a\": 1}\n  \t\r\n\x0c\n{\"b\": 2}\r\n{\"c\": 3}");
-        let lines = inp.read_all().unwrap();
+        let (lines, done) = inp.read_lines(usize::MAX).unwrap();
+        assert!(done);
         let got: Vec<(usize, &[u8])> = lines.iter().map(|l| (l.no, &l.bytes[..])).collect();
         assert_eq!(
             got,
@@ -258,6 +299,28 @@ mod tests {
             ]
         );
         assert!(inp.next_line().unwrap().is_none());
+    }
+
+    #[test]
+    fn key_lines_are_exact_and_name_bad_lines() {
+        let mut inp = input(b"a\n\nb\\\\\r\n x\\n\n\\xff");
+        let mut keys = Vec::new();
+        inp.read_key_lines(&mut keys).unwrap();
+        let want: [&[u8]; 5] = [b"a", b"", b"b\\", b" x\n", b"\xff"];
+        assert_eq!(keys, want);
+        let mut inp = input(b"ok\nbad\\q\n");
+        let e = inp.read_key_lines(&mut keys).unwrap_err();
+        assert!(
+            e.to_string().starts_with("in.jsonl:2: unknown escape \\q"),
+            "{e}"
+        );
+        let mut inp = input(b"{\"id\": \"k\"}\n\n{\"id\": 5}\n");
+        let e = inp.read_json_keys("id", &mut keys).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("in.jsonl:3: field \"id\" must be a string"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -293,12 +356,24 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_strings_or_numbers() {
-        assert_eq!(line(r#"{"id": "doc-1"}"#).key("id").unwrap(), "doc-1");
-        assert_eq!(line(r#"{"id": 17}"#).key("id").unwrap(), "17");
-        assert_eq!(line(r#"{"id": -2.5}"#).key("id").unwrap(), "-2.5");
-        assert_eq!(line(r#"{"id": 1e3}"#).key("id").unwrap(), "1000.0");
-        assert_eq!(line(r#"{"k": 1}"#).key("k").unwrap(), "1");
+    fn keys_are_strings_or_hex_never_numbers() {
+        assert_eq!(line(r#"{"id": "doc-1"}"#).key("id").unwrap(), b"doc-1");
+        assert_eq!(line(r#"{"k": "1"}"#).key("k").unwrap(), b"1");
+        assert_eq!(
+            line(r#"{"id": "a\nb\u0000"}"#).key("id").unwrap(),
+            b"a\nb\0"
+        );
+        assert_eq!(
+            line(r#"{"id": {"hex": "ff00"}}"#).key("id").unwrap(),
+            b"\xff\0"
+        );
+        for json in [r#"{"id": 17}"#, r#"{"id": -2.5}"#, r#"{"id": 1e3}"#] {
+            assert_eq!(
+                line(json).key("id").unwrap_err(),
+                "in.jsonl:3: field \"id\" must be a string, got a number (keys are text: \
+                 quote the id, \"17\" rather than 17)"
+            );
+        }
         for (json, got) in [
             (r#"{"id": true}"#, "true"),
             (r#"{"id": null}"#, "null"),
@@ -306,7 +381,9 @@ mod tests {
         ] {
             assert_eq!(
                 line(json).key("id").unwrap_err(),
-                format!("in.jsonl:3: field \"id\" must be a string or a number, got {got}")
+                format!(
+                    "in.jsonl:3: field \"id\" must be a string or {{\"hex\": \"…\"}}, got {got}"
+                )
             );
         }
         assert_eq!(
@@ -342,7 +419,7 @@ mod tests {
         );
         // The id read first is unaffected when it is the text field too.
         let mut l = line(r#"{"t": "same"}"#);
-        assert_eq!(l.key("t").unwrap(), "same");
+        assert_eq!(l.key("t").unwrap(), b"same");
         assert_eq!(l.take_text("t").unwrap(), "same");
     }
 
@@ -359,11 +436,10 @@ mod tests {
         let e = read_text(&missing).unwrap_err();
         assert!(e.to_string().starts_with("cannot read "), "{e}");
         assert_eq!(e.exit_code(), 1);
-        // `-` is a file name unless the command reads standard input.
-        let e = Input::open(Path::new("-"), Dash::File).err().unwrap();
-        assert!(e.to_string().starts_with("cannot open -: "), "{e}");
+        // `-` is standard input.
+        assert_eq!(Input::open(Path::new("-")).unwrap().name(), "<stdin>");
         // A directory opens, but reading it fails, naming it.
-        let mut d = Input::open(dir.path(), Dash::File).unwrap();
+        let mut d = Input::open(dir.path()).unwrap();
         let e = d.next_line().err().unwrap();
         assert!(
             e.to_string()

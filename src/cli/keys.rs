@@ -1,30 +1,61 @@
-//! Commands on keys: `mhdb get`, `mhdb keys` and `mhdb delete`.
+//! Commands on keys: `mhdb get`, `mhdb keys` and `mhdb delete`. Keys go in and out escaped
+//! as `escape` describes, so that `mhdb keys` and `dedup --format drop` feed `delete -`.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use mhdb::db::{Db, Options, WriteBatch};
+use serde_json::json;
 
-use super::args::{DbArg, DeleteArgs, GetArgs};
-use super::input::{At, Dash, Input, JsonLine};
-use super::output::{CliError, CliResult, outln};
+use super::args::{DeleteArgs, GetArgs, JsonDbArgs};
+use super::escape::{key_json, key_text, parse_key_text};
+use super::input::Input;
+use super::output::{CliError, CliResult, message, outln};
+use super::shapes;
 
-/// `mhdb get`: exit code 1 when a key is absent (like grep finding nothing).
+/// The keys named by arguments: each escaped as `mhdb keys` prints them, `-` standing for the
+/// lines of standard input (read once, however often `-` is given).
+fn key_args(args: &[String], keys: &mut Vec<Vec<u8>>) -> CliResult {
+    let mut stdin_read = false;
+    for (i, arg) in args.iter().enumerate() {
+        if arg == "-" {
+            if !stdin_read {
+                Input::open(Path::new("-"))?.read_key_lines(keys)?;
+                stdin_read = true;
+            }
+            continue;
+        }
+        let key = parse_key_text(arg.as_bytes()).map_err(|e| {
+            CliError::usage(format!(
+                "key argument {} ({arg:?}): {e}; keys are written as `mhdb keys` prints them",
+                i + 1
+            ))
+        })?;
+        keys.push(key);
+    }
+    Ok(())
+}
+
+/// `mhdb get`: exit code 1 when a key is absent (like grep finding nothing), in text and JSON
+/// mode alike, with a message on stderr.
 pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
-    let mut out = std::io::stdout().lock();
-    let mut missing = false;
-    for key in &args.keys {
+    let mut keys = Vec::new();
+    key_args(&args.keys, &mut keys)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut missing = 0usize;
+    for key in &keys {
         let stored = db.get(key)?;
-        missing |= stored.is_none();
+        missing += usize::from(stored.is_none());
         if args.json {
             let value = match &stored {
-                Some(s) => serde_json::json!({
-                    "id": key, "present": true, "bits": s.bits,
+                Some(s) => json!({
+                    "id": key_json(key), "present": true, "bits": s.bits,
                     "signature": s.slots()?,
                 }),
-                None => serde_json::json!({"id": key, "present": false}),
+                None => json!({"id": key_json(key), "present": false}),
             };
             writeln!(out, "{value}")?;
         } else {
@@ -33,61 +64,69 @@ pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
             } else {
                 "absent"
             };
-            writeln!(out, "{key}\t{state}")?;
+            writeln!(out, "{}\t{state}", key_text(key))?;
         }
     }
-    Ok(if missing {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    out.flush()?;
+    if missing > 0 {
+        message(format_args!("{missing} of {} keys absent", keys.len()));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
-/// `mhdb keys`.
-pub fn keys(args: &DbArg) -> CliResult<ExitCode> {
+/// `mhdb keys`: every live key, escaped, one per line (`--json`: one `{"id"}` per line).
+pub fn keys(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for key in db.keys()? {
-        out.write_all(&key)?;
-        out.write_all(b"\n")?;
+        if args.json {
+            writeln!(out, "{}", shapes::key_item(&key))?;
+        } else {
+            writeln!(out, "{}", key_text(&key))?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `mhdb delete`: the keys given and those named in `--jsonl`, in one write.
+/// `mhdb delete`: the keys given, those read from standard input (`-`) and those named in
+/// `--jsonl`, all read before anything is deleted, then deleted in one atomic write.
 pub fn delete(args: &DeleteArgs) -> CliResult<ExitCode> {
-    let db = Db::open(&args.db, Options::default())?;
-    let mut all = args.keys.clone();
+    let reads_stdin = args.keys.iter().any(|k| k == "-");
+    if reads_stdin && args.jsonl.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        return Err(CliError::usage(
+            "standard input can be read once: give '-' (escaped keys) or --jsonl - (JSON Lines), \
+             not both",
+        ));
+    }
+    if args.keys.is_empty() && args.jsonl.is_none() {
+        return Err(CliError::usage(
+            "give keys to delete, '-' to read them from standard input, or --jsonl FILE",
+        ));
+    }
+    // Everything is read first: a bad line deletes nothing, and in `mhdb dedup --format drop
+    // | mhdb delete idx -` the writer opens only once the reader has finished.
+    let mut all = Vec::new();
+    key_args(&args.keys, &mut all)?;
     if let Some(path) = &args.jsonl {
-        read_ids(path, &args.id_field, &mut all)?;
+        Input::open(path)?.read_json_keys(&args.id_field, &mut all)?;
     }
-    if all.is_empty() {
-        return Err(CliError::usage("give keys to delete or --jsonl FILE"));
-    }
+    let db = Db::open(&args.db, Options::default())?;
+    let mut seen = HashSet::with_capacity(all.len());
+    all.retain(|k| seen.insert(k.clone()));
+    drop(seen);
     let mut batch = WriteBatch::new();
     let mut present = 0usize;
     for key in &all {
-        if db.contains(key)? {
-            present += 1;
-        }
+        present += usize::from(db.contains(key)?);
         batch.delete(key);
     }
     db.write(&batch)?;
-    outln!("deleted {present} of {} keys", all.len());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Appends the ids of a JSONL file to `ids`, stopping at the first bad line.
-fn read_ids(path: &Path, field: &str, ids: &mut Vec<String>) -> CliResult {
-    let mut input = Input::open(path, Dash::File)?;
-    while let Some(line) = input.next_line()? {
-        let at = At {
-            name: input.name(),
-            line: line.no,
-        };
-        let id = JsonLine::parse(&line.bytes, at).and_then(|record| record.key(field));
-        ids.push(id.map_err(CliError::other)?);
+    if args.json {
+        outln!("{}", json!({"deleted": present, "requested": all.len()}));
+    } else {
+        message(format_args!("deleted {present} of {} keys", all.len()));
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

@@ -4,65 +4,109 @@
 use std::process::ExitCode;
 
 use mhdb::db::{Db, Options, Stats};
+use serde_json::json;
 
-use super::args::{DbArg, ExportArgs, MergeArgs, StatsArgs};
-use super::output::{CliResult, outln};
+use super::args::{ExportArgs, JsonDbArgs, MergeArgs};
+use super::output::{CliResult, message, outln};
+use super::shapes;
 
-/// `mhdb compact`.
-pub fn compact(args: &DbArg) -> CliResult<ExitCode> {
+/// `mhdb compact`: what it did on stderr (`--json`: on stdout).
+pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open(&args.db, Options::default())?;
     db.compact_full()?;
     let s = db.stats()?;
-    outln!(
-        "compacted: {} live documents in {} segment(s)",
-        s.live_docs,
-        s.segments
-    );
+    if args.json {
+        outln!(
+            "{}",
+            json!({"live_docs": s.live_docs, "segments": s.segments})
+        );
+    } else {
+        message(format_args!(
+            "compacted: {} live documents in {} segment(s)",
+            s.live_docs, s.segments
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `mhdb verify`: problems on stderr; exit code 3 when one is corruption, else 1.
-pub fn verify(args: &DbArg) -> CliResult<ExitCode> {
+/// `mhdb verify`: the verdict on stdout, problems on stderr (`--json`: the whole report on
+/// stdout); exit code 3 when a problem is corruption, else 1.
+pub fn verify(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     let report = db.verify()?;
-    if report.is_ok() {
-        outln!("ok: {} files checked", report.files_checked);
-        return Ok(ExitCode::SUCCESS);
-    }
-    for p in &report.problems {
-        eprintln!("{p}");
-    }
     let corrupt = report.problems.iter().any(|p| p.is_corruption());
-    Ok(ExitCode::from(if corrupt { 3 } else { 1 }))
+    if args.json {
+        let problems: Vec<_> = report
+            .problems
+            .iter()
+            .map(|p| json!({"corruption": p.is_corruption(), "message": p.to_string()}))
+            .collect();
+        outln!(
+            "{}",
+            json!({
+                "ok": report.is_ok(),
+                "files_checked": report.files_checked,
+                "problems": problems,
+            })
+        );
+    } else if report.is_ok() {
+        outln!("ok: {} files checked", report.files_checked);
+    } else {
+        for p in &report.problems {
+            eprintln!("{p}");
+        }
+    }
+    Ok(ExitCode::from(match (report.is_ok(), corrupt) {
+        (true, _) => 0,
+        (false, true) => 3,
+        (false, false) => 1,
+    }))
 }
 
-/// `mhdb export`.
+/// `mhdb export`: what it did on stderr (`--json`: on stdout).
 pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
     // A snapshot is all an export reads: it runs beside a writer, and on a read-only copy.
     let db = Db::open_read_only(&args.db)?;
     db.export(&args.dest)?;
-    outln!("exported to {}", args.dest.display());
+    if args.json {
+        outln!("{}", json!({"exported": args.dest.to_string_lossy()}));
+    } else {
+        message(format_args!("exported to {}", args.dest.display()));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `mhdb merge`: DEST takes the first source's parameters when it is created.
+/// `mhdb merge`: DEST takes the first source's parameters when it is created. What it did on
+/// stderr (`--json`: on stdout).
 pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
     let mut total = 0u64;
     let first = Db::open_read_only(&args.srcs[0])?;
     let target = Db::open_or_create(&args.dest, *first.params(), Options::default())?;
     drop(first);
+    let mut sources = Vec::new();
     for src in &args.srcs {
         let s = Db::open_read_only(src)?;
         let n = target.merge_from(&s)?;
-        eprintln!("mhdb: merged {n} documents from {}", src.display());
+        message(format_args!("merged {n} documents from {}", src.display()));
+        sources.push(json!({"path": src.to_string_lossy(), "documents": n}));
         total += n;
     }
-    outln!("merged {total} documents into {}", args.dest.display());
+    if args.json {
+        outln!(
+            "{}",
+            json!({"merged": total, "dest": args.dest.to_string_lossy(), "sources": sources})
+        );
+    } else {
+        message(format_args!(
+            "merged {total} documents into {}",
+            args.dest.display()
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `mhdb stats`.
-pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
+pub fn stats(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     let s = db.stats()?;
     if args.json {
@@ -78,32 +122,19 @@ const CURVE: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95];
 
 fn print_stats_json(s: &Stats) -> CliResult {
     let p = &s.params;
-    let curve = p.lsh.curve(&CURVE);
-    let value = serde_json::json!({
+    let value = json!({
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,
         "segments": s.segments,
         "bytes": s.bytes,
         "hot_buckets": s.hot_buckets,
-        "bands": s.bands.iter().map(|b| serde_json::json!({
+        "bands": s.bands.iter().map(|b| json!({
             "buckets": b.buckets, "p50": b.p50, "p99": b.p99, "max": b.max, "hot": b.hot,
         })).collect::<Vec<_>>(),
-        "params": {
-            "scheme": p.sketch.scheme.name(),
-            "num_perm": p.sketch.num_perm,
-            "seed": p.sketch.seed,
-            "shingle": p.sketch.shingle.kind.to_string(),
-            "nfkc": p.sketch.shingle.nfkc,
-            "bits": p.bits,
-            "bands": p.lsh.bands,
-            "rows": p.lsh.rows,
-            "threshold": p.threshold,
-            "bucket_cap": p.bucket_cap,
-            "spec_version": mhdb::sketch::SPEC_VERSION,
-        },
+        "params": shapes::params(p),
         "expected_recall_at_threshold": s.expected_recall_at_threshold,
-        "s_curve": curve.iter().map(|(s, p)| serde_json::json!({"jaccard": s, "probability": p})).collect::<Vec<_>>(),
+        "s_curve": shapes::s_curve(&p.lsh, &CURVE),
     });
     outln!("{value}");
     Ok(())
@@ -121,18 +152,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
     for (kind, bytes) in &s.bytes {
         outln!("  {kind:<11} {bytes} bytes");
     }
-    outln!(
-        "parameters    {} {} slots, {}, seed {}, {} bits, {} bands × {} rows, threshold {}, bucket cap {}",
-        p.sketch.num_perm,
-        p.sketch.scheme,
-        p.sketch.shingle.kind,
-        p.sketch.seed,
-        p.bits,
-        p.lsh.bands,
-        p.lsh.rows,
-        p.threshold,
-        p.bucket_cap.map_or("none".into(), |c| c.to_string())
-    );
+    outln!("parameters    {}", shapes::params_text(p));
     outln!(
         "recall       P(candidate | J = {}) = {:.4}",
         p.threshold,

@@ -3,8 +3,10 @@
 //! | module | holds |
 //! | --- | --- |
 //! | `args` | the command line: subcommands, flags, defaults, `--help` texts |
-//! | `output` | failures and exit codes, stdout writing that a closed pipe ends quietly, progress bars |
-//! | `input` | JSON Lines, text files and directories read by the commands |
+//! | `output` | failures and exit codes, stdout writing that a closed pipe ends quietly, messages, warnings and progress bars on stderr |
+//! | `input` | JSON Lines, key lines, text files and directories read by the commands |
+//! | `escape` | keys (arbitrary bytes) in line-oriented text and in JSON, and back |
+//! | `shapes` | the JSON shape of each kind of result |
 //! | `create` | `create`, `tune` |
 //! | `add` | `add` |
 //! | `query` | `query` |
@@ -18,11 +20,13 @@ mod args;
 mod create;
 mod dedup;
 mod demo;
+mod escape;
 mod input;
 mod keys;
 mod maintain;
 mod output;
 mod query;
+mod shapes;
 
 use std::process::ExitCode;
 

@@ -1,9 +1,8 @@
 //! How the tool reports: failures and the exit code each maps to (0 success, 1 I/O and other
 //! failures, 2 usage errors, 3 corruption), writing to stdout so that a reader who closes it
-//! early (`mhdb keys idx | head`) ends the command quietly, progress bars, and the rendering
-//! of keys and Jaccard estimates shared by several commands.
+//! early (`mhdb keys idx | head`) ends the command quietly, and what goes to stderr instead:
+//! messages, warnings and progress bars (on a terminal only).
 
-use std::borrow::Cow;
 use std::fmt;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -38,6 +37,14 @@ impl CliError {
         }
     }
 
+    /// The same failure, its message prefixed with where it happened (`q.jsonl:7`).
+    pub fn at(self, origin: impl fmt::Display) -> Self {
+        CliError {
+            msg: format!("{origin}: {}", self.msg),
+            ..self
+        }
+    }
+
     /// The process exit code this failure ends the command with.
     pub fn exit_code(&self) -> u8 {
         self.code
@@ -60,6 +67,7 @@ impl From<mhdb::Error> for CliError {
         let code = match &e {
             mhdb::Error::Corruption { .. } => 3,
             mhdb::Error::InvalidParameter { .. } | mhdb::Error::ParameterMismatch { .. } => 2,
+            // I/O, not found, locked, read-only, unsupported version.
             _ => 1,
         };
         let broken_pipe = matches!(&e, mhdb::Error::Io { source, .. }
@@ -123,12 +131,12 @@ pub fn progress(len: Option<u64>, template: &str) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// A stored key as printed in JSON and text output (invalid UTF-8 replaced).
-pub fn key_text(key: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(key)
+/// A message for whoever watches: `mhdb: …` on stderr.
+pub fn message(msg: impl fmt::Display) {
+    eprintln!("mhdb: {msg}");
 }
 
-/// A Jaccard estimate as printed in JSON output: rounded to six decimals.
-pub fn jaccard_json(j: f64) -> f64 {
-    (j * 1e6).round() / 1e6
+/// A warning: `mhdb: warning: …` on stderr; the command goes on.
+pub fn warn(msg: impl fmt::Display) {
+    eprintln!("mhdb: warning: {msg}");
 }

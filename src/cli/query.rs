@@ -1,38 +1,26 @@
-//! `mhdb query`: one text, one file, or one query per JSONL line (answered in parallel).
+//! `mhdb query`: one text, one file, or one query per JSONL line, streamed: answered on every
+//! core a window at a time and written in input order as they come.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
-use mhdb::db::{Db, QueryOptions, QueryResult};
-use rayon::prelude::*;
+use mhdb::db::{Db, QueryOptions};
+use serde_json::Value;
 
 use super::args::QueryArgs;
-use super::input::{At, Dash, Input, JsonLine, read_text};
-use super::output::{CliError, CliResult, jaccard_json, key_text};
+use super::escape::key_text;
+use super::input::{At, Input, JsonLine, read_text};
+use super::output::{CliError, CliResult, progress};
+use super::shapes;
 
-fn matches_json(r: &QueryResult) -> serde_json::Value {
-    serde_json::Value::Array(
-        r.matches
-            .iter()
-            .map(|m| {
-                serde_json::json!({
-                    "id": key_text(&m.key),
-                    "jaccard": jaccard_json(m.jaccard),
-                })
-            })
-            .collect(),
-    )
-}
+/// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
+/// every core busy, few enough that memory stays a few megabytes whatever the input's length.
+const WINDOW: usize = 2048;
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
-    if let Some(t) = args.threshold
-        && !(0.0..=1.0).contains(&t)
-    {
-        return Err(CliError::usage(format!(
-            "--threshold must be in [0, 1], got {t}"
-        )));
-    }
     let db = Db::open_read_only(&args.db)?;
     let opts = QueryOptions {
         threshold: args.threshold,
@@ -40,47 +28,19 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
-        // The whole file is read first, then every line is answered on every core; the
-        // answers are printed in order up to the first bad line, which ends the command.
-        let mut input = Input::open(path, Dash::File)?;
-        let lines = input.read_all()?;
-        let name = input.name();
-        let results: Vec<CliResult<serde_json::Value>> = lines
-            .par_iter()
-            .map(|line| {
-                let at = At {
-                    name,
-                    line: line.no,
-                };
-                let mut record = JsonLine::parse(&line.bytes, at).map_err(CliError::other)?;
-                let id = record.id_as_given(&args.id_field);
-                let text = record
-                    .take_text(&args.text_field)
-                    .map_err(CliError::other)?;
-                let r = db.query_text(&text, &opts)?;
-                Ok(serde_json::json!({"id": id, "matches": matches_json(&r)}))
-            })
-            .collect();
-        for r in results {
-            writeln!(out, "{}", r?)?;
-        }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return query_jsonl(&db, &opts, args, path, &mut out);
     }
-    let text = match (&args.text, &args.file) {
-        (Some(t), _) => t.clone(),
-        (None, Some(f)) => read_text(f)?.map_err(CliError::other)?,
+    let (id, text) = match (&args.text, &args.file) {
+        (Some(t), _) => (Value::Null, t.clone()),
+        (None, Some(f)) => (
+            Value::String(f.to_string_lossy().into_owned()),
+            read_text(f)?.map_err(CliError::other)?,
+        ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
     let r = db.query_text(&text, &opts)?;
     if args.json {
-        let value = serde_json::json!({
-            "matches": matches_json(&r),
-            "candidates": r.stats.candidates,
-            "verified": r.stats.verified,
-            "hot_buckets": r.stats.hot_buckets,
-        });
-        writeln!(out, "{value}")?;
+        writeln!(out, "{}", shapes::answer(id, &r))?;
     } else {
         for m in &r.matches {
             writeln!(out, "{:.4}\t{}", m.jaccard, key_text(&m.key))?;
@@ -88,4 +48,90 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The queries of a JSONL input as `((line, id), text)`, for [`Db::query_text_stream`]. A bad
+/// line ends them; its error is left in `failure`.
+struct JsonlQueries<'a> {
+    input: Input,
+    id_field: &'a str,
+    text_field: &'a str,
+    failure: &'a Mutex<Option<CliError>>,
+}
+
+impl JsonlQueries<'_> {
+    fn read(&mut self) -> CliResult<Option<((usize, Value), String)>> {
+        let Some(line) = self.input.next_line()? else {
+            return Ok(None);
+        };
+        let at = At {
+            name: self.input.name(),
+            line: line.no,
+        };
+        let mut record = JsonLine::parse(&line.bytes, at).map_err(CliError::other)?;
+        let id = record.id_as_given(self.id_field);
+        let text = record.take_text(self.text_field).map_err(CliError::other)?;
+        Ok(Some(((line.no, id), text)))
+    }
+}
+
+impl Iterator for JsonlQueries<'_> {
+    type Item = ((usize, Value), String);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.read() {
+            Ok(query) => query,
+            Err(e) => {
+                // Taken by the loop in `query_jsonl` once the lines before are written.
+                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                None
+            }
+        }
+    }
+}
+
+/// `mhdb query --jsonl`: one answer line per query line, in input order, written as they are
+/// ready; a bad line ends the command after the answers to the lines before it.
+fn query_jsonl(
+    db: &Db,
+    opts: &QueryOptions,
+    args: &QueryArgs,
+    path: &Path,
+    out: &mut impl Write,
+) -> CliResult<ExitCode> {
+    let input = Input::open(path)?;
+    let name = input.name().to_string();
+    let failure = Mutex::new(None);
+    let queries = JsonlQueries {
+        input,
+        id_field: &args.id_field,
+        text_field: &args.text_field,
+        failure: &failure,
+    };
+    let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
+    let mut answered = 0usize;
+    let written = (|| -> CliResult {
+        for ((line, id), result) in db.query_text_stream(queries, opts, WINDOW) {
+            let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
+            writeln!(out, "{}", shapes::answer(id, &r))?;
+            answered += 1;
+            // A window's answers are complete: let whoever reads them have them now.
+            if answered.is_multiple_of(WINDOW) {
+                out.flush()?;
+                if let Some(bar) = &bar {
+                    bar.set_position(answered as u64);
+                }
+            }
+        }
+        Ok(())
+    })();
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    out.flush()?;
+    written?;
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

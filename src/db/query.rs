@@ -1,5 +1,6 @@
 //! Queries: band keys → candidates (the recall stage) → verification against stored
-//! signatures (the precision stage).
+//! signatures (the precision stage); one at a time, as a batch, or as a stream answered in
+//! input order in bounded memory.
 
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,10 @@ pub struct QueryResult {
 
 impl Db {
     /// Documents similar to `sig`.
+    ///
+    /// The signature of a text without shingles (empty, or white space only: the *empty-set
+    /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
+    /// even a stored document that is empty too.
     pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
         let threshold = opts.threshold.unwrap_or(self.params.threshold);
         if !(0.0..=1.0).contains(&threshold) {
@@ -68,6 +73,9 @@ impl Db {
             ));
         }
         self.check_signature(sig)?;
+        if sig.is_empty_set() {
+            return Ok(QueryResult::default());
+        }
         let band_keys = self.banding.band_keys(sig.slots())?;
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
         let state = self.state.read();
@@ -82,6 +90,83 @@ impl Db {
     /// Many queries, answered on every core.
     pub fn query_batch(&self, sigs: &[Signature], opts: &QueryOptions) -> Result<Vec<QueryResult>> {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
+    }
+
+    /// Answers a stream of signatures on every core, yielding the answers in input order as
+    /// they are ready, in memory bounded by `window` (not by the length of the stream).
+    ///
+    /// Each item is `(tag, signature)`; the tag is yours (a line number, an id, `()`) and comes
+    /// back untouched with the answer: `(tag, result)`. The stream works a window at a time:
+    /// it reads up to `window` queries, then answers them in parallel while it reads the next
+    /// `window` from `queries`, then yields the answers in order. So at most `2 × window`
+    /// queries and `window` answers are held at once, reading overlaps answering, and the
+    /// first answer comes out once the first window is full (or `queries` ends). A window of
+    /// a few thousand keeps every core busy; 0 is taken as 1.
+    ///
+    /// `queries` is pulled on a worker thread (hence `Send`), never further than one window
+    /// ahead of the answers taken. A failed query yields its error in its place and the stream
+    /// goes on.
+    ///
+    /// ```no_run
+    /// # fn main() -> mhdb::Result<()> {
+    /// use mhdb::db::{Db, QueryOptions};
+    /// let db = Db::open_read_only("idx")?;
+    /// let sigs = ["first text", "second text"].map(|t| db.hasher().sketch_text(t));
+    /// for (i, result) in db.query_stream(sigs.into_iter().enumerate(), &QueryOptions::default(), 1024) {
+    ///     println!("query {i}: {} matches", result?.matches.len());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn query_stream<I, T>(
+        &self,
+        queries: I,
+        opts: &QueryOptions,
+        window: usize,
+    ) -> impl Iterator<Item = (T, Result<QueryResult>)>
+    where
+        I: IntoIterator<Item = (T, Signature)>,
+        I::IntoIter: Send,
+        T: Send,
+    {
+        QueryStream::new(self, queries.into_iter(), opts, window, |db, sig, opts| {
+            db.query(&sig, opts)
+        })
+    }
+
+    /// [`Db::query_stream`] for texts: each text is signed with this database's parameters on
+    /// the worker that answers it, so signing runs on every core too.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use mhdb::db::{Db, QueryOptions};
+    /// let db = Db::open_read_only("idx")?;
+    /// use std::io::BufRead;
+    /// // One query per line. (The input is pulled on a worker thread, so it must be `Send`:
+    /// // read standard input as `BufReader::new(std::io::stdin())`, not through a `StdinLock`.)
+    /// let file = std::io::BufReader::new(std::fs::File::open("queries.txt")?);
+    /// let texts = file.lines().map_while(std::io::Result::ok);
+    /// for (line, result) in db.query_text_stream(texts.enumerate(), &QueryOptions::default(), 4096) {
+    ///     println!("line {}: {} matches", line + 1, result?.matches.len());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn query_text_stream<I, T, S>(
+        &self,
+        queries: I,
+        opts: &QueryOptions,
+        window: usize,
+    ) -> impl Iterator<Item = (T, Result<QueryResult>)>
+    where
+        I: IntoIterator<Item = (T, S)>,
+        I::IntoIter: Send,
+        T: Send,
+        S: AsRef<str> + Send,
+    {
+        QueryStream::new(self, queries.into_iter(), opts, window, |db, text, opts| {
+            db.query_text(text.as_ref(), opts)
+        })
     }
 
     fn run_query(
@@ -214,6 +299,107 @@ impl Db {
     }
 }
 
+/// How a [`QueryStream`] answers one query of type `Q`.
+type Answer<Q> = fn(&Db, Q, &QueryOptions) -> Result<QueryResult>;
+
+/// [`Db::query_stream`] and [`Db::query_text_stream`]: queries are read a window at a time;
+/// a window is answered on every core while the next one is read, and its answers are then
+/// yielded in order.
+struct QueryStream<'db, I, T, Q> {
+    db: &'db Db,
+    opts: QueryOptions,
+    window: usize,
+    input: I,
+    /// `input` has ended.
+    exhausted: bool,
+    /// Read, not yet answered: the next window.
+    pending: Vec<(T, Q)>,
+    /// Answered, not yet yielded.
+    ready: std::vec::IntoIter<(T, Result<QueryResult>)>,
+    answer: Answer<Q>,
+}
+
+impl<'db, I, T, Q> QueryStream<'db, I, T, Q>
+where
+    I: Iterator<Item = (T, Q)> + Send,
+    T: Send,
+    Q: Send,
+{
+    fn new(db: &'db Db, input: I, opts: &QueryOptions, window: usize, answer: Answer<Q>) -> Self {
+        QueryStream {
+            db,
+            opts: *opts,
+            window: window.max(1),
+            input,
+            exhausted: false,
+            pending: Vec::new(),
+            ready: Vec::new().into_iter(),
+            answer,
+        }
+    }
+}
+
+/// Up to `window` more items of `input`; sets `exhausted` when it ends.
+fn read_window<I: Iterator>(input: &mut I, window: usize, exhausted: &mut bool) -> Vec<I::Item> {
+    let mut out = Vec::with_capacity(window);
+    while out.len() < window {
+        match input.next() {
+            Some(item) => out.push(item),
+            None => {
+                *exhausted = true;
+                break;
+            }
+        }
+    }
+    out
+}
+
+impl<I, T, Q> Iterator for QueryStream<'_, I, T, Q>
+where
+    I: Iterator<Item = (T, Q)> + Send,
+    T: Send,
+    Q: Send,
+{
+    type Item = (T, Result<QueryResult>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(answer) = self.ready.next() {
+                return Some(answer);
+            }
+            if self.pending.is_empty() {
+                if self.exhausted {
+                    return None;
+                }
+                self.pending = read_window(&mut self.input, self.window, &mut self.exhausted);
+                if self.pending.is_empty() {
+                    return None;
+                }
+            }
+            let batch = std::mem::take(&mut self.pending);
+            let (db, opts, answer, window) = (self.db, &self.opts, self.answer, self.window);
+            let (input, exhausted) = (&mut self.input, &mut self.exhausted);
+            let (answers, next) = rayon::join(
+                || {
+                    batch
+                        .into_par_iter()
+                        .map(|(tag, q)| (tag, answer(db, q, opts)))
+                        .collect::<Vec<_>>()
+                },
+                || {
+                    if *exhausted {
+                        Vec::new()
+                    } else {
+                        read_window(input, window, exhausted)
+                    }
+                },
+            );
+            self.ready = answers.into_iter();
+            self.pending = next;
+        }
+    }
+}
+
 /// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`
 /// from band `from` on.
 fn prefetch_lookups(version: &super::version::Version, band_keys: &[u64], from: usize) {
@@ -291,5 +477,109 @@ mod tests {
             .collect();
         assert_eq!(before, after);
         assert!(before.iter().all(|r| !r.matches.is_empty()));
+    }
+
+    fn small_db(dir: &std::path::Path) -> (Db, Vec<String>) {
+        let db = Db::create(dir.join("db"), IndexParams::default(), Options::default()).unwrap();
+        let texts: Vec<String> = (0..200)
+            .map(|i| format!("text {} with words {} and {}", i % 23, i, i * 31 % 97))
+            .collect();
+        for (i, t) in texts.iter().enumerate() {
+            db.insert_text(format!("k{i}"), t).unwrap();
+        }
+        (db, texts)
+    }
+
+    /// Streams answer every query exactly as one-by-one queries do, in input order with their
+    /// tags, whatever the window (0 is taken as 1).
+    #[test]
+    fn streams_answer_in_input_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, texts) = small_db(dir.path());
+        let opts = QueryOptions {
+            threshold: Some(0.5),
+            limit: Some(5),
+        };
+        let want: Vec<QueryResult> = texts
+            .iter()
+            .map(|t| db.query_text(t, &opts).unwrap())
+            .collect();
+        let sigs: Vec<Signature> = texts.iter().map(|t| db.hasher.sketch_text(t)).collect();
+        for window in [0, 1, 3, 64, 199, 200, 1000] {
+            let got: Vec<(usize, QueryResult)> = db
+                .query_text_stream(texts.iter().enumerate(), &opts, window)
+                .map(|(i, r)| (i, r.unwrap()))
+                .collect();
+            assert_eq!(got.len(), texts.len());
+            for (n, (i, r)) in got.into_iter().enumerate() {
+                assert_eq!((i, &r), (n, &want[n]), "window {window}");
+            }
+            let got: Vec<QueryResult> = db
+                .query_stream(sigs.iter().cloned().map(|s| ((), s)), &opts, window)
+                .map(|((), r)| r.unwrap())
+                .collect();
+            assert_eq!(got, want, "window {window}");
+        }
+        assert_eq!(
+            db.query_text_stream(std::iter::empty::<((), &str)>(), &opts, 8)
+                .count(),
+            0
+        );
+    }
+
+    /// A stream reads no further than one window ahead of the answers taken, and a failed
+    /// query yields its error in its place without ending the stream.
+    #[test]
+    fn streams_read_at_most_a_window_ahead() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let (db, texts) = small_db(dir.path());
+        let pulled = AtomicUsize::new(0);
+        let window = 7;
+        let input = texts.iter().enumerate().inspect(|_| {
+            pulled.fetch_add(1, Ordering::SeqCst);
+        });
+        let mut taken = 0;
+        for (i, r) in db.query_text_stream(input, &QueryOptions::default(), window) {
+            assert_eq!(i, taken);
+            assert!(r.is_ok());
+            taken += 1;
+            // The answered window holds at most `window` not yet taken, and one more window
+            // is read ahead.
+            let ahead = pulled.load(Ordering::SeqCst) - taken;
+            assert!(ahead < 2 * window, "{ahead} queries read ahead");
+        }
+        assert_eq!(taken, texts.len());
+        let wrong = Signature::from_slots(vec![1u64; 3]);
+        let good = db.hasher.sketch_text(&texts[0]);
+        let sigs = [good.clone(), wrong, good];
+        let got: Vec<bool> = db
+            .query_stream(
+                sigs.into_iter().map(|s| ((), s)),
+                &QueryOptions::default(),
+                2,
+            )
+            .map(|(_, r)| r.is_ok())
+            .collect();
+        assert_eq!(got, [true, false, true]);
+    }
+
+    /// A text without shingles is similar to nothing, not even to stored empty texts.
+    #[test]
+    fn empty_texts_match_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, texts) = small_db(dir.path());
+        db.insert_text("empty-1", "").unwrap();
+        db.insert_text("empty-2", " \t\n ").unwrap();
+        let opts = QueryOptions {
+            threshold: Some(0.0),
+            limit: None,
+        };
+        for q in ["", "   ", "\n"] {
+            assert_eq!(db.query_text(q, &opts).unwrap(), QueryResult::default());
+        }
+        let stored = db.query_text(&texts[1], &opts).unwrap();
+        assert!(stored.matches.iter().all(|m| !m.key.starts_with(b"empty")));
+        assert!(!stored.matches.is_empty());
     }
 }

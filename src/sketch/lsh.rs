@@ -119,10 +119,12 @@ pub struct Tuning {
 }
 
 fn validate_tune_inputs(threshold: f64, num_perm: usize, opts: &TuneOptions) -> Result<()> {
-    if !(threshold > 0.0 && threshold < 1.0) {
+    // 1 is a threshold like any other (near-exact duplicates): every banding has P(1) = 1,
+    // so the cheapest in false positives wins.
+    if !(threshold > 0.0 && threshold <= 1.0) {
         return Err(Error::invalid(
             "threshold",
-            format!("must be strictly between 0 and 1, got {threshold}"),
+            format!("must be in (0, 1], got {threshold}"),
         ));
     }
     if num_perm == 0 {
@@ -327,9 +329,13 @@ mod tests {
     #[test]
     fn bad_inputs_are_errors() {
         let o = TuneOptions::default();
-        for t in [0.0, 1.0, -0.1, 1.5, f64::NAN] {
+        for t in [0.0, -0.1, 1.5, f64::NAN] {
             assert!(tune(t, 128, &o).is_err(), "t = {t}");
         }
+        // 1 is a threshold: every banding has P(1) = 1, so the fewest false positives win.
+        let exact = tune(1.0, 128, &o).unwrap();
+        assert_eq!((exact.params.bands, exact.params.rows), (1, 128));
+        assert!(exact.meets_recall_floor);
         assert!(tune(0.5, 0, &o).is_err());
         assert!(LshParams::new(20, 7, 128).is_err());
         assert!(LshParams::new(0, 7, 128).is_err());

@@ -5,11 +5,14 @@
 //! - [`sets`]: set pairs with an exactly known Jaccard similarity.
 //! - [`model`]: the reference model of a database (key → stored signature).
 //! - [`process`]: killing a child process without losing what it acknowledged.
+//! - [`cli`]: running the `mhdb` binary (arguments, standard input, shell pipes), its test
+//!   corpus, and the documented key escaping read and written independently of the binary.
 
 // Each test file is its own crate and compiles this module with it, using only some of the
 // helpers; the rest would warn as dead code in every test binary that does not call them.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod model;
 pub mod params;
 pub mod process;
