@@ -157,6 +157,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
             ..Options::default()
         },
     )?;
+    super::output::report_recovery(&db);
     let mut loader = Loader {
         db: &db,
         args,

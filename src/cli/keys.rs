@@ -113,6 +113,7 @@ pub fn delete(args: &DeleteArgs) -> CliResult<ExitCode> {
         Input::open(path)?.read_json_keys(&args.id_field, &mut all)?;
     }
     let db = Db::open(&args.db, Options::default())?;
+    super::output::report_recovery(&db);
     let mut seen = HashSet::with_capacity(all.len());
     all.retain(|k| seen.insert(k.clone()));
     drop(seen);

@@ -13,6 +13,7 @@ use super::shapes;
 /// `mhdb compact`: what it did on stderr (`--json`: on stdout).
 pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open(&args.db, Options::default())?;
+    super::output::report_recovery(&db);
     db.compact_full()?;
     let s = db.stats()?;
     if args.json {
@@ -82,6 +83,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
     let mut total = 0u64;
     let first = Db::open_read_only(&args.srcs[0])?;
     let target = Db::open_or_create(&args.dest, *first.params(), Options::default())?;
+    super::output::report_recovery(&target);
     drop(first);
     let mut sources = Vec::new();
     for src in &args.srcs {
@@ -129,6 +131,7 @@ fn print_stats_json(s: &Stats) -> CliResult {
         "segments": s.segments,
         "bytes": s.bytes,
         "hot_buckets": s.hot_buckets,
+        "torn_tails": s.torn_tails,
         "bands": s.bands.iter().map(|b| json!({
             "buckets": b.buckets, "p50": b.p50, "p99": b.p99, "max": b.max, "hot": b.hot,
         })).collect::<Vec<_>>(),
@@ -149,6 +152,12 @@ fn print_stats_text(s: &Stats) -> CliResult {
         s.memtable_docs
     );
     outln!("segments      {}", s.segments);
+    if s.torn_tails > 0 {
+        outln!(
+            "torn tails    {} kept beside their WAL files (`mhdb verify` names them)",
+            s.torn_tails
+        );
+    }
     for (kind, bytes) in &s.bytes {
         outln!("  {kind:<11} {bytes} bytes");
     }

@@ -140,3 +140,18 @@ pub fn message(msg: impl fmt::Display) {
 pub fn warn(msg: impl fmt::Display) {
     eprintln!("mhdb: warning: {msg}");
 }
+
+/// Tells the user what opening `db` as a writer cut from its WAL and kept aside: the last
+/// write before a crash may have been lost or damaged (`Db::cut_tails`).
+pub fn report_recovery(db: &mhdb::db::Db) {
+    for cut in db.cut_tails() {
+        eprintln!(
+            "mhdb: recovery cut {} bytes that were not a whole record from {} at offset {} \
+             (a write torn by a crash, or damage to the last one); they are kept in {}",
+            cut.bytes,
+            cut.wal.display(),
+            cut.offset,
+            cut.kept_in.display()
+        );
+    }
+}
