@@ -17,7 +17,7 @@
 //! mounting is refused (not root, no loop device, no mkfs.ext4) the test prints
 //! `SKIPPED: ...` on stderr, uncaptured, and passes. The outcomes are checked the same way
 //! whichever of a flush's parallel writes meets the full disk first, so no result depends on
-//! timing. A third test copies a database sparsely (runs of zeros become holes, as
+//! timing (the tests take turns, see `TAKE_TURNS`). A third test copies a database sparsely (runs of zeros become holes, as
 //! `cp --sparse=always`, `rsync -S` or a restore make them) onto a tmpfs, fills it, and reads:
 //! a file with holes must be read, never mapped.
 
@@ -226,6 +226,7 @@ fn child_role() {
 struct Mounted {
     point: PathBuf,
     _tmp: tempfile::TempDir,
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Drop for Mounted {
@@ -252,7 +253,7 @@ fn run_quiet(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn mount(kind: &str) -> Result<Mounted, String> {
+fn mount(kind: &str, turn: std::sync::MutexGuard<'static, ()>) -> Result<Mounted, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let point = tmp.path().join("mnt");
     std::fs::create_dir(&point).map_err(|e| e.to_string())?;
@@ -270,12 +271,24 @@ fn mount(kind: &str) -> Result<Mounted, String> {
         }
         _ => unreachable!(),
     }
-    Ok(Mounted { point, _tmp: tmp })
+    Ok(Mounted {
+        point,
+        _tmp: tmp,
+        _turn: turn,
+    })
 }
 
-/// Mounts `kind`, or says on stderr (uncaptured) why the test is skipped.
+/// The tests of this file take turns. A child process started by one test holds every file
+/// descriptor of this process from its fork until its exec, and a file another test removes
+/// meanwhile keeps its pages until then: the free space the other test counted on would
+/// depend on timing.
+static TAKE_TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Mounts `kind`, or says on stderr (uncaptured) why the test is skipped. Holds this file's
+/// turn (see [`TAKE_TURNS`]) as long as the mount.
 fn mount_or_skip(kind: &str, test: &str) -> Option<Mounted> {
-    match mount(kind) {
+    let turn = TAKE_TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    match mount(kind, turn) {
         Ok(m) => Some(m),
         Err(why) => {
             let _ = writeln!(
@@ -323,9 +336,13 @@ impl Filler {
         self.file.sync_all().unwrap();
     }
 
+    /// Removes the filler, and makes the space reusable at once: ext4 reuses the blocks of a
+    /// removed file only once the transaction that freed them commits, which an fsync forces.
     fn remove(self) {
         drop(self.file);
         std::fs::remove_file(&self.path).unwrap();
+        let dir = self.path.parent().unwrap();
+        std::fs::File::open(dir).unwrap().sync_all().unwrap();
     }
 }
 
