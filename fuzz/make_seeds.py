@@ -4,6 +4,7 @@ format-v1 database tests/golden/db-v1. The seeds are committed; this script says
 came from and rewrites them identically. The targets' input layouts are in fuzz/src/lib.rs."""
 
 import os
+import random
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,6 +43,25 @@ def main():
         },
         "wal_batch": {f"record-{i}": r[17:] for i, r in enumerate(records)},
         "segment": {"golden-8": read("seg-0000000000000008.seg"), "golden-a": read("seg-000000000000000a.seg")},
+        # Programs (fuzz/src/lib.rs, `model`): op byte % 8 is 0-2 a write batch of
+        # 1 + (op >> 3) % 4 changes (a key byte: key (byte & 0x7f) % 24, deleted if bit 7 is set,
+        # else set to the version in the next byte), 3 flush,
+        # 4 compact, 5 crash (bit 3 set: torn unsynced writes, seeded by the next byte),
+        # 6 reopen, 7 reads.
+        "model": {
+            "write-flush-crash-reopen": bytes([
+                0x18, 1, 10, 2, 20, 3, 30, 4, 40,  # 4 inserts
+                3,  # flush
+                0x08, 0x81, 5, 7,  # delete k1, insert k5
+                5,  # crash, durable state only
+                0x10, 2, 21, 0x82, 6, 9,  # upsert k2, delete k2, insert k6
+                0x0D, 77,  # crash, torn unsynced writes (seed 77)
+                4,  # compact
+                6,  # reopen
+                0, 3, 31, 7,
+            ]),
+            **{f"random-{i}": bytes(random.Random(i).randrange(256) for _ in range(120)) for i in range(4)},
+        },
     }
     for target, files in seeds.items():
         d = os.path.join(HERE, "seeds", target)

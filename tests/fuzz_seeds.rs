@@ -3,7 +3,9 @@
 //! included here): every decoder — CURRENT, manifest, deletion list, signature-log header,
 //! WAL replay, WAL batch payload, segment open, verify and lookups — on every seed, with the
 //! targets' own checks (no panic; a replay from a file equals one from memory; a segment that
-//! verifies finds its keys and combines into one that verifies). An input a fuzz run finds
+//! verifies finds its keys and combines into one that verifies), and the model-based target
+//! (writes, flushes, compactions, crashes and reopens of a database checked against what was
+//! acknowledged). An input a fuzz run finds
 //! crashing, once fixed, is added to the seeds and stays checked here. `tools/fuzz.sh` runs
 //! the targets themselves.
 
@@ -15,7 +17,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 7] = [
+const TARGETS: [(&str, Target); 8] = [
     ("current", targets::current),
     ("manifest", targets::manifest),
     ("deletions", targets::deletions),
@@ -23,6 +25,7 @@ const TARGETS: [(&str, Target); 7] = [
     ("wal_replay", targets::wal_replay),
     ("wal_batch", targets::wal_batch),
     ("segment", targets::segment),
+    ("model", targets::model),
 ];
 
 #[test]

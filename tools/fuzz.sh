@@ -13,7 +13,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(current manifest deletions siglog_header wal_replay wal_batch segment)
+  targets=(current manifest deletions siglog_header wal_replay wal_batch segment model)
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "cargo-fuzz is not installed: cargo install cargo-fuzz" >&2

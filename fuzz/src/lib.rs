@@ -280,3 +280,117 @@ pub fn segment(data: &[u8]) {
         out.verify().expect("the combined segment verifies");
     }
 }
+
+/// The model-based target: the input is a program run on a database in a simulated
+/// filesystem. Operations: write batches (inserts, upserts and deletes of a few keys), flush,
+/// compaction, a crash (the image of only what was synced, or with unsynced writes torn in
+/// any way) followed by a reopen, and a clean reopen. Every write is acknowledged
+/// (`Durability::Sync`), so after every crash and reopen, and at the end, the database must
+/// hold exactly the model (key → the text it was last set to), and `verify` must pass.
+pub fn model(data: &[u8]) {
+    use mhdb::db::{Durability, IndexParams, WriteBatch};
+    use mhdb::sketch::{ShingleConfig, SketchParams, bbit};
+    use mhdb::storage::sim::CrashMode;
+    use std::collections::BTreeMap;
+
+    let sketch = SketchParams {
+        num_perm: 16,
+        shingle: ShingleConfig::words(1),
+        ..SketchParams::default()
+    };
+    let params = IndexParams::for_threshold(sketch, 8, 0.5).expect("parameters");
+    let opts = Options {
+        durability: Durability::Sync,
+        memtable_bytes: 2048,
+        merge_factor: 2,
+        ..Options::default()
+    };
+    let text = |key: &str, v: u8| format!("{key} version {v} of some words {}", v % 7);
+    let open =
+        |fs: &Arc<SimFs>| Db::open_with_vfs(fs.clone(), DIR, opts.clone(), false).expect("reopen");
+    let check = |db: &Db, model: &BTreeMap<String, u8>, what: &str| {
+        let report = db.verify().expect("verify runs");
+        assert!(report.is_ok(), "{what}: verify: {:?}", report.problems);
+        let mut keys: Vec<String> = db
+            .keys()
+            .expect("keys")
+            .into_iter()
+            .map(|k| String::from_utf8(k).expect("utf-8 key"))
+            .collect();
+        keys.sort();
+        let expected: Vec<&String> = model.keys().collect();
+        assert_eq!(keys.iter().collect::<Vec<_>>(), expected, "{what}: keys");
+        for (key, v) in model {
+            let sig = db.hasher().sketch_text(&text(key, *v));
+            let packed = bbit::pack(sig.slots(), db.params().bits).expect("pack");
+            let stored = db.get(key).expect("get").expect("present");
+            assert_eq!(
+                stored.packed, packed,
+                "{what}: {key} has the wrong signature"
+            );
+        }
+    };
+
+    let mut fs = Arc::new(SimFs::new());
+    let mut db = Db::create_with_vfs(fs.clone(), DIR, params, opts.clone()).expect("create");
+    let mut model: BTreeMap<String, u8> = BTreeMap::new();
+    let mut input = data.iter().copied();
+    for step in 0..48 {
+        let Some(op) = input.next() else { break };
+        match op % 8 {
+            0..=2 => {
+                let mut batch = WriteBatch::new();
+                let mut changes = Vec::new();
+                for _ in 0..1 + (op >> 3) % 4 {
+                    let Some(k) = input.next() else { break };
+                    let key = format!("k{}", (k & 0x7f) % 24);
+                    if k & 0x80 != 0 {
+                        batch.delete(&key);
+                        changes.push((key, None));
+                    } else {
+                        let v = input.next().unwrap_or(0);
+                        batch.insert_text(&key, text(&key, v));
+                        changes.push((key, Some(v)));
+                    }
+                }
+                db.write(&batch).expect("write");
+                for (key, v) in changes {
+                    match v {
+                        Some(v) => model.insert(key, v),
+                        None => model.remove(&key),
+                    };
+                }
+            }
+            3 => db.flush().expect("flush"),
+            4 => db.compact().expect("compact"),
+            5 => {
+                let mode = if op & 8 != 0 {
+                    CrashMode::TornUnsynced {
+                        seed: u64::from(input.next().unwrap_or(0)),
+                    }
+                } else {
+                    CrashMode::DurableOnly
+                };
+                let image = Arc::new(fs.crash_image(mode));
+                drop(db);
+                fs = image;
+                db = open(&fs);
+                check(
+                    &db,
+                    &model,
+                    &format!("step {step}: after a crash ({mode:?})"),
+                );
+            }
+            6 => {
+                drop(db);
+                db = open(&fs);
+                check(&db, &model, &format!("step {step}: after a reopen"));
+            }
+            _ => {
+                let _ = db.query_text("k1 version 3 of some words", &QueryOptions::default());
+                let _ = db.stats().expect("stats");
+            }
+        }
+    }
+    check(&db, &model, "at the end");
+}
