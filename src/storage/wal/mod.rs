@@ -388,9 +388,10 @@ impl WalReader {
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
     ///
-    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see [`FileChunks`]. The
-    /// log is not written while it is replayed (the database lock is held and new writes go to
-    /// a new file).
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: a write cut short by a
+    /// full disk can leave a hole in it, which a mapped read on a full tmpfs turns into SIGBUS
+    /// (a `pread` reads it as zeros: a torn tail). The log is not written while it is replayed
+    /// (the database lock is held and new writes go to a new file).
     pub fn replay(
         vfs: &dyn Vfs,
         path: &Path,
