@@ -5,9 +5,9 @@
 //! - a library writer (this test binary in a child role) with two threads on keyspaces of
 //!   their own, batches of inserts, upserts and deletes, under `Durability::Sync` (each write
 //!   acknowledged when it returns) or `Durability::None` (acknowledged by `commit()` every few
-//!   batches), with a small in-memory table so that flushes and compactions run often; while it
-//!   writes, a second process runs `mhdb compact`, which must find the database locked (or,
-//!   once the writer is dead, compact it) and is killed too if it is still running;
+//!   batches), with a small in-memory table so that flushes and compactions run often; half
+//!   the time a second process starts `mhdb compact` at some acknowledgement, which must find
+//!   the database locked (or, once the writer is dead, compact it) and is killed in turn;
 //! - `mhdb add --json --commit-every K` (acknowledged by its JSON lines), upserting;
 //! - `mhdb delete` (acknowledged by its exit);
 //! - `mhdb compact` (changes nothing a reader sees).
