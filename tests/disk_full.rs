@@ -17,9 +17,13 @@
 //! mounting is refused (not root, no loop device, no mkfs.ext4) the test prints
 //! `SKIPPED: ...` on stderr, uncaptured, and passes. The outcomes are checked the same way
 //! whichever of a flush's parallel writes meets the full disk first, so no result depends on
-//! timing (the tests take turns, see `TAKE_TURNS`). A third test copies a database sparsely (runs of zeros become holes, as
-//! `cp --sparse=always`, `rsync -S` or a restore make them) onto a tmpfs, fills it, and reads:
-//! a file with holes must be read, never mapped.
+//! timing (and the tests take turns, see `TAKE_TURNS`).
+//!
+//! Also here: a database copied sparsely (runs of zeros become holes, as
+//! `cp --sparse=always`, `rsync -S` or a restore make them) onto a tmpfs that is then filled
+//! must be read, never mapped; a create stopped by ENOSPC must run again once space is freed;
+//! and, ignored until `src/db/transfer.rs` is fixed, an export stopped by ENOSPC must not
+//! leave a CURRENT behind.
 
 mod common;
 
