@@ -17,9 +17,13 @@
 //! mounting is refused (not root, no loop device, no mkfs.ext4) the test prints
 //! `SKIPPED: ...` on stderr, uncaptured, and passes. The outcomes are checked the same way
 //! whichever of a flush's parallel writes meets the full disk first, so no result depends on
-//! timing. A third test copies a database sparsely (runs of zeros become holes, as
-//! `cp --sparse=always`, `rsync -S` or a restore make them) onto a tmpfs, fills it, and reads:
-//! a file with holes must be read, never mapped.
+//! timing (and the tests take turns, see `TAKE_TURNS`).
+//!
+//! Also here: a database copied sparsely (runs of zeros become holes, as
+//! `cp --sparse=always`, `rsync -S` or a restore make them) onto a tmpfs that is then filled
+//! must be read, never mapped; a create stopped by ENOSPC must run again once space is freed;
+//! and, ignored until `src/db/transfer.rs` is fixed, an export stopped by ENOSPC must not
+//! leave a CURRENT behind.
 
 mod common;
 
@@ -226,6 +230,7 @@ fn child_role() {
 struct Mounted {
     point: PathBuf,
     _tmp: tempfile::TempDir,
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Drop for Mounted {
@@ -252,7 +257,7 @@ fn run_quiet(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn mount(kind: &str) -> Result<Mounted, String> {
+fn mount(kind: &str, turn: std::sync::MutexGuard<'static, ()>) -> Result<Mounted, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let point = tmp.path().join("mnt");
     std::fs::create_dir(&point).map_err(|e| e.to_string())?;
@@ -270,12 +275,24 @@ fn mount(kind: &str) -> Result<Mounted, String> {
         }
         _ => unreachable!(),
     }
-    Ok(Mounted { point, _tmp: tmp })
+    Ok(Mounted {
+        point,
+        _tmp: tmp,
+        _turn: turn,
+    })
 }
 
-/// Mounts `kind`, or says on stderr (uncaptured) why the test is skipped.
+/// The tests of this file take turns. A child process started by one test holds every file
+/// descriptor of this process from its fork until its exec, and a file another test removes
+/// meanwhile keeps its pages until then: the free space the other test counted on would
+/// depend on timing.
+static TAKE_TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Mounts `kind`, or says on stderr (uncaptured) why the test is skipped. Holds this file's
+/// turn (see [`TAKE_TURNS`]) as long as the mount.
 fn mount_or_skip(kind: &str, test: &str) -> Option<Mounted> {
-    match mount(kind) {
+    let turn = TAKE_TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    match mount(kind, turn) {
         Ok(m) => Some(m),
         Err(why) => {
             let _ = writeln!(
@@ -323,9 +340,13 @@ impl Filler {
         self.file.sync_all().unwrap();
     }
 
+    /// Removes the filler, and makes the space reusable at once: ext4 reuses the blocks of a
+    /// removed file only once the transaction that freed them commits, which an fsync forces.
     fn remove(self) {
         drop(self.file);
         std::fs::remove_file(&self.path).unwrap();
+        let dir = self.path.parent().unwrap();
+        std::fs::File::open(dir).unwrap().sync_all().unwrap();
     }
 }
 
@@ -647,12 +668,12 @@ fn sweep(kind: &str, m: &Mounted, fx: &Fixture, step: Step) -> Tally {
             );
         }
 
-        // And the step, run again, succeeds. A failed export or merge can leave a directory
-        // that is not (yet) a database behind, which a new run refuses to write into ("File
-        // exists": known bugs, reproduced by `export_cut_short_leaves_no_current` and
-        // `interrupted_create_can_be_run_again`): it is removed first, as its user has to.
+        // And the step, run again, succeeds. A failed export leaves a directory that is not
+        // a database behind, which a new export refuses to write into ("File exists": a known
+        // bug, see `export_cut_short_leaves_no_current`): it is removed first, as its user
+        // has to. A merge runs again into what its failed run left.
         if !ok {
-            if matches!(step, Step::Export | Step::Merge)
+            if matches!(step, Step::Export)
                 && result_dir.exists()
                 && !result_dir.join("CURRENT").exists()
             {
@@ -871,11 +892,11 @@ fn export_cut_short_leaves_no_current() {
 }
 
 /// `mhdb create` (and `mhdb merge`, which creates its destination) stopped by a full disk
-/// must be able to run again once space is freed: `Db::create` replaces the leftovers of an
-/// interrupted create (no CURRENT yet) but creates its first WAL file with `CreateNew`, so a
-/// leftover `wal-0000000000000001.log` makes every later create fail with "File exists".
+/// must be able to run again once space is freed. `Db::create` replaces the leftovers of an
+/// interrupted create (no CURRENT yet); its first WAL file, created with `CreateNew`, made
+/// every later create fail with "File exists" until `WalWriter::create` learnt to replace a
+/// leftover WAL file that holds no record.
 #[test]
-#[ignore = "known bug in src/db/open.rs: a create cut short cannot be run again"]
 fn interrupted_create_can_be_run_again() {
     let Some(m) = mount_or_skip("tmpfs", "interrupted_create_can_be_run_again") else {
         return;

@@ -146,10 +146,25 @@ pub struct WalWriter {
 
 impl WalWriter {
     /// Creates a new WAL file holding only its header, synced (the caller syncs the directory).
+    ///
+    /// A file already at `path` that holds no valid record is the leftover of a creation cut
+    /// short (by a crash or a full disk, before its header was complete or before anything
+    /// could be written after it: `format/wal.md`, "Recovery"): it holds nothing and is
+    /// replaced. A file that holds a record is never overwritten: that is an error.
     pub fn create(vfs: &dyn Vfs, path: &Path) -> Result<WalWriter> {
-        let file = vfs
-            .open(path, OpenMode::CreateNew)
-            .map_err(Error::io_on(path, "create WAL"))?;
+        let file = match vfs.open(path, OpenMode::CreateNew) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holds_records = WalReader::replay(vfs, path, |_, _, _| Ok(()))
+                    .map_or(true, |replay| replay.records > 0);
+                if holds_records {
+                    return Err(Error::io(path, "create WAL", e));
+                }
+                vfs.open(path, OpenMode::CreateOrTruncate)
+                    .map_err(Error::io_on(path, "create WAL"))?
+            }
+            Err(e) => return Err(Error::io(path, "create WAL", e)),
+        };
         file.write_all_at(&header_bytes(), 0)
             .map_err(Error::io_on(path, "write WAL header"))?;
         file.sync_data().map_err(Error::io_on(path, "fsync WAL"))?;
@@ -400,10 +415,12 @@ impl WalReader {
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
     ///
-    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see `FileChunks`. A
-    /// writer's recovery replays it with the database locked; a reader may replay it while a
-    /// writer in another process appends to it (a partly written last record is a torn tail)
-    /// or cuts it (the log then ends where the file ends).
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: a write cut short by a
+    /// full disk can leave a hole in it, which a mapped read on a full tmpfs turns into SIGBUS
+    /// (a `pread` reads it as zeros: a torn tail). A writer's recovery replays it with the
+    /// database locked; a reader may replay it while a writer in another process appends to
+    /// it (a partly written last record is a torn tail) or cuts it (the log then ends where
+    /// the file ends).
     pub fn replay(
         vfs: &dyn Vfs,
         path: &Path,
@@ -755,6 +772,33 @@ mod tests {
                 assert_eq!(actual, expected, "case {n}, chunk {chunk}");
             }
         }
+    }
+
+    /// A creation cut short leaves a file without records, which a new creation replaces; a
+    /// file with a record is never overwritten.
+    #[test]
+    fn create_replaces_a_leftover_without_records_only() {
+        let fs = SimFs::new();
+        let p = Path::new("/d/wal");
+        for leftover in [
+            &b""[..],
+            &header_bytes()[..7],
+            &header_bytes(),
+            &[0u8; 4096][..],
+        ] {
+            let f = fs.open(p, OpenMode::CreateOrTruncate).unwrap();
+            f.write_all_at(leftover, 0).unwrap();
+            f.set_len(leftover.len() as u64).unwrap();
+            let w = WalWriter::create(&fs, p).unwrap();
+            w.append_all_and_sync([&b"x"[..]].into_iter()).unwrap();
+            let r = WalReader::replay(&fs, p, |_, _, _| Ok(())).unwrap();
+            assert_eq!(r.records, 1, "leftover of {} bytes", leftover.len());
+        }
+        // Now the file holds a record: creating it again is refused and changes nothing.
+        let before = fs.read_file(p).unwrap();
+        let err = WalWriter::create(&fs, p).unwrap_err();
+        assert!(err.to_string().contains("create WAL"), "{err}");
+        assert_eq!(fs.read_file(p).unwrap(), before);
     }
 
     /// Sealing cuts the zeros off, durably; the records stay.

@@ -1,0 +1,668 @@
+//! kill -9 torture: cycle after cycle, one process writes to a database and is killed with
+//! SIGKILL at a random point, and the parent checks what survived against a model of what was
+//! acknowledged. The victim of a cycle is one of
+//!
+//! - a library writer (this test binary in a child role) with two threads on keyspaces of
+//!   their own, batches of inserts, upserts and deletes, under `Durability::Sync` (each write
+//!   acknowledged when it returns) or `Durability::None` (acknowledged by `commit()` every few
+//!   batches), with a small in-memory table so that flushes and compactions run often; half
+//!   the time a second process starts `mhdb compact` at some acknowledgement, which must find
+//!   the database locked (or, once the writer is dead, compact it) and is killed in turn;
+//! - `mhdb add --json --commit-every K` (acknowledged by its JSON lines), upserting;
+//! - `mhdb delete` (acknowledged by its exit);
+//! - `mhdb compact` (changes nothing a reader sees).
+//!
+//! The kill lands after a random number of acknowledgements, or after a random delay (which
+//! also kills opens in the middle of recovery). After every cycle a read-only open must hold
+//! every acknowledged write exactly, and of the writes in flight at the kill whole batches in
+//! order only (for each writer, a prefix of its batches at least as long as what it
+//! acknowledged, and no longer than what it started), and `verify` must find nothing; the
+//! model then takes the state found, and the next cycle's writer recovers from it.
+//!
+//! Every allowed outcome is allowed whatever the timing, so no result depends on a race: the
+//! timing only decides where the kill lands. The suite runs 100 cycles (about 10 s);
+//! `tools/torture.sh CYCLES [SEED]` runs more by hand, with the same code
+//! (`MHDB_TORTURE_CYCLES`, `MHDB_TORTURE_SEED`). It prints `kills survived / kills` and the
+//! losses.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::model::{Model, Packer};
+use common::rng::SplitMix64;
+use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
+
+const ROLE_ENV: &str = "MHDB_TORTURE_ROLE";
+/// Starts every line the library writer prints (the test harness prints lines of its own, and
+/// starts the first without ending it).
+const MARK: &str = "torture: ";
+const THREADS: u64 = 2;
+/// Keys per library-writer thread, and in the CLI's keyspace: bounded, so that upserts and
+/// deletes keep meeting stored documents and the database stays small over any number of
+/// cycles.
+const LIB_KEYS: u64 = 150;
+const CLI_KEYS: u64 = 300;
+
+fn params() -> IndexParams {
+    common::params::word_index(32, 16, 0.5)
+}
+
+fn text(key: &str, version: u64) -> String {
+    let h = key
+        .bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    (0..24)
+        .map(|w| format!("w{}", (h.wrapping_add(w * 13)) % 89))
+        .collect::<Vec<_>>()
+        .join(" ")
+        + &format!(" {key} v{version}")
+}
+
+/// One change: set a key to a text, or delete it.
+type Op = (String, Option<String>);
+
+fn mix(parts: &[u64]) -> u64 {
+    let mut r = SplitMix64(0x5EED);
+    for p in parts {
+        r.0 ^= *p;
+        r.next_u64();
+    }
+    r.next_u64()
+}
+
+/// Batch `b` of library-writer thread `t` in cycle `cycle`: a few inserts, upserts and deletes
+/// of the thread's own keys. The child writes it and the parent recomputes it.
+fn lib_batch(seed: u64, cycle: u64, t: u64, b: u64) -> Vec<Op> {
+    let mut r = SplitMix64(mix(&[seed, cycle, t, b]));
+    (0..1 + r.below(6))
+        .map(|_| {
+            let key = format!("lw{t}-{}", r.below(LIB_KEYS));
+            if r.below(4) == 0 {
+                (key, None)
+            } else {
+                let t = text(&key, r.below(1000));
+                (key, Some(t))
+            }
+        })
+        .collect()
+}
+
+/// How a library writer commits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LibMode {
+    /// `Durability::Sync`: each batch acknowledged when `write` returns.
+    Sync,
+    /// `Durability::None`: `commit()` after every `COMMIT_EVERY` batches of a thread
+    /// acknowledges them.
+    Deferred,
+}
+
+const COMMIT_EVERY: u64 = 4;
+
+fn lib_options(mode: LibMode) -> Options {
+    Options {
+        durability: match mode {
+            LibMode::Sync => Durability::Sync,
+            LibMode::Deferred => Durability::None,
+        },
+        // Small, so that flushes and compactions run (and are killed) often.
+        memtable_bytes: 48 << 10,
+        ..Options::default()
+    }
+}
+
+/// The library writer, run by the parent in a child process. Thread `t` prints `w t b` when
+/// `write` of its batch `b` returned and `a t b` once batches up to `b` are acknowledged
+/// (durable). It writes until it is killed.
+#[test]
+#[ignore = "child role of kill_nine_torture, run by it"]
+fn torture_child() {
+    let Ok(role) = std::env::var(ROLE_ENV) else {
+        eprintln!("torture_child: not run by kill_nine_torture ({ROLE_ENV} unset), nothing to do");
+        return;
+    };
+    let args: Vec<String> = role.split(',').map(str::to_string).collect();
+    let dir = PathBuf::from(&args[0]);
+    let seed: u64 = args[1].parse().unwrap();
+    let cycle: u64 = args[2].parse().unwrap();
+    let mode = if args[3] == "sync" {
+        LibMode::Sync
+    } else {
+        LibMode::Deferred
+    };
+    let db = match Db::open(&dir, lib_options(mode)) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("torture_child: open: {e}");
+            std::process::exit(1);
+        }
+    };
+    let out = std::sync::Mutex::new(std::io::stdout());
+    let say = |line: String| {
+        let mut out = out.lock().unwrap();
+        writeln!(out, "{line}").unwrap();
+        out.flush().unwrap();
+    };
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (db, say) = (&db, &say);
+            scope.spawn(move || {
+                for b in 0..1_000_000 {
+                    let mut batch = WriteBatch::new();
+                    for (key, value) in lib_batch(seed, cycle, t, b) {
+                        match value {
+                            Some(text) => batch.insert_text(key, text),
+                            None => batch.delete(key),
+                        };
+                    }
+                    let done = db.write(&batch).and_then(|()| match mode {
+                        LibMode::Sync => Ok(true),
+                        LibMode::Deferred if (b + 1) % COMMIT_EVERY == 0 => {
+                            db.commit().map(|()| true)
+                        }
+                        LibMode::Deferred => Ok(false),
+                    });
+                    match done {
+                        Ok(true) => say(format!("{MARK}a {t} {b}")),
+                        Ok(false) => say(format!("{MARK}w {t} {b}")),
+                        Err(e) => {
+                            eprintln!("torture_child: thread {t}, batch {b}: {e}");
+                            std::process::exit(1);
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// When the parent kills a victim.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// Once this many lines (acknowledgements) have been read.
+    AfterLines(usize),
+    /// After this long.
+    After(Duration),
+}
+
+/// A victim's end: every line it finished printing, and how it ended.
+struct Ended {
+    lines: Vec<String>,
+    status: ExitStatus,
+    stderr: String,
+}
+
+impl Ended {
+    fn killed(&self) -> bool {
+        self.status.signal() == Some(9)
+    }
+}
+
+/// Reads `reader` to its end, line by line; a last line without its newline was cut short by
+/// the kill (its writer had not finished acknowledging it) and is dropped.
+fn read_lines(reader: impl std::io::Read) -> Vec<String> {
+    let mut reader = BufReader::new(reader);
+    let mut lines = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        reader.read_until(b'\n', &mut buf).unwrap();
+        if buf.pop_if(|b| *b == b'\n').is_none() {
+            return lines;
+        }
+        lines.push(String::from_utf8_lossy(&buf).into_owned());
+    }
+}
+
+/// Runs `cmd` and kills it with SIGKILL as `kill` says, counting the lines that contain
+/// `mark` (`on_line(n)` runs when the n-th arrives); reads its output to the end, keeping
+/// what follows `mark` in each line, and reaps it.
+fn run_victim(cmd: &mut Command, kill: Kill, mark: &str, mut on_line: impl FnMut(usize)) -> Ended {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+        s
+    });
+    let mut lines = Vec::new();
+    match kill {
+        Kill::AfterLines(n) => {
+            common::process::read_then_kill(&mut child, |line| {
+                if let Some(at) = line.find(mark) {
+                    lines.push(line[at + mark.len()..].to_string());
+                    on_line(lines.len());
+                }
+                lines.len() < n
+            });
+        }
+        Kill::After(d) => {
+            let start = Instant::now();
+            while start.elapsed() < d && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = child.kill();
+            lines = read_lines(child.stdout.take().unwrap())
+                .into_iter()
+                .filter_map(|l| l.find(mark).map(|at| l[at + mark.len()..].to_string()))
+                .collect();
+        }
+    }
+    let status = child.wait().unwrap();
+    Ended {
+        lines,
+        status,
+        stderr: err_reader.join().unwrap(),
+    }
+}
+
+fn mhdb() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mhdb"))
+}
+
+/// The keys of `model` that start with `prefix`.
+fn part(model: &Model, prefix: &str) -> Model {
+    model
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn apply(model: &mut Model, packer: &Packer, ops: &[Op]) {
+    for (key, value) in ops {
+        common::model::apply(model, key, value.as_ref().map(|t| packer.text(t)));
+    }
+}
+
+/// The writes a cycle may have left: for each keyspace (key prefix) the states it may be in.
+/// Keys outside every listed keyspace must be as they were.
+struct Allowed(Vec<(String, Vec<Model>)>);
+
+#[derive(Default)]
+struct Tally {
+    cycles: u64,
+    kills: u64,
+    survived: u64,
+    /// Victims that ended before their kill (a load finished, a compaction was quick).
+    ended_first: u64,
+    /// Acknowledged writes checked: library batches, documents `mhdb add` committed,
+    /// `mhdb delete` runs that ended.
+    acked: u64,
+    /// Cycles whose state was none of the allowed ones, and the acknowledged keys they lost.
+    losses: u64,
+    lost_keys: u64,
+    /// Per victim kind: cycles and kills.
+    victims: BTreeMap<&'static str, (u64, u64)>,
+    /// The second process's `mhdb compact`: locked out, ran to its end, killed.
+    second: (u64, u64, u64),
+    problems: Vec<String>,
+}
+
+impl Tally {
+    fn report(&self) -> String {
+        let victims: Vec<String> = self
+            .victims
+            .iter()
+            .map(|(k, (c, n))| format!("{k} {n}/{c}"))
+            .collect();
+        format!(
+            "kills survived / kills: {} / {}\nlosses: {} cycles, {} acknowledged keys\ncycles: {} ({} victims ended before the kill), {} acknowledged writes checked\nkilled/cycles per victim: {}\nsecond-process compact: {} locked out, {} ran, {} killed\n",
+            self.survived,
+            self.kills,
+            self.losses,
+            self.lost_keys,
+            self.cycles,
+            self.ended_first,
+            self.acked,
+            victims.join(", "),
+            self.second.0,
+            self.second.1,
+            self.second.2,
+        )
+    }
+}
+
+struct Torture {
+    dir: PathBuf,
+    work: PathBuf,
+    seed: u64,
+    packer: Packer,
+    model: Model,
+    tally: Tally,
+}
+
+impl Torture {
+    /// A library writer, with a second process trying `mhdb compact` meanwhile.
+    fn lib_cycle(&mut self, c: u64, r: &mut SplitMix64, mode: LibMode) -> (Ended, Allowed) {
+        let kill = if r.below(5) == 0 {
+            Kill::After(Duration::from_millis(r.below(40)))
+        } else {
+            Kill::AfterLines(1 + r.below(80) as usize)
+        };
+        let role = format!(
+            "{},{},{c},{}",
+            self.dir.display(),
+            self.seed,
+            if mode == LibMode::Sync {
+                "sync"
+            } else {
+                "none"
+            }
+        );
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--ignored",
+            "--exact",
+            "torture_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(ROLE_ENV, role);
+        // Half the time a second process runs `mhdb compact` from the n-th acknowledgement on
+        // (some n up to the kill's): locked out while the writer lives, it may get the lock
+        // as the writer dies, and is killed in turn a little later.
+        let mut second: Option<Child> = None;
+        let second_at = match (r.below(2), kill) {
+            (0, Kill::AfterLines(n)) => 1 + r.below(n as u64) as usize,
+            (0, Kill::After(_)) => 1,
+            _ => 0,
+        };
+        let second_grace = Duration::from_millis(r.below(30));
+        let ended = run_victim(&mut cmd, kill, MARK, |n| {
+            if n == second_at {
+                second = Some(
+                    mhdb()
+                        .arg("compact")
+                        .arg(&self.dir)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap(),
+                );
+            }
+        });
+        if let Some(mut child) = second {
+            std::thread::sleep(second_grace);
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            match (out.status.code(), out.status.signal()) {
+                (_, Some(9)) => self.tally.second.2 += 1,
+                (Some(0), _) => self.tally.second.1 += 1,
+                (Some(1), _) if err.contains("locked") => self.tally.second.0 += 1,
+                _ => self.tally.problems.push(format!(
+                    "cycle {c}: second-process compact: {:?}: {err}",
+                    out.status
+                )),
+            }
+        }
+        let mut allowed = Vec::new();
+        for t in 0..THREADS {
+            let (mut acked, mut issued) = (0u64, 0u64);
+            for line in &ended.lines {
+                let f: Vec<&str> = line.split(' ').collect();
+                if f.len() == 3 && f[1] == t.to_string() {
+                    let b: u64 = f[2].parse().unwrap();
+                    if f[0] == "a" {
+                        acked = acked.max(b + 1);
+                    }
+                    issued = issued.max(b + 1);
+                }
+            }
+            self.tally.acked += acked;
+            // Acknowledged batches are there; of the rest, a prefix of those started: the
+            // ones whose `write` returned, and the one in flight at the kill.
+            let prefix = format!("lw{t}-");
+            let mut state = part(&self.model, &prefix);
+            let mut states = Vec::new();
+            for len in 0..=issued + 1 {
+                if len >= acked {
+                    states.push(state.clone());
+                }
+                apply(&mut state, &self.packer, &lib_batch(self.seed, c, t, len));
+            }
+            allowed.push((prefix, states));
+        }
+        (ended, Allowed(allowed))
+    }
+
+    /// `mhdb add --json --commit-every K`.
+    fn add_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let n = 20 + r.below(150) as usize;
+        let every = 3 + r.below(15) as usize;
+        let docs: Vec<Op> = (0..n)
+            .map(|_| {
+                let key = format!("ca-{}", r.below(CLI_KEYS));
+                let t = text(&key, r.below(1000));
+                (key, Some(t))
+            })
+            .collect();
+        let input = self.work.join(format!("add-{c}.jsonl"));
+        let mut f = std::fs::File::create(&input).unwrap();
+        for (key, value) in &docs {
+            writeln!(f, "{}", serde_json::json!({"id": key, "text": value})).unwrap();
+        }
+        drop(f);
+        let kill = if r.below(5) == 0 {
+            Kill::After(Duration::from_millis(r.below(40)))
+        } else {
+            Kill::AfterLines(1 + r.below((n / every) as u64 + 1) as usize)
+        };
+        let ended = run_victim(
+            mhdb().arg("add").arg(&self.dir).arg(&input).args([
+                "--json",
+                "--commit-every",
+                &every.to_string(),
+            ]),
+            kill,
+            "",
+            |_| {},
+        );
+        std::fs::remove_file(&input).unwrap();
+        let committed = ended
+            .lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["committed"].as_u64())
+            .max()
+            .unwrap_or(0) as usize;
+        self.tally.acked += committed as u64;
+        let prefix = |k: usize| {
+            let mut m = part(&self.model, "ca-");
+            apply(&mut m, &self.packer, &docs[..k.min(n)]);
+            m
+        };
+        // The commit whose JSON line the kill cut off may have been durable already.
+        let states = vec![prefix(committed), prefix(committed + every)];
+        (ended, Allowed(vec![("ca-".to_string(), states)]))
+    }
+
+    /// `mhdb delete` of a few keys, some absent.
+    fn delete_cycle(&mut self, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let keys: Vec<String> = (0..1 + r.below(5))
+            .map(|_| format!("ca-{}", r.below(CLI_KEYS)))
+            .collect();
+        let ended = run_victim(
+            mhdb().arg("delete").arg(&self.dir).args(&keys),
+            Kill::After(Duration::from_millis(r.below(12))),
+            "",
+            |_| {},
+        );
+        let before = part(&self.model, "ca-");
+        let mut after = before.clone();
+        for k in &keys {
+            after.remove(k);
+        }
+        let states = if ended.status.success() {
+            self.tally.acked += 1;
+            vec![after]
+        } else {
+            vec![before, after]
+        };
+        (ended, Allowed(vec![("ca-".to_string(), states)]))
+    }
+
+    /// `mhdb compact`: nothing a reader sees changes. The victim that ends before its kill is
+    /// reaped at once: a long delay is only an upper bound.
+    fn compact_cycle(&mut self, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let ended = run_victim(
+            mhdb().arg("compact").arg(&self.dir),
+            // A third of them run to their end (so that the segments do get merged).
+            Kill::After(Duration::from_millis(match r.below(3) {
+                0 => 10_000,
+                _ => r.below(25),
+            })),
+            "",
+            |_| {},
+        );
+        (ended, Allowed(Vec::new()))
+    }
+
+    /// One cycle; an error is a database that no longer opens or verifies (the run stops).
+    fn cycle(&mut self, c: u64) -> Result<(), String> {
+        let mut r = SplitMix64(mix(&[self.seed, c, 0xC1C1E]));
+        let pick = r.below(100);
+        let (name, (ended, allowed)) = match pick {
+            0..30 => ("library sync", self.lib_cycle(c, &mut r, LibMode::Sync)),
+            30..45 => (
+                "library commit",
+                self.lib_cycle(c, &mut r, LibMode::Deferred),
+            ),
+            45..75 => ("mhdb add", self.add_cycle(c, &mut r)),
+            75..88 => ("mhdb delete", self.delete_cycle(&mut r)),
+            _ => ("mhdb compact", self.compact_cycle(&mut r)),
+        };
+        let t = &mut self.tally;
+        t.cycles += 1;
+        let v = t.victims.entry(name).or_default();
+        v.0 += 1;
+        if ended.killed() {
+            t.kills += 1;
+            v.1 += 1;
+        } else if ended.status.success() {
+            t.ended_first += 1;
+        } else {
+            return Err(format!(
+                "cycle {c}: {name} failed ({:?}): {}",
+                ended.status, ended.stderr
+            ));
+        }
+
+        let db = Db::open_read_only(&self.dir).map_err(|e| format!("cycle {c}: open: {e}"))?;
+        let report = db.verify().map_err(|e| format!("cycle {c}: verify: {e}"))?;
+        if !report.is_ok() {
+            return Err(format!("cycle {c}: verify: {:?}", report.problems));
+        }
+        let stored = common::stored(&db);
+        drop(db);
+        let mut ok = true;
+        let mut lost = 0u64;
+        let mut rest_found = stored.clone();
+        let mut rest_model = self.model.clone();
+        for (prefix, states) in &allowed.0 {
+            let found = part(&stored, prefix);
+            rest_found.retain(|k, _| !k.starts_with(prefix.as_str()));
+            rest_model.retain(|k, _| !k.starts_with(prefix.as_str()));
+            if !states.contains(&found) {
+                ok = false;
+                // The acknowledged state is the first allowed one.
+                let acked = &states[0];
+                lost += acked
+                    .iter()
+                    .filter(|(k, v)| found.get(*k) != Some(v))
+                    .count() as u64;
+                self.tally.problems.push(format!(
+                    "cycle {c}: {name}: keys {prefix}*: state is none of the {} allowed",
+                    states.len()
+                ));
+            }
+        }
+        if rest_found != rest_model {
+            ok = false;
+            lost += rest_model
+                .iter()
+                .filter(|(k, v)| rest_found.get(*k) != Some(v))
+                .count() as u64;
+            self.tally
+                .problems
+                .push(format!("cycle {c}: {name}: keys it did not write changed"));
+        }
+        if ok {
+            if ended.killed() {
+                self.tally.survived += 1;
+            }
+        } else {
+            self.tally.losses += 1;
+            self.tally.lost_keys += lost;
+        }
+        // Go on from what is there (a loss is counted once).
+        self.model = stored;
+        Ok(())
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn kill_nine_torture() {
+    let cycles = env_u64("MHDB_TORTURE_CYCLES", 100);
+    let seed = env_u64("MHDB_TORTURE_SEED", 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    drop(Db::create(&dir, params(), Options::default()).unwrap());
+    let mut torture = Torture {
+        dir,
+        work: tmp.path().to_path_buf(),
+        seed,
+        packer: Packer::new(&params()),
+        model: Model::new(),
+        tally: Tally::default(),
+    };
+    let start = Instant::now();
+    let mut stopped = None;
+    for c in 0..cycles {
+        if let Err(e) = torture.cycle(c) {
+            stopped = Some(e);
+            break;
+        }
+    }
+    let db = Db::open_read_only(&torture.dir).unwrap();
+    let stats = db.stats().unwrap();
+    drop(db);
+    let report = format!(
+        "kill_nine_torture, seed {seed}, {:.1} s:\n{}at the end: {} live documents, {} deleted, {} segments\n",
+        start.elapsed().as_secs_f64(),
+        torture.tally.report(),
+        stats.live_docs,
+        stats.deleted_docs,
+        stats.segments,
+    );
+    // On stderr itself, not the captured test output: the figures are the point of a run.
+    let _ = write!(std::io::stderr(), "{report}");
+    let t = &torture.tally;
+    assert!(stopped.is_none(), "{}\n{report}", stopped.unwrap());
+    assert!(t.problems.is_empty(), "{}\n{report}", t.problems.join("\n"));
+    assert_eq!(t.survived, t.kills, "{report}");
+    assert!(
+        t.kills * 2 >= t.cycles,
+        "fewer than half of the cycles killed their victim: the torture tortures little\n{report}"
+    );
+}

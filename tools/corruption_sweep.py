@@ -1,0 +1,694 @@
+#!/usr/bin/env python3
+"""Corruption sweep: single mutations of every file kind of an mhdb database, and every command
+run on each, classified against the answers of the undamaged database.
+
+Two base databases, each holding every file kind:
+  golden  a copy of tests/golden/db-v1 (two segments, hot buckets, a deletion list, zero and
+          garbage signature records, a WAL tail of inserts, upserts and deletes);
+  built   built here with the CLI from samples/: two segments (the second replacing some
+          documents of the first, so a deletion list), then two `mhdb delete` runs, which
+          leave two WAL files; snapshots taken on the way provide stale copies of files.
+
+Mutations, one at a time, of every file (LOCK aside):
+  flip      one bit at every structure: each header field, each section-table entry field,
+            the first, middle and last byte of each section, record and WAL payload, footers
+  byte      a byte set to another value at seeded random offsets
+  truncate  at every record boundary (WAL records, signature-log ranges, segment sections,
+            deletion entries) and inside records, to 0 and to one byte short
+  zeros     the last 1, 8, 64 or 4096 bytes zeroed; 4096 zeros appended
+  delete    the file removed
+  stale     (built) the file replaced by the copy of the same name from an earlier snapshot,
+            or CURRENT and its manifest both rolled back together
+  swap      (same kind) two files' contents exchanged
+
+For each mutation every command runs on its own copy: query, get, keys, dedup, stats and
+verify (read-only), add, compact and export (writers; their result is read back: keys, get,
+query, verify). Each (command, mutation) is classified:
+
+  correct            the same answer (exit code and output) as the undamaged database
+  detected           exit 3 with `corruption in FILE at byte offset N` (naming the damaged
+                     file; `detected-elsewhere` when it names another one)
+  torn-tail-boundary the answer of the database with its newest WAL cut at a record boundary
+                     (or removed): records removed whole, which no reader can tell from
+                     writes never made (the fault model's undetectable class)
+  torn-tail-damage   the answer of such a cut, though the damage was not a whole-record cut:
+                     damage read as a torn tail, losing acknowledged writes silently
+  other-exit         another non-zero exit (for instance exit 1 on an unknown version)
+  rolled-back        the answer differs, but the mutation rolled CURRENT and its manifest back
+                     together to an older consistent pair: undetectable without an outside
+                     witness (the fault model's other undetectable class)
+  silent-wrong       exit 0 (or get's 1 for "absent") with a different answer; for verify:
+                     "ok" while another command answered wrongly
+  crash              a panic (exit 101) or a signal
+  hang               no end within --timeout seconds
+
+It prints the counts per command and per file kind, and exits 1 if any silent wrong answer
+(torn-tail-damage included), crash or hang occurred; --allow-silent permits silent wrong
+answers (format version 1 is known to have them) but never crashes or hangs.
+
+    cargo build --release && python3 tools/corruption_sweep.py                  # everything
+    python3 tools/corruption_sweep.py --limit 40 --allow-silent                  # CI's short run
+    python3 tools/corruption_sweep.py --details /tmp/sweep.jsonl                 # every outcome
+
+Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+READS = ["query", "get", "keys", "dedup", "stats", "verify"]
+WRITES = ["add", "compact", "export"]
+COMMANDS = ["query", "get", "keys", "dedup", "stats", "add", "compact", "export", "verify"]
+OUTCOMES = [
+    "correct",
+    "detected",
+    "detected-elsewhere",
+    "torn-tail-boundary",
+    "torn-tail-damage",
+    "other-exit",
+    "rolled-back",
+    "silent-wrong",
+    "crash",
+    "hang",
+]
+FAILING = {"silent-wrong", "torn-tail-damage", "crash", "hang"}
+CORRUPTION = re.compile(r"corruption in (\S+) at byte offset (\d+)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Running mhdb
+
+
+class Runner:
+    def __init__(self, mhdb, timeout):
+        self.mhdb = mhdb
+        self.timeout = timeout
+
+    def run(self, args, stdin=None):
+        """(returncode, stdout, stderr); returncode None on a timeout."""
+        try:
+            p = subprocess.run(
+                [self.mhdb] + args,
+                input=stdin,
+                capture_output=True,
+                timeout=self.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return None, b"", b"timeout"
+        return p.returncode, p.stdout, p.stderr
+
+
+def normalize(cmd, out, paths):
+    text = out.decode("utf-8", "replace")
+    for p, name in paths:
+        text = text.replace(p, name)
+    if cmd in ("keys", "dedup"):
+        return "\n".join(sorted(text.splitlines()))
+    if cmd == "stats":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+        value.pop("bytes", None)
+        return json.dumps(value, sort_keys=True)
+    return text
+
+
+class Base:
+    """A base database and what every command answers on it."""
+
+    def __init__(self, name, path, queries, get_keys, add_input):
+        self.name = name
+        self.path = path
+        self.queries = queries  # a JSONL file
+        self.get_keys = get_keys
+        self.add_input = add_input  # a JSONL file
+        self.snapshots = []  # older copies (for stale files)
+        self.baseline = None
+        self.prefix_baselines = []  # (records kept, answers) for cuts of the newest WAL
+        self.newest_wal = None
+        self.wal_boundaries = []
+
+
+def fingerprint(runner, base, db):
+    """What a writer's result holds, read back with the read commands, and whether `verify`
+    passes on it."""
+    keys = runner.run(["keys", db])
+    get = runner.run(["get", db, "--json"] + base.get_keys)
+    query = runner.run(["query", db, "--jsonl", base.queries, "--json"])
+    verify = runner.run(["verify", db])
+    paths = [(db, "DB")]
+    reads = "\n--\n".join(
+        [
+            f"{keys[0]}:{normalize('keys', keys[1], paths)}",
+            f"{get[0]}:{normalize('get', get[1], paths)}",
+            f"{query[0]}:{normalize('query', query[1], paths)}",
+        ]
+    )
+    return reads, verify[0] == 0
+
+
+def run_command(runner, base, cmd, db, scratch):
+    """(returncode, stderr, answer, verified) of `cmd` on the database in `db` (which a writer
+    changes): a writer's answer includes what its result reads back, and `verified` says
+    whether `verify` passes on that result (None for the read commands)."""
+    paths = [(db, "DB")]
+    if cmd == "query":
+        rc, out, err = runner.run(["query", db, "--jsonl", base.queries, "--json"])
+    elif cmd == "get":
+        rc, out, err = runner.run(["get", db, "--json"] + base.get_keys)
+    elif cmd == "keys":
+        rc, out, err = runner.run(["keys", db])
+    elif cmd == "dedup":
+        rc, out, err = runner.run(["dedup", db, "--format", "pairs"])
+    elif cmd == "stats":
+        rc, out, err = runner.run(["stats", db, "--json"])
+    elif cmd == "verify":
+        rc, out, err = runner.run(["verify", db])
+    elif cmd == "add":
+        rc, out, err = runner.run(["add", db, base.add_input, "--json", "--commit-every", "2"])
+    elif cmd == "compact":
+        rc, out, err = runner.run(["compact", db])
+    elif cmd == "export":
+        dest = os.path.join(scratch, "export")
+        rc, out, err = runner.run(["export", db, dest])
+        paths.append((dest, "DEST"))
+    else:
+        raise ValueError(cmd)
+    answer = normalize(cmd, out, paths)
+    verified = None
+    if rc == 0 and cmd in WRITES:
+        result = os.path.join(scratch, "export") if cmd == "export" else db
+        reads, verified = fingerprint(runner, base, result)
+        answer += "\n==\n" + reads
+    return rc, err.decode("utf-8", "replace"), answer, verified
+
+
+def answers(runner, base, db_dir, scratch):
+    """Every command on its own copy of `db_dir`: {cmd: (rc, stderr, answer)}."""
+    out = {}
+    ro = os.path.join(scratch, "ro")
+    shutil.copytree(db_dir, ro)
+    for cmd in READS:
+        out[cmd] = run_command(runner, base, cmd, ro, scratch)
+    for cmd in WRITES:
+        d = os.path.join(scratch, "w-" + cmd)
+        shutil.copytree(db_dir, d)
+        out[cmd] = run_command(runner, base, cmd, d, scratch)
+        shutil.rmtree(d)
+        shutil.rmtree(os.path.join(scratch, "export"), ignore_errors=True)
+    shutil.rmtree(ro)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the bases
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def must(runner, args):
+    rc, out, err = runner.run(args)
+    if rc != 0:
+        sys.exit(f"corruption_sweep: mhdb {' '.join(args)} failed ({rc}): {err.decode()}")
+    return out
+
+
+def golden_base(runner, work):
+    path = os.path.join(work, "golden")
+    shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v1"), path)
+    expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v1.expected.json")))
+    queries = os.path.join(work, "golden-queries.jsonl")
+    write_jsonl(queries, [{"id": f"q{i}", "text": q["text"]} for i, q in enumerate(expected["queries"])])
+    live = sorted(d["key"] for d in expected["live"])
+    keys = live[::9] + list(expected["deleted"])[:6] + [r["key"] for r in expected["replaced"]][:4]
+    keys += ["absent-key"]
+    add_input = os.path.join(work, "golden-add.jsonl")
+    write_jsonl(
+        add_input,
+        [
+            {"id": "sweep-new-1", "text": "A brand new document about the harbour festival and its lanterns."},
+            {"id": live[3], "text": "A replacement text for a stored key, about quiet gardens and clocks."},
+            {"id": "sweep-new-2", "text": expected["queries"][0]["text"]},
+        ],
+    )
+    return Base("golden", path, queries, keys, add_input)
+
+
+def built_base(runner, work):
+    corpus = read_jsonl(os.path.join(ROOT, "samples", "corpus.jsonl"))
+    path = os.path.join(work, "built")
+    must(runner, ["create", path, "--perms", "64", "--bits", "8", "--threshold", "0.6", "--bucket-cap", "3"])
+    p1 = corpus[:80]
+    p2 = corpus[80:150] + [{"id": d["id"], "text": corpus[200 + i]["text"]} for i, d in enumerate(p1[:12])]
+    snaps = []
+    for i, part in enumerate([p1, p2]):
+        f = os.path.join(work, f"built-part{i}.jsonl")
+        write_jsonl(f, part)
+        must(runner, ["add", path, f])
+        snap = os.path.join(work, f"built-snap{i}")
+        shutil.copytree(path, snap)
+        snaps.append(snap)
+    must(runner, ["delete", path] + [d["id"] for d in p1[20:26]] + ["absent-1"])
+    snap = os.path.join(work, "built-snap2")
+    shutil.copytree(path, snap)
+    snaps.append(snap)
+    must(runner, ["delete", path] + [d["id"] for d in p2[5:8]] + [p1[40]["id"]])
+    queries = os.path.join(work, "built-queries.jsonl")
+    write_jsonl(queries, read_jsonl(os.path.join(ROOT, "samples", "queries.jsonl"))[:12])
+    ids = [d["id"] for d in corpus[:150]]
+    keys = ids[::7] + [d["id"] for d in p1[20:26]] + [p1[40]["id"], p1[3]["id"], "absent-key"]
+    add_input = os.path.join(work, "built-add.jsonl")
+    write_jsonl(
+        add_input,
+        [
+            {"id": "sweep-new-1", "text": corpus[300]["text"]},
+            {"id": p1[5]["id"], "text": corpus[301]["text"]},
+            {"id": "sweep-new-2", "text": corpus[302]["text"]},
+        ],
+    )
+    base = Base("built", path, queries, keys, add_input)
+    base.snapshots = snaps
+    return base
+
+
+# ---------------------------------------------------------------------------------------------
+# Structure of each file kind: (offset, what) points, and record boundaries
+
+
+def u32(b, o):
+    return struct.unpack_from("<I", b, o)[0]
+
+
+def u64(b, o):
+    return struct.unpack_from("<Q", b, o)[0]
+
+
+def fields(points, base, spec, prefix=""):
+    """Adds the first (and, for wider fields, the last) byte of each (name, offset, size)."""
+    for name, off, size in spec:
+        points.append((base + off, f"{prefix}{name}"))
+        if size > 1:
+            points.append((base + off + size - 1, f"{prefix}{name} (last byte)"))
+
+
+def spans(points, start, length, what):
+    """First, middle and last byte of a region."""
+    if length <= 0:
+        return
+    for off, where in [(0, "first"), (length // 2, "middle"), (length - 1, "last")]:
+        points.append((start + off, f"{what} {where} byte"))
+
+
+def manifest_info(data):
+    """Segments (id, base, span, file_len) and the deletion list id of a manifest."""
+    segs = []
+    n = u32(data, 117)
+    for i in range(n):
+        o = 121 + 44 * i
+        segs.append((u64(data, o), u64(data, o + 8), u64(data, o + 16), u64(data, o + 32)))
+    return {
+        "segments": segs,
+        "del_id": u64(data, 93),
+        "siglog_records": u64(data, 69),
+        "num_perm": u32(data, 25),
+        "bits": data[40],
+        "wal_start": u64(data, 77),
+    }
+
+
+def wal_records(data):
+    """(start, end) of each valid-looking record, by the lengths (no checksum check)."""
+    out = []
+    pos = 16
+    while pos + 17 <= len(data):
+        length = u32(data, pos + 4)
+        if data[pos + 8] != 1 or pos + 17 + length > len(data):
+            break
+        out.append((pos, pos + 17 + length))
+        pos += 17 + length
+    return out
+
+
+def structure(name, data, info):
+    """(points, boundaries): offsets of every structure, and record boundaries."""
+    points, bounds = [], []
+    n = len(data)
+    if name == "CURRENT":
+        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("manifest_len", 20, 8), ("manifest_crc", 28, 4), ("crc", 32, 4)])
+        bounds = [8, 12, 20, 28, 32]
+    elif name.startswith("MANIFEST-"):
+        fields(points, 0, [
+            ("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("spec_version", 20, 4),
+            ("scheme", 24, 1), ("num_perm", 25, 4), ("seed", 29, 8), ("shingle_kind", 37, 1),
+            ("shingle_width", 38, 1), ("shingle_flags", 39, 1), ("bits", 40, 1), ("bands", 41, 4),
+            ("rows", 45, 4), ("threshold", 49, 8), ("bucket_cap", 57, 4), ("next_docno", 61, 8),
+            ("siglog_records", 69, 8), ("wal_start", 77, 8), ("next_file_id", 85, 8), ("del_id", 93, 8),
+            ("del_count", 101, 8), ("del_len", 109, 8), ("segment_count", 117, 4),
+        ])
+        for i in range((n - 125) // 44):
+            fields(points, 121 + 44 * i, [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8), ("siglog_crc", 40, 4)], f"segment entry {i} ")
+            bounds.append(121 + 44 * i)
+        fields(points, n - 4, [("crc", 0, 4)])
+        bounds += [20, 61, 121, n - 4]
+    elif name.startswith("del-"):
+        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("count", 12, 8)])
+        count = (n - 24) // 8
+        for i in sorted({0, count // 2, count - 1}):
+            if 0 <= i < count:
+                fields(points, 20 + 8 * i, [(f"entry {i}", 0, 8)])
+        fields(points, n - 4, [("crc", 0, 4)])
+        bounds = [20 + 8 * i for i in range(count + 1)]
+    elif name == "signatures.log":
+        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("num_perm", 12, 4), ("bits", 16, 4), ("record_bytes", 20, 4), ("crc", 24, 4)])
+        spans(points, 28, 36, "header padding")
+        rb = (info["num_perm"] * info["bits"] + 7) // 8
+        for sid, base, span, _ in info["segments"]:
+            for d in sorted({base, base + span // 2, base + span - 1}):
+                spans(points, 64 + d * rb, rb, f"record {d} (segment {sid:x})")
+            bounds += [64 + base * rb, 64 + (base + span) * rb]
+        zero = next((d for d in range(info["siglog_records"]) if not any(data[64 + d * rb : 64 + (d + 1) * rb])), None)
+        if zero is not None:
+            spans(points, 64 + zero * rb, rb, f"zero record {zero}")
+        bounds += [64 + rb // 2, n - rb // 2]
+    elif name.endswith(".seg"):
+        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("num_bands", 16, 4), ("bucket_cap", 20, 4), ("base_docno", 24, 8), ("span", 32, 8), ("doc_count", 40, 8), ("reserved", 48, 16)])
+        if n >= 96:
+            table = u64(data, n - 32)
+            count = u32(data, n - 24)
+            kinds = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT"}
+            for i in range(count):
+                e = table + 40 * i
+                if e + 40 > n - 32:
+                    break
+                kind, index, off, length = data[e] | data[e + 1] << 8, u32(data, e + 4), u64(data, e + 8), u64(data, e + 16)
+                label = f"{kinds.get(kind, kind)}{' ' + str(index) if kind == 4 else ''}"
+                every = i < 4 or i >= count - 2
+                spec = [("crc", 32, 4), ("offset", 8, 8)]
+                if every:
+                    spec = [("kind", 0, 2), ("width_a", 2, 1), ("width_b", 3, 1), ("index", 4, 4), ("offset", 8, 8), ("len", 16, 8), ("count", 24, 8), ("crc", 32, 4), ("reserved", 36, 4)]
+                fields(points, e, spec, f"section entry {label} ")
+                if off + length <= n:
+                    spans(points, off, length, f"section {label}")
+                    bounds += [off, off + length // 2]
+            bounds += [table, n - 32]
+            fields(points, n - 32, [("section_table_offset", 0, 8), ("num_sections", 8, 4), ("reserved", 12, 4), ("file_len", 16, 8), ("meta_crc", 24, 4), ("magic", 28, 4)], "footer ")
+    elif name.startswith("wal-"):
+        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("crc", 12, 4)])
+        bounds = [16]
+        for i, (s, e) in enumerate(wal_records(data)):
+            fields(points, s, [("crc", 0, 4), ("length", 4, 4), ("type", 8, 1), ("sequence", 9, 8)], f"record {i} ")
+            spans(points, s + 17, e - s - 17, f"record {i} payload")
+            bounds += [e, s + 9, s + 17 + (e - s - 17) // 2]
+    points = [(o, w) for o, w in points if 0 <= o < n]
+    bounds = sorted({b for b in bounds if 0 <= b < n})
+    return points, bounds
+
+
+def kind_of(name):
+    if name == "CURRENT":
+        return "CURRENT"
+    for prefix, kind in [("MANIFEST-", "manifest"), ("del-", "deletion list"), ("seg-", "segment"), ("wal-", "WAL")]:
+        if name.startswith(prefix):
+            return kind
+    if name == "signatures.log":
+        return "signature log"
+    return name
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutations
+
+
+def mutations(base, rng):
+    """Every mutation of `base`: dicts with base, file, kind, what, ops, boundary_cut."""
+    files = sorted(f for f in os.listdir(base.path) if f != "LOCK")
+    data = {f: open(os.path.join(base.path, f), "rb").read() for f in files}
+    current = data["CURRENT"]
+    manifest_name = f"MANIFEST-{u64(current, 12):016x}"
+    info = manifest_info(data[manifest_name])
+    wals = sorted(f for f in files if f.startswith("wal-"))
+    base.newest_wal = wals[-1] if wals else None
+    out = []
+
+    def add(f, kind, what, ops, boundary_cut=False, rollback=False):
+        out.append({"base": base.name, "file": f, "file_kind": kind_of(f), "kind": kind, "what": what, "ops": ops, "boundary_cut": boundary_cut, "rollback": rollback})
+
+    for f in files:
+        b = data[f]
+        points, bounds = structure(f, b, info)
+        seen = set()
+        for i, (off, what) in enumerate(points):
+            if off in seen:
+                continue
+            seen.add(off)
+            m = bytearray(b)
+            m[off] ^= 1 << (off * 7 + i) % 8
+            add(f, "flip", f"bit flip in {what} (offset {off})", [("write", f, bytes(m))])
+        for _ in range(min(6, len(b))):
+            off = rng.randrange(len(b))
+            m = bytearray(b)
+            m[off] = (m[off] + 1 + rng.randrange(255)) % 256
+            add(f, "byte", f"byte changed at offset {off}", [("write", f, bytes(m))])
+        wal_ends = set()
+        if f.startswith("wal-"):
+            wal_ends = {16} | {e for _, e in wal_records(b)}
+        for cut in sorted(set(bounds) | {0, len(b) - 1}):
+            if 0 <= cut < len(b):
+                add(f, "truncate", f"truncated to {cut} bytes", [("write", f, b[:cut])], boundary_cut=(f == base.newest_wal and cut in wal_ends))
+        for z in [1, 8, 64, 4096]:
+            if z <= len(b):
+                add(f, "zeros", f"last {z} bytes zeroed", [("write", f, b[: len(b) - z] + bytes(z))])
+        add(f, "zeros", "4096 zeros appended", [("write", f, b + bytes(4096))])
+        add(f, "delete", "removed", [("delete", f)], boundary_cut=(f == base.newest_wal))
+    # Stale copies: the file of the same name from an earlier snapshot, and CURRENT with its
+    # manifest rolled back together.
+    for snap in base.snapshots:
+        for f in files:
+            p = os.path.join(snap, f)
+            if os.path.exists(p):
+                old = open(p, "rb").read()
+                if old != data[f]:
+                    add(f, "stale", f"replaced by its copy in {os.path.basename(snap)}", [("write", f, old)])
+        old_current = open(os.path.join(snap, "CURRENT"), "rb").read()
+        old_manifest = f"MANIFEST-{u64(old_current, 12):016x}"
+        if old_current != current:
+            ops = [("write", "CURRENT", old_current), ("write", old_manifest, open(os.path.join(snap, old_manifest), "rb").read())]
+            add("CURRENT", "stale", f"CURRENT and {old_manifest} rolled back to {os.path.basename(snap)}", ops, rollback=True)
+    # Swaps within a kind.
+    for kind in ("seg-", "wal-"):
+        same = [f for f in files if f.startswith(kind)]
+        for a, b2 in zip(same, same[1:]):
+            add(a, "swap", f"contents swapped with {b2}", [("write", a, data[b2]), ("write", b2, data[a])])
+    return out
+
+
+def apply(db, ops):
+    for op in ops:
+        path = os.path.join(db, op[1])
+        if op[0] == "delete":
+            os.remove(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(op[2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+
+
+def classify(base, mutation, results):
+    """{cmd: outcome} for one mutation's results."""
+    outcome = {}
+    prefix_states = [p for _, p in base.prefix_baselines]
+    wal = mutation["file"].startswith("wal-") or any(op[1].startswith("wal-") for op in mutation["ops"])
+    for cmd in COMMANDS:
+        rc, err, answer, _ = results[cmd]
+        want_rc, _, want, _ = base.baseline[cmd]
+        if rc is None:
+            outcome[cmd] = "hang"
+        elif rc < 0 or rc == 101 or "panicked at" in err:
+            outcome[cmd] = "crash"
+        elif rc == want_rc and answer == want:
+            outcome[cmd] = "correct"
+        elif rc == 3 and CORRUPTION.search(err):
+            named = os.path.basename(CORRUPTION.search(err).group(1))
+            touched = {op[1] for op in mutation["ops"]}
+            outcome[cmd] = "detected" if named in touched else "detected-elsewhere"
+        elif wal and any(rc == p[cmd][0] and answer == p[cmd][2] for p in prefix_states):
+            outcome[cmd] = "torn-tail-boundary" if mutation["boundary_cut"] else "torn-tail-damage"
+        elif rc == 0 or (cmd == "get" and rc == 1 and not err.strip()):
+            # (get's exit 1 with nothing on stderr is its answer "a key is absent".)
+            outcome[cmd] = "rolled-back" if mutation["rollback"] else "silent-wrong"
+        else:
+            outcome[cmd] = "other-exit"
+    # verify answering "ok" is only right when every other command answered right.
+    if outcome["verify"] == "correct":
+        others = [outcome[c] for c in COMMANDS if c != "verify"]
+        if any(o in ("silent-wrong", "torn-tail-damage") for o in others):
+            outcome["verify"] = "silent-wrong"
+        elif any(o in ("torn-tail-boundary", "rolled-back") for o in others):
+            outcome["verify"] = next(o for o in others if o in ("torn-tail-boundary", "rolled-back"))
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mhdb", default=os.path.join(ROOT, "target", "release", "mhdb"))
+    ap.add_argument("--limit", type=int, default=0, help="run this many mutations (seeded sample; 0 = all)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--allow-silent", action="store_true", help="silent wrong answers do not fail the run")
+    ap.add_argument("--bases", default="golden,built")
+    ap.add_argument("--details", help="write every (mutation, command, outcome) as JSON lines here")
+    ap.add_argument("--work", help="scratch directory (default: under /dev/shm when present)")
+    args = ap.parse_args(argv)
+    if not os.access(args.mhdb, os.X_OK):
+        sys.exit(f"corruption_sweep: no mhdb binary at {args.mhdb} (cargo build --release)")
+    runner = Runner(args.mhdb, args.timeout)
+    scratch_root = args.work or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
+    work = tempfile.mkdtemp(prefix="mhdb-sweep-", dir=scratch_root)
+    started = time.time()
+    try:
+        bases = []
+        for name in args.bases.split(","):
+            base = golden_base(runner, work) if name == "golden" else built_base(runner, work)
+            bases.append(base)
+        rng = random.Random(args.seed)
+        todo = []
+        for base in bases:
+            todo += [(base, m) for m in mutations(base, rng)]
+        total = len(todo)
+        if args.limit and args.limit < total:
+            todo = random.Random(args.seed).sample(todo, args.limit)
+        # Baselines: the undamaged answers, and those of every cut of the newest WAL at a
+        # record boundary (what a torn tail gives).
+        for base in bases:
+            s = tempfile.mkdtemp(dir=work)
+            base.baseline = answers(runner, base, base.path, s)
+            for cmd, (rc, err, _, _) in base.baseline.items():
+                if rc not in (0, 1):
+                    sys.exit(f"corruption_sweep: {base.name}: {cmd} fails on the undamaged database: {err}")
+            if base.newest_wal:
+                wal = open(os.path.join(base.path, base.newest_wal), "rb").read()
+                ends = [16] + [e for _, e in wal_records(wal)]
+                for keep, end in enumerate(ends[:-1]):
+                    cut = os.path.join(s, "cut")
+                    shutil.copytree(base.path, cut)
+                    apply(cut, [("write", base.newest_wal, wal[:end])])
+                    base.prefix_baselines.append((keep, answers(runner, base, cut, s)))
+                    shutil.rmtree(cut)
+            shutil.rmtree(s)
+
+        counts = {cmd: {o: 0 for o in OUTCOMES} for cmd in COMMANDS}
+        # Writers that answered wrongly and left a result that verify passes: damage made
+        # permanent under fresh checksums.
+        laundered = {cmd: 0 for cmd in WRITES}
+        by_kind = {}
+        by_mutation = {}
+        examples = {}
+        lock = threading.Lock()
+        details = open(args.details, "w") if args.details else None
+        done = [0]
+
+        def one(item):
+            base, m = item
+            s = tempfile.mkdtemp(dir=work)
+            try:
+                db = os.path.join(s, "db")
+                shutil.copytree(base.path, db)
+                apply(db, m["ops"])
+                results = answers(runner, base, db, s)
+            finally:
+                shutil.rmtree(s, ignore_errors=True)
+            outcome = classify(base, m, results)
+            with lock:
+                done[0] += 1
+                for cmd, o in outcome.items():
+                    counts[cmd][o] += 1
+                    if cmd in WRITES and o == "silent-wrong" and results[cmd][3]:
+                        laundered[cmd] += 1
+                    k = by_kind.setdefault(m["file_kind"], {x: 0 for x in OUTCOMES})
+                    k[o] += 1
+                    k = by_mutation.setdefault(m["kind"], {x: 0 for x in OUTCOMES})
+                    k[o] += 1
+                    if o not in ("correct", "detected") and (o, m["file_kind"]) not in examples:
+                        examples[(o, m["file_kind"])] = f"{base.name} {m['file']}: {m['what']}: {cmd}: {results[cmd][1].strip()[:160]}"
+                if details:
+                    details.write(json.dumps({"base": base.name, "file": m["file"], "mutation": m["what"], "outcome": outcome, "stderr": {c: results[c][1][:300] for c in COMMANDS if outcome[c] != "correct"}}) + "\n")
+                if done[0] % 100 == 0:
+                    print(f"  {done[0]}/{len(todo)} mutations, {time.time() - started:.0f} s", file=sys.stderr)
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            list(pool.map(one, todo))
+        if details:
+            details.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    n = len(todo)
+    print(f"corruption sweep: {n} mutations (of {total}) x {len(COMMANDS)} commands = {n * len(COMMANDS)} runs, "
+          f"bases {args.bases}, seed {args.seed}, {time.time() - started:.0f} s")
+    print()
+    print("| outcome | " + " | ".join(COMMANDS) + " | all |")
+    print("| --- |" + " ---: |" * (len(COMMANDS) + 1))
+    for o in OUTCOMES:
+        row = [counts[c][o] for c in COMMANDS]
+        print(f"| {o} | " + " | ".join(str(x) for x in row) + f" | {sum(row)} |")
+    print()
+    print("silent wrong answers of writers whose result passes verify (damage laundered): "
+          + ", ".join(f"{c} {laundered[c]}" for c in WRITES))
+    print()
+    print("| file kind | " + " | ".join(OUTCOMES) + " |")
+    print("| --- |" + " ---: |" * len(OUTCOMES))
+    for kind in sorted(by_kind):
+        print(f"| {kind} | " + " | ".join(str(by_kind[kind][o]) for o in OUTCOMES) + " |")
+    print()
+    print("| mutation | " + " | ".join(OUTCOMES) + " |")
+    print("| --- |" + " ---: |" * len(OUTCOMES))
+    for kind in ["flip", "byte", "truncate", "zeros", "delete", "stale", "swap"]:
+        if kind in by_mutation:
+            print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
+    if examples:
+        print()
+        print("examples (first of each outcome and file kind):")
+        for (o, kind), text in sorted(examples.items()):
+            print(f"  {o}, {kind}: {text}")
+    failing = {o: sum(counts[c][o] for c in COMMANDS) for o in FAILING}
+    if failing["crash"] or failing["hang"]:
+        print(f"FAILED: {failing['crash']} crashes, {failing['hang']} hangs")
+        return 1
+    silent = failing["silent-wrong"] + failing["torn-tail-damage"]
+    if silent and not args.allow_silent:
+        print(f"FAILED: {silent} silent wrong answers (--allow-silent to report only)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
