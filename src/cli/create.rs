@@ -32,8 +32,8 @@ pub fn warn_weak_banding(lsh: &LshParams, threshold: f64) {
     }
 }
 
-/// Refuses a path that exists and is not an empty directory: `create` makes a new database,
-/// it never adopts what a directory already holds.
+/// Refuses a path that exists and is not a directory; `Db::create` refuses a directory that
+/// holds anything but the leftovers of an interrupted create.
 fn refuse_non_empty(dir: &Path) -> CliResult {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -51,17 +51,9 @@ fn refuse_non_empty(dir: &Path) -> CliResult {
             )));
         }
     };
-    if entries.count() > 0 {
-        let what = if dir.join("CURRENT").exists() {
-            "already holds an mhdb database"
-        } else {
-            "is not empty"
-        };
-        return Err(CliError::usage(format!(
-            "{} {what}: create needs a missing or empty directory",
-            dir.display()
-        )));
-    }
+    // What it may hold is the library's call: nothing, or the leftovers of an interrupted
+    // create (which it replaces).
+    drop(entries);
     Ok(())
 }
 

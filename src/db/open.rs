@@ -29,7 +29,7 @@ use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
 use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsFile, VfsLock, read_file};
 use crate::storage::wal::batch::{OpRef, band_keys_le, decode_ops};
-use crate::storage::wal::{WalReader, WalWriter};
+use crate::storage::wal::{WAL_HEADER_LEN, WalReader, WalWriter};
 use crate::{Error, Result};
 
 /// Creates a new database in `dir` (which must not hold one already), then opens it.
@@ -42,6 +42,34 @@ pub(super) fn create(
     params.validate()?;
     vfs.create_dir_all(dir)
         .map_err(Error::io_on(dir, "create directory"))?;
+    // Leftovers of an interrupted create (no CURRENT yet) are ours to replace; anything else
+    // is someone else's, and a new database does not adopt it. Checked before the lock, which
+    // would add a file; CURRENT is checked again under it.
+    let listing = vfs
+        .list_dir(dir)
+        .map_err(Error::io_on(dir, "list directory"))?;
+    if listing.iter().any(|n| n == names::CURRENT) {
+        return Err(Error::invalid(
+            "path",
+            format!("{} already holds an mhdb database", dir.display()),
+        ));
+    }
+    if let Some(other) = listing.iter().find(|n| {
+        !(n.as_str() == names::LOCK
+            || n.as_str() == names::SIGLOG
+            || matches!(
+                names::classify(n),
+                Some(FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::CurrentTmp)
+            ))
+    }) {
+        return Err(Error::invalid(
+            "path",
+            format!(
+                "{} is not empty (it holds {other}): create needs a missing or empty directory",
+                dir.display()
+            ),
+        ));
+    }
     let lock = lock_writer(vfs.as_ref(), dir)?;
     let current = dir.join(names::CURRENT);
     if vfs
@@ -53,7 +81,6 @@ pub(super) fn create(
             format!("{} already holds an mhdb database", dir.display()),
         ));
     }
-    // Leftovers of an interrupted create (no CURRENT yet) are ours to replace.
     let siglog_path = dir.join(names::SIGLOG);
     let siglog = vfs
         .open(&siglog_path, OpenMode::CreateOrTruncate)
@@ -455,10 +482,10 @@ fn settle_replayed_wal(
 
 /// Bytes cut from the end of a WAL file by a writer's recovery that were not all zeros.
 ///
-/// Zeros after the last whole record are the space a writer writes ahead of its records (or
-/// what a crash left of a record never written): cut silently. Anything else is a record torn
-/// by a crash (never acknowledged) or damage to the last record (acknowledged), and the bytes
-/// cannot tell which: they are kept in a file beside the WAL, this handle reports them
+/// Zeros after the last whole record are the space a writer writes ahead of its records, and a
+/// record whose checksum (written last) is still zero was never finished: both are cut
+/// silently. Anything else is a record torn by a power loss (never acknowledged) or damage to
+/// the last record (acknowledged), and the bytes cannot tell which: they are kept in a file beside the WAL, this handle reports them
 /// ([`Db::cut_tails`](super::Db::cut_tails)), and `verify` reports them as corruption until
 /// the file is removed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -490,6 +517,11 @@ fn keep_torn_tail(
     let Some(last) = tail.iter().rposition(|&b| b != 0) else {
         return Ok(None);
     };
+    // A record's checksum is written after the rest of it: still zero, the record was never
+    // finished, so never acknowledged (a process killed mid-write), and it goes silently.
+    if valid_len >= WAL_HEADER_LEN && tail.get(..4) == Some(&[0; 4]) {
+        return Ok(None);
+    }
     let kept = tail.get(..=last).unwrap_or_default();
     let kept_in = dir.join(names::torn_tail_name(id, valid_len));
     super::commit::write_new_file(vfs, &kept_in, kept, OpenMode::CreateOrTruncate)?;

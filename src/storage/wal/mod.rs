@@ -102,7 +102,15 @@ impl WriterInner {
             }
             self.allocated = target;
         }
-        if let Err(e) = self.file.write_all_at(record, self.offset) {
+        // The checksum, the record's first four bytes, is written last: a process killed while
+        // the kernel copies the record (a write of several pages can stop at a page boundary)
+        // leaves it zero, so recovery tells an unfinished record from a damaged one.
+        let (crc, body) = record.split_at(4.min(record.len()));
+        let written = self
+            .file
+            .write_all_at(body, self.offset + crc.len() as u64)
+            .and_then(|()| self.file.write_all_at(crc, self.offset));
+        if let Err(e) = written {
             self.cut_unacknowledged();
             return Err(self.fail("write WAL")(e));
         }
