@@ -57,7 +57,7 @@ pub use write::WriteBatch;
 use group_commit::GroupCommit;
 use state::State;
 
-use crate::sketch::{Banding, MinHasher, bbit};
+use crate::sketch::{Banding, MinHasher, Signature, bbit};
 use crate::storage::names;
 use crate::storage::siglog;
 use crate::storage::vfs::{StdFs, Vfs, VfsFile, VfsLock};
@@ -224,6 +224,22 @@ impl Db {
             num_perm: self.params.sketch.num_perm,
             packed: bytes.to_vec(),
         }))
+    }
+
+    /// The number of live documents.
+    pub fn len(&self) -> u64 {
+        self.state.read().live_count()
+    }
+
+    /// True when the database holds no live document.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
+    /// and [`Db::query_text`] compute).
+    pub fn sketch_text(&self, text: &str) -> Result<Signature> {
+        Ok(self.hasher.sketch_text(text))
     }
 
     /// Every live key, in no particular order.
