@@ -16,11 +16,6 @@ use rayon::prelude::*;
 use crate::convert::{SketchArgs, key_from_py, key_to_py, signature_from_py};
 use crate::errors::{self, OrRaise, invalid};
 
-/// The default number of documents per committed batch of `insert_many`.
-const DEFAULT_COMMIT_EVERY: usize = 10_000;
-/// The default number of queries answered together by `query_many`.
-const DEFAULT_QUERY_BATCH: usize = 1_024;
-
 /// A persistent, crash-safe MinHash-LSH index in a directory.
 ///
 /// Open one with :meth:`Index.create`, :meth:`Index.open` or :meth:`Index.open_or_create`;
@@ -408,7 +403,7 @@ impl PyIndex {
     ///
     /// Returns:
     ///     the number of documents inserted.
-    #[pyo3(signature = (items, texts = None, *, commit_every = DEFAULT_COMMIT_EVERY, on_commit = None))]
+    #[pyo3(signature = (items, texts = None, *, commit_every = 10_000, on_commit = None))]
     fn insert_many(
         &self,
         py: Python<'_>,
@@ -563,7 +558,7 @@ impl PyIndex {
     /// Give ``texts`` (an iterable of ``str``) or ``signatures`` (an iterable of signatures,
     /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
     /// is answered on every core with the GIL released.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = DEFAULT_QUERY_BATCH))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024))]
     fn query_many(
         &self,
         py: Python<'_>,

@@ -400,7 +400,7 @@ impl WalReader {
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
     ///
-    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see [`FileChunks`]. A
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: see `FileChunks`. A
     /// writer's recovery replays it with the database locked; a reader may replay it while a
     /// writer in another process appends to it (a partly written last record is a torn tail)
     /// or cuts it (the log then ends where the file ends).
