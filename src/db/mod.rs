@@ -87,7 +87,8 @@ pub struct Db {
     vfs: Arc<dyn Vfs>,
     opts: Options,
     params: IndexParams,
-    hasher: MinHasher,
+    /// The signer (none for a foreign scheme, whose signatures come from their producer).
+    hasher: Option<MinHasher>,
     banding: Banding,
     read_only: bool,
     /// The writer's locks (none for a reader).
@@ -189,9 +190,13 @@ impl Db {
         &self.params
     }
 
-    /// The signer matching this database's parameters.
-    pub fn hasher(&self) -> &MinHasher {
-        &self.hasher
+    /// The signer matching this database's parameters; an error for a database of
+    /// signatures made elsewhere (a foreign [`Scheme`](crate::sketch::Scheme), e.g. datasketch's),
+    /// for which mhdb never signs text.
+    pub fn hasher(&self) -> Result<&MinHasher> {
+        self.hasher
+            .as_ref()
+            .ok_or_else(|| self.params.sketch.scheme.text_refused())
     }
 
     /// The directory of the database.
@@ -239,7 +244,7 @@ impl Db {
     /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
     /// and [`Db::query_text`] compute).
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
-        Ok(self.hasher.sketch_text(text))
+        Ok(self.hasher()?.sketch_text(text))
     }
 
     /// Every live key, in no particular order.
