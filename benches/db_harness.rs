@@ -268,7 +268,7 @@ fn main() {
             .filter_map(|v| v.get("text")?.as_str().map(str::to_owned))
             .take(a.queries)
             .collect();
-        let sigs = db.hasher().sketch_batch(&texts);
+        let sigs = db.hasher().unwrap().sketch_batch(&texts);
         let opts = QueryOptions::default();
         let (mut matches, mut candidates, mut verified) = (0usize, 0usize, 0usize);
         for s in &sigs {
@@ -628,7 +628,7 @@ fn main() {
         let bytes: usize = texts.iter().map(|t| t.len()).sum();
         let t = Instant::now();
         for chunk in texts.chunks(2000) {
-            let sigs = db.hasher().sketch_batch(chunk);
+            let sigs = db.hasher().unwrap().sketch_batch(chunk);
             let mut b = WriteBatch::new();
             for (i, s) in sigs.into_iter().enumerate() {
                 b.insert(format!("t{}-{i}", chunk.as_ptr() as usize), s);

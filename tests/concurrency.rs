@@ -40,7 +40,7 @@ fn readers_see_whole_batches_during_writes_flushes_and_compactions() {
         ..Options::default()
     };
     let db = Arc::new(Db::create_with_vfs(fs, Path::new("/db"), params, opts).unwrap());
-    let hasher = db.hasher().clone();
+    let hasher = db.hasher().unwrap().clone();
     let sigs: Vec<_> = (0..FAMILIES)
         .map(|f| hasher.sketch_text(&text(f)))
         .collect();

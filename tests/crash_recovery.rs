@@ -131,7 +131,7 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
                 }
             }
             Step::Bulk(docs) => {
-                let hasher = db.hasher().clone();
+                let hasher = db.hasher().unwrap().clone();
                 let docs: Vec<(String, Signature)> = docs
                     .iter()
                     .map(|(k, seed)| (k.clone(), hasher.sketch_text(&text(*seed))))

@@ -42,7 +42,7 @@ fn insert_query_delete_upsert_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
-    let hasher = db.hasher().clone();
+    let hasher = db.hasher().unwrap().clone();
     let mut batch = WriteBatch::new();
     for i in 0..50u64 {
         batch.insert_text(format!("doc{i}"), text(i));
@@ -95,7 +95,7 @@ fn queries_equal_brute_force_across_flushes_and_compaction() {
         ..Options::default()
     };
     let db = Db::create(&path, IndexParams::default(), options.clone()).unwrap();
-    let hasher = db.hasher().clone();
+    let hasher = db.hasher().unwrap().clone();
     let mut model: BTreeMap<String, Signature> = BTreeMap::new();
     for round in 0..6u64 {
         let mut batch = WriteBatch::new();
@@ -175,7 +175,7 @@ fn top_k_and_threshold_options() {
         b.insert_text(format!("v{i}"), mutate(&base, *every));
     }
     db.write(&b).unwrap();
-    let q = db.hasher().sketch_text(&base);
+    let q = db.hasher().unwrap().sketch_text(&base);
     let all = db
         .query(
             &q,
@@ -347,7 +347,7 @@ fn bad_inputs_are_clear_errors() {
 fn oversized_batch_is_refused_without_effect() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::create(dir.path().join("db"), IndexParams::default(), opts()).unwrap();
-    let hasher = db.hasher().clone();
+    let hasher = db.hasher().unwrap().clone();
     let sig = hasher.sketch_text("some text that is long enough to have shingles");
     let mut b = WriteBatch::new();
     // Each insert logs ~700 bytes: 120k of them exceed one 64 MiB WAL record.

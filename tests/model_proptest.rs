@@ -73,7 +73,7 @@ fn check(db: &Db, model: &Model) {
     let p = db.params();
     let packer = Packer::of(db);
     for t in [0u8, 9, 17, 30] {
-        let sig = db.hasher().sketch_text(&text(t));
+        let sig = db.hasher().unwrap().sketch_text(&text(t));
         let packed = packer.pack(&sig);
         let res = db.query(&sig, &QueryOptions::default()).unwrap();
         for m in &res.matches {

@@ -33,6 +33,9 @@ FORMAT_VERSION = 1
 M64 = (1 << 64) - 1
 MAX_KEY = 64 * 1024
 MAX_WAL_PAYLOAD = 64 * 1024 * 1024
+# The manifest's scheme codes (format/manifest.md; 16-18: signatures made by datasketch,
+# format/hashing.md §11).
+SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
 
 
 class FormatError(Exception):
@@ -256,7 +259,7 @@ class Reader:
         o += 41
         if spec != 1:
             self.fail(name, 20, f"unknown hash spec version {spec}")
-        if scheme not in (1, 2):
+        if scheme not in SCHEMES:
             self.fail(name, 24, f"unknown scheme {scheme}")
         if sk not in (1, 2):
             self.fail(name, 37, f"unknown shingle kind {sk}")
@@ -268,7 +271,7 @@ class Reader:
             self.fail(name, 41, f"{bands} bands x {rows} rows do not fit {num_perm} slots")
         params = {
             "spec_version": spec,
-            "scheme": {1: "oph", 2: "kperm"}[scheme],
+            "scheme": SCHEMES[scheme],
             "num_perm": num_perm,
             "seed": seed,
             "shingle": ("char" if sk == 1 else "word") + f":{sw}",

@@ -204,7 +204,7 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
             if lines.is_empty() && done {
                 break;
             }
-            let hasher = loader.db.hasher();
+            let hasher = loader.db.hasher()?;
             // Three things at once: the batches completed by the previous chunk are committed
             // (mostly writes and fsyncs, which leave the cores idle), this chunk is parsed and
             // signed on every core, and the next chunk is read. A failed commit stops the
@@ -286,7 +286,7 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         for msg in not_utf8 {
             loader.take(Err(msg), "")?;
         }
-        let hasher = loader.db.hasher();
+        let hasher = loader.db.hasher()?;
         let (committed, signed) = rayon::join(
             || loader.commit_sealed(),
             || -> Vec<Parsed> {

@@ -57,7 +57,7 @@ pub use write::WriteBatch;
 use group_commit::GroupCommit;
 use state::State;
 
-use crate::sketch::{Banding, MinHasher, bbit};
+use crate::sketch::{Banding, MinHasher, Signature, bbit};
 use crate::storage::names;
 use crate::storage::siglog;
 use crate::storage::vfs::{StdFs, Vfs, VfsFile, VfsLock};
@@ -87,7 +87,8 @@ pub struct Db {
     vfs: Arc<dyn Vfs>,
     opts: Options,
     params: IndexParams,
-    hasher: MinHasher,
+    /// The signer (none for a foreign scheme, whose signatures come from their producer).
+    hasher: Option<MinHasher>,
     banding: Banding,
     read_only: bool,
     /// The writer's locks (none for a reader).
@@ -189,9 +190,13 @@ impl Db {
         &self.params
     }
 
-    /// The signer matching this database's parameters.
-    pub fn hasher(&self) -> &MinHasher {
-        &self.hasher
+    /// The signer matching this database's parameters; an error for a database of
+    /// signatures made elsewhere (a foreign [`Scheme`](crate::sketch::Scheme), e.g. datasketch's),
+    /// for which mhdb never signs text.
+    pub fn hasher(&self) -> Result<&MinHasher> {
+        self.hasher
+            .as_ref()
+            .ok_or_else(|| self.params.sketch.scheme.text_refused())
     }
 
     /// The directory of the database.
@@ -224,6 +229,22 @@ impl Db {
             num_perm: self.params.sketch.num_perm,
             packed: bytes.to_vec(),
         }))
+    }
+
+    /// The number of live documents.
+    pub fn len(&self) -> u64 {
+        self.state.read().live_count()
+    }
+
+    /// True when the database holds no live document.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
+    /// and [`Db::query_text`] compute).
+    pub fn sketch_text(&self, text: &str) -> Result<Signature> {
+        Ok(self.hasher()?.sketch_text(text))
     }
 
     /// Every live key, in no particular order.

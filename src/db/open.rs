@@ -144,7 +144,11 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let hasher = params.hasher()?;
+    let hasher = if params.sketch.scheme.signs_text() {
+        Some(params.hasher()?)
+    } else {
+        None
+    };
     let banding = params.banding()?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {

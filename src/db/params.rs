@@ -135,8 +135,11 @@ impl StoredParams for IndexParams {
             });
         }
         let scheme_code = d.u8("scheme")?;
-        let scheme = Scheme::from_code(scheme_code)
-            .ok_or_else(|| d.corruption(format!("unknown scheme code {scheme_code}")))?;
+        let scheme = Scheme::from_code(scheme_code).ok_or_else(|| {
+            d.corruption(format!(
+                "unknown scheme code {scheme_code} (written by a newer mhdb?)"
+            ))
+        })?;
         let num_perm = d.u32("num_perm")? as usize;
         let seed = d.u64("seed")?;
         let kind = d.u8("shingle kind")?;

@@ -84,7 +84,7 @@ impl Db {
 
     /// Documents similar to `text`.
     pub fn query_text(&self, text: &str, opts: &QueryOptions) -> Result<QueryResult> {
-        self.query(&self.hasher.sketch_text(text), opts)
+        self.query(&self.sketch_text(text)?, opts)
     }
 
     /// Many queries, answered on every core.
@@ -457,7 +457,7 @@ mod tests {
         assert!(!version.segments.is_empty());
         let record_bytes = db.params.sig_bytes();
         for t in &texts {
-            let sig = db.hasher.sketch_text(t);
+            let sig = db.sketch_text(t).unwrap();
             let keys = db.banding.band_keys(sig.slots()).unwrap();
             for from in [0, 1, keys.len(), keys.len() + 1] {
                 prefetch_lookups(version, &keys, from);

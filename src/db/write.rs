@@ -96,7 +96,7 @@ impl Db {
         for op in &batch.ops {
             let (key, sig) = match op {
                 BatchOp::Put { key, sig } => (key, Cow::Borrowed(sig)),
-                BatchOp::PutText { key, text } => (key, Cow::Owned(self.hasher.sketch_text(text))),
+                BatchOp::PutText { key, text } => (key, Cow::Owned(self.sketch_text(text)?)),
                 BatchOp::Delete { key } => {
                     check_key(key)?;
                     prepared.push(Prepared::Delete { key });

@@ -167,8 +167,13 @@ const HASH_CHUNK: usize = 256;
 
 impl MinHasher {
     /// Builds a hasher, deriving every constant from (scheme, seed, spec version).
+    ///
+    /// Foreign schemes (datasketch's) are refused: mhdb does not compute their signatures.
     pub fn new(params: SketchParams) -> Result<Self> {
         params.validate()?;
+        if !params.scheme.signs_text() {
+            return Err(params.scheme.text_refused());
+        }
         let k = params.num_perm;
         let (mut perm_mul, mut perm_add) = (Vec::new(), Vec::new());
         if params.scheme == Scheme::KPerm {
@@ -240,7 +245,8 @@ impl MinHasher {
     pub fn add_hashes(&self, partial: &mut PartialSketch, hashes: &[u64]) {
         match self.params.scheme {
             Scheme::Oph => oph_update(&mut partial.raw, hashes),
-            Scheme::KPerm => {
+            // (`new` refuses the foreign schemes: only k-permutation is left.)
+            _ => {
                 SCRATCH.with(|cell| {
                     let mut guard = cell.borrow_mut();
                     let mins = &mut guard.1;
@@ -268,7 +274,7 @@ impl MinHasher {
                             oph_update_one(raw, k, h)
                         });
                 }
-                Scheme::KPerm => {
+                _ => {
                     let mut buf = [0u64; HASH_CHUNK];
                     let mut len = 0usize;
                     self.params
@@ -306,8 +312,8 @@ impl MinHasher {
     /// Turns raw minima into a signature; for OPH, fills empty bins by optimal densification.
     pub fn finish(&self, partial: &PartialSketch) -> Signature {
         match self.params.scheme {
-            Scheme::KPerm => Signature::from_slots(partial.raw.clone()),
             Scheme::Oph => Signature::from_slots(densify(&partial.raw, self.densify_seed)),
+            _ => Signature::from_slots(partial.raw.clone()),
         }
     }
 

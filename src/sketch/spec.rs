@@ -16,13 +16,22 @@ pub const MAX_NUM_PERM: usize = 8192;
 /// Increment of the SplitMix64 generator (the golden ratio in 64-bit fixed point).
 const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// How a signature is computed from the shingle hashes.
+/// How a signature is computed: by mhdb from text (`Oph`, `KPerm`), or by another producer
+/// from its caller's tokens (the *foreign* schemes: mhdb stores and compares such signatures
+/// but never signs text for them; `format/hashing.md` §11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scheme {
     /// One-permutation hashing with optimal densification (Shrivastava 2017). The default.
     Oph,
     /// Classic k-permutation MinHash: k affine permutations of each shingle hash.
     KPerm,
+    /// datasketch's `MinHash` before 2.0 (its `"legacy"` scheme in 2.x): `(a·h + b) mod
+    /// (2^61 − 1)` masked to 32 bits, each value stored in a u64 slot.
+    DatasketchLegacy,
+    /// datasketch 2.x `MinHash` with `scheme="affine32"` (its default): u32 values.
+    DatasketchAffine32,
+    /// datasketch 2.x `MinHash` with `scheme="affine64"`: u64 values.
+    DatasketchAffine64,
 }
 
 impl Scheme {
@@ -31,6 +40,9 @@ impl Scheme {
         match self {
             Scheme::Oph => "oph",
             Scheme::KPerm => "kperm",
+            Scheme::DatasketchLegacy => "datasketch-legacy",
+            Scheme::DatasketchAffine32 => "datasketch-affine32",
+            Scheme::DatasketchAffine64 => "datasketch-affine64",
         }
     }
 
@@ -39,15 +51,41 @@ impl Scheme {
         match self {
             Scheme::Oph => 1,
             Scheme::KPerm => 2,
+            Scheme::DatasketchLegacy => 16,
+            Scheme::DatasketchAffine32 => 17,
+            Scheme::DatasketchAffine64 => 18,
         }
     }
 
     /// Inverse of [`Scheme::code`].
     pub fn from_code(code: u8) -> Option<Scheme> {
-        match code {
-            1 => Some(Scheme::Oph),
-            2 => Some(Scheme::KPerm),
-            _ => None,
+        Scheme::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// Every scheme, mhdb's first.
+    pub const ALL: [Scheme; 5] = [
+        Scheme::Oph,
+        Scheme::KPerm,
+        Scheme::DatasketchLegacy,
+        Scheme::DatasketchAffine32,
+        Scheme::DatasketchAffine64,
+    ];
+
+    /// True for the schemes mhdb computes from text (`oph`, `kperm`); false for signatures
+    /// made elsewhere (datasketch), which an index stores and compares but never signs.
+    pub fn signs_text(self) -> bool {
+        matches!(self, Scheme::Oph | Scheme::KPerm)
+    }
+
+    /// The error for signing text under a foreign scheme: such signatures come from their
+    /// producer, and mhdb never mixes them with its own.
+    pub fn text_refused(self) -> crate::Error {
+        crate::Error::ParameterMismatch {
+            name: "scheme",
+            stored: format!(
+                "{self} (signatures made by datasketch from the caller's tokens: insert and query by signature)"
+            ),
+            requested: "text signed by mhdb (oph or kperm)".into(),
         }
     }
 }
@@ -55,14 +93,19 @@ impl Scheme {
 impl std::str::FromStr for Scheme {
     type Err = crate::Error;
     fn from_str(s: &str) -> crate::Result<Scheme> {
-        match s {
-            "oph" => Ok(Scheme::Oph),
-            "kperm" => Ok(Scheme::KPerm),
-            other => Err(crate::Error::invalid(
-                "scheme",
-                format!("unknown scheme {other:?}; expected \"oph\" or \"kperm\""),
-            )),
-        }
+        Scheme::ALL
+            .into_iter()
+            .find(|scheme| scheme.name() == s)
+            .ok_or_else(|| {
+                crate::Error::invalid(
+                    "scheme",
+                    format!(
+                        "unknown scheme {s:?}; expected \"oph\" or \"kperm\" (or, for \
+                         signatures made by datasketch, \"datasketch-legacy\", \
+                         \"datasketch-affine32\" or \"datasketch-affine64\")"
+                    ),
+                )
+            })
     }
 }
 

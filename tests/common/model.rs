@@ -36,7 +36,7 @@ impl Packer {
     /// The packer of an open database's parameters.
     pub fn of(db: &Db) -> Self {
         Packer {
-            hasher: db.hasher().clone(),
+            hasher: db.hasher().unwrap().clone(),
             bits: db.params().bits,
         }
     }

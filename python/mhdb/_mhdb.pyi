@@ -1,0 +1,222 @@
+"""Type stubs of the compiled module ``mhdb._mhdb`` (re-exported by ``mhdb``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, Optional, Union, final, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ._errors import Error
+
+SPEC_VERSION: int
+"""The hash spec version (``format/hashing.md``) signatures are computed with."""
+MAX_KEY_LEN: int
+"""The longest key, in bytes."""
+__version__: str
+
+_Key = Union[str, bytes]
+"""A key: ``str`` (stored as UTF-8) or ``bytes``. Returned as ``str`` when valid UTF-8."""
+_SignatureLike = Union[npt.NDArray[np.uint64], npt.NDArray[np.uint32], Sequence[int]]
+"""A signature: a 1-D ``uint64`` (or ``uint32``) array, or a sequence of ints."""
+_PathLike = Union[str, "os.PathLike[str]"]
+_Match = tuple[_Key, float]
+"""``(key, estimated Jaccard)``."""
+
+@final
+class MinHasher:
+    """Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies."""
+
+    def __new__(
+        cls,
+        num_perm: int = 128,
+        scheme: Literal["oph", "kperm"] = "oph",
+        seed: int = 0,
+        shingle: str = "char:5",
+        nfkc: bool = False,
+        lowercase: bool = True,
+        collapse_whitespace: bool = True,
+    ) -> MinHasher: ...
+    @property
+    def num_perm(self) -> int:
+        """Number of slots k of every signature."""
+    @property
+    def scheme(self) -> str:
+        """The signature scheme: ``"oph"`` or ``"kperm"``."""
+    @property
+    def seed(self) -> int:
+        """The user seed."""
+    @property
+    def shingle(self) -> str:
+        """The shingling, as ``"char:N"`` or ``"word:N"``."""
+    @property
+    def nfkc(self) -> bool:
+        """Whether NFKC normalization is applied."""
+    @property
+    def lowercase(self) -> bool:
+        """Whether text is lowercased."""
+    @property
+    def collapse_whitespace(self) -> bool:
+        """Whether white space runs are collapsed."""
+    def sketch(self, text: str) -> npt.NDArray[np.uint64]:
+        """The signature of ``text``: a ``uint64`` array of length ``num_perm``."""
+    def sketch_many(self, texts: Iterable[str]) -> npt.NDArray[np.uint64]:
+        """Signatures of many texts, shape ``(n, num_perm)``, on every core without the GIL."""
+    @staticmethod
+    def jaccard(a: _SignatureLike, b: _SignatureLike) -> float:
+        """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""
+
+@final
+class QueryIterator(Iterator[list[_Match]]):
+    """What :meth:`Index.query_many` returns: one list of matches per input, in order."""
+
+    def __iter__(self) -> QueryIterator: ...
+    def __next__(self) -> list[_Match]: ...
+
+@final
+class Index:
+    """A persistent, crash-safe MinHash-LSH index in a directory.
+
+    Keys are ``str`` or ``bytes``; keys come back as ``str`` when their bytes are valid
+    UTF-8, else as ``bytes`` (``"a"`` and ``b"a"`` name the same document). Every method that
+    does real work releases the GIL.
+    """
+
+    @staticmethod
+    def create(
+        path: _PathLike,
+        threshold: float = 0.8,
+        *,
+        num_perm: int = 128,
+        scheme: str = "oph",
+        seed: int = 0,
+        shingle: str = "char:5",
+        nfkc: bool = False,
+        lowercase: bool = True,
+        collapse_whitespace: bool = True,
+        bits: int = 32,
+        bands: Optional[int] = None,
+        rows: Optional[int] = None,
+        bucket_cap: Optional[int] = 10000,
+    ) -> Index:
+        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``)."""
+    @staticmethod
+    def open(path: _PathLike, read_only: bool = False) -> Index:
+        """Opens an existing index (read-only: no lock, nothing modified)."""
+    @staticmethod
+    def open_or_create(
+        path: _PathLike,
+        threshold: float = 0.8,
+        *,
+        num_perm: int = 128,
+        scheme: str = "oph",
+        seed: int = 0,
+        shingle: str = "char:5",
+        nfkc: bool = False,
+        lowercase: bool = True,
+        collapse_whitespace: bool = True,
+        bits: int = 32,
+        bands: Optional[int] = None,
+        rows: Optional[int] = None,
+        bucket_cap: Optional[int] = 10000,
+    ) -> Index:
+        """Opens the index in ``path``, or creates it with these parameters."""
+    def __enter__(self) -> Index: ...
+    def __exit__(self, *args: object) -> bool: ...
+    def close(self) -> None:
+        """Closes the index (releases its lock); later calls raise :class:`Error`."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+    @property
+    def path(self) -> str:
+        """The directory of the index."""
+    @property
+    def read_only(self) -> bool:
+        """Whether the index was opened read-only."""
+    @property
+    def params(self) -> dict[str, Any]:
+        """The stored parameters."""
+    @property
+    def hasher(self) -> MinHasher:
+        """A :class:`MinHasher` with this index's signature parameters."""
+    def insert(
+        self, key: _Key, text: Optional[str] = None, signature: Optional[_SignatureLike] = None
+    ) -> None:
+        """Inserts (or replaces) one document by text or signature; durable on return."""
+    @overload
+    def insert_many(
+        self,
+        items: Iterable[tuple[_Key, Union[str, _SignatureLike]]],
+        texts: None = None,
+        *,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+    ) -> int: ...
+    @overload
+    def insert_many(
+        self,
+        items: Iterable[_Key],
+        texts: Iterable[Union[str, _SignatureLike]],
+        *,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+    ) -> int: ...
+    def delete(self, key: _Key) -> bool:
+        """Deletes ``key``; returns whether it was present."""
+    def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
+        """The stored (b-bit) signature of ``key``, or ``None``."""
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[_Key]: ...
+    def keys(self) -> list[_Key]:
+        """Every live key, in no particular order."""
+    def query(
+        self,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+    ) -> list[_Match]:
+        """Documents similar to ``text`` or ``signature``, best first."""
+    def query_many(
+        self,
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+    ) -> QueryIterator:
+        """Streams one list of matches per input, in order."""
+    @overload
+    def dedup(
+        self, threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
+    ) -> Iterator[tuple[_Key, _Key, float]]: ...
+    @overload
+    def dedup(
+        self, threshold: Optional[float], format: Literal["clusters"]
+    ) -> Iterator[list[_Key]]: ...
+    @overload
+    def dedup(self, *, format: Literal["clusters"]) -> Iterator[list[_Key]]: ...
+    @overload
+    def dedup(self, threshold: Optional[float], format: Literal["drop"]) -> Iterator[_Key]: ...
+    @overload
+    def dedup(self, *, format: Literal["drop"]) -> Iterator[_Key]: ...
+    def commit(self) -> None:
+        """Makes every write before this call durable."""
+    def flush(self) -> None:
+        """Writes the in-memory table to a segment."""
+    def compact(self) -> None:
+        """Merges every segment into one and drops deleted documents."""
+    def stats(self) -> dict[str, Any]:
+        """Counts, sizes and bucket distributions."""
+    def verify(self) -> dict[str, Any]:
+        """``{"ok": bool, "files_checked": int, "problems": list[Error]}``."""
+    def export(self, dest: _PathLike) -> None:
+        """Writes a compacted copy of the live documents to ``dest``."""
+    def merge(self, sources: Union[_PathLike, Iterable[_PathLike]]) -> int:
+        """Adds every live document of the indexes at ``sources``; returns how many."""
+    def refresh(self) -> None:
+        """Moves a read-only handle to the newest committed state."""

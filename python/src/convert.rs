@@ -1,0 +1,136 @@
+//! Conversions between Python values and mhdb's: keys, signatures, sketch parameters.
+
+use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, Signature, SketchParams};
+use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::errors::{OrRaise, invalid};
+
+/// A key given by Python: `str` (stored as its UTF-8 bytes) or `bytes` (stored as is).
+pub fn key_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let s: PyBackedStr = s.extract()?;
+        return Ok(s.as_bytes().to_vec());
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    Err(PyTypeError::new_err(format!(
+        "a key must be str or bytes, not {}",
+        obj.get_type().name()?
+    )))
+}
+
+/// A stored key as Python sees it: `str` when the bytes are valid UTF-8, else `bytes`.
+pub fn key_to_py<'py>(py: Python<'py>, key: &[u8]) -> Bound<'py, PyAny> {
+    match std::str::from_utf8(key) {
+        Ok(s) => PyString::new(py, s).into_any(),
+        Err(_) => PyBytes::new(py, key).into_any(),
+    }
+}
+
+/// A signature given by Python: a 1-D numpy array of unsigned integers (uint64 or uint32,
+/// e.g. datasketch's `hashvalues`) or any sequence of non-negative ints.
+pub fn signature_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Signature> {
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, u64>>() {
+        let slots = match a.as_slice() {
+            Ok(s) => s.to_vec(),
+            Err(_) => a.as_array().iter().copied().collect(),
+        };
+        return Ok(Signature::from_slots(slots));
+    }
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, u32>>() {
+        return Ok(Signature::from_slots(
+            a.as_array()
+                .iter()
+                .map(|&v| u64::from(v))
+                .collect::<Vec<u64>>(),
+        ));
+    }
+    if let Ok(a) = obj.cast::<numpy::PyUntypedArray>() {
+        return Err(PyTypeError::new_err(format!(
+            "a signature array must be 1-D uint64 or uint32, not {}-D {}",
+            a.ndim(),
+            a.dtype()
+        )));
+    }
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "a signature must be a numpy array or a sequence of ints, not str or bytes",
+        ));
+    }
+    let slots: Vec<u64> = obj.extract().map_err(|_| {
+        PyTypeError::new_err(
+            "a signature must be a 1-D numpy uint64/uint32 array or a sequence of non-negative ints",
+        )
+    })?;
+    Ok(Signature::from_slots(slots))
+}
+
+/// The signature parameters of `MinHasher(...)` and `Index.create(..., **params)`.
+pub struct SketchArgs {
+    /// Number of slots k.
+    pub num_perm: usize,
+    /// `"oph"` or `"kperm"`.
+    pub scheme: String,
+    /// The user seed.
+    pub seed: u64,
+    /// `"char:N"` or `"word:N"`.
+    pub shingle: String,
+    /// NFKC first.
+    pub nfkc: bool,
+    /// Lowercase.
+    pub lowercase: bool,
+    /// Collapse white space.
+    pub collapse_whitespace: bool,
+}
+
+impl Default for SketchArgs {
+    fn default() -> Self {
+        SketchArgs {
+            num_perm: 128,
+            scheme: "oph".into(),
+            seed: 0,
+            shingle: "char:5".into(),
+            nfkc: false,
+            lowercase: true,
+            collapse_whitespace: true,
+        }
+    }
+}
+
+impl SketchArgs {
+    /// Parsed and validated.
+    pub fn params(&self, py: Python<'_>) -> PyResult<SketchParams> {
+        let scheme: Scheme = self.scheme.parse().or_raise(py)?;
+        let kind: ShingleKind = self.shingle.parse().or_raise(py)?;
+        let params = SketchParams {
+            scheme,
+            num_perm: self.num_perm,
+            seed: self.seed,
+            shingle: ShingleConfig {
+                kind,
+                nfkc: self.nfkc,
+                lowercase: self.lowercase,
+                collapse_whitespace: self.collapse_whitespace,
+            },
+        };
+        params.validate().or_raise(py)?;
+        Ok(params)
+    }
+}
+
+/// A query threshold: `None` (the index's) or a number in [0, 1].
+pub fn threshold(py: Python<'_>, t: Option<f64>) -> PyResult<Option<f64>> {
+    match t {
+        Some(t) if !(0.0..=1.0).contains(&t) => Err(invalid(
+            py,
+            "threshold",
+            format!("must be in [0, 1], got {t}"),
+        )),
+        _ => Ok(t),
+    }
+}

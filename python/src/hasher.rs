@@ -1,0 +1,162 @@
+//! `mhdb.MinHasher`: text → signature, bit-identical to the Rust crate (`format/hashing.md`).
+
+use mhdb::sketch::MinHasher;
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use rayon::prelude::*;
+
+use crate::convert::SketchArgs;
+
+/// Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies.
+///
+/// Args:
+///     num_perm: number of slots k (1 ..= 8192).
+///     scheme: ``"oph"`` (one-permutation hashing with optimal densification, the default)
+///         or ``"kperm"`` (classic k-permutation MinHash).
+///     seed: the user seed (any unsigned 64-bit integer).
+///     shingle: ``"char:N"`` (N consecutive characters) or ``"word:N"`` (N consecutive words).
+///     nfkc: apply Unicode NFKC normalization first.
+///     lowercase: lowercase the text (Unicode full mapping).
+///     collapse_whitespace: collapse runs of white space to one space and trim.
+///
+/// A signature is a ``numpy.ndarray`` of ``uint64`` of length ``num_perm``; equal parameters
+/// give equal signatures on every machine and in every later version (for one hash spec).
+#[pyclass(module = "mhdb", name = "MinHasher", frozen)]
+pub struct PyMinHasher {
+    pub(crate) inner: MinHasher,
+}
+
+#[pymethods]
+impl PyMinHasher {
+    #[new]
+    #[pyo3(signature = (num_perm = 128, scheme = "oph", seed = 0, shingle = "char:5", nfkc = false, lowercase = true, collapse_whitespace = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        num_perm: usize,
+        scheme: &str,
+        seed: u64,
+        shingle: &str,
+        nfkc: bool,
+        lowercase: bool,
+        collapse_whitespace: bool,
+    ) -> PyResult<Self> {
+        let params = SketchArgs {
+            num_perm,
+            scheme: scheme.into(),
+            seed,
+            shingle: shingle.into(),
+            nfkc,
+            lowercase,
+            collapse_whitespace,
+        }
+        .params(py)?;
+        let inner = MinHasher::new(params).map_err(|e| crate::errors::to_py(py, e))?;
+        Ok(PyMinHasher { inner })
+    }
+
+    /// Number of slots k of every signature.
+    #[getter]
+    fn num_perm(&self) -> usize {
+        self.inner.num_perm()
+    }
+
+    /// The signature scheme: ``"oph"`` or ``"kperm"``.
+    #[getter]
+    fn scheme(&self) -> String {
+        self.inner.params().scheme.to_string()
+    }
+
+    /// The user seed.
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.params().seed
+    }
+
+    /// The shingling, as ``"char:N"`` or ``"word:N"``.
+    #[getter]
+    fn shingle(&self) -> String {
+        self.inner.params().shingle.kind.to_string()
+    }
+
+    /// Whether NFKC normalization is applied.
+    #[getter]
+    fn nfkc(&self) -> bool {
+        self.inner.params().shingle.nfkc
+    }
+
+    /// Whether text is lowercased.
+    #[getter]
+    fn lowercase(&self) -> bool {
+        self.inner.params().shingle.lowercase
+    }
+
+    /// Whether white space runs are collapsed.
+    #[getter]
+    fn collapse_whitespace(&self) -> bool {
+        self.inner.params().shingle.collapse_whitespace
+    }
+
+    /// The signature of ``text``: a ``uint64`` array of length ``num_perm``.
+    fn sketch<'py>(&self, py: Python<'py>, text: PyBackedStr) -> Bound<'py, PyArray1<u64>> {
+        let sig = py.detach(|| self.inner.sketch_text(&text));
+        sig.slots().to_vec().into_pyarray(py)
+    }
+
+    /// Signatures of many texts, as a ``uint64`` array of shape ``(len(texts), num_perm)``.
+    ///
+    /// ``texts`` is any iterable of ``str``. The texts are read first; the signing then runs
+    /// on every core with the GIL released, so other Python threads go on meanwhile.
+    fn sketch_many<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let texts: Vec<PyBackedStr> = texts
+            .try_iter()?
+            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
+            .collect::<PyResult<_>>()?;
+        let k = self.inner.num_perm();
+        let n = texts.len();
+        let flat = py.detach(|| {
+            let mut flat = vec![0u64; n * k];
+            flat.par_chunks_mut(k.max(1))
+                .zip(texts.par_iter())
+                .for_each(|(row, text)| {
+                    row.copy_from_slice(self.inner.sketch_text(text).slots());
+                });
+            flat
+        });
+        let array = Array2::from_shape_vec((n, k), flat)
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+        Ok(array.into_pyarray(py))
+    }
+
+    /// The estimated Jaccard similarity of two signatures: the fraction of equal slots.
+    #[staticmethod]
+    fn jaccard(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let a = crate::convert::signature_from_py(a)?;
+        let b = crate::convert::signature_from_py(b)?;
+        a.jaccard(&b).map_err(|e| crate::errors::to_py(py, e))
+    }
+
+    fn __repr__(&self) -> String {
+        let p = self.inner.params();
+        format!(
+            "MinHasher(num_perm={}, scheme={:?}, seed={}, shingle={:?}, nfkc={}, lowercase={}, collapse_whitespace={})",
+            p.num_perm,
+            p.scheme.to_string(),
+            p.seed,
+            p.shingle.kind.to_string(),
+            py_bool(p.shingle.nfkc),
+            py_bool(p.shingle.lowercase),
+            py_bool(p.shingle.collapse_whitespace)
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}

@@ -1,0 +1,845 @@
+//! `mhdb.Index`: the persistent index, its streaming iterators and its dictionaries.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mhdb::db::{Db, IndexParams, Match, Options, QueryOptions, Stats, WriteBatch};
+use mhdb::sketch::{LshParams, Signature};
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use rayon::prelude::*;
+
+use crate::convert::{SketchArgs, key_from_py, key_to_py, signature_from_py};
+use crate::errors::{self, OrRaise, invalid};
+
+/// A persistent, crash-safe MinHash-LSH index in a directory.
+///
+/// Open one with :meth:`Index.create`, :meth:`Index.open` or :meth:`Index.open_or_create`;
+/// use it as a context manager (``with Index.open(path) as idx: ...``) or call
+/// :meth:`close`. One process at a time may open an index for writing (others get
+/// :class:`LockedError`); any number may open it read-only beside it.
+///
+/// Keys are ``str`` or ``bytes``; a ``str`` key is stored as its UTF-8 bytes. Keys come back
+/// as ``str`` when their bytes are valid UTF-8 and as ``bytes`` otherwise, so ``"a"`` and
+/// ``b"a"`` name the same document.
+///
+/// Every method that does real work releases the GIL while it runs, so other Python
+/// threads (queries, inserts, anything else) go on meanwhile. An ``Index`` may be shared by
+/// threads.
+#[pyclass(module = "mhdb", name = "Index", frozen)]
+pub struct PyIndex {
+    db: Mutex<Option<Arc<Db>>>,
+    path: PathBuf,
+    read_only: bool,
+}
+
+/// What one document of `insert` / `insert_many` is given with.
+enum Doc {
+    Text(PyBackedStr),
+    Sig(Signature),
+}
+
+impl Doc {
+    /// The document of `text=` or `signature=` (exactly one must be given).
+    fn one_of(
+        py: Python<'_>,
+        text: Option<PyBackedStr>,
+        signature: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Doc> {
+        match (text, signature) {
+            (Some(t), None) => Ok(Doc::Text(t)),
+            (None, Some(s)) => Ok(Doc::Sig(signature_from_py(s)?)),
+            _ => Err(invalid(
+                py,
+                "text",
+                "give exactly one of text= and signature=",
+            )),
+        }
+    }
+
+    fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Doc> {
+        if value.is_instance_of::<PyString>() {
+            Ok(Doc::Text(value.extract()?))
+        } else {
+            Ok(Doc::Sig(signature_from_py(value)?))
+        }
+    }
+}
+
+impl PyIndex {
+    fn wrap(db: Db, read_only: bool) -> PyIndex {
+        PyIndex {
+            path: db.path().to_path_buf(),
+            db: Mutex::new(Some(Arc::new(db))),
+            read_only,
+        }
+    }
+
+    /// `create` and `open_or_create`: `make(path, params, options)` without the GIL.
+    fn make(
+        py: Python<'_>,
+        path: PathBuf,
+        threshold: f64,
+        params: Option<&Bound<'_, PyDict>>,
+        make: fn(&std::path::Path, IndexParams, Options) -> mhdb::Result<Db>,
+    ) -> PyResult<PyIndex> {
+        let params = index_params(py, threshold, params)?;
+        let db = py
+            .detach(|| make(&path, params, Options::default()))
+            .or_raise(py)?;
+        Ok(PyIndex::wrap(db, false))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Db>>> {
+        self.db
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The open database, or the "closed" error.
+    fn db(&self, py: Python<'_>) -> PyResult<Arc<Db>> {
+        self.lock().clone().ok_or_else(|| errors::closed(py))
+    }
+}
+
+/// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
+/// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
+/// `bits`, `bands`, `rows`, `bucket_cap`. An unknown name is an error, not ignored.
+fn index_params(
+    py: Python<'_>,
+    threshold: f64,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<IndexParams> {
+    let mut sketch = SketchArgs::default();
+    let mut bits = 32u32;
+    let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
+    let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
+    for (name, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        match name.as_str() {
+            "num_perm" => sketch.num_perm = value.extract()?,
+            "scheme" => sketch.scheme = value.extract()?,
+            "seed" => sketch.seed = value.extract()?,
+            "shingle" => sketch.shingle = value.extract()?,
+            "nfkc" => sketch.nfkc = value.extract()?,
+            "lowercase" => sketch.lowercase = value.extract()?,
+            "collapse_whitespace" => sketch.collapse_whitespace = value.extract()?,
+            "bits" => bits = value.extract()?,
+            "bands" => bands = value.extract()?,
+            "rows" => rows = value.extract()?,
+            "bucket_cap" => bucket_cap = value.extract()?,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unexpected keyword argument {other:?} (index parameters: num_perm, scheme, \
+                     seed, shingle, nfkc, lowercase, collapse_whitespace, bits, bands, rows, \
+                     bucket_cap)"
+                )));
+            }
+        }
+    }
+    let sketch = sketch.params(py)?;
+    let mut params = IndexParams::for_threshold(sketch, bits, threshold).or_raise(py)?;
+    match (bands, rows) {
+        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, sketch.num_perm).or_raise(py)?,
+        (None, None) => {}
+        _ => {
+            return Err(invalid(
+                py,
+                "bands",
+                "give both bands and rows, or neither (then they are tuned for the threshold)",
+            ));
+        }
+    }
+    params.bucket_cap = bucket_cap.filter(|&c| c != 0);
+    params.validate().or_raise(py)?;
+    Ok(params)
+}
+
+/// The parameters as a dictionary.
+fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("scheme", p.sketch.scheme.to_string())?;
+    d.set_item("num_perm", p.sketch.num_perm)?;
+    d.set_item("seed", p.sketch.seed)?;
+    d.set_item("shingle", p.sketch.shingle.kind.to_string())?;
+    d.set_item("nfkc", p.sketch.shingle.nfkc)?;
+    d.set_item("lowercase", p.sketch.shingle.lowercase)?;
+    d.set_item("collapse_whitespace", p.sketch.shingle.collapse_whitespace)?;
+    d.set_item("bits", p.bits)?;
+    d.set_item("bands", p.lsh.bands)?;
+    d.set_item("rows", p.lsh.rows)?;
+    d.set_item("threshold", p.threshold)?;
+    d.set_item("bucket_cap", p.bucket_cap)?;
+    Ok(d)
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("params", params_dict(py, &s.params)?)?;
+    d.set_item("live_docs", s.live_docs)?;
+    d.set_item("deleted_docs", s.deleted_docs)?;
+    d.set_item("memtable_docs", s.memtable_docs)?;
+    d.set_item("segments", s.segments)?;
+    let bytes = PyDict::new(py);
+    for (k, v) in &s.bytes {
+        bytes.set_item(*k, *v)?;
+    }
+    d.set_item("bytes", bytes)?;
+    let bands = PyList::empty(py);
+    for b in &s.bands {
+        let bd = PyDict::new(py);
+        bd.set_item("buckets", b.buckets)?;
+        bd.set_item("p50", b.p50)?;
+        bd.set_item("p99", b.p99)?;
+        bd.set_item("max", b.max)?;
+        bd.set_item("hot", b.hot)?;
+        bands.append(bd)?;
+    }
+    d.set_item("bands", bands)?;
+    d.set_item("hot_buckets", s.hot_buckets)?;
+    d.set_item(
+        "expected_recall_at_threshold",
+        s.expected_recall_at_threshold,
+    )?;
+    d.set_item("torn_tails", s.torn_tails)?;
+    Ok(d)
+}
+
+fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py, PyList>> {
+    let items = matches
+        .iter()
+        .map(|m| {
+            PyTuple::new(
+                py,
+                [
+                    key_to_py(py, &m.key),
+                    m.jaccard.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+/// Signs the text documents of a batch on every core and builds the write batch.
+fn build_batch(db: &Db, docs: Vec<(Vec<u8>, Doc)>) -> mhdb::Result<WriteBatch> {
+    let sigs: Vec<(Vec<u8>, Signature)> = docs
+        .into_par_iter()
+        .map(|(key, doc)| match doc {
+            Doc::Text(text) => db.sketch_text(&text).map(|sig| (key, sig)),
+            Doc::Sig(sig) => Ok((key, sig)),
+        })
+        .collect::<mhdb::Result<_>>()?;
+    let mut batch = WriteBatch::new();
+    for (key, sig) in sigs {
+        batch.insert(key, sig);
+    }
+    Ok(batch)
+}
+
+#[pymethods]
+impl PyIndex {
+    /// Creates a new index in ``path`` (a directory that must not hold one already).
+    ///
+    /// Args:
+    ///     path: the directory (created if missing).
+    ///     threshold: the default query threshold; bands × rows are tuned for it.
+    ///     **params: ``num_perm``, ``scheme``, ``seed``, ``shingle``, ``nfkc``,
+    ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
+    ///         :class:`MinHasher`; the same defaults); and:
+    ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64).
+    ///     bands, rows: override the tuned LSH bands × rows (give both).
+    ///     bucket_cap: largest bucket kept by compaction (``None`` or 0: unlimited).
+    ///
+    /// Raises:
+    ///     InvalidParameterError: a parameter is out of range.
+    ///     IoError: the directory cannot be written.
+    #[staticmethod]
+    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        threshold: f64,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyIndex> {
+        PyIndex::make(py, path, threshold, params, |p, i, o| Db::create(p, i, o))
+    }
+
+    /// Opens an existing index.
+    ///
+    /// With ``read_only=True`` nothing on disk is modified and no lock is taken: any number
+    /// of processes may read beside one writer. A read-only handle sees the state committed
+    /// when it opened, until :meth:`refresh`.
+    ///
+    /// Raises:
+    ///     NotFoundError: ``path`` holds no index.
+    ///     LockedError: another process has it open for writing.
+    ///     CorruptionError: its files are damaged.
+    #[staticmethod]
+    #[pyo3(signature = (path, read_only = false))]
+    fn open(py: Python<'_>, path: PathBuf, read_only: bool) -> PyResult<PyIndex> {
+        let db = py
+            .detach(|| {
+                if read_only {
+                    Db::open_read_only(&path)
+                } else {
+                    Db::open(&path, Options::default())
+                }
+            })
+            .or_raise(py)?;
+        Ok(PyIndex::wrap(db, read_only))
+    }
+
+    /// Opens the index in ``path``, or creates it with the given parameters if there is
+    /// none. An existing index keeps its stored parameters (the arguments are then not
+    /// consulted). Arguments as for :meth:`create`.
+    #[staticmethod]
+    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    fn open_or_create(
+        py: Python<'_>,
+        path: PathBuf,
+        threshold: f64,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyIndex> {
+        PyIndex::make(py, path, threshold, params, |p, i, o| {
+            Db::open_or_create(p, i, o)
+        })
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    /// Closes the index: its lock is released and later calls raise :class:`Error`.
+    /// Everything acknowledged before is durable. Calling it twice does nothing.
+    fn close(&self, py: Python<'_>) {
+        let db = self.lock().take();
+        // Dropping the database seals the WAL (a write): do it without the GIL.
+        py.detach(move || drop(db));
+    }
+
+    /// Whether :meth:`close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+
+    /// The directory of the index.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    /// Whether the index was opened read-only.
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The stored parameters (scheme, num_perm, seed, shingle, nfkc, lowercase,
+    /// collapse_whitespace, bits, bands, rows, threshold, bucket_cap) as a dictionary.
+    #[getter]
+    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db(py)?;
+        params_dict(py, db.params())
+    }
+
+    /// A :class:`MinHasher` with this index's signature parameters (raises
+    /// :class:`SchemeMismatchError` for an index of datasketch signatures).
+    #[getter]
+    fn hasher(&self, py: Python<'_>) -> PyResult<crate::hasher::PyMinHasher> {
+        let db = self.db(py)?;
+        let inner = db.params().hasher().or_raise(py)?;
+        Ok(crate::hasher::PyMinHasher { inner })
+    }
+
+    /// Inserts (or replaces) one document, given by ``text`` or by a precomputed
+    /// ``signature`` (a 1-D ``uint64`` array of ``num_perm`` slots, e.g. from
+    /// :meth:`MinHasher.sketch` with the index's parameters). Durable when it returns.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: neither or both of ``text`` and ``signature``, a key longer
+    ///         than the maximum, or a signature of the wrong length.
+    ///     ReadOnlyError: the index is open read-only.
+    #[pyo3(signature = (key, text = None, signature = None))]
+    fn insert(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        text: Option<PyBackedStr>,
+        signature: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let key = key_from_py(key)?;
+        let doc = Doc::one_of(py, text, signature)?;
+        let db = self.db(py)?;
+        py.detach(|| {
+            let batch = build_batch(&db, vec![(key, doc)])?;
+            db.write(&batch)
+        })
+        .or_raise(py)
+    }
+
+    /// Inserts (or replaces) many documents, streaming from any iterable in bounded memory.
+    ///
+    /// ``items`` is an iterable of ``(key, text)`` pairs (or ``(key, signature)`` pairs);
+    /// or, with ``texts`` given, ``items`` is an iterable of keys and ``texts`` one of texts
+    /// (or signatures), consumed in step (they must have the same length).
+    ///
+    /// Documents are read ``commit_every`` at a time; each batch is signed on every core and
+    /// written as one atomic, durable commit, with the GIL released meanwhile. After each
+    /// commit, ``on_commit(n)`` (if given) is called with the number of documents committed
+    /// so far: those are durable, whatever happens next. If an error interrupts the call,
+    /// the batches committed before it stay.
+    ///
+    /// Returns:
+    ///     the number of documents inserted.
+    #[pyo3(signature = (items, texts = None, *, commit_every = 10_000, on_commit = None))]
+    fn insert_many(
+        &self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        texts: Option<&Bound<'_, PyAny>>,
+        commit_every: usize,
+        on_commit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        if commit_every == 0 {
+            return Err(invalid(py, "commit_every", "must be at least 1"));
+        }
+        let db = self.db(py)?;
+        let mut keys = items.try_iter()?;
+        let mut values = texts.map(|t| t.try_iter()).transpose()?;
+        let mut total = 0u64;
+        loop {
+            let mut docs: Vec<(Vec<u8>, Doc)> = Vec::with_capacity(commit_every.min(1 << 16));
+            let mut exhausted = false;
+            while docs.len() < commit_every {
+                let next_key = keys.next().transpose()?;
+                let (key, value) = match (&mut values, next_key) {
+                    (Some(values), key) => match (key, values.next().transpose()?) {
+                        (Some(k), Some(v)) => (k, v),
+                        (None, None) => {
+                            exhausted = true;
+                            break;
+                        }
+                        _ => {
+                            return Err(invalid(
+                                py,
+                                "texts",
+                                "the keys and the texts have different lengths",
+                            ));
+                        }
+                    },
+                    (None, Some(item)) => {
+                        let pair = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2);
+                        let Some(pair) = pair else {
+                            return Err(PyTypeError::new_err(
+                                "items must be (key, text) or (key, signature) tuples",
+                            ));
+                        };
+                        (pair.get_item(0)?, pair.get_item(1)?)
+                    }
+                    (None, None) => {
+                        exhausted = true;
+                        break;
+                    }
+                };
+                docs.push((key_from_py(&key)?, Doc::from_py(&value)?));
+            }
+            let n = docs.len() as u64;
+            if n > 0 {
+                py.detach(|| {
+                    let batch = build_batch(&db, docs)?;
+                    db.write(&batch)
+                })
+                .or_raise(py)?;
+                total += n;
+                if let Some(callback) = on_commit {
+                    callback.call1((total,))?;
+                }
+            }
+            if exhausted {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Deletes ``key``. Returns whether it was present.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = key_from_py(key)?;
+        let db = self.db(py)?;
+        py.detach(|| db.delete(&key)).or_raise(py)
+    }
+
+    /// The stored signature of ``key`` (``uint64`` array; each slot holds the low ``bits``
+    /// bits of the full signature's slot), or ``None`` if the key is absent.
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyArray1<u64>>>> {
+        let key = key_from_py(key)?;
+        let db = self.db(py)?;
+        let stored = py
+            .detach(|| db.get(&key).and_then(|s| s.map(|s| s.slots()).transpose()))
+            .or_raise(py)?;
+        Ok(stored.map(|slots| slots.into_pyarray(py)))
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(key) = key_from_py(key) else {
+            return Ok(false);
+        };
+        let db = self.db(py)?;
+        py.detach(|| db.contains(&key)).or_raise(py)
+    }
+
+    /// The number of live documents.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let db = self.db(py)?;
+        Ok(py.detach(|| db.len()) as usize)
+    }
+
+    /// Every live key, in no particular order.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let db = self.db(py)?;
+        let keys = py.detach(|| db.keys()).or_raise(py)?;
+        PyList::new(py, keys.iter().map(|k| key_to_py(py, k)))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.keys(py)?.try_iter()?.into_any())
+    }
+
+    /// Documents similar to ``text`` (or to a precomputed ``signature``), best first.
+    ///
+    /// Args:
+    ///     threshold: minimum estimated Jaccard (default: the index's).
+    ///     limit: keep only the best ``limit`` matches.
+    ///
+    /// Returns:
+    ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None))]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        text: Option<PyBackedStr>,
+        signature: Option<&Bound<'py, PyAny>>,
+        threshold: Option<f64>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let opts = QueryOptions {
+            threshold: crate::convert::threshold(py, threshold)?,
+            limit,
+        };
+        let doc = Doc::one_of(py, text, signature)?;
+        let db = self.db(py)?;
+        let result = py
+            .detach(|| match &doc {
+                Doc::Text(t) => db.query_text(t, &opts),
+                Doc::Sig(s) => db.query(s, &opts),
+            })
+            .or_raise(py)?;
+        matches_to_py(py, &result.matches)
+    }
+
+    /// Answers many queries, streaming: returns an iterator that yields, for each input in
+    /// order, the list :meth:`query` would return.
+    ///
+    /// Give ``texts`` (an iterable of ``str``) or ``signatures`` (an iterable of signatures,
+    /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
+    /// is answered on every core with the GIL released.
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024))]
+    fn query_many(
+        &self,
+        py: Python<'_>,
+        texts: Option<&Bound<'_, PyAny>>,
+        signatures: Option<&Bound<'_, PyAny>>,
+        threshold: Option<f64>,
+        limit: Option<usize>,
+        batch_size: usize,
+    ) -> PyResult<QueryIterator> {
+        let opts = QueryOptions {
+            threshold: crate::convert::threshold(py, threshold)?,
+            limit,
+        };
+        let (source, by_text) = match (texts, signatures) {
+            (Some(t), None) => (t.try_iter()?, true),
+            (None, Some(s)) => (s.try_iter()?, false),
+            _ => {
+                return Err(invalid(
+                    py,
+                    "texts",
+                    "give exactly one of texts= and signatures=",
+                ));
+            }
+        };
+        Ok(QueryIterator {
+            db: self.db(py)?,
+            source: Some(source.unbind()),
+            by_text,
+            opts,
+            batch_size: batch_size.max(1),
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// Near-duplicates inside the index, as an iterator.
+    ///
+    /// Args:
+    ///     threshold: minimum estimated Jaccard (default: the index's).
+    ///     format: ``"pairs"`` yields ``(key_a, key_b, jaccard)`` for each near-duplicate
+    ///         pair (``key_a`` the older document); ``"clusters"`` yields lists of keys,
+    ///         the document to keep first (each member is within the threshold of that
+    ///         first document); ``"drop"`` yields the keys to drop to keep one document of
+    ///         each cluster.
+    ///
+    /// The pass reads a snapshot (writers go on meanwhile) and runs with the GIL released;
+    /// its results are computed when this is called and then iterated.
+    #[pyo3(signature = (threshold = None, format = "pairs"))]
+    fn dedup<'py>(
+        &self,
+        py: Python<'py>,
+        threshold: Option<f64>,
+        format: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db(py)?;
+        let t = crate::convert::threshold(py, threshold)?.unwrap_or(db.params().threshold);
+        let items: Vec<Bound<'py, PyAny>> = match format {
+            "pairs" => {
+                let pairs = py
+                    .detach(|| {
+                        let mut pairs = Vec::new();
+                        db.dedup_pairs(
+                            t,
+                            |p| {
+                                pairs.push(p);
+                                Ok(())
+                            },
+                            |_, _| {},
+                        )?;
+                        Ok(pairs)
+                    })
+                    .or_raise(py)?;
+                pairs
+                    .iter()
+                    .map(|p| {
+                        Ok(PyTuple::new(
+                            py,
+                            [
+                                key_to_py(py, &p.a),
+                                key_to_py(py, &p.b),
+                                p.jaccard.into_pyobject(py)?.into_any(),
+                            ],
+                        )?
+                        .into_any())
+                    })
+                    .collect::<PyResult<_>>()?
+            }
+            "clusters" | "drop" => {
+                let clusters = py.detach(|| db.dedup_clusters(t)).or_raise(py)?;
+                if format == "clusters" {
+                    clusters
+                        .iter()
+                        .map(
+                            |c| Ok(PyList::new(py, c.iter().map(|k| key_to_py(py, k)))?.into_any()),
+                        )
+                        .collect::<PyResult<_>>()?
+                } else {
+                    clusters
+                        .iter()
+                        .flat_map(|c| c.iter().skip(1))
+                        .map(|k| key_to_py(py, k))
+                        .collect()
+                }
+            }
+            other => {
+                return Err(invalid(
+                    py,
+                    "format",
+                    format!("{other:?} is not one of \"pairs\", \"clusters\", \"drop\""),
+                ));
+            }
+        };
+        Ok(PyList::new(py, items)?.try_iter()?.into_any())
+    }
+
+    /// Makes every write before this call durable (writes through this API already are
+    /// when they return; this exists for symmetry with the Rust API).
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.commit()).or_raise(py)
+    }
+
+    /// Writes the in-memory table to a segment.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.flush()).or_raise(py)
+    }
+
+    /// Flushes, then merges every segment into one and drops deleted documents.
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.compact_full()).or_raise(py)
+    }
+
+    /// Counts, sizes and bucket distributions, as a dictionary (``live_docs``,
+    /// ``deleted_docs``, ``memtable_docs``, ``segments``, ``bytes`` per file kind,
+    /// ``bands``, ``hot_buckets``, ``expected_recall_at_threshold``, ``torn_tails``,
+    /// ``params``).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db(py)?;
+        let stats = py.detach(|| db.stats()).or_raise(py)?;
+        stats_dict(py, &stats)
+    }
+
+    /// Checks every checksum and cross-file invariant of the committed files.
+    ///
+    /// Returns:
+    ///     a dictionary: ``ok`` (bool), ``files_checked`` (int) and ``problems``, a list of
+    ///     exceptions (mostly :class:`CorruptionError`, with ``path`` and ``offset``).
+    ///     Use ``if not idx.verify()["ok"]: ...``; nothing is raised for damage found.
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db(py)?;
+        let report = py.detach(|| db.verify()).or_raise(py)?;
+        let d = PyDict::new(py);
+        d.set_item("ok", report.is_ok())?;
+        d.set_item("files_checked", report.files_checked)?;
+        let problems = PyList::empty(py);
+        for p in report.problems {
+            problems.append(errors::to_py(py, p).into_value(py))?;
+        }
+        d.set_item("problems", problems)?;
+        Ok(d)
+    }
+
+    /// Writes the live documents as a new, fully compacted index in ``dest`` (which must
+    /// not exist or be empty): a read-only copy to ship. Works on a read-only handle.
+    fn export(&self, py: Python<'_>, dest: PathBuf) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.export(&dest)).or_raise(py)
+    }
+
+    /// Adds every live document of the indexes at ``sources`` (a path or an iterable of
+    /// paths; same parameters, else :class:`ParameterMismatchError`). Keys present in
+    /// several are taken from the last. Each source is merged atomically.
+    ///
+    /// Returns:
+    ///     the number of documents added.
+    fn merge(&self, py: Python<'_>, sources: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let paths: Vec<PathBuf> = match sources.extract::<PathBuf>() {
+            Ok(p) if !sources.is_instance_of::<pyo3::types::PyList>() => vec![p],
+            _ => sources
+                .try_iter()?
+                .map(|p| p.and_then(|p| p.extract::<PathBuf>()))
+                .collect::<PyResult<_>>()?,
+        };
+        let db = self.db(py)?;
+        py.detach(|| {
+            let mut added = 0;
+            for p in &paths {
+                let src = Db::open_read_only(p)?;
+                added += db.merge_from(&src)?;
+            }
+            Ok(added)
+        })
+        .or_raise(py)
+    }
+
+    /// Moves a read-only handle to the newest committed state (what a writer has committed
+    /// since it opened or last refreshed). Does nothing on a writer's handle.
+    fn refresh(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db(py)?;
+        py.detach(|| db.refresh()).or_raise(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() {
+            "closed"
+        } else if self.read_only {
+            "read-only"
+        } else {
+            "read-write"
+        };
+        format!("Index({:?}, {state})", self.path.to_string_lossy())
+    }
+}
+
+/// The iterator :meth:`Index.query_many` returns: yields one list of ``(key, jaccard)``
+/// per input, in input order.
+#[pyclass(module = "mhdb", name = "QueryIterator")]
+pub struct QueryIterator {
+    db: Arc<Db>,
+    source: Option<Py<pyo3::types::PyIterator>>,
+    by_text: bool,
+    opts: QueryOptions,
+    batch_size: usize,
+    ready: VecDeque<Vec<Match>>,
+}
+
+#[pymethods]
+impl QueryIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        if self.ready.is_empty() {
+            self.fill(py)?;
+        }
+        match self.ready.pop_front() {
+            Some(m) => Ok(Some(matches_to_py(py, &m)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl QueryIterator {
+    /// Reads the next batch of inputs and answers it on every core, without the GIL.
+    fn fill(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(source) = &self.source else {
+            return Ok(());
+        };
+        let mut source = source.bind(py).clone();
+        let mut docs = Vec::with_capacity(self.batch_size);
+        while docs.len() < self.batch_size {
+            match source.next() {
+                Some(item) => {
+                    let item = item?;
+                    docs.push(if self.by_text {
+                        Doc::Text(item.extract()?)
+                    } else {
+                        Doc::Sig(signature_from_py(&item)?)
+                    });
+                }
+                None => {
+                    self.source = None;
+                    break;
+                }
+            }
+        }
+        let db = &self.db;
+        let opts = self.opts;
+        let results = py
+            .detach(|| {
+                docs.par_iter()
+                    .map(|d| match d {
+                        Doc::Text(t) => db.query_text(t, &opts),
+                        Doc::Sig(s) => db.query(s, &opts),
+                    })
+                    .collect::<mhdb::Result<Vec<_>>>()
+            })
+            .or_raise(py)?;
+        self.ready.extend(results.into_iter().map(|r| r.matches));
+        Ok(())
+    }
+}

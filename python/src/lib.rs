@@ -1,0 +1,26 @@
+//! The Python binding of mhdb: the compiled module `mhdb._mhdb`, re-exported by the `mhdb`
+//! package (`python/mhdb/__init__.py`). Built by maturin (`pip install ./python`).
+//!
+//! Every call that does real work releases the GIL (`Python::detach`) around it; the
+//! exceptions are the classes of `mhdb/_errors.py`, built from `mhdb::Error` by [`errors`].
+
+#![deny(unsafe_code)]
+
+pub mod convert;
+pub mod errors;
+pub mod hasher;
+pub mod index;
+
+use pyo3::prelude::*;
+
+/// The compiled part of the `mhdb` package.
+#[pymodule]
+fn _mhdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<hasher::PyMinHasher>()?;
+    m.add_class::<index::PyIndex>()?;
+    m.add_class::<index::QueryIterator>()?;
+    m.add("SPEC_VERSION", mhdb::sketch::SPEC_VERSION)?;
+    m.add("MAX_KEY_LEN", mhdb::db::MAX_KEY_LEN)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

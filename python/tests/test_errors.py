@@ -1,0 +1,189 @@
+"""Every exception path: the class, its place in the tree, and the details it carries."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+import mhdb
+
+TEXT = "The quick brown fox jumps over the lazy dog by the river."
+
+
+def test_tree() -> None:
+    for cls in (
+        mhdb.CorruptionError,
+        mhdb.LockedError,
+        mhdb.NotFoundError,
+        mhdb.InvalidParameterError,
+        mhdb.ReadOnlyError,
+        mhdb.UnsupportedVersionError,
+        mhdb.IoError,
+    ):
+        assert issubclass(cls, mhdb.Error)
+    assert issubclass(mhdb.InvalidParameterError, ValueError)
+    assert issubclass(mhdb.ParameterMismatchError, mhdb.InvalidParameterError)
+    assert issubclass(mhdb.SchemeMismatchError, mhdb.InvalidParameterError)
+    assert issubclass(mhdb.IoError, OSError)
+
+
+def test_not_found(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(mhdb.NotFoundError) as e:
+        mhdb.Index.open(tmp_path / "none")
+    assert e.value.path == str(tmp_path / "none")
+    assert "no CURRENT file" in str(e.value) and e.value.offset is None
+
+
+def test_locked_in_another_process(tmp_index_path: pathlib.Path) -> None:
+    mhdb.Index.create(tmp_index_path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import mhdb, sys; i = mhdb.Index.open(sys.argv[1]); print('open', flush=True); sys.stdin.read()", str(tmp_index_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        with pytest.raises(mhdb.LockedError) as e:
+            mhdb.Index.open(tmp_index_path)
+        assert e.value.path is not None and e.value.path.startswith(str(tmp_index_path))
+        # Readers take no lock.
+        with mhdb.Index.open(tmp_index_path, read_only=True) as reader:
+            assert len(reader) == 0
+    finally:
+        holder.communicate("")
+    mhdb.Index.open(tmp_index_path).close()
+
+
+def test_locked_in_this_process(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path):
+        with pytest.raises(mhdb.LockedError):
+            mhdb.Index.open(tmp_index_path)
+
+
+def test_corruption_names_file_and_offset(tmp_index_path: pathlib.Path) -> None:
+    mhdb.Index.create(tmp_index_path).close()
+    current = tmp_index_path / "CURRENT"
+    data = bytearray(current.read_bytes())
+    data[12] ^= 0xFF  # the generation: the CRC no longer matches
+    current.write_bytes(bytes(data))
+    with pytest.raises(mhdb.CorruptionError) as e:
+        mhdb.Index.open(tmp_index_path)
+    assert e.value.path == str(current)
+    assert isinstance(e.value.offset, int)
+    assert e.value.detail
+
+
+def test_verify_reports_damage_without_raising(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path) as idx:
+        idx.insert_many((f"k{i}", f"{TEXT} {i}") for i in range(50))
+        idx.flush()
+    seg = next(tmp_index_path.glob("seg-*.seg"))
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    seg.write_bytes(bytes(data))
+    with mhdb.Index.open(tmp_index_path, read_only=True) as idx:
+        report = idx.verify()
+    assert not report["ok"]
+    problem = report["problems"][0]
+    assert isinstance(problem, mhdb.CorruptionError) and problem.path == str(seg)
+
+
+def test_unsupported_version(tmp_index_path: pathlib.Path) -> None:
+    mhdb.Index.create(tmp_index_path).close()
+    current = tmp_index_path / "CURRENT"
+    data = bytearray(current.read_bytes())
+    data[8:12] = struct.pack("<I", 99)
+    data[32:36] = struct.pack("<I", zlib.crc32(bytes(data[:32])))
+    current.write_bytes(bytes(data))
+    with pytest.raises(mhdb.UnsupportedVersionError) as e:
+        mhdb.Index.open(tmp_index_path)
+    assert e.value.found == 99 and e.value.supported == 1 and e.value.path == str(current)
+
+
+def test_invalid_parameters(tmp_index_path: pathlib.Path) -> None:
+    with pytest.raises(mhdb.InvalidParameterError) as e:
+        mhdb.MinHasher(num_perm=0)
+    assert e.value.parameter == "num_perm" and "8192" in e.value.detail
+    with pytest.raises(ValueError):
+        mhdb.MinHasher(scheme="nope")
+    with pytest.raises(mhdb.InvalidParameterError) as e:
+        mhdb.MinHasher(shingle="char:0")
+    assert e.value.parameter == "shingle"
+    with pytest.raises(mhdb.InvalidParameterError) as e:
+        mhdb.Index.create(tmp_index_path, threshold=1.5)
+    assert e.value.parameter == "threshold"
+    with pytest.raises(mhdb.InvalidParameterError):
+        mhdb.Index.create(tmp_index_path, bits=3)
+    with mhdb.Index.create(tmp_index_path) as idx:
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert("k", signature=[1, 2, 3])
+        assert e.value.parameter == "signature"
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert("k" * (mhdb.MAX_KEY_LEN + 1), TEXT)
+        assert e.value.parameter == "key"
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.insert("k")
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.insert("k", TEXT, signature=[1])
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query()
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query(TEXT, threshold=-0.1)
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query_many()
+        with pytest.raises(TypeError):
+            idx.query(signature="not a signature")
+        with pytest.raises(TypeError):
+            idx.query(signature=__import__("numpy").zeros((2, 2), dtype="uint64"))
+
+
+def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:
+    mhdb.Index.create(tmp_path / "other", num_perm=64).close()
+    with mhdb.Index.create(tmp_path / "idx") as idx:
+        with pytest.raises(mhdb.ParameterMismatchError) as e:
+            idx.merge([tmp_path / "other"])
+    assert e.value.parameter == "num_perm" and e.value.stored == "128" and e.value.requested == "64"
+
+
+def test_read_only(tmp_index_path: pathlib.Path) -> None:
+    mhdb.Index.create(tmp_index_path).close()
+    with mhdb.Index.open(tmp_index_path, read_only=True) as idx:
+        for write in (
+            lambda: idx.insert("k", TEXT),
+            lambda: idx.insert_many([("k", TEXT)]),
+            lambda: idx.delete("k"),
+            lambda: idx.compact(),
+        ):
+            with pytest.raises(mhdb.ReadOnlyError):
+                write()
+
+
+def test_io_error(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(mhdb.IoError) as e:
+        mhdb.Index.create(tmp_path / "file" / "idx")
+    assert isinstance(e.value, OSError)
+    assert e.value.path is not None and e.value.op and e.value.errno is not None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_io_error_permission(tmp_path: pathlib.Path) -> None:
+    locked = tmp_path / "ro"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(mhdb.IoError):
+        mhdb.Index.create(locked / "idx")
+
+
+def test_closed(tmp_index_path: pathlib.Path) -> None:
+    idx = mhdb.Index.create(tmp_index_path)
+    idx.close()
+    for call in (lambda: idx.query(TEXT), lambda: idx.insert("k", TEXT), lambda: idx.stats()):
+        with pytest.raises(mhdb.Error, match="closed"):
+            call()

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""mhdb from Python beside datasketch, rensa and gaoya: the same documents, the same run.
+
+Each library runs in its own process (so that peak RSS is its own) on the same synthetic
+corpus (deterministic: documents of about 1 KB, a tenth of them near-copies of another) and
+the same queries (edited copies of indexed documents), with k = 128 and threshold 0.8:
+
+- sketch + insert of texts (docs/s and MB/s of text): mhdb signs and inserts from the texts
+  in Rust (insert_many); datasketch and rensa need the character 5-gram shingles computed in
+  Python first (counted: a user has to), gaoya shingles in Rust;
+- query by text (per call, one call per query; and mhdb's query_many);
+- query by precomputed signature (per call);
+- peak RSS of the process (VmHWM) and reopen time (mhdb: open the index; datasketch and
+  rensa: unpickle the index saved with pickle, their way to persist; gaoya: cannot persist).
+
+Usage: python tools/bench_python.py [--docs N] [--queries Q] [--only mhdb,datasketch,...]
+Needs: the mhdb package (pip install ./python); the peers from PyPI if present
+(pip install datasketch rensa gaoya); missing peers are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+K = 128
+THRESHOLD = 0.8
+
+
+def corpus(n: int, seed: int = 13) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    vocab = [f"{rng.choice('bcdfghklmnprstvw')}{rng.choice('aeiou')}{rng.choice('lmnrst')}{i % 97}" for i in range(20000)]
+    docs: list[tuple[str, str]] = []
+    for i in range(n):
+        if i % 10 == 9:
+            words = docs[rng.randrange(len(docs))][1].split()
+            for _ in range(3):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+        else:
+            words = [vocab[int(rng.paretovariate(1.1)) % len(vocab)] for _ in range(160)]
+        docs.append((f"doc-{i}", " ".join(words)))
+    return docs
+
+
+def queries(docs: list[tuple[str, str]], q: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(q):
+        words = rng.choice(docs)[1].split()
+        words[rng.randrange(len(words))] = "edited"
+        out.append(" ".join(words))
+    return out
+
+
+def shingles(text: str) -> list[str]:
+    t = " ".join(text.lower().split())
+    return list({t[i : i + 5] for i in range(max(1, len(t) - 4))})
+
+
+def peak_rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def per_call_us(items: list[Any], call: Callable[[Any], Any]) -> tuple[float, int]:
+    start = time.perf_counter()
+    hits = 0
+    for x in items:
+        hits += len(call(x))
+    return (time.perf_counter() - start) / len(items) * 1e6, hits
+
+
+# -- one library per process --------------------------------------------------------------
+
+
+def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[str, Any]:
+    import mhdb
+
+    path = os.path.join(workdir, "idx")
+    idx = mhdb.Index.create(path, THRESHOLD, num_perm=K)
+    t0 = time.perf_counter()
+    idx.insert_many(docs, commit_every=10_000)
+    insert_s = time.perf_counter() - t0
+    text_us, hits = per_call_us(qs, lambda t: idx.query(t))
+    t0 = time.perf_counter()
+    many = list(idx.query_many(texts=qs))
+    many_us = (time.perf_counter() - t0) / len(qs) * 1e6
+    assert sum(map(len, many)) == hits
+    sigs = list(idx.hasher.sketch_many(qs))
+    sig_us, _ = per_call_us(sigs, lambda s: idx.query(signature=s))
+    empty = mhdb.Index.create(os.path.join(workdir, "empty"), THRESHOLD, num_perm=K)
+    overhead_us, _ = per_call_us(sigs, lambda s: empty.query(signature=s))
+    idx.close()
+    t0 = time.perf_counter()
+    idx = mhdb.Index.open(path, read_only=True)
+    idx.query(signature=sigs[0])
+    reopen_ms = (time.perf_counter() - t0) * 1e3
+    cli_s = None
+    cli = os.environ.get("MHDB_CLI", os.path.join(os.path.dirname(__file__), "..", "target", "release", "mhdb"))
+    if os.path.exists(cli):
+        jsonl = os.path.join(workdir, "corpus.jsonl")
+        with open(jsonl, "w") as f:
+            for key, text in docs:
+                f.write(json.dumps({"id": key, "text": text}) + "\n")
+        by_cli = os.path.join(workdir, "by-cli")
+        subprocess.run([cli, "create", by_cli, "--threshold", str(THRESHOLD)], check=True, capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run([cli, "add", by_cli, jsonl], check=True, capture_output=True)
+        cli_s = time.perf_counter() - t0
+    return {
+        "insert_s": insert_s,
+        "cli_add_s": cli_s,
+        "query_text_us": text_us,
+        "query_many_us": many_us,
+        "query_sig_us": sig_us,
+        "query_empty_index_us": overhead_us,
+        "hits": hits,
+        "reopen_ms": reopen_ms,
+    }
+
+
+def measure_pickled(lsh: Any, sketch: Callable[[str], Any], qs: list[str], workdir: str, insert_s: float) -> dict[str, Any]:
+    """Queries by text and by signature, then the reopen of an in-memory index persisted
+    the way datasketch and rensa persist: pickled to a file, unpickled."""
+    text_us, hits = per_call_us(qs, lambda t: lsh.query(sketch(t)))
+    sigs = [sketch(t) for t in qs]
+    sig_us, _ = per_call_us(sigs, lsh.query)
+    path = os.path.join(workdir, "lsh.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(lsh, f)
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        pickle.load(f).query(sigs[0])
+    return {"insert_s": insert_s, "query_text_us": text_us, "query_sig_us": sig_us, "hits": hits,
+            "reopen_ms": (time.perf_counter() - t0) * 1e3}
+
+
+def run_datasketch(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[str, Any]:
+    from datasketch import MinHash, MinHashLSH
+
+    def sketch(text: str) -> MinHash:
+        m = MinHash(num_perm=K)
+        m.update_batch([s.encode() for s in shingles(text)])
+        return m
+
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=K)
+    t0 = time.perf_counter()
+    for key, text in docs:
+        lsh.insert(key, sketch(text))
+    insert_s = time.perf_counter() - t0
+    return measure_pickled(lsh, sketch, qs, workdir, insert_s)
+
+
+def run_rensa(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[str, Any]:
+    from rensa import RMinHash, RMinHashLSH
+
+    def sketch(text: str) -> RMinHash:
+        m = RMinHash(num_perm=K, seed=42)
+        m.update(shingles(text))
+        return m
+
+    lsh = RMinHashLSH(threshold=THRESHOLD, num_perm=K, num_bands=16)
+    t0 = time.perf_counter()
+    for i, (_, text) in enumerate(docs):
+        lsh.insert(i, sketch(text))
+    insert_s = time.perf_counter() - t0
+    return measure_pickled(lsh, sketch, qs, workdir, insert_s)
+
+
+def run_gaoya(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[str, Any]:
+    from gaoya.minhash import MinHashStringIndex
+
+    index = MinHashStringIndex(hash_size=32, jaccard_threshold=THRESHOLD, num_bands=16, band_size=8,
+                               analyzer="char", lowercase=True, ngram_range=(5, 5))
+    t0 = time.perf_counter()
+    index.par_bulk_insert_docs(list(range(len(docs))), [t for _, t in docs])
+    insert_s = time.perf_counter() - t0
+    text_us, hits = per_call_us(qs, index.query)
+    return {"insert_s": insert_s, "query_text_us": text_us, "query_sig_us": None, "hits": hits,
+            "reopen_ms": None}
+
+
+RUNNERS = {"mhdb": run_mhdb, "datasketch": run_datasketch, "rensa": run_rensa, "gaoya": run_gaoya}
+
+
+def child(lib: str, n: int, q: int) -> None:
+    docs = corpus(n)
+    qs = queries(docs, q)
+    with tempfile.TemporaryDirectory() as workdir:
+        try:
+            result = RUNNERS[lib](docs, qs, workdir)
+        except ImportError as e:
+            result = {"skipped": f"{e}"}
+    result["peak_rss_mib"] = peak_rss_mib()
+    print(json.dumps(result))
+
+
+def fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--queries", type=int, default=2_000)
+    ap.add_argument("--only", default="mhdb,datasketch,rensa,gaoya")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.docs, args.queries)
+        return
+    docs = corpus(args.docs)
+    mb = sum(len(t.encode()) for _, t in docs) / 1e6
+    print(f"{args.docs:,} documents ({mb:.1f} MB, {mb * 1e6 / args.docs:.0f} B each), {args.queries:,} queries, "
+          f"k = {K}, threshold {THRESHOLD}, {os.cpu_count()} CPUs")
+    results = {}
+    for lib in args.only.split(","):
+        out = subprocess.run([sys.executable, __file__, "--child", lib, "--docs", str(args.docs),
+                              "--queries", str(args.queries)], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"{lib}: failed\n{out.stderr}", file=sys.stderr)
+            continue
+        results[lib] = json.loads(out.stdout.strip().splitlines()[-1])
+    print()
+    print("| library | sketch + insert, docs/s | MB/s | query by text, µs/call | query by signature, µs/call | hits | peak RSS, MiB | reopen, ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for lib, r in results.items():
+        if "skipped" in r:
+            print(f"| {lib} | skipped: {r['skipped']} | | | | | | |")
+            continue
+        rate = args.docs / r["insert_s"]
+        print(f"| {lib} | {fmt(rate, 0)} | {fmt(mb / r['insert_s'])} | {fmt(r['query_text_us'])} | "
+              f"{fmt(r['query_sig_us'])} | {fmt(r['hits'])} | {fmt(r['peak_rss_mib'])} | {fmt(r['reopen_ms'], 2)} |")
+    if "mhdb" in results and "skipped" not in results["mhdb"]:
+        r = results["mhdb"]
+        if r.get("cli_add_s"):
+            print(f"\n`mhdb add` of the same documents (JSON Lines, same machine): {args.docs / r['cli_add_s']:,.0f} docs/s, "
+                  f"{mb / r['cli_add_s']:.1f} MB/s (includes process start and JSON parsing)")
+        print(f"mhdb query_many (batched, both cores): {r['query_many_us']:.1f} µs/query; "
+              f"a query by signature on an empty index (the call's fixed cost): {r['query_empty_index_us']:.2f} µs")
+    print("\n" + json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
