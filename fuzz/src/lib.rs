@@ -321,7 +321,7 @@ pub fn model(data: &[u8]) {
         let expected: Vec<&String> = model.keys().collect();
         assert_eq!(keys.iter().collect::<Vec<_>>(), expected, "{what}: keys");
         for (key, v) in model {
-            let sig = db.hasher().sketch_text(&text(key, *v));
+            let sig = db.sketch_text(&text(key, *v)).expect("sketch");
             let packed = bbit::pack(sig.slots(), db.params().bits).expect("pack");
             let stored = db.get(key).expect("get").expect("present");
             assert_eq!(

@@ -111,7 +111,8 @@ impl Db {
     /// # fn main() -> mhdb::Result<()> {
     /// use mhdb::db::{Db, QueryOptions};
     /// let db = Db::open_read_only("idx")?;
-    /// let sigs = ["first text", "second text"].map(|t| db.hasher().sketch_text(t));
+    /// let hasher = db.hasher()?;
+    /// let sigs = ["first text", "second text"].map(|t| hasher.sketch_text(t));
     /// for (i, result) in db.query_stream(sigs.into_iter().enumerate(), &QueryOptions::default(), 1024) {
     ///     println!("query {i}: {} matches", result?.matches.len());
     /// }
@@ -504,7 +505,10 @@ mod tests {
             .iter()
             .map(|t| db.query_text(t, &opts).unwrap())
             .collect();
-        let sigs: Vec<Signature> = texts.iter().map(|t| db.hasher.sketch_text(t)).collect();
+        let sigs: Vec<Signature> = texts
+            .iter()
+            .map(|t| db.hasher().unwrap().sketch_text(t))
+            .collect();
         for window in [0, 1, 3, 64, 199, 200, 1000] {
             let got: Vec<(usize, QueryResult)> = db
                 .query_text_stream(texts.iter().enumerate(), &opts, window)
@@ -551,7 +555,7 @@ mod tests {
         }
         assert_eq!(taken, texts.len());
         let wrong = Signature::from_slots(vec![1u64; 3]);
-        let good = db.hasher.sketch_text(&texts[0]);
+        let good = db.hasher().unwrap().sketch_text(&texts[0]);
         let sigs = [good.clone(), wrong, good];
         let got: Vec<bool> = db
             .query_stream(
