@@ -287,7 +287,17 @@ fn read_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Manifest> {
     let current_path = dir.join(names::CURRENT);
     let current = Current::decode(&read_file(vfs, &current_path)?, &current_path)?;
     let manifest_path = dir.join(names::manifest_name(current.generation));
-    let manifest_bytes = read_file(vfs, &manifest_path)?;
+    let manifest_bytes = read_file(vfs, &manifest_path).map_err(|e| match e {
+        // CURRENT names it: a missing manifest is damage, not an I/O failure.
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::corruption(
+                &manifest_path,
+                0,
+                "CURRENT names this manifest, but it does not exist",
+            )
+        }
+        e => e,
+    })?;
     current.check(&manifest_bytes, &manifest_path)?;
     Manifest::decode(&manifest_bytes, &manifest_path)
 }
