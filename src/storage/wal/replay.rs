@@ -1,0 +1,331 @@
+//! Reading a WAL: every valid record in order, then what ends the log — a torn tail, or
+//! corruption when a valid record follows damage (`format/wal.md`, "Recovery").
+
+use std::path::Path;
+
+use super::{
+    MAGIC, MAX_RECORD_LEN, RECORD_HEADER_LEN, TYPE_BATCH, WAL_HEADER_LEN, WAL_VERSION, header_bytes,
+};
+use crate::storage::vfs::{OpenMode, Vfs, VfsFile};
+use crate::{Error, Result};
+
+/// What a replay found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replay {
+    /// Records delivered.
+    pub records: u64,
+    /// Length of the valid prefix (header + whole valid records).
+    pub valid_len: u64,
+    /// Bytes after the valid prefix (a torn tail, zeros or garbage with nothing valid after).
+    pub torn_tail_bytes: u64,
+    /// Sequence number of the last record (0 if none).
+    pub last_seq: u64,
+}
+
+/// Reads WAL files.
+pub struct WalReader;
+
+/// A record parsed at some offset: (sequence, payload range, total length).
+fn parse_at(bytes: &[u8], pos: usize) -> Option<(u64, std::ops::Range<usize>, usize)> {
+    let header = bytes.get(pos..pos.checked_add(RECORD_HEADER_LEN)?)?;
+    let total = record_len(header)?;
+    let (crc, rest) = header.split_first_chunk::<4>()?;
+    let seq = u64::from_le_bytes(rest.get(5..13)?.try_into().ok()?);
+    let payload_start = pos + RECORD_HEADER_LEN;
+    let end = pos.checked_add(total)?;
+    let covered = bytes.get(pos + 4..end)?;
+    if crc32fast::hash(covered) != u32::from_le_bytes(*crc) {
+        return None;
+    }
+    Some((seq, payload_start..end, total))
+}
+
+/// The length of the record whose header starts `bytes` (header included), if the header can
+/// start one: type 1 and a payload of at most [`MAX_RECORD_LEN`]. Its checksum is not checked.
+fn record_len(bytes: &[u8]) -> Option<usize> {
+    let header = bytes.get(..RECORD_HEADER_LEN)?;
+    let len = u32::from_le_bytes(header.get(4..8)?.try_into().ok()?) as usize;
+    if header.get(8) != Some(&TYPE_BATCH) || len > MAX_RECORD_LEN {
+        return None;
+    }
+    Some(RECORD_HEADER_LEN + len)
+}
+
+/// Bytes of a WAL file read per `pread` during replay (a record longer than this is read
+/// whole).
+pub(super) const REPLAY_CHUNK: usize = 1 << 20;
+
+/// Where a replay reads the log from: bytes already in memory, or a file read in chunks.
+trait Source {
+    /// Length of the log.
+    fn len(&self) -> u64;
+    /// Bytes `at .. at + n`, fewer (maybe none) where the log ends first.
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]>;
+
+    /// Offset of the last non-zero byte at or after `from`.
+    fn last_nonzero(&mut self, from: u64, chunk: usize) -> Result<Option<u64>> {
+        let mut end = self.len();
+        while end > from {
+            let at = end.saturating_sub(chunk as u64).max(from);
+            let bytes = self.get(at, (end - at) as usize)?;
+            if let Some(i) = bytes.iter().rposition(|&b| b != 0) {
+                return Ok(Some(at + i as u64));
+            }
+            end = at;
+        }
+        Ok(None)
+    }
+}
+
+struct InMemory<'a>(&'a [u8]);
+
+impl Source for InMemory<'_> {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]> {
+        let len = self.0.len();
+        let start = usize::try_from(at).unwrap_or(usize::MAX).min(len);
+        Ok(self
+            .0
+            .get(start..start.saturating_add(n).min(len))
+            .unwrap_or_default())
+    }
+}
+
+/// A WAL file read with `pread` into one buffer that slides along it.
+///
+/// Read rather than mapped: the zeros a writer writes ahead of its records may not all have
+/// reached the disk. A write that failed with ENOSPC can leave a hole in the file, and on a
+/// full tmpfs touching a hole through a mapping allocates a page, fails and raises SIGBUS,
+/// killing the process on every open until space is freed. `pread` reads a hole as zeros (a
+/// torn tail) without allocating anything, and a failed read is an error, not a signal.
+struct FileChunks<'a> {
+    file: &'a dyn VfsFile,
+    path: &'a Path,
+    len: u64,
+    chunk: usize,
+    /// File offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Source for FileChunks<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn get(&mut self, at: u64, n: usize) -> Result<&[u8]> {
+        let end = at.saturating_add(n as u64).min(self.len);
+        let at = at.min(end);
+        if at < self.start || end > self.start + self.buf.len() as u64 {
+            let stop = at.saturating_add(self.chunk as u64).max(end).min(self.len);
+            let want = usize::try_from(stop - at)
+                .map_err(|_| Error::corruption(self.path, at, "WAL read too large"))?;
+            self.buf.resize(want, 0);
+            self.start = at;
+            if let Err(e) = self.file.read_exact_at(&mut self.buf, at) {
+                // A writer in another process may cut the file meanwhile (the zeros written
+                // ahead, when it closes or moves to a new file; a torn tail, when it opens):
+                // the log then ends where the file now ends.
+                let now = self
+                    .file
+                    .len()
+                    .map_err(Error::io_on(self.path, "stat WAL"))?;
+                if e.kind() != std::io::ErrorKind::UnexpectedEof || now >= self.len {
+                    return Err(Error::io(self.path, "read WAL", e));
+                }
+                self.len = now;
+                self.buf.clear();
+                return self.get(at, n);
+            }
+        }
+        let lo = (at - self.start) as usize;
+        let hi = (end - self.start) as usize;
+        Ok(self.buf.get(lo..hi).unwrap_or_default())
+    }
+}
+
+/// The first offset in `from ..= last` where a valid record starts whose sequence number
+/// `accept`s.
+fn find_record(
+    src: &mut impl Source,
+    from: u64,
+    last: u64,
+    accept: impl Fn(u64) -> bool,
+) -> Result<Option<u64>> {
+    let mut p = from;
+    while p <= last {
+        if let Some(total) = record_len(src.get(p, RECORD_HEADER_LEN)?)
+            && let Some((seq, _, _)) = parse_at(src.get(p, total)?, 0)
+            && accept(seq)
+        {
+            return Ok(Some(p));
+        }
+        p += 1;
+    }
+    Ok(None)
+}
+
+impl WalReader {
+    /// Calls `apply(seq, offset, payload)` for every valid record in order. A damaged or
+    /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
+    /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
+    ///
+    /// The file is read in chunks of 1 MiB with `pread`, never mapped: a write cut short by a
+    /// full disk can leave a hole in it, which a mapped read on a full tmpfs turns into SIGBUS
+    /// (a `pread` reads it as zeros: a torn tail). A writer's recovery replays it with the
+    /// database locked; a reader may replay it while a writer in another process appends to
+    /// it (a partly written last record is a torn tail) or cuts it (the log then ends where
+    /// the file ends).
+    pub fn replay(
+        vfs: &dyn Vfs,
+        path: &Path,
+        mut apply: impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<Replay> {
+        Self::replay_in_chunks(vfs, path, REPLAY_CHUNK, &mut apply)
+    }
+
+    pub(super) fn replay_in_chunks(
+        vfs: &dyn Vfs,
+        path: &Path,
+        chunk: usize,
+        apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<Replay> {
+        let file = vfs
+            .open(path, OpenMode::Read)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+        let mut src = FileChunks {
+            file: file.as_ref(),
+            path,
+            len,
+            chunk: chunk.max(1),
+            start: 0,
+            buf: Vec::new(),
+        };
+        replay_source(&mut src, path, chunk.max(1), apply)
+    }
+
+    /// [`WalReader::replay`] over bytes already in memory.
+    pub fn replay_bytes(
+        bytes: &[u8],
+        path: &Path,
+        apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<Replay> {
+        replay_source(&mut InMemory(bytes), path, REPLAY_CHUNK, apply)
+    }
+
+    /// Makes a WAL file durable as it is now (writers only).
+    pub fn sync_file(vfs: &dyn Vfs, path: &Path) -> Result<()> {
+        let file = vfs
+            .open(path, OpenMode::ReadWrite)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
+    }
+
+    /// Cuts a torn tail off (writers only), durably. A file without a valid header is removed
+    /// (the caller syncs the directory).
+    pub fn truncate_torn_tail(vfs: &dyn Vfs, path: &Path, valid_len: u64) -> Result<()> {
+        if valid_len < WAL_HEADER_LEN {
+            return vfs
+                .remove_file(path)
+                .map_err(Error::io_on(path, "remove torn WAL"));
+        }
+        let file = vfs
+            .open(path, OpenMode::ReadWrite)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        file.set_len(valid_len)
+            .map_err(Error::io_on(path, "truncate WAL"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
+    }
+}
+
+/// The replay of [`WalReader::replay`] and [`WalReader::replay_bytes`], over either source.
+fn replay_source(
+    src: &mut impl Source,
+    path: &Path,
+    chunk: usize,
+    apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+) -> Result<Replay> {
+    let len = src.len();
+    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
+    if header != header_bytes() {
+        // A header is written and synced before any record can be acknowledged, so a file
+        // whose header is incomplete or damaged and that holds no valid record was cut off
+        // while being created: it is empty (a torn tail from byte 0). A record is never all
+        // zeros (its type byte is not 0): none starts after the last non-zero byte.
+        let any_record = match src.last_nonzero(WAL_HEADER_LEN, chunk)? {
+            Some(last) => find_record(src, WAL_HEADER_LEN, last, |_| true)?.is_some(),
+            None => false,
+        };
+        if !any_record {
+            return Ok(Replay {
+                records: 0,
+                valid_len: 0,
+                torn_tail_bytes: len,
+                last_seq: 0,
+            });
+        }
+        let version = header
+            .get(8..12)
+            .and_then(|v| <[u8; 4]>::try_from(v).ok())
+            .map(u32::from_le_bytes);
+        let crc_ok = header
+            .get(12..16)
+            .zip(header.get(..12))
+            .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
+        if header.get(..8) == Some(&MAGIC[..])
+            && crc_ok
+            && let Some(found) = version.filter(|v| *v != WAL_VERSION)
+        {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found,
+                supported: WAL_VERSION,
+            });
+        }
+        return Err(Error::corruption(
+            path,
+            0,
+            "bad WAL header followed by valid records",
+        ));
+    }
+    let mut pos = WAL_HEADER_LEN;
+    let mut records = 0u64;
+    let mut last_seq = 0u64;
+    while pos < len {
+        if let Some(total) = record_len(src.get(pos, RECORD_HEADER_LEN)?) {
+            let record = src.get(pos, total)?;
+            if let Some((seq, payload, total)) = parse_at(record, 0)
+                && seq > last_seq
+            {
+                apply(seq, pos, record.get(payload).unwrap_or_default())?;
+                records += 1;
+                last_seq = seq;
+                pos += total as u64;
+                continue;
+            }
+        }
+        // Not a valid next record. If any valid record follows, the log is damaged in the
+        // middle; otherwise this is a torn tail. Only offsets up to the last non-zero byte can
+        // start a record, so the zeros that end a preallocated file are not tried.
+        if let Some(last) = src.last_nonzero(pos + 1, chunk)?
+            && let Some(later) = find_record(src, pos + 1, last, |s| s > last_seq)?
+        {
+            return Err(Error::corruption(
+                path,
+                pos,
+                format!("damaged WAL record followed by a valid record at offset {later}"),
+            ));
+        }
+        break;
+    }
+    Ok(Replay {
+        records,
+        valid_len: pos,
+        torn_tail_bytes: len - pos,
+        last_seq,
+    })
+}
