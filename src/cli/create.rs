@@ -32,34 +32,26 @@ pub fn warn_weak_banding(lsh: &LshParams, threshold: f64) {
     }
 }
 
-/// Refuses a path that exists and is not a directory; `Db::create` refuses a directory that
-/// holds anything but the leftovers of an interrupted create.
-fn refuse_non_empty(dir: &Path) -> CliResult {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            return Err(CliError::usage(format!(
-                "{} exists and is not a directory",
-                dir.display()
-            )));
-        }
-        Err(e) => {
-            return Err(CliError::other(format!(
-                "cannot read {}: {e}",
-                dir.display()
-            )));
-        }
-    };
-    // What it may hold is the library's call: nothing, or the leftovers of an interrupted
-    // create (which it replaces).
-    drop(entries);
-    Ok(())
+/// Refuses a path that exists and is not a directory. What a directory may hold (nothing, or
+/// the leftovers of an interrupted create, which it replaces) is `Db::create`'s call.
+fn refuse_non_directory(dir: &Path) -> CliResult {
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Err(CliError::usage(format!(
+            "{} exists and is not a directory",
+            dir.display()
+        ))),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CliError::other(format!(
+            "cannot read {}: {e}",
+            dir.display()
+        ))),
+    }
 }
 
 /// `mhdb create`.
 pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
-    refuse_non_empty(&args.db)?;
+    refuse_non_directory(&args.db)?;
     let threshold = args.threshold;
     let mut params = IndexParams::for_threshold(args.sketch.params(), args.bits, threshold)?;
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
