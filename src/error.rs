@@ -48,6 +48,22 @@ pub enum Error {
         /// The newest version this build understands.
         supported: u32,
     },
+    /// The database is in an older format version that this build reads but does not write:
+    /// it opens read-only, and `mhdb upgrade` (or [`Db::upgrade`](crate::db::Db::upgrade))
+    /// converts it.
+    NeedsUpgrade {
+        /// The database directory.
+        path: PathBuf,
+        /// Its format version.
+        found: u32,
+    },
+    /// The database uses a feature of the format that this build does not implement.
+    Unsupported {
+        /// The file that records the feature.
+        path: PathBuf,
+        /// The feature, in words.
+        feature: String,
+    },
     /// Stored parameters differ from the ones the caller expects.
     ParameterMismatch {
         /// Which parameter.
@@ -142,6 +158,18 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{} has format version {found}, but this build reads versions up to {supported}",
+                path.display()
+            ),
+            Error::NeedsUpgrade { path, found } => write!(
+                f,
+                "{} is in format version {found}, which this build opens read-only; \
+                 run `mhdb upgrade {}` to convert it",
+                path.display(),
+                path.display()
+            ),
+            Error::Unsupported { path, feature } => write!(
+                f,
+                "{} uses {feature}, which this build does not support",
                 path.display()
             ),
             Error::ParameterMismatch {

@@ -1,7 +1,7 @@
-//! Damage is refused, never laundered: compaction and export check the signature-log records
-//! they carry over against the checksums the manifest recorded, so a flipped bit is reported
-//! as corruption instead of being given a fresh checksum (after which `verify` would pass and
-//! the wrong similarity would be permanent).
+//! Damage is refused, never laundered: compaction and export check the block checksums of
+//! the signatures they carry over, so a flipped bit is reported as corruption instead of being
+//! given a fresh checksum (after which `verify` would pass and the wrong similarity would be
+//! permanent). Reading the damaged signature is an error too, never a wrong answer.
 
 mod common;
 
@@ -17,8 +17,8 @@ fn options() -> Options {
     }
 }
 
-/// A database of two segments and no deletions, with one bit of document 7's signature-log
-/// record flipped.
+/// A database of two segments and no deletions, with one bit of document 7's stored
+/// signature flipped (in the first segment's SIGNATURES section).
 fn damaged(dir: &Path) {
     let db = Db::create(dir, IndexParams::default(), options()).unwrap();
     for part in 0..2 {
@@ -31,13 +31,29 @@ fn damaged(dir: &Path) {
         }
         db.flush().unwrap();
     }
-    let record = db.params().sig_bytes() as u64;
+    let record = db.params().sig_bytes();
     drop(db);
-    let path = dir.join("signatures.log");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = (64 + 7 * record + 3) as usize; // inside document 7's record, first segment
-    bytes[at] ^= 0x10;
-    std::fs::write(&path, bytes).unwrap();
+    let mut segments: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    segments.sort();
+    let path = &segments[0];
+    let mut bytes = std::fs::read(path).unwrap();
+    let sigs = common::segment_section(&bytes, 6).unwrap();
+    assert_eq!(sigs.len(), 20 * record);
+    bytes[sigs.start + 7 * record + 3] ^= 0x10; // inside document 7's signature
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Every document but the damaged one reads as stored; the damaged one is an error.
+fn assert_read_refused(db: &Db) {
+    let err = db.get("doc-0-7").unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(".seg"), "{err}");
+    assert!(db.get("doc-1-7").unwrap().is_some());
+    assert_eq!(db.len(), 40);
 }
 
 fn assert_reported(db: &Db) {
@@ -60,16 +76,16 @@ fn compaction_refuses_a_damaged_signature_record() {
     damaged(&dir);
     let db = Db::open(&dir, options()).unwrap();
     assert_reported(&db);
-    let before = common::stored(&db);
+    assert_read_refused(&db);
     let err = db.compact_full().unwrap_err();
     assert!(err.is_corruption(), "{err}");
-    assert!(err.to_string().contains("signatures.log"), "{err}");
+    assert!(err.to_string().contains(".seg"), "{err}");
     drop(db);
     // Nothing was published: the damage is still there to be seen.
     let db = Db::open(&dir, options()).unwrap();
     assert_reported(&db);
     assert_eq!(db.stats().unwrap().segments, 2);
-    assert_eq!(common::stored(&db), before);
+    assert_read_refused(&db);
 }
 
 #[test]

@@ -28,7 +28,7 @@
 mod common;
 
 use std::io::Write;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -788,11 +788,9 @@ fn sparse_copy_on_a_full_tmpfs_is_read_without_a_signal() {
 
     let dir = m.point.join("db");
     sparse_copy(&src, &dir);
-    let siglog = std::fs::metadata(dir.join("signatures.log")).unwrap();
-    assert!(
-        siglog.blocks() * 512 < siglog.len(),
-        "the copied signature log has no hole"
-    );
+    // (Format version 1's signature log had runs of zeros, so its sparse copy had holes;
+    // version 2 keeps signatures in segments, which have none. The copy is read the same way
+    // either way, and must not raise a signal when the disk is full.)
     let filler = Filler::fill(&m.point);
     let keys: Vec<String> = model.keys().cloned().collect();
     for args in [

@@ -80,7 +80,8 @@ fn foreign_signatures_are_stored_queried_and_text_is_refused() {
         drop(db);
 
         // The scheme is in the manifest, at its documented place (format/manifest.md):
-        // magic 8, version 4, generation 8, spec_version 4, then the scheme byte.
+        // magic 8, version 4, generation 8, spec_version 4, index kind 1, then the scheme
+        // byte.
         let manifest = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -91,7 +92,7 @@ fn foreign_signatures_are_stored_queried_and_text_is_refused() {
                     .starts_with("MANIFEST-")
             })
             .unwrap();
-        assert_eq!(std::fs::read(&manifest).unwrap()[24], scheme.code());
+        assert_eq!(std::fs::read(&manifest).unwrap()[25], scheme.code());
 
         let db = Db::open_read_only(&path).unwrap();
         assert_eq!(db.params().sketch.scheme, scheme);

@@ -21,7 +21,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, Upgraded, WriteBatch};
 use mhdb::sketch::SketchParams;
 use serde_json::{Value, json};
 
@@ -160,7 +160,7 @@ fn committed_fixture_reads_back_read_only_in_place() {
 }
 
 #[test]
-fn committed_fixture_replays_its_wal_as_a_writer_on_a_copy() {
+fn committed_fixture_is_refused_to_writers_and_upgrades_with_the_same_answers() {
     let expected = expected();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("db");
@@ -172,17 +172,38 @@ fn committed_fixture_replays_its_wal_as_a_writer_on_a_copy() {
         auto_compact: false,
         ..Options::default()
     };
+    // Version 1 is read, never written: a writer is told what to do.
+    let err = Db::open(&copy, opts.clone()).unwrap_err();
+    assert!(
+        matches!(err, mhdb::Error::NeedsUpgrade { found: 1, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("mhdb upgrade"), "{err}");
+    assert!(
+        snapshot(&copy) == snapshot(Path::new(FIXTURE)),
+        "a refused open changed files"
+    );
+
+    // The upgrade keeps every answer (the WAL tail included) and leaves no signature log.
+    assert_eq!(
+        Db::upgrade(&copy, true).unwrap(),
+        Upgraded::Converted {
+            kept: Some(tmp.path().join(".db.mhdb-v1"))
+        }
+    );
+    assert!(snapshot(&tmp.path().join(".db.mhdb-v1")) == snapshot(Path::new(FIXTURE)));
+    assert!(!copy.join("signatures.log").exists());
+    assert_eq!(Db::upgrade(&copy, false).unwrap(), Upgraded::AlreadyCurrent);
     {
         let db = Db::open(&copy, opts.clone()).unwrap();
-        check_answers(&db, &expected, "writer");
-        // The WAL tail becomes a segment; the answers stay.
+        check_answers(&db, &expected, "upgraded");
+        assert!(db.verify().unwrap().is_ok());
         db.flush().unwrap();
-        check_answers(&db, &expected, "writer after flush");
         db.compact_full().unwrap();
-        check_answers(&db, &expected, "writer after compact_full");
+        check_answers(&db, &expected, "upgraded, after compact_full");
     }
     let db = Db::open_read_only(&copy).unwrap();
-    check_answers(&db, &expected, "reopened after compaction");
+    check_answers(&db, &expected, "upgraded, reopened");
 }
 
 // ---------------------------------------------------------------------------------------------

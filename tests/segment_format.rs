@@ -393,13 +393,13 @@ fn every_single_byte_flip_is_detected() {
 #[test]
 fn unknown_version_is_unsupported() {
     let mut bytes = small_segment();
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
     // Written so by a newer writer: the checksums match.
     fix_checksums(&mut bytes);
-    match Segment::open(bytes, "v2") {
+    match Segment::open(bytes, "v3") {
         Err(Error::UnsupportedVersion {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             ..
         }) => {}
         other => panic!("{other:?}"),
@@ -414,6 +414,29 @@ fn fix_checksums(bytes: &mut [u8]) {
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let table = u64_at(bytes, footer) as usize;
     let nsec = u32::from_le_bytes(bytes[footer + 8..footer + 12].try_into().unwrap()) as usize;
+    // Version 2's block checksums (kind 8) cover every byte from 64 up to that section.
+    for i in 0..nsec {
+        let e = table + i * 40;
+        if u16::from_le_bytes([bytes[e], bytes[e + 1]]) != 8 {
+            continue;
+        }
+        let (Ok(off), Ok(slen)) = (
+            usize::try_from(u64_at(bytes, e + 8)),
+            usize::try_from(u64_at(bytes, e + 16)),
+        ) else {
+            continue;
+        };
+        if off < 64 || off.saturating_add(slen) > table {
+            continue;
+        }
+        let crcs: Vec<u8> = bytes[64..off]
+            .chunks(4096)
+            .flat_map(|b| crc32fast::hash(b).to_le_bytes())
+            .collect();
+        if crcs.len() == slen {
+            bytes[off..off + slen].copy_from_slice(&crcs);
+        }
+    }
     for i in 0..nsec {
         let e = table + i * 40;
         let (off, slen) = (u64_at(bytes, e + 8), u64_at(bytes, e + 16));
@@ -458,7 +481,14 @@ fn multi_byte_damage_is_detected_and_never_panics() {
         });
         match verdict {
             Err(e) => {
-                assert!(e.is_corruption() || matches!(e, Error::UnsupportedVersion { .. }));
+                assert!(
+                    e.is_corruption()
+                        || matches!(
+                            e,
+                            Error::UnsupportedVersion { .. } | Error::Unsupported { .. }
+                        ),
+                    "round {round}: {e}"
+                );
                 structural += u64::from(hostile);
             }
             Ok(()) => assert!(hostile, "round {round}: damage passed verify"),
@@ -570,4 +600,101 @@ fn sparse_range_roundtrips_and_merges() {
     merged.verify().unwrap();
     assert_eq!(merged.doc_count(), 49);
     assert_eq!(merged.key_of(7).unwrap(), None);
+}
+
+/// Every read the query path makes of a version-2 segment (postings, keys, signatures, hot
+/// records) checks the 4 KiB block it reads first: whatever byte of the data area is flipped,
+/// each read returns exactly what was written or a corruption error naming a block of this
+/// file, never a wrong value; and the reads that touch the damaged block do fail.
+#[test]
+fn checked_reads_never_return_damaged_bytes() {
+    let mut rng = SplitMix64(11);
+    let docs = random_docs(&mut rng, 1_000, 300, 90, 3);
+    let record = 24;
+    let sig = |d: &Doc| -> Vec<u8> {
+        (0..record)
+            .map(|i| (d.docno as u8).wrapping_mul(i as u8 + 7))
+            .collect()
+    };
+    let mut b = SegmentBuilder::with_signatures(3, 1_000, record).unwrap();
+    b.set_end_docno(1_300).unwrap();
+    for d in &docs {
+        b.add_signed(d.docno, &d.key, &d.bands, &sig(d)).unwrap();
+    }
+    let bytes = b
+        .finish(&SegmentOptions {
+            bucket_cap: Some(4),
+        })
+        .unwrap();
+    let clean = Segment::open(bytes.clone(), "clean").unwrap();
+    clean.verify().unwrap();
+    assert_eq!(clean.blocks_checked().0, clean.blocks_checked().1);
+    let data_end = common::segment_section(&bytes, 8).unwrap().start;
+    type Reads = Vec<Result<Vec<u64>, String>>;
+    let read_all = |seg: &Segment| -> Reads {
+        let mut out = Vec::new();
+        for d in &docs {
+            out.push(
+                seg.signature_of(d.docno)
+                    .map(|s| {
+                        s.map(|s| s.iter().map(|&b| u64::from(b)).collect())
+                            .unwrap_or_default()
+                    })
+                    .map_err(|e| e.to_string()),
+            );
+            out.push(
+                seg.key_of(d.docno)
+                    .map(|k| {
+                        k.map(|k| k.iter().map(|&b| u64::from(b)).collect())
+                            .unwrap_or_default()
+                    })
+                    .map_err(|e| e.to_string()),
+            );
+            out.push(
+                seg.find_key(&d.key)
+                    .map(|f| f.into_iter().collect())
+                    .map_err(|e| e.to_string()),
+            );
+            for (band, &bk) in d.bands.iter().enumerate() {
+                out.push(
+                    seg.postings(band, bk)
+                        .and_then(|p| p.collect::<Result<Vec<u64>, _>>())
+                        .map_err(|e| e.to_string()),
+                );
+            }
+        }
+        out.push(
+            seg.hot_buckets()
+                .map(|h| h.map(|h| h.original_size))
+                .collect::<Result<Vec<u64>, _>>()
+                .map_err(|e| e.to_string()),
+        );
+        out
+    };
+    let expected = read_all(&clean);
+    assert!(expected.iter().all(Result::is_ok));
+    for at in (64..data_end).step_by(97) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x21;
+        let seg = Segment::open(bad, "damaged.seg").unwrap();
+        let got = read_all(&seg);
+        let mut failed = 0;
+        for (g, e) in got.iter().zip(&expected) {
+            match g {
+                Ok(v) => assert_eq!(Ok(v), e.as_ref(), "byte {at}: a read returned damaged data"),
+                Err(msg) => {
+                    assert!(
+                        msg.contains("damaged.seg") && msg.contains("checksum"),
+                        "byte {at}: {msg}"
+                    );
+                    failed += 1;
+                }
+            }
+        }
+        assert!(
+            failed > 0 || seg.verify().is_err(),
+            "byte {at}: damage never seen"
+        );
+        assert!(seg.verify().is_err(), "byte {at}: verify passed");
+    }
 }

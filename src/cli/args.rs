@@ -113,6 +113,11 @@ pub enum Command {
         after_help = "Example:\n  mhdb compact idx\n\nPrints what it did on stderr (--json: {\"live_docs\", \"segments\"} on stdout)."
     )]
     Compact(JsonDbArgs),
+    /// Convert a database written in format version 1 to the current format, in place.
+    #[command(
+        after_help = "Example:\n  mhdb upgrade idx\n\nA version-1 database opens read-only; writing needs this conversion first. The\nversion-1 files are read (every checksum checked), the live documents written as a new\ndatabase beside them, and the directories swapped; an interrupted upgrade leaves the\nversion-1 database as it was (run it again). Prints what it did on stderr (--json:\n{\"upgraded\", \"kept\"} on stdout).\nExit codes: 0 upgraded or already current; 1 I/O or locked; 3 corruption."
+    )]
+    Upgrade(UpgradeArgs),
     /// Counts, sizes, bucket distributions and parameters.
     #[command(
         after_help = "Example:\n  mhdb stats idx --json\n\nParameters are named as the `create` flags that set them (text: the flags themselves;\nJSON: \"params\" with the flag names, '-' written '_')."
@@ -179,6 +184,18 @@ impl SketchArgs {
 pub struct JsonDbArgs {
     /// Database directory.
     pub db: PathBuf,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct UpgradeArgs {
+    /// Database directory.
+    pub db: PathBuf,
+    /// Keep the version-1 files in `.<name>.mhdb-v1` beside the database.
+    #[arg(long)]
+    pub keep_old: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

@@ -1,14 +1,49 @@
-//! Whole-database maintenance and inspection: `mhdb compact`, `verify`, `stats`, `export` and
-//! `merge`.
+//! Whole-database maintenance and inspection: `mhdb compact`, `verify`, `stats`, `export`,
+//! `merge` and `upgrade`.
 
 use std::process::ExitCode;
 
-use mhdb::db::{Db, Options, Stats};
+use mhdb::db::{Db, Options, Stats, Upgraded};
 use serde_json::json;
 
-use super::args::{ExportArgs, JsonDbArgs, MergeArgs};
+use super::args::{ExportArgs, JsonDbArgs, MergeArgs, UpgradeArgs};
 use super::output::{CliResult, message, outln};
 use super::shapes;
+
+/// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
+/// on stdout).
+pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
+    let done = Db::upgrade(&args.db, args.keep_old)?;
+    let (upgraded, kept) = match &done {
+        Upgraded::Converted { kept } => (true, kept.clone()),
+        _ => (false, None),
+    };
+    if args.json {
+        let kept = kept.map(|k| k.display().to_string());
+        outln!("{}", json!({"upgraded": upgraded, "kept": kept}));
+    } else if upgraded {
+        match kept {
+            Some(k) => message(format_args!(
+                "upgraded {} to format version {}; the version-1 files are in {}",
+                args.db.display(),
+                mhdb::db::MANIFEST_VERSION,
+                k.display()
+            )),
+            None => message(format_args!(
+                "upgraded {} to format version {}",
+                args.db.display(),
+                mhdb::db::MANIFEST_VERSION
+            )),
+        }
+    } else {
+        message(format_args!(
+            "{} is already in format version {}",
+            args.db.display(),
+            mhdb::db::MANIFEST_VERSION
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// `mhdb compact`: what it did on stderr (`--json`: on stdout).
 pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {

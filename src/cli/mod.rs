@@ -50,6 +50,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Stats(a) => maintain::stats(a),
         Command::Export(a) => maintain::export(a),
         Command::Merge(a) => maintain::merge(a),
+        Command::Upgrade(a) => maintain::upgrade(a),
         Command::Demo(a) => demo::demo(a),
     }
 }

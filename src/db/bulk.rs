@@ -97,10 +97,7 @@ impl Db {
             }
         };
         self.check_writable()?;
-        let (base, wal_start) = {
-            let state = self.state.read();
-            (state.mem.next_docno(), state.version.manifest.wal_start)
-        };
+        let base = self.state.read().mem.next_docno();
         // Stored copies of the batch's keys are deleted.
         let deleted_older: Vec<u64> = {
             let state = self.state.read();
@@ -158,7 +155,7 @@ impl Db {
             deleted_older,
         };
         let sig_bytes = record_bytes;
-        let result = self.publish_new_docs(&input, wal_start, |state| {
+        let result = self.publish_new_docs(&input, None, |state| {
             state.mem = MemTable::new(base + n as u64, bands, sig_bytes);
         });
         match result {

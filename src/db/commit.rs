@@ -17,10 +17,9 @@ use super::Db;
 use super::state::State;
 use super::version::{Manifest, load_segment};
 use crate::storage::deletions;
-use crate::storage::manifest::{Current, DeletionsMeta, SegmentMeta};
+use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_VERSION, SegmentMeta};
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::SegmentBuilder;
-use crate::storage::siglog;
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::{Error, Result};
 
@@ -58,21 +57,17 @@ pub(super) fn write_new_file(
     file.sync_data().map_err(Error::io_on(path, "fsync"))
 }
 
-/// Signature-log records written per `write` call when they are packed on the way (4 MiB).
-pub(super) const SIGLOG_WRITE_CHUNK: usize = 4 << 20;
-
-/// The signature-log records of new documents, one per docno of the range (zeros for dead
-/// numbers).
+/// The packed signatures of new documents, one record per docno of the range (dead numbers'
+/// records are never read).
 pub(super) enum Records<'a> {
     /// Already in one buffer.
     Packed(Vec<u8>),
-    /// Written as they are produced, a chunk at a time, which spares a buffer (and its page
-    /// faults) the size of the whole batch: `fill(i, out)` writes record `i` of the range.
+    /// Produced on demand, on every core: `fill(i, out)` writes record `i` of the range.
     Lazy(&'a (dyn Fn(usize, &mut [u8]) -> Result<()> + Sync)),
 }
 
 /// Documents about to become a segment: the docno range `[base, base + span)`, its
-/// signature-log records, the live documents and deletions of older documents.
+/// signatures, the live documents and deletions of older documents.
 pub(super) struct NewDocs<'a> {
     pub(super) base: u64,
     pub(super) span: u64,
@@ -93,13 +88,14 @@ impl Db {
         self.next_file_id.load(Ordering::SeqCst)
     }
 
-    /// Writes `input` as a segment plus signature-log records, merges its deletions into the
+    /// Writes `input` as a segment (signatures included), merges its deletions into the
     /// durable list, and publishes a new manifest (the commit point); then installs the new
-    /// version and lets `after` adjust the in-memory state under the same lock.
+    /// version and lets `after` adjust the in-memory state under the same lock. `wal` is the
+    /// new `(wal_start, wal_next_seq)` (a flush moved to a new WAL file), `None` to keep them.
     pub(super) fn publish_new_docs(
         &self,
         input: &NewDocs<'_>,
-        wal_start: u64,
+        wal: Option<(u64, u64)>,
         after: impl FnOnce(&mut State),
     ) -> Result<()> {
         let old = self.state.read().version.clone();
@@ -109,60 +105,31 @@ impl Db {
         let mut new_segment = None;
         let next_docno = input.base + input.span;
         if input.span > 0 {
-            let siglog_path = self.dir.join(names::SIGLOG);
-            let siglog = self.siglog_file.as_ref().ok_or(Error::ReadOnly)?;
-            // The signature-log records and the segment are independent until the manifest
-            // names both (the commit point, below): write and sync the records while the
-            // segment is built and written.
-            let (logged, built) = rayon::join(
-                || -> Result<u32> {
-                    let at = siglog::offset(input.base, record_bytes);
-                    let write = |bytes: &[u8], at: u64| {
-                        siglog
-                            .write_all_at(bytes, at)
-                            .map_err(Error::io_on(&siglog_path, "write"))
-                    };
-                    let crc = match &input.records {
-                        Records::Packed(bytes) => {
-                            write(bytes, at)?;
-                            crc32fast::hash(bytes)
-                        }
-                        Records::Lazy(fill) => {
-                            write_records_lazily(fill, input.span, record_bytes, at, write)?
-                        }
-                    };
-                    siglog
-                        .sync_data()
-                        .map_err(Error::io_on(&siglog_path, "fsync"))?;
-                    Ok(crc)
-                },
-                || -> Result<SegmentMeta> {
-                    let mut builder = SegmentBuilder::new(self.params.lsh.bands, input.base)?;
-                    builder.set_end_docno(next_docno)?;
-                    builder.reserve(
-                        input.live.len(),
-                        input.live.iter().map(|(_, key, _)| key.len()).sum(),
-                    );
-                    for &(docno, key, band_keys) in &input.live {
-                        builder.add(docno, key, band_keys)?;
-                    }
-                    let bytes = builder.finish(&self.params.segment_options())?;
-                    let id = self.new_file_id();
-                    let path = self.dir.join(names::segment_name(id));
-                    write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
-                    Ok(SegmentMeta {
-                        id,
-                        base: input.base,
-                        span: input.span,
-                        docs: input.live.len() as u64,
-                        file_len: bytes.len() as u64,
-                        siglog_crc: 0, // set below, from the records as written
-                    })
-                },
+            let signatures = input.live_signatures(record_bytes)?;
+            let mut builder =
+                SegmentBuilder::with_signatures(self.params.lsh.bands, input.base, record_bytes)?;
+            builder.set_end_docno(next_docno)?;
+            builder.reserve(
+                input.live.len(),
+                input.live.iter().map(|(_, key, _)| key.len()).sum(),
             );
+            for (&(docno, key, band_keys), sig) in
+                input.live.iter().zip(signatures.chunks_exact(record_bytes))
+            {
+                builder.add_signed(docno, key, band_keys, sig)?;
+            }
+            drop(signatures);
+            let bytes = builder.finish(&self.params.segment_options())?;
+            let id = self.new_file_id();
+            let path = self.dir.join(names::segment_name(id));
+            write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
             let meta = SegmentMeta {
-                siglog_crc: logged?,
-                ..built?
+                id,
+                base: input.base,
+                span: input.span,
+                docs: input.live.len() as u64,
+                file_len: bytes.len() as u64,
+                siglog_crc: 0,
             };
             segments.push(meta.clone());
             new_segment = Some(meta);
@@ -179,12 +146,16 @@ impl Db {
             let list: Vec<u64> = union.into_iter().collect();
             self.write_deletions(&list)?
         };
+        let (wal_start, wal_next_seq) =
+            wal.unwrap_or((old.manifest.wal_start, old.manifest.wal_next_seq));
         let manifest = Manifest {
+            format_version: MANIFEST_VERSION,
             generation: old.manifest.generation + 1,
             params: self.params,
             next_docno,
-            siglog_records: next_docno,
+            siglog_records: 0,
             wal_start,
+            wal_next_seq,
             next_file_id: self.file_ids_used(),
             deletions,
             segments,
@@ -266,33 +237,30 @@ impl Db {
     }
 }
 
-/// Writes `span` records produced by `fill` from offset `at` on, a chunk at a time (each chunk
-/// filled on every core), and returns their CRC-32.
-fn write_records_lazily(
-    fill: &(dyn Fn(usize, &mut [u8]) -> Result<()> + Sync),
-    span: u64,
-    record_bytes: usize,
-    at: u64,
-    write: impl Fn(&[u8], u64) -> Result<()>,
-) -> Result<u32> {
-    let record_bytes = record_bytes.max(1);
-    let span = usize::try_from(span).map_err(|_| Error::invalid("span", "too large"))?;
-    let per_chunk = (SIGLOG_WRITE_CHUNK / record_bytes).clamp(1, span.max(1));
-    let mut buf = vec![0u8; per_chunk * record_bytes];
-    let mut crc = crc32fast::Hasher::new();
-    let mut start = 0usize;
-    while start < span {
-        let count = per_chunk.min(span - start);
-        let chunk = buf
-            .get_mut(..count * record_bytes)
-            .ok_or_else(|| Error::invalid("records", "chunk out of range"))?;
-        chunk
-            .par_chunks_mut(record_bytes)
-            .enumerate()
-            .try_for_each(|(j, rec)| fill(start + j, rec))?;
-        crc.update(chunk);
-        write(chunk, at + (start * record_bytes) as u64)?;
-        start += count;
+impl NewDocs<'_> {
+    /// The live documents' packed signatures, one after another in the order of `live`
+    /// (filled on every core when they are produced on the way).
+    fn live_signatures(&self, record_bytes: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.live.len() * record_bytes];
+        let record_of = |docno: u64| usize::try_from(docno - self.base).unwrap_or(usize::MAX);
+        match &self.records {
+            Records::Packed(bytes) => {
+                for (&(docno, ..), slot) in self.live.iter().zip(out.chunks_exact_mut(record_bytes))
+                {
+                    let at = record_of(docno).saturating_mul(record_bytes);
+                    let sig = bytes.get(at..at + record_bytes).ok_or_else(|| {
+                        Error::invalid("records", format!("no record for document {docno}"))
+                    })?;
+                    slot.copy_from_slice(sig);
+                }
+            }
+            Records::Lazy(fill) => {
+                self.live
+                    .par_iter()
+                    .zip(out.par_chunks_exact_mut(record_bytes))
+                    .try_for_each(|(&(docno, ..), slot)| fill(record_of(docno), slot))?;
+            }
+        }
+        Ok(out)
     }
-    Ok(crc.finalize())
 }

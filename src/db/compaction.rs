@@ -12,7 +12,6 @@ use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
 use crate::storage::segment::combine_segments;
-use crate::storage::siglog;
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -86,30 +85,9 @@ impl Db {
         // Only durable deletions drop documents: a delete still in the WAL could be lost in a
         // crash, and must not take effect before it is acknowledged.
         let is_live = |docno: u64| !version.deletions.contains(docno);
-        // The records stay where they are; the new segment's entry carries their checksum,
-        // computed only once they match the checksums recorded for the inputs (else damage
-        // would get a fresh checksum here and pass every later check).
-        let record_bytes = self.params.sig_bytes();
-        let siglog_path = self.dir.join(names::SIGLOG);
-        for input in &inputs {
-            version.checked_records(&input.meta, record_bytes, &siglog_path)?;
-        }
-        let siglog_crc = {
-            let start = siglog::offset(base, record_bytes) as usize;
-            let stop = siglog::offset(end, record_bytes) as usize;
-            let bytes = version
-                .siglog
-                .as_deref()
-                .and_then(|m| m.get(start..stop))
-                .ok_or_else(|| {
-                    Error::corruption(
-                        &siglog_path,
-                        start as u64,
-                        "signature log shorter than the segments it backs",
-                    )
-                })?;
-            crc32fast::hash(bytes)
-        };
+        // The signatures of live documents move with them into the new segment; the inputs'
+        // block and section checksums are checked first (`combine_segments`), so that damage
+        // never gets a fresh checksum here.
         let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
         let bytes = combine_segments(&segs, is_live, &self.params.segment_options())?;
         let id = self.new_file_id();
@@ -124,7 +102,7 @@ impl Db {
                 span: end - base,
                 docs: 0,
                 file_len: bytes.len() as u64,
-                siglog_crc,
+                siglog_crc: 0,
             },
         )?;
         let meta = SegmentMeta {

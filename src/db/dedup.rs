@@ -126,16 +126,16 @@ impl Db {
             .map(|b| (b.len() * (b.len() - 1) / 2) as u64)
             .sum();
         stats.compared += compared;
-        let pairs: Vec<DocPair> = buckets
+        let per_bucket: Result<Vec<Vec<DocPair>>> = buckets
             .par_iter()
-            .flat_map_iter(|bucket| {
+            .map(|bucket| {
                 let mut out = Vec::new();
                 for (i, &(_, a)) in bucket.iter().enumerate() {
-                    let Some(sa) = state.signature_bytes(a, record_bytes) else {
+                    let Some(sa) = state.signature_bytes(a, record_bytes)? else {
                         continue;
                     };
                     for &(_, b) in bucket.iter().skip(i + 1) {
-                        let Some(sb) = state.signature_bytes(b, record_bytes) else {
+                        let Some(sb) = state.signature_bytes(b, record_bytes)? else {
                             continue;
                         };
                         if let Ok(Some(eq)) =
@@ -148,10 +148,10 @@ impl Db {
                         }
                     }
                 }
-                out.into_iter()
+                Ok(out)
             })
             .collect();
-        Ok(pairs)
+        Ok(per_bucket?.into_iter().flatten().collect())
     }
 
     /// Groups near-duplicates into clusters without chaining: documents are visited oldest

@@ -41,7 +41,8 @@ impl Db {
             }
             let id = self.new_file_id();
             let path = self.dir.join(names::wal_name(id));
-            let writer = match WalWriter::create(self.vfs.as_ref(), &path) {
+            let first_seq = self.group_commit.next_seq();
+            let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq) {
                 Ok(w) => w,
                 Err(e) => return self.fail(e),
             };
@@ -58,10 +59,10 @@ impl Db {
             );
             let frozen = Arc::new(frozen);
             state.imm = Some(frozen.clone());
-            (frozen, id)
+            (frozen, (id, first_seq))
         };
-        let (imm, new_wal_id) = imm;
-        match self.write_flush(&imm, new_wal_id) {
+        let (imm, new_wal) = imm;
+        match self.write_flush(&imm, new_wal) {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
         }?;
@@ -72,7 +73,7 @@ impl Db {
         Ok(())
     }
 
-    fn write_flush(&self, imm: &MemTable, new_wal_id: u64) -> Result<()> {
+    fn write_flush(&self, imm: &MemTable, new_wal: (u64, u64)) -> Result<()> {
         let record_bytes = self.params.sig_bytes();
         // Signature-log records for the whole docno range (dead ones zeroed).
         let all = imm.all_signatures();
@@ -96,6 +97,6 @@ impl Db {
                 .collect(),
             deleted_older: imm.deleted_older.iter().copied().collect(),
         };
-        self.publish_new_docs(&input, new_wal_id, |state| state.imm = None)
+        self.publish_new_docs(&input, Some(new_wal), |state| state.imm = None)
     }
 }

@@ -112,6 +112,11 @@ impl GroupCommit {
     }
 
     /// The id of the WAL file being written.
+    /// The sequence number the next WAL record will carry (a new WAL file's `first_seq`).
+    pub(super) fn next_seq(&self) -> u64 {
+        self.wal.lock().as_ref().map_or(1, |w| w.writer.next_seq())
+    }
+
     pub(super) fn wal_id(&self) -> Option<u64> {
         self.wal.lock().as_ref().map(|w| w.id)
     }
@@ -205,7 +210,6 @@ impl GroupCommit {
     pub(super) fn switch_to(&self, id: u64, writer: WalWriter) {
         let mut wal = self.wal.lock();
         let old = wal.take();
-        writer.set_next_seq(old.as_ref().map_or(1, |w| w.writer.next_seq()));
         let queued = old.as_ref().map_or(0, |w| w.queued_seq);
         *wal = Some(WalState::new(id, writer, queued));
     }

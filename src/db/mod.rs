@@ -35,6 +35,7 @@ mod query;
 mod state;
 mod stats;
 mod transfer;
+mod upgrade;
 mod version;
 mod write;
 
@@ -52,6 +53,7 @@ pub use options::{Durability, Options};
 pub use params::{DEFAULT_BUCKET_CAP, IndexParams};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use stats::{BandStats, Stats, VerifyReport};
+pub use upgrade::Upgraded;
 pub use write::WriteBatch;
 
 use group_commit::GroupCommit;
@@ -59,8 +61,7 @@ use state::State;
 
 use crate::sketch::{Banding, MinHasher, Signature, bbit};
 use crate::storage::names;
-use crate::storage::siglog;
-use crate::storage::vfs::{StdFs, Vfs, VfsFile, VfsLock};
+use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
 
 /// A signature as stored: the packed b-bit slots.
@@ -103,8 +104,6 @@ pub struct Db {
     next_file_id: AtomicU64,
     /// Set by the first failed write or sync: from then on writes are refused.
     failed: AtomicBool,
-    /// The signature log, open for appending (writers only).
-    siglog_file: Option<Arc<dyn VfsFile>>,
     /// What this handle's recovery cut from WAL files and kept aside.
     cut_tails: Vec<CutTail>,
 }
@@ -216,12 +215,12 @@ impl Db {
             return Ok(None);
         };
         let bytes = state
-            .signature_bytes(docno, self.params.sig_bytes())
+            .signature_bytes(docno, self.params.sig_bytes())?
             .ok_or_else(|| {
                 Error::corruption(
-                    &self.dir.join(names::SIGLOG),
-                    siglog::offset(docno, self.params.sig_bytes()),
-                    format!("no signature record for document {docno}"),
+                    &self.dir,
+                    0,
+                    format!("no signature stored for document {docno}"),
                 )
             })?;
         Ok(Some(StoredSignature {

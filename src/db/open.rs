@@ -24,12 +24,12 @@ use super::params::IndexParams;
 use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
-use crate::storage::manifest::{Current, DeletionsMeta};
+use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
-use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsFile, VfsLock, read_file};
+use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsLock, read_file};
 use crate::storage::wal::batch::{OpRef, band_keys_le, decode_ops};
-use crate::storage::wal::{WAL_HEADER_LEN, WalReader, WalWriter};
+use crate::storage::wal::{WAL_V1_HEADER_LEN, WalReader, WalWriter};
 use crate::{Error, Result};
 
 /// Creates a new database in `dir` (which must not hold one already), then opens it.
@@ -81,28 +81,15 @@ pub(super) fn create(
             format!("{} already holds an mhdb database", dir.display()),
         ));
     }
-    let siglog_path = dir.join(names::SIGLOG);
-    let siglog = vfs
-        .open(&siglog_path, OpenMode::CreateOrTruncate)
-        .map_err(Error::io_on(&siglog_path, "create"))?;
-    let header = siglog::encode_header(
-        params.sketch.num_perm as u32,
-        params.bits,
-        params.sig_bytes() as u32,
-    );
-    siglog
-        .write_all_at(&header, 0)
-        .map_err(Error::io_on(&siglog_path, "write"))?;
-    siglog
-        .sync_data()
-        .map_err(Error::io_on(&siglog_path, "fsync"))?;
-    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)))?;
+    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1)?;
     let manifest = Manifest {
+        format_version: MANIFEST_VERSION,
         generation: 1,
         params,
         next_docno: 0,
         siglog_records: 0,
         wal_start: 1,
+        wal_next_seq: 1,
         next_file_id: 2,
         deletions: DeletionsMeta::default(),
         segments: Vec::new(),
@@ -137,7 +124,6 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         mem,
         last_seq,
         listing,
-        siglog_file,
         cut_tails,
     } = committed;
     let params = version.manifest.params;
@@ -175,7 +161,6 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         maintenance: Mutex::new(()),
         next_file_id,
         failed: AtomicBool::new(false),
-        siglog_file: (!read_only).then_some(siglog_file),
         cut_tails,
     };
     if !read_only {
@@ -187,7 +172,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
 /// The writer's locks: the directory itself, which no deletion can steal and whose holder the
 /// kernel forgets when it dies; and, for mhdb versions that lock only the `LOCK` file, that
 /// file too. Readers take no lock.
-fn lock_writer(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Box<dyn VfsLock>>> {
+pub(super) fn lock_writer(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Box<dyn VfsLock>>> {
     let mut locks = Vec::with_capacity(2);
     for path in [dir.to_path_buf(), dir.join(names::LOCK)] {
         let lock = vfs.lock(&path, LockMode::Exclusive).map_err(|e| {
@@ -210,7 +195,6 @@ pub(super) struct Committed {
     /// Sequence number of the last WAL record replayed.
     pub(super) last_seq: u64,
     pub(super) listing: Vec<String>,
-    pub(super) siglog_file: Arc<dyn VfsFile>,
     /// Torn WAL tails that were not all zeros, cut by this (writer's) recovery.
     pub(super) cut_tails: Vec<CutTail>,
 }
@@ -262,7 +246,16 @@ fn read_committed(
     previous: Option<&Version>,
 ) -> Result<Committed> {
     let manifest = read_manifest(vfs, dir)?;
-    let siglog_file = open_signature_log(vfs, dir, &manifest, read_only)?;
+    if manifest.format_version == MANIFEST_V1 {
+        // Version 1 is read (its signatures are in the signature log), never written.
+        if !read_only {
+            return Err(Error::NeedsUpgrade {
+                path: dir.to_path_buf(),
+                found: MANIFEST_V1,
+            });
+        }
+        check_signature_log(vfs, dir, &manifest)?;
+    }
     let version = match previous {
         Some(p) => p.successor(vfs, dir, manifest, None)?,
         None => load_version(vfs, dir, manifest)?,
@@ -276,7 +269,6 @@ fn read_committed(
         mem,
         last_seq,
         listing,
-        siglog_file,
         cut_tails,
     })
 }
@@ -302,24 +294,16 @@ fn read_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Manifest> {
     Manifest::decode(&manifest_bytes, &manifest_path)
 }
 
-/// Opens the signature log and checks its header against the parameters. It holds at least
-/// the committed records; a longer tail is an interrupted flush, cut off by a writer and
-/// ignored by a reader.
-fn open_signature_log(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    manifest: &Manifest,
-    read_only: bool,
-) -> Result<Arc<dyn VfsFile>> {
+/// Checks a version-1 database's signature log (read-only: version 1 is never written): its
+/// header against the parameters, and that it holds at least the committed records (a longer
+/// tail is an interrupted flush, which readers ignore).
+fn check_signature_log(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<()> {
     let params = &manifest.params;
     let record_bytes = params.sig_bytes();
     let path = dir.join(names::SIGLOG);
-    let mode = if read_only {
-        OpenMode::Read
-    } else {
-        OpenMode::ReadWrite
-    };
-    let file = vfs.open(&path, mode).map_err(Error::io_on(&path, "open"))?;
+    let file = vfs
+        .open(&path, OpenMode::Read)
+        .map_err(Error::io_on(&path, "open"))?;
     let len = file.len().map_err(Error::io_on(&path, "stat"))?;
     if len < siglog::HEADER_LEN {
         return Err(Error::corruption(
@@ -349,12 +333,7 @@ fn open_signature_log(
             ),
         ));
     }
-    if len > committed_len && !read_only {
-        file.set_len(committed_len)
-            .map_err(Error::io_on(&path, "truncate"))?;
-        file.sync_data().map_err(Error::io_on(&path, "fsync"))?;
-    }
-    Ok(file)
+    Ok(())
 }
 
 /// Replays the WAL files the manifest does not cover, in order, into a fresh in-memory table;
@@ -392,7 +371,14 @@ fn replay_wal(
     let min_insert_bytes = (record_bytes + bands * 8) as u64;
     mem.reserve(usize::try_from(wal_bytes / min_insert_bytes).unwrap_or(0));
     mem.defer_buckets();
-    let mut last_seq = 0u64;
+    let v2 = version.manifest.format_version != MANIFEST_V1;
+    // Version 2: the first WAL file must start where the manifest says, and each next one
+    // where the previous ended (sequence numbers count batch records across files).
+    let mut last_seq = if v2 {
+        version.manifest.wal_next_seq.saturating_sub(1)
+    } else {
+        0
+    };
     let mut cut_tails = Vec::new();
     for (i, (id, path)) in wal_paths.iter().enumerate() {
         let is_newest = i + 1 == wal_paths.len();
@@ -400,7 +386,7 @@ fn replay_wal(
         let replay = WalReader::replay(vfs, path, |seq, offset, payload| {
             // Sequence numbers continue from one WAL file to the next: a gap means an older
             // file lost its end (e.g. was truncated at a record boundary).
-            if first_in_file && last_seq > 0 && seq != last_seq + 1 {
+            if !v2 && first_in_file && last_seq > 0 && seq != last_seq + 1 {
                 return Err(Error::corruption(
                     path,
                     offset,
@@ -435,9 +421,40 @@ fn replay_wal(
                     Ok(())
                 }
             })?;
-            last_seq = last_seq.max(seq);
+            if !v2 {
+                last_seq = last_seq.max(seq);
+            }
             Ok(())
         })?;
+        if v2 && replay.version != 0 {
+            if replay.version == 1 {
+                return Err(Error::corruption(
+                    path,
+                    8,
+                    "a version-1 WAL file in a version-2 database",
+                ));
+            }
+            if replay.first_seq != last_seq + 1 {
+                return Err(Error::corruption(
+                    path,
+                    12,
+                    format!(
+                        "WAL file starts at record {}, but record {} comes next \
+                         (a WAL file is missing, or its end was lost)",
+                        replay.first_seq,
+                        last_seq + 1
+                    ),
+                ));
+            }
+            last_seq = replay.last_seq;
+            if !is_newest && !replay.sealed {
+                return Err(Error::corruption(
+                    path,
+                    replay.valid_len,
+                    "a WAL file that is not the newest ends without its seal (its end was lost)",
+                ));
+            }
+        }
         if replay.torn_tail_bytes > 0 && !is_newest {
             return Err(Error::corruption(
                 path,
@@ -484,6 +501,10 @@ fn settle_replayed_wal(
         }
     } else if replay.torn_tail_bytes > 0 {
         WalReader::truncate_torn_tail(vfs, path, replay.valid_len)?;
+        WalReader::seal_file(vfs, path, replay)?;
+    } else if !replay.sealed {
+        // Left by a crash: sealed now, since it becomes an older WAL file (which must be).
+        WalReader::seal_file(vfs, path, replay)?;
     } else {
         // The file becomes an older WAL once this handle creates its own: it must be durable
         // exactly as replayed (an earlier handle may have written or cut it without a
@@ -533,7 +554,7 @@ fn keep_torn_tail(
     };
     // A record's checksum is written after the rest of it: still zero, the record was never
     // finished, so never acknowledged (a process killed mid-write), and it goes silently.
-    if valid_len >= WAL_HEADER_LEN && tail.get(..4) == Some(&[0; 4]) {
+    if valid_len >= WAL_V1_HEADER_LEN && tail.get(..4) == Some(&[0; 4]) {
         return Ok(None);
     }
     let kept = tail.get(..=last).unwrap_or_default();
@@ -575,8 +596,7 @@ fn start_wal(
     last_seq: u64,
 ) -> Result<GroupCommit> {
     let id = next_file_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)))?;
-    writer.set_next_seq(last_seq + 1);
+    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1)?;
     vfs.sync_dir(dir)
         .map_err(Error::io_on(dir, "fsync directory"))?;
     Ok(GroupCommit::new(id, writer, last_seq))

@@ -45,6 +45,9 @@ impl Default for IndexParams {
 /// that one boilerplate bucket cannot turn every query into a scan.
 pub const DEFAULT_BUCKET_CAP: u32 = 10_000;
 
+/// The manifest's index kind (format version 2) of a MinHash-LSH index.
+const INDEX_KIND_MINHASH: u8 = 1;
+
 impl IndexParams {
     /// Parameters with bands × rows tuned for `threshold` by the default rule.
     pub fn for_threshold(sketch: SketchParams, bits: u32, threshold: f64) -> Result<Self> {
@@ -102,7 +105,7 @@ impl IndexParams {
 }
 
 impl StoredParams for IndexParams {
-    fn encode(&self, e: &mut Encoder) {
+    fn encode(&self, e: &mut Encoder, version: u32) {
         let s = &self.sketch;
         let (kind, width) = match s.shingle.kind {
             ShingleKind::Char(n) => (1u8, n),
@@ -111,10 +114,16 @@ impl StoredParams for IndexParams {
         let flags = u8::from(s.shingle.nfkc)
             | (u8::from(s.shingle.lowercase) << 1)
             | (u8::from(s.shingle.collapse_whitespace) << 2);
-        e.u32(SPEC_VERSION)
-            .u8(s.scheme.code())
-            .u32(s.num_perm as u32)
-            .u64(s.seed)
+        e.u32(SPEC_VERSION);
+        if version >= 2 {
+            e.u8(INDEX_KIND_MINHASH);
+        }
+        e.u8(s.scheme.code()).u32(s.num_perm as u32);
+        if version >= 2 {
+            // Bands over all the slots: k_b = k_v.
+            e.u32(s.num_perm as u32);
+        }
+        e.u64(s.seed)
             .u8(kind)
             .u8(width as u8)
             .u8(flags)
@@ -123,9 +132,13 @@ impl StoredParams for IndexParams {
             .u32(self.lsh.rows as u32)
             .u64(self.threshold.to_bits())
             .u32(self.bucket_cap.unwrap_or(0));
+        if version >= 2 {
+            // No stored shingle sets, no key (unkeyed hashing), no SimHash distance.
+            e.u8(0).bytes(&[0; 32]).u8(0);
+        }
     }
 
-    fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self> {
+    fn decode(d: &mut Decoder<'_>, path: &Path, version: u32) -> Result<Self> {
         let spec = d.u32("spec version")?;
         if spec != SPEC_VERSION {
             return Err(Error::UnsupportedVersion {
@@ -134,6 +147,16 @@ impl StoredParams for IndexParams {
                 supported: SPEC_VERSION,
             });
         }
+        let unsupported = |feature: String| Error::Unsupported {
+            path: path.to_path_buf(),
+            feature,
+        };
+        if version >= 2 {
+            let kind = d.u8("index kind")?;
+            if kind != INDEX_KIND_MINHASH {
+                return Err(unsupported(format!("index kind {kind}")));
+            }
+        }
         let scheme_code = d.u8("scheme")?;
         let scheme = Scheme::from_code(scheme_code).ok_or_else(|| {
             d.corruption(format!(
@@ -141,6 +164,14 @@ impl StoredParams for IndexParams {
             ))
         })?;
         let num_perm = d.u32("num_perm")? as usize;
+        if version >= 2 {
+            let band_slots = d.u32("band_slots")? as usize;
+            if band_slots != num_perm {
+                return Err(unsupported(format!(
+                    "bands over {band_slots} of {num_perm} slots"
+                )));
+            }
+        }
         let seed = d.u64("seed")?;
         let kind = d.u8("shingle kind")?;
         let width = d.u8("shingle width")? as usize;
@@ -155,6 +186,17 @@ impl StoredParams for IndexParams {
         let rows = d.u32("rows")? as usize;
         let threshold = f64::from_bits(d.u64("threshold")?);
         let cap = d.u32("bucket cap")?;
+        if version >= 2 {
+            if d.u8("store_sets")? != 0 {
+                return Err(unsupported("stored shingle sets".into()));
+            }
+            if d.take(32, "key fingerprint")? != [0; 32] {
+                return Err(unsupported("keyed hashing".into()));
+            }
+            if d.u8("max_hamming")? != 0 {
+                return Err(d.corruption("max_hamming set on a MinHash index"));
+            }
+        }
         let params = IndexParams {
             sketch: SketchParams {
                 scheme,
@@ -224,12 +266,14 @@ mod tests {
             bucket_cap: None,
             ..IndexParams::default()
         };
-        let mut e = Encoder::default();
-        p.encode(&mut e);
-        let path = Path::new("x");
-        let mut d = Decoder::new(&e.buf, path);
-        assert_eq!(IndexParams::decode(&mut d, path).unwrap(), p);
-        d.expect_end().unwrap();
+        for version in [1, 2] {
+            let mut e = Encoder::default();
+            p.encode(&mut e, version);
+            let path = Path::new("x");
+            let mut d = Decoder::new(&e.buf, path);
+            assert_eq!(IndexParams::decode(&mut d, path, version).unwrap(), p);
+            d.expect_end().unwrap();
+        }
     }
 
     #[test]

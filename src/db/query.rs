@@ -247,7 +247,7 @@ impl Db {
             if window.len() > 1 {
                 let mut touched = 0u8;
                 for &docno in window {
-                    if let Some(stored) = state.signature_bytes(docno, record_bytes) {
+                    if let Ok(Some(stored)) = state.signature_bytes(docno, record_bytes) {
                         touched ^= stored.first().copied().unwrap_or(0);
                     }
                 }
@@ -257,7 +257,7 @@ impl Db {
                 if state.is_deleted(docno) {
                     continue;
                 }
-                let Some(stored) = state.signature_bytes(docno, record_bytes) else {
+                let Some(stored) = state.signature_bytes(docno, record_bytes)? else {
                     continue;
                 };
                 stats.verified += 1;
@@ -420,7 +420,7 @@ fn prefetch_lookups(version: &super::version::Version, band_keys: &[u64], from: 
 /// Prefetches what verifying candidate `docno` reads: its signature, and the doc-table
 /// entries that lead to its key.
 fn prefetch_document(version: &super::version::Version, docno: u64, record_bytes: usize) {
-    version.prefetch_siglog_record(docno, record_bytes);
+    version.prefetch_signature(docno, record_bytes);
     if let Some(seg) = version.segment_of(docno) {
         seg.seg.prefetch_doc_entry(docno);
     }

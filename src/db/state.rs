@@ -66,15 +66,16 @@ impl State {
         Ok(None)
     }
 
-    /// The packed signature of `docno`.
-    pub(super) fn signature_bytes(&self, docno: u64, record_bytes: usize) -> Option<&[u8]> {
+    /// The packed signature of `docno`: from memory, or a checked read of the segment that
+    /// stores it (an error if its bytes are damaged, never a wrong signature).
+    pub(super) fn signature_bytes(&self, docno: u64, record_bytes: usize) -> Result<Option<&[u8]>> {
         if let Some(d) = self.mem.doc(docno) {
-            return Some(d.sig);
+            return Ok(Some(d.sig));
         }
         if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
-            return Some(d.sig);
+            return Ok(Some(d.sig));
         }
-        self.version.siglog_record(docno, record_bytes)
+        self.version.signature(docno, record_bytes)
     }
 
     /// The key of `docno`.

@@ -181,7 +181,7 @@ impl Db {
                 if state.is_deleted(d) {
                     continue;
                 }
-                let sig = state.signature_bytes(d, record_bytes).ok_or_else(|| {
+                let sig = state.signature_bytes(d, record_bytes)?.ok_or_else(|| {
                     Error::corruption(&seg.path, 0, format!("no signature for {d}"))
                 })?;
                 let rel = (d - base) as usize;
@@ -244,7 +244,7 @@ fn building_dir(dest: &Path) -> Result<PathBuf> {
     Ok(dest.with_file_name(hidden))
 }
 
-fn parent_dir(path: &Path) -> PathBuf {
+pub(super) fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -252,7 +252,7 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Removes a directory of files (an unfinished export), ignoring failures.
-fn remove_dir_best_effort(vfs: &dyn crate::storage::vfs::Vfs, dir: &Path) {
+pub(super) fn remove_dir_best_effort(vfs: &dyn crate::storage::vfs::Vfs, dir: &Path) {
     if let Ok(names) = vfs.list_dir(dir) {
         for name in names {
             let _ = vfs.remove_file(&dir.join(name));

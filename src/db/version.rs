@@ -44,34 +44,48 @@ impl Version {
             .map(|s| s.as_ref())
     }
 
-    pub(super) fn siglog_record(&self, docno: u64, record_bytes: usize) -> Option<&[u8]> {
-        if docno >= self.manifest.siglog_records {
-            return None;
+    /// The packed signature of committed document `docno`: read (and checked) from its
+    /// segment, or, in a version-1 database, from the signature log.
+    pub(super) fn signature(&self, docno: u64, record_bytes: usize) -> Result<Option<&[u8]>> {
+        if let Some(map) = &self.siglog {
+            if docno >= self.manifest.siglog_records {
+                return Ok(None);
+            }
+            let start = siglog::offset(docno, record_bytes) as usize;
+            return Ok(map.get(start..start + record_bytes));
         }
-        let start = siglog::offset(docno, record_bytes) as usize;
-        self.siglog.as_deref()?.get(start..start + record_bytes)
+        match self.segment_of(docno) {
+            Some(seg) => seg.seg.signature_of(docno),
+            None => Ok(None),
+        }
     }
 
-    /// Starts reading the signature-log record of `docno` (a hint for cold queries).
-    pub(super) fn prefetch_siglog_record(&self, docno: u64, record_bytes: usize) {
-        if docno < self.manifest.siglog_records
-            && let Some(map) = &self.siglog
-        {
-            map.prefetch(siglog::offset(docno, record_bytes) as usize, record_bytes);
+    /// Starts reading the stored signature of `docno` (a hint for cold queries).
+    pub(super) fn prefetch_signature(&self, docno: u64, record_bytes: usize) {
+        if let Some(map) = &self.siglog {
+            if docno < self.manifest.siglog_records {
+                map.prefetch(siglog::offset(docno, record_bytes) as usize, record_bytes);
+            }
+        } else if let Some(seg) = self.segment_of(docno) {
+            seg.seg.prefetch_signature(docno);
         }
     }
 }
 
 impl Version {
-    /// The signature-log records of `segment`'s document range, checked against the checksum
-    /// the manifest recorded for them: whatever copies or rewrites them (compaction, export)
-    /// must never give damaged records a fresh checksum.
+    /// Version 1: the signature-log records of `segment`'s document range, checked against the
+    /// checksum the manifest recorded for them: whatever copies them (an export, an upgrade)
+    /// must never give damaged records a fresh checksum. Version 2 has no signature log: its
+    /// segments' own checksums cover their signatures, and this returns an empty slice.
     pub(super) fn checked_records(
         &self,
         segment: &SegmentMeta,
         record_bytes: usize,
         siglog_path: &Path,
     ) -> Result<&[u8]> {
+        if self.siglog.is_none() {
+            return Ok(&[]);
+        }
         let start = siglog::offset(segment.base, record_bytes);
         let stop = siglog::offset(segment.base + segment.span, record_bytes);
         let bytes = self
@@ -138,7 +152,7 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
         loaded.seg.prefetch_directories();
         segments.push(Arc::new(loaded));
     }
-    let siglog = if manifest.siglog_records > 0 {
+    let siglog = if manifest.format_version == crate::storage::manifest::MANIFEST_V1 {
         let path = dir.join(names::SIGLOG);
         Some(vfs.map_readonly(&path).map_err(named_file_error(&path))?)
     } else {

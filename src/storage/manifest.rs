@@ -9,10 +9,10 @@ use crate::{Error, Result};
 /// The index parameters a manifest stores. The storage layer only places their fields; their
 /// meaning (and their validation, reported as corruption) belongs to the layer that owns them.
 pub(crate) trait StoredParams: Sized {
-    /// Appends the fields.
-    fn encode(&self, e: &mut Encoder);
-    /// Reads and checks the fields.
-    fn decode(d: &mut Decoder<'_>, path: &Path) -> Result<Self>;
+    /// Appends the fields, laid out as manifest version `version` lays them out.
+    fn encode(&self, e: &mut Encoder, version: u32);
+    /// Reads and checks the fields of a manifest of version `version`.
+    fn decode(d: &mut Decoder<'_>, path: &Path, version: u32) -> Result<Self>;
 }
 
 fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
@@ -21,8 +21,10 @@ fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
 
 const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
 const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
-/// Version of the manifest and CURRENT layouts.
-pub const MANIFEST_VERSION: u32 = 1;
+/// Version of the manifest and CURRENT layouts that this build writes.
+pub const MANIFEST_VERSION: u32 = 2;
+/// The first version, still read (version-1 databases open read-only and can be upgraded).
+pub const MANIFEST_V1: u32 = 1;
 /// Length of the CURRENT file: magic, version, generation, length, checksum, own checksum.
 const CURRENT_LEN: usize = 8 + 4 + 8 + 8 + 4 + 4;
 
@@ -48,16 +50,16 @@ fn check_trailing_crc(bytes: &[u8], path: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_version(d: &mut Decoder<'_>, path: &Path) -> Result<()> {
+fn check_version(d: &mut Decoder<'_>, path: &Path) -> Result<u32> {
     let version = d.u32("version")?;
-    if version != MANIFEST_VERSION {
+    if version != MANIFEST_VERSION && version != MANIFEST_V1 {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,
             supported: MANIFEST_VERSION,
         });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// One band-posting segment as the manifest records it.
@@ -91,16 +93,23 @@ pub struct DeletionsMeta {
 /// One committed state of the database.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Manifest<P> {
+    /// The layout version of the manifest and of the files it names: [`MANIFEST_VERSION`],
+    /// or [`MANIFEST_V1`] for a database written before version 2 (read-only).
+    pub format_version: u32,
     /// Generation: increases by one with every manifest written.
     pub generation: u64,
     /// The parameters the database was created with.
     pub params: P,
     /// Document numbers below this are in segments (or deleted); the WAL holds the rest.
     pub next_docno: u64,
-    /// Signature-log records that are committed (= `next_docno`; kept for checking).
+    /// Version 1: signature-log records that are committed (= `next_docno`). Version 2 has
+    /// no signature log (signatures are in the segments): 0.
     pub siglog_records: u64,
     /// WAL files with id ≥ this are replayed on open.
     pub wal_start: u64,
+    /// Version 2: the sequence number that WAL file `wal_start` starts with (its header's
+    /// `first_seq`), so that a replay can tell that a WAL file went missing. 0 in version 1.
+    pub wal_next_seq: u64,
     /// Next unused file id.
     pub next_file_id: u64,
     /// Deleted document numbers still referenced by segments.
@@ -110,17 +119,23 @@ pub(crate) struct Manifest<P> {
 }
 
 impl<P: StoredParams> Manifest<P> {
-    /// Serializes the manifest, checksum included.
+    /// Serializes the manifest, checksum included, in its `format_version`'s layout.
     pub fn encode(&self) -> Vec<u8> {
+        let v1 = self.format_version == MANIFEST_V1;
         let mut e = Encoder::default();
         e.bytes(MANIFEST_MAGIC)
-            .u32(MANIFEST_VERSION)
+            .u32(self.format_version)
             .u64(self.generation);
-        self.params.encode(&mut e);
-        e.u64(self.next_docno)
-            .u64(self.siglog_records)
-            .u64(self.wal_start)
-            .u64(self.next_file_id)
+        self.params.encode(&mut e, self.format_version);
+        e.u64(self.next_docno);
+        if v1 {
+            e.u64(self.siglog_records);
+        }
+        e.u64(self.wal_start);
+        if !v1 {
+            e.u64(self.wal_next_seq);
+        }
+        e.u64(self.next_file_id)
             .u64(self.deletions.id)
             .u64(self.deletions.count)
             .u64(self.deletions.file_len)
@@ -130,8 +145,10 @@ impl<P: StoredParams> Manifest<P> {
                 .u64(s.base)
                 .u64(s.span)
                 .u64(s.docs)
-                .u64(s.file_len)
-                .u32(s.siglog_crc);
+                .u64(s.file_len);
+            if v1 {
+                e.u32(s.siglog_crc);
+            }
         }
         e.crc();
         e.buf
@@ -149,12 +166,14 @@ impl<P: StoredParams> Manifest<P> {
             return Err(corruption(path, 0, "manifest too short"));
         }
         check_trailing_crc(bytes, path, "manifest")?;
-        check_version(&mut d, path)?;
+        let format_version = check_version(&mut d, path)?;
+        let v1 = format_version == MANIFEST_V1;
         let generation = d.u64("generation")?;
-        let params = P::decode(&mut d, path)?;
+        let params = P::decode(&mut d, path, format_version)?;
         let next_docno = d.u64("next_docno")?;
-        let siglog_records = d.u64("siglog_records")?;
+        let siglog_records = if v1 { d.u64("siglog_records")? } else { 0 };
         let wal_start = d.u64("wal_start")?;
+        let wal_next_seq = if v1 { 0 } else { d.u64("wal_next_seq")? };
         let next_file_id = d.u64("next_file_id")?;
         let deletions = DeletionsMeta {
             id: d.u64("deletions id")?,
@@ -162,7 +181,8 @@ impl<P: StoredParams> Manifest<P> {
             file_len: d.u64("deletions length")?,
         };
         let count = d.u32("segment count")? as usize;
-        let mut segments = Vec::with_capacity(count.min(d.remaining() / 44));
+        let entry_len = if v1 { 44 } else { 40 };
+        let mut segments = Vec::with_capacity(count.min(d.remaining() / entry_len));
         for _ in 0..count {
             segments.push(SegmentMeta {
                 id: d.u64("segment id")?,
@@ -170,17 +190,19 @@ impl<P: StoredParams> Manifest<P> {
                 span: d.u64("segment span")?,
                 docs: d.u64("segment docs")?,
                 file_len: d.u64("segment length")?,
-                siglog_crc: d.u32("segment siglog crc")?,
+                siglog_crc: if v1 { d.u32("segment siglog crc")? } else { 0 },
             });
         }
         d.expect_crc()?;
         d.expect_end()?;
         let m = Manifest {
+            format_version,
             generation,
             params,
             next_docno,
             siglog_records,
             wal_start,
+            wal_next_seq,
             next_file_id,
             deletions,
             segments,
@@ -191,7 +213,7 @@ impl<P: StoredParams> Manifest<P> {
 
     fn check_invariants(&self, path: &Path) -> Result<()> {
         let bad = |detail: String| Err(corruption(path, 0, detail));
-        if self.siglog_records != self.next_docno {
+        if self.format_version == MANIFEST_V1 && self.siglog_records != self.next_docno {
             return bad(format!(
                 "siglog_records {} != next_docno {}",
                 self.siglog_records, self.next_docno
@@ -307,21 +329,23 @@ mod tests {
     struct Params(u64, u32);
 
     impl StoredParams for Params {
-        fn encode(&self, e: &mut Encoder) {
+        fn encode(&self, e: &mut Encoder, _version: u32) {
             e.u64(self.0).u32(self.1);
         }
-        fn decode(d: &mut Decoder<'_>, _path: &Path) -> Result<Self> {
+        fn decode(d: &mut Decoder<'_>, _path: &Path, _version: u32) -> Result<Self> {
             Ok(Params(d.u64("a")?, d.u32("b")?))
         }
     }
 
     fn sample() -> Manifest<Params> {
         Manifest {
+            format_version: MANIFEST_VERSION,
             generation: 7,
             params: Params(0x1234_5678, 42),
             next_docno: 100,
-            siglog_records: 100,
+            siglog_records: 0,
             wal_start: 3,
+            wal_next_seq: 17,
             next_file_id: 9,
             deletions: DeletionsMeta {
                 id: 8,
@@ -335,7 +359,7 @@ mod tests {
                     span: 60,
                     docs: 58,
                     file_len: 1234,
-                    siglog_crc: 1,
+                    siglog_crc: 0,
                 },
                 SegmentMeta {
                     id: 6,
@@ -343,7 +367,7 @@ mod tests {
                     span: 40,
                     docs: 40,
                     file_len: 999,
-                    siglog_crc: 2,
+                    siglog_crc: 0,
                 },
             ],
         }
@@ -365,6 +389,23 @@ mod tests {
         let cb = c.encode();
         assert_eq!(Current::decode(&cb, Path::new("C")).unwrap(), c);
         c.check(&bytes, Path::new("M")).unwrap();
+    }
+
+    /// Version 1's layout (signature-log fields, no `wal_next_seq`) still reads back.
+    #[test]
+    fn version_1_roundtrip() {
+        let mut m = sample();
+        m.format_version = MANIFEST_V1;
+        m.siglog_records = 100;
+        m.wal_next_seq = 0;
+        m.segments[0].siglog_crc = 1;
+        m.segments[1].siglog_crc = 2;
+        let bytes = m.encode();
+        assert_eq!(bytes.len(), sample().encode().len() + 8 - 8 + 2 * 4);
+        assert_eq!(
+            Manifest::<Params>::decode(&bytes, Path::new("M")).unwrap(),
+            m
+        );
     }
 
     #[test]

@@ -39,3 +39,16 @@ pub fn stored(db: &Db) -> BTreeMap<String, Vec<u8>> {
         })
         .collect()
 }
+
+/// The byte range of section `kind` in the segment file `bytes`, read from its footer and
+/// section table as `format/segment.md` lays them out (kind 6 is SIGNATURES).
+pub fn segment_section(bytes: &[u8], kind: u16) -> Option<std::ops::Range<usize>> {
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let footer = bytes.len().checked_sub(32)?;
+    let table = u64_at(footer);
+    let count = u32::from_le_bytes(bytes[footer + 8..footer + 12].try_into().unwrap()) as usize;
+    (0..count).map(|i| table + 40 * i).find_map(|e| {
+        let k = u16::from_le_bytes(bytes[e..e + 2].try_into().unwrap());
+        (k == kind).then(|| u64_at(e + 8)..u64_at(e + 8) + u64_at(e + 16))
+    })
+}

@@ -52,6 +52,9 @@ pub struct SegmentBuilder {
     key_ends: Vec<u64>,
     /// Doc-major: `key32s[doc * num_bands + band]`.
     key32s: Vec<u32>,
+    record_bytes: u32,
+    /// Packed signatures, `record_bytes` each, in docno order.
+    signatures: Vec<u8>,
 }
 
 impl SegmentBuilder {
@@ -71,6 +74,21 @@ impl SegmentBuilder {
             key_blob: Vec::new(),
             key_ends: Vec::new(),
             key32s: Vec::new(),
+            record_bytes: 0,
+            signatures: Vec::new(),
+        })
+    }
+
+    /// A builder whose documents each carry a packed signature of `record_bytes` bytes
+    /// ([`SegmentBuilder::add_signed`]), stored in the segment's SIGNATURES section.
+    pub fn with_signatures(num_bands: usize, base_docno: u64, record_bytes: usize) -> Result<Self> {
+        let record_bytes = u32::try_from(record_bytes)
+            .ok()
+            .filter(|&r| r > 0 && r <= 1 << 20)
+            .ok_or_else(|| Error::invalid("record_bytes", "must be in 1..=1 MiB"))?;
+        Ok(SegmentBuilder {
+            record_bytes,
+            ..Self::new(num_bands, base_docno)?
         })
     }
 
@@ -98,6 +116,8 @@ impl SegmentBuilder {
         self.key_ends.reserve(docs);
         self.key_blob.reserve(key_bytes);
         self.key32s.reserve(docs.saturating_mul(self.num_bands));
+        self.signatures
+            .reserve(docs.saturating_mul(self.record_bytes as usize));
     }
 
     /// Number of documents added so far.
@@ -105,9 +125,32 @@ impl SegmentBuilder {
         self.docnos.len()
     }
 
-    /// Adds a document. Docnos must be strictly increasing and at least the base; `band_keys`
-    /// holds one full band key per band (only their top 32 bits are stored).
+    /// Adds a document to a builder made by [`SegmentBuilder::new`] (no signatures). Docnos
+    /// must be strictly increasing and at least the base; `band_keys` holds one full band key
+    /// per band (only their top 32 bits are stored).
     pub fn add(&mut self, docno: u64, key: &[u8], band_keys: &[u64]) -> Result<()> {
+        self.add_signed(docno, key, band_keys, &[])
+    }
+
+    /// Adds a document with its packed signature (`record_bytes` bytes, as given to
+    /// [`SegmentBuilder::with_signatures`]; empty for a builder without signatures).
+    pub fn add_signed(
+        &mut self,
+        docno: u64,
+        key: &[u8],
+        band_keys: &[u64],
+        signature: &[u8],
+    ) -> Result<()> {
+        if signature.len() != self.record_bytes as usize {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "{} bytes, the segment stores {}",
+                    signature.len(),
+                    self.record_bytes
+                ),
+            ));
+        }
         if docno < self.base || self.docnos.last().is_some_and(|&d| d >= docno) {
             return Err(Error::invalid(
                 "docno",
@@ -136,6 +179,7 @@ impl SegmentBuilder {
         self.key_blob.extend_from_slice(key);
         self.key_ends.push(self.key_blob.len() as u64);
         self.key32s.extend(band_keys.iter().map(|&k| band_key32(k)));
+        self.signatures.extend_from_slice(signature);
         Ok(())
     }
 
@@ -158,6 +202,8 @@ impl SegmentBuilder {
             docnos,
             key_blob: &self.key_blob,
             key_ends: &self.key_ends,
+            record_bytes: self.record_bytes,
+            signatures: &self.signatures,
             sorted_runs: false,
         };
         draft.encode(|band| {

@@ -14,7 +14,8 @@ use crate::{Error, Result};
 
 /// Combines segments with disjoint docno ranges, given oldest first, into one new segment
 /// covering `[inputs[0].base, inputs[last].end)` (compaction's step; `format/segment.md` calls
-/// it a merge). Documents for which `is_live(docno)` is false are dropped; bucket caps of
+/// it a merge). Documents for which `is_live(docno)` is false are dropped, with their
+/// signatures (that is how compaction reclaims a deleted document's bytes); bucket caps of
 /// `opts` are re-applied over the surviving documents. Every input's section checksums are
 /// [checked](Segment::verify_checksums) first, so corruption is never copied into a fresh
 /// checksum.
@@ -36,12 +37,13 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         _ => return Err(Error::invalid("inputs", "merge needs at least one segment")),
     };
     let num_bands = first.num_bands();
+    let record_bytes = first.record_bytes();
     let mut prev_end = first.base_docno();
     for s in inputs {
-        if s.num_bands() != num_bands {
+        if s.num_bands() != num_bands || s.record_bytes() != record_bytes {
             return Err(Error::invalid(
                 "inputs",
-                "segments have different band counts",
+                "segments have different band counts or signature sizes",
             ));
         }
         if s.base_docno() < prev_end {
@@ -59,13 +61,15 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     let mut docnos = Vec::new();
     let mut key_blob = Vec::new();
     let mut key_ends = Vec::new();
+    let mut signatures = Vec::new();
     for s in inputs {
-        for doc in s.docs() {
+        for (row, doc) in s.docs().enumerate() {
             let (docno, key) = doc?;
             if is_live(docno) {
                 docnos.push(docno);
                 key_blob.extend_from_slice(key);
                 key_ends.push(key_blob.len() as u64);
+                signatures.extend_from_slice(s.signature_at(row as u64)?);
             }
         }
     }
@@ -83,6 +87,8 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         docnos: &docnos,
         key_blob: &key_blob,
         key_ends: &key_ends,
+        record_bytes: record_bytes as u32,
+        signatures: &signatures,
         sorted_runs: true,
     };
     // Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).

@@ -13,9 +13,10 @@ use zerocopy::little_endian::{U16, U32, U64};
 
 use super::bits::{BitWriter, bits_below, bits_for};
 use super::format::{
-    FOOTER_LEN, Footer, HEADER_LEN, Header, HotRecord, KIND_BAND, KIND_DOC_TABLE, KIND_HOT,
-    KIND_KEY_BLOB, KIND_KEY_INDEX, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION,
-    SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
+    BLOCK_LEN, FOOTER_LEN, Footer, HEADER_LEN, Header, HotRecord, KIND_BAND, KIND_CHECKSUMS,
+    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SIGNATURES, SECTION_ENTRY_LEN,
+    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, SectionEntry, key_hash32,
+    meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
@@ -123,6 +124,10 @@ pub(super) struct Draft<'a> {
     pub(super) docnos: &'a [u64],
     pub(super) key_blob: &'a [u8],
     pub(super) key_ends: &'a [u64],
+    /// Bytes of one packed signature (0: the segment stores none).
+    pub(super) record_bytes: u32,
+    /// The documents' packed signatures, `record_bytes` each, in docno order.
+    pub(super) signatures: &'a [u8],
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
     pub(super) sorted_runs: bool,
 }
@@ -137,9 +142,19 @@ impl Draft<'_> {
         band_input: impl Fn(usize) -> Result<BandInput> + Sync,
     ) -> Result<Vec<u8>> {
         let doc_count = self.docnos.len() as u64;
+        if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
+            return Err(crate::Error::invalid(
+                "signatures",
+                format!(
+                    "{} bytes for {doc_count} documents of {} bytes",
+                    self.signatures.len(),
+                    self.record_bytes
+                ),
+            ));
+        }
         let docno_bits = bits_below(self.span);
         let mut out = vec![0u8; HEADER_LEN];
-        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 4);
+        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 6);
         let mut push = |out: &mut Vec<u8>, kind, a: u32, b: u32, index, count, bytes: &[u8]| {
             sections.push(SectionEntry {
                 kind: U16::new(kind),
@@ -216,7 +231,9 @@ impl Draft<'_> {
                 + doc_table.len()
                 + index_table.len()
                 + band_bytes
-                + SECTION_ENTRY_LEN * (self.num_bands as usize + 4)
+                + self.signatures.len()
+                + (out.len() + self.signatures.len() + band_bytes) / 1000
+                + SECTION_ENTRY_LEN * (self.num_bands as usize + 6)
                 + FOOTER_LEN,
         );
         push(
@@ -264,6 +281,32 @@ impl Draft<'_> {
         // Hot buckets.
         let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
         push(&mut out, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
+        push(
+            &mut out,
+            KIND_SIGNATURES,
+            0,
+            0,
+            0,
+            doc_count,
+            self.signatures,
+        );
+        // Block checksums over every section so far, so that a reader can check the bytes it
+        // uses, 4 KiB at a time, the first time it uses them.
+        let checksums: Vec<u8> = out
+            .get(HEADER_LEN..)
+            .unwrap_or_default()
+            .par_chunks(BLOCK_LEN)
+            .flat_map_iter(|block| crc32fast::hash(block).to_le_bytes())
+            .collect();
+        push(
+            &mut out,
+            KIND_CHECKSUMS,
+            0,
+            0,
+            0,
+            (checksums.len() / 4) as u64,
+            &checksums,
+        );
 
         // Section table, header, footer.
         let section_table_offset = out.len() as u64;
@@ -279,7 +322,8 @@ impl Draft<'_> {
             base_docno: U64::new(self.base),
             span: U64::new(self.span),
             doc_count: U64::new(doc_count),
-            reserved: [0; 16],
+            record_bytes: U32::new(self.record_bytes),
+            reserved: [0; 12],
         };
         if let Some(h) = out.get_mut(..HEADER_LEN) {
             h.copy_from_slice(header.as_bytes());

@@ -13,8 +13,13 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 pub const SEGMENT_MAGIC: [u8; 8] = *b"MHDBSEG\0";
 /// Last 4 bytes of every segment file.
 pub const SEGMENT_FOOTER_MAGIC: [u8; 4] = *b"MHSF";
-/// The newest (and only) segment format version this build reads and writes.
-pub const SEGMENT_FORMAT_VERSION: u32 = 1;
+/// The segment format version this build writes (it also reads [`SEGMENT_FORMAT_V1`]).
+pub const SEGMENT_FORMAT_VERSION: u32 = 2;
+/// The first segment format: no signatures (they were in the database's signature log) and
+/// no block checksums. Still read, for version-1 databases opened read-only or upgraded.
+pub const SEGMENT_FORMAT_V1: u32 = 1;
+/// Version 2 checks the data area in blocks of this many bytes.
+pub const BLOCK_LEN: usize = 4096;
 
 pub(super) const HEADER_LEN: usize = 64;
 pub(super) const FOOTER_LEN: usize = 32;
@@ -26,6 +31,11 @@ pub(super) const KIND_DOC_TABLE: u16 = 2;
 pub(super) const KIND_KEY_INDEX: u16 = 3;
 pub(super) const KIND_BAND: u16 = 4;
 pub(super) const KIND_HOT: u16 = 5;
+pub(super) const KIND_SIGNATURES: u16 = 6;
+/// Reserved for stored shingle sets (`format/segment.md`); this build writes none and refuses
+/// a segment that has them.
+pub(super) const KIND_SHINGLES: u16 = 7;
+pub(super) const KIND_CHECKSUMS: u16 = 8;
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]
 #[repr(C)]
@@ -38,7 +48,10 @@ pub(super) struct Header {
     pub(super) base_docno: U64,
     pub(super) span: U64,
     pub(super) doc_count: U64,
-    pub(super) reserved: [u8; 16],
+    /// Version 2: bytes of one packed signature in the SIGNATURES section (0 = none stored).
+    /// Version 1: zero (part of the reserved bytes).
+    pub(super) record_bytes: U32,
+    pub(super) reserved: [u8; 12],
 }
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]

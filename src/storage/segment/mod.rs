@@ -23,10 +23,11 @@
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
 //! (prefix tables), `encode` (the shared encoder), `builder`, `combine`, `open` (metadata
-//! checks), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
+//! checks), `blocks` (version 2's checked reads), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
 mod bits;
+mod blocks;
 mod builder;
 mod combine;
 mod encode;
@@ -42,7 +43,10 @@ mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions};
 pub use combine::combine_segments;
-pub use format::{SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, band_key32};
+pub use format::{
+    BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
+    band_key32,
+};
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};
 

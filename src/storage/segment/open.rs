@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use zerocopy::FromBytes;
 
 use super::bits::{bits_below, bits_for};
+use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    FOOTER_LEN, Footer, HEADER_LEN, HOT_RECORD_LEN, Header, KIND_BAND, KIND_DOC_TABLE, KIND_HOT,
-    KIND_KEY_BLOB, KIND_KEY_INDEX, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION,
+    BLOCK_LEN, FOOTER_LEN, Footer, HEADER_LEN, HOT_RECORD_LEN, Header, KIND_BAND, KIND_CHECKSUMS,
+    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES,
+    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION,
     SEGMENT_MAGIC, SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
@@ -22,6 +24,14 @@ use crate::{Error, Result};
 /// Byte ranges and parameters found by [`Segment::open`]; O(bands) in size.
 #[derive(Clone, Debug)]
 pub(super) struct Layout {
+    /// The file's format version: 1 or 2.
+    pub(super) version: u32,
+    /// Bytes of one stored signature (0: none stored, always so in version 1).
+    pub(super) record_bytes: usize,
+    /// Offset of the SIGNATURES section (version 2).
+    pub(super) signatures: usize,
+    /// Where the block checksums are and what they cover (version 2).
+    pub(super) blocks: Option<BlockChecks>,
     pub(super) num_bands: u32,
     pub(super) bucket_cap: u32,
     pub(super) base: u64,
@@ -44,10 +54,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
     pub fn open(bytes: B, path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
         let layout = Self::parse(bytes.as_ref(), &path)?;
+        let checked = checked_bits(layout.blocks.as_ref());
         Ok(Segment {
             bytes,
             path,
             layout,
+            checked,
         })
     }
 
@@ -117,7 +129,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 "metadata checksum mismatch (header, section table or footer damaged)".into(),
             ));
         }
-        if version != SEGMENT_FORMAT_VERSION {
+        if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_FORMAT_V1 {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: version,
@@ -127,13 +139,23 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
         // The metadata is intact as written; still check it is self-consistent, so that a
         // buggy or hostile writer cannot make the reader index out of bounds.
-        if header.flags.get() != 0 || header.reserved != [0; 16] || footer.reserved.get() != 0 {
+        let v2 = version == SEGMENT_FORMAT_VERSION;
+        let record_bytes = header.record_bytes.get() as usize;
+        if header.flags.get() != 0
+            || header.reserved != [0; 12]
+            || footer.reserved.get() != 0
+            || (!v2 && record_bytes != 0)
+        {
             return Err(bad(12, "unknown flags or non-zero reserved bytes".into()));
         }
+        // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Version 2 adds SIGNATURES
+        // and CHECKSUMS after HOT.
+        let fixed = if v2 { 6 } else { 4 };
         let num_bands = header.num_bands.get();
-        if num_bands == 0 || (num_bands as usize).checked_add(4) != Some(nsec) {
+        if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
             return Err(bad(16, format!("{num_bands} bands but {nsec} sections")));
         }
+        let hot_index = nsec - (fixed - 3);
         let base = header.base_docno.get();
         let span = header.span.get();
         let doc_count = header.doc_count.get();
@@ -153,6 +175,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let mut key_index = None;
         let mut bands = Vec::with_capacity(num_bands as usize);
         let mut hot = (0, 0);
+        let mut signatures = 0;
+        let mut blocks = None;
         for i in 0..nsec {
             let at = table_at + i * SECTION_ENTRY_LEN;
             let e = data
@@ -166,9 +190,17 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 0 => KIND_KEY_BLOB,
                 1 => KIND_DOC_TABLE,
                 2 => KIND_KEY_INDEX,
-                _ if i + 1 == nsec => KIND_HOT,
+                _ if i == hot_index => KIND_HOT,
+                _ if i > hot_index && i + 1 == nsec => KIND_CHECKSUMS,
+                _ if i > hot_index => KIND_SIGNATURES,
                 _ => KIND_BAND,
             };
+            if kind == KIND_SHINGLES {
+                return Err(Error::Unsupported {
+                    path: path.to_path_buf(),
+                    feature: "stored shingle sets (section kind 7)".into(),
+                });
+            }
             let want_index = if want_kind == KIND_BAND {
                 (i - 3) as u32
             } else {
@@ -231,9 +263,36 @@ impl<B: AsRef<[u8]>> Segment<B> {
                     }
                     None => false,
                 },
-                _ => {
+                KIND_HOT => {
                     hot = (expect_at, count);
                     a == 0 && b == 0 && count.checked_mul(HOT_RECORD_LEN as u64) == Some(slen)
+                }
+                KIND_SIGNATURES => {
+                    signatures = expect_at;
+                    a == 0
+                        && b == 0
+                        && count == doc_count
+                        && count.checked_mul(record_bytes as u64) == Some(slen)
+                }
+                _ => {
+                    // The checksums cover every byte from the first section to this one.
+                    let covered = expect_at - HEADER_LEN;
+                    let want = covered.div_ceil(BLOCK_LEN) as u64;
+                    let own = data.get(expect_at..end).unwrap_or_default();
+                    if a == 0 && b == 0 && count == want && slen == want * 4 {
+                        // Checked now (4 bytes per 4 KiB): every later block check trusts it.
+                        if crc32fast::hash(own) != e.crc32.get() {
+                            return Err(bad(expect_at, "block checksum table damaged".into()));
+                        }
+                        blocks = Some(BlockChecks {
+                            start: HEADER_LEN,
+                            end: expect_at,
+                            table: expect_at,
+                        });
+                        true
+                    } else {
+                        false
+                    }
                 }
             };
             if !ok {
@@ -253,6 +312,10 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
         let key_index = key_index.ok_or_else(|| bad(table_at, "no key index".into()))?;
         Ok(Layout {
+            version,
+            record_bytes,
+            signatures,
+            blocks,
             num_bands,
             bucket_cap: header.bucket_cap.get(),
             base,

@@ -85,4 +85,23 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
             self.bytes.prefetch(s, e - s);
         }
     }
+
+    /// Prefetches the stored signature of `docno` (and the doc-table entries that find its
+    /// row): exact when the docno range has no holes, else the few rows it may be in.
+    pub fn prefetch_signature(&self, docno: u64) {
+        let l = &self.layout;
+        if l.record_bytes == 0 || docno < l.base || docno >= self.end_docno() {
+            return;
+        }
+        self.prefetch_doc_entry(docno);
+        let rel = docno - l.base;
+        let holes = l.span.saturating_sub(l.doc_count);
+        let (lo, hi) = (rel.saturating_sub(holes), (rel + 1).min(l.doc_count));
+        if holes > 8 || lo >= hi {
+            return;
+        }
+        let from = l.signatures.saturating_add(lo as usize * l.record_bytes);
+        self.bytes
+            .prefetch(from, (hi - lo) as usize * l.record_bytes);
+    }
 }

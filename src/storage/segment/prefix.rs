@@ -101,6 +101,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// Entry index at which directory slot `slot` starts.
     pub(super) fn dir(&self, t: &Table, slot: u64) -> Result<u64> {
         let at = t.offset + (slot as usize) * 4;
+        self.check(at, 4)?;
         read_u32(self.data(), at)
             .map(u64::from)
             .ok_or_else(|| self.err(at, "directory out of bounds"))
@@ -111,6 +112,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let width = t.width();
         let bit = i * width;
         let s = t.suffix_bits();
+        self.check_bits(t.entries, bit, width.min(u64::from(u32::MAX)) as u32)?;
         if width <= 64 {
             // Suffix and value in one read.
             return read_bits(self.data(), t.entries, bit, width as u32)

@@ -33,6 +33,8 @@ pub struct Segment<B = Vec<u8>> {
     pub(super) bytes: B,
     pub(super) path: PathBuf,
     pub(super) layout: Layout,
+    /// One bit per 4 KiB block whose checksum matched (version 2; see `blocks.rs`).
+    pub(super) checked: Box<[std::sync::atomic::AtomicU64]>,
 }
 
 /// The error for damage found at byte `offset` of the file at `path`.
@@ -41,6 +43,13 @@ pub(super) fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Er
 }
 
 impl<B: AsRef<[u8]>> Segment<B> {
+    /// Checks the bytes that a `width`-bit field `bit` bits after byte `start` lies in.
+    #[inline]
+    pub(super) fn check_bits(&self, start: usize, bit: u64, width: u32) -> Result<()> {
+        let len = ((bit % 8) as u32 + width).div_ceil(8) as usize;
+        self.check(start + (bit / 8) as usize, len)
+    }
+
     /// The segment's bytes as a slice.
     pub(super) fn data(&self) -> &[u8] {
         self.bytes.as_ref()
@@ -76,6 +85,17 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.layout.doc_count
     }
 
+    /// The file's format version (1 or 2).
+    pub fn format_version(&self) -> u32 {
+        self.layout.version
+    }
+
+    /// Bytes of one stored signature; 0 when the segment stores none (every version-1
+    /// segment: their signatures are in the database's signature log).
+    pub fn record_bytes(&self) -> usize {
+        self.layout.record_bytes
+    }
+
     /// Number of bands.
     pub fn num_bands(&self) -> usize {
         self.layout.num_bands as usize
@@ -98,6 +118,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let l = &self.layout;
         let w = u64::from(l.docno_bits + l.end_bits);
         let read = |bit: u64, width: u32| {
+            self.check_bits(l.docs, bit, width)?;
             read_bits(self.data(), l.docs, bit, width)
                 .ok_or_else(|| self.err(l.docs + (bit / 8) as usize, "doc table out of bounds"))
         };
@@ -125,6 +146,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// (docno, key) of the document at ordinal `i`.
     pub(super) fn key_at(&self, i: u64) -> Result<(u64, &[u8])> {
         let (docno, s, e) = self.doc_at(i)?;
+        self.check(s, e - s)?;
         let key = self
             .data()
             .get(s..e)
@@ -185,6 +207,35 @@ impl<B: AsRef<[u8]>> Segment<B> {
         Ok(found)
     }
 
+    /// The packed signature of the document at ordinal (row) `i`; empty when the segment
+    /// stores none.
+    pub fn signature_at(&self, i: u64) -> Result<&[u8]> {
+        let n = self.layout.record_bytes;
+        if i >= self.layout.doc_count {
+            return Err(Error::invalid(
+                "row",
+                format!("{i} is past the {} documents", self.layout.doc_count),
+            ));
+        }
+        let at = self.layout.signatures + (i as usize) * n;
+        self.check(at, n)?;
+        self.data()
+            .get(at..at + n)
+            .ok_or_else(|| self.err(at, "signature out of bounds"))
+    }
+
+    /// The packed signature of `docno`, or `None` when the segment does not hold it (or
+    /// stores no signatures).
+    pub fn signature_of(&self, docno: u64) -> Result<Option<&[u8]>> {
+        if self.layout.record_bytes == 0 {
+            return Ok(None);
+        }
+        match self.ordinal_of(docno)? {
+            Some(i) => self.signature_at(i).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Every document `(docno, key)` in docno order.
     pub fn docs(&self) -> impl Iterator<Item = Result<(u64, &[u8])>> + '_ {
         (0..self.layout.doc_count).map(|i| self.key_at(i))
@@ -242,6 +293,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// The hot record at index `i`.
     pub(super) fn hot_at(&self, i: u64) -> Result<HotBucket> {
         let at = self.layout.hot.0 + (i as usize) * HOT_RECORD_LEN;
+        self.check(at, HOT_RECORD_LEN)?;
         let r = self
             .data()
             .get(at..)

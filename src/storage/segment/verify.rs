@@ -13,6 +13,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// Checks every section's CRC: the bytes are as written. (Bit rot and torn or misdirected
     /// writes show up here; [`Segment::verify`] also checks the structure.)
     pub fn verify_checksums(&self) -> Result<()> {
+        self.check_all_blocks()?;
         let data = self.data();
         for (i, &(kind, start, end, crc)) in self.layout.sections.iter().enumerate() {
             let bytes = data.get(start..end).unwrap_or_default();

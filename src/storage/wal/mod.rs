@@ -23,25 +23,55 @@ use super::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"MHDBWAL\0";
-/// Version of the WAL layout.
-pub const WAL_VERSION: u32 = 1;
-/// Bytes of the file header.
-pub const WAL_HEADER_LEN: u64 = 16;
+/// Version of the WAL layout that this build writes.
+pub const WAL_VERSION: u32 = 2;
+/// The first version (no `first_seq`, no seal), still replayed for version-1 databases.
+pub const WAL_V1: u32 = 1;
+/// Bytes of the file header: magic, version, `first_seq`, crc.
+pub const WAL_HEADER_LEN: u64 = 24;
+/// Bytes of a version-1 file header: magic, version, crc.
+pub const WAL_V1_HEADER_LEN: u64 = 16;
 /// Bytes of a record header: crc u32, length u32, type u8, sequence u64.
 pub const RECORD_HEADER_LEN: usize = 17;
 /// Largest payload of one record.
 pub const MAX_RECORD_LEN: usize = 64 << 20;
-/// The only record type of version 1: a whole batch. Type 0 is reserved (zero-filled space).
+/// Record type of a whole batch (or several combined). Type 0 is reserved (zero-filled space).
 const TYPE_BATCH: u8 = 1;
+/// Record type of a seal (version 2): the file is complete; it ends here.
+const TYPE_SEAL: u8 = 2;
+/// Bytes of a seal's payload: the number of batch records before it.
+const SEAL_PAYLOAD_LEN: usize = 8;
 
-fn header_bytes() -> Vec<u8> {
+fn header_bytes(first_seq: u64) -> Vec<u8> {
     let mut e = Encoder::default();
-    e.bytes(MAGIC).u32(WAL_VERSION).crc();
+    e.bytes(MAGIC).u32(WAL_VERSION).u64(first_seq).crc();
     e.buf
 }
 
-/// Appends one encoded record to `out`.
+/// A version-1 header (tests write version-1 logs to check that they still replay).
+#[cfg(test)]
+fn v1_header_bytes() -> Vec<u8> {
+    let mut e = Encoder::default();
+    e.bytes(MAGIC).u32(WAL_V1).crc();
+    e.buf
+}
+
+/// Appends one encoded batch record to `out`.
 fn encode_record(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
+    encode_typed(out, TYPE_BATCH, seq, payload);
+}
+
+/// A seal record: it carries the sequence number of the file's last batch record (the one
+/// before the file's `first_seq` when it has none; sequence numbers count batches only) and
+/// the file's number of batch records.
+fn seal_record(last_seq: u64, records: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_typed(&mut out, TYPE_SEAL, last_seq, &records.to_le_bytes());
+    out
+}
+
+/// Appends one encoded record of type `kind` to `out`.
+fn encode_typed(out: &mut Vec<u8>, kind: u8, seq: u64, payload: &[u8]) {
     let start = out.len();
     let mut e = Encoder {
         buf: std::mem::take(out),
@@ -49,7 +79,7 @@ fn encode_record(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
     // The checksum comes first but covers what follows it: written as zero, then filled in.
     e.u32(0)
         .u32(payload.len() as u32)
-        .u8(TYPE_BATCH)
+        .u8(kind)
         .u64(seq)
         .bytes(payload);
     *out = e.buf;
@@ -75,6 +105,10 @@ struct WriterInner {
     /// Length of the file: the records, then zeros written ahead of them.
     allocated: u64,
     next_seq: u64,
+    /// Sequence number of the file's first record (its header's `first_seq`).
+    first_seq: u64,
+    /// A seal was written: the file takes no more records.
+    sealed: bool,
     failed: bool,
 }
 
@@ -162,7 +196,10 @@ impl WalWriter {
     /// short (by a crash or a full disk, before its header was complete or before anything
     /// could be written after it: `format/wal.md`, "Recovery"): it holds nothing and is
     /// replaced. A file that holds a record is never overwritten: that is an error.
-    pub fn create(vfs: &dyn Vfs, path: &Path) -> Result<WalWriter> {
+    ///
+    /// `first_seq` is the sequence number its first record will carry (the header records it,
+    /// so that a replay can tell when an earlier WAL file went missing).
+    pub fn create(vfs: &dyn Vfs, path: &Path, first_seq: u64) -> Result<WalWriter> {
         let file = match vfs.open(path, OpenMode::CreateNew) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -176,7 +213,7 @@ impl WalWriter {
             }
             Err(e) => return Err(Error::io(path, "create WAL", e)),
         };
-        file.write_all_at(&header_bytes(), 0)
+        file.write_all_at(&header_bytes(first_seq), 0)
             .map_err(Error::io_on(path, "write WAL header"))?;
         file.sync_data().map_err(Error::io_on(path, "fsync WAL"))?;
         Ok(WalWriter {
@@ -185,15 +222,17 @@ impl WalWriter {
                 path: path.to_path_buf(),
                 offset: WAL_HEADER_LEN,
                 allocated: WAL_HEADER_LEN,
-                next_seq: 1,
+                next_seq: first_seq,
+                first_seq,
+                sealed: false,
                 failed: false,
             })),
         })
     }
 
-    /// Sets the sequence number of the next record.
-    pub fn set_next_seq(&self, seq: u64) {
-        self.inner.lock().next_seq = seq;
+    /// The sequence number of the file's first record, as its header records it.
+    pub fn first_seq(&self) -> u64 {
+        self.inner.lock().first_seq
     }
 
     /// The sequence number the next record will get.
@@ -209,6 +248,9 @@ impl WalWriter {
         for p in payloads {
             if inner.failed {
                 return Err(Error::PreviousIo);
+            }
+            if inner.sealed {
+                return Err(Error::invalid("wal", "the WAL file is sealed"));
             }
             if p.len() > MAX_RECORD_LEN {
                 return Err(Error::invalid(
@@ -232,22 +274,32 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Cuts the zeros written ahead of the records off the file, durably: done before the
-    /// database moves on to a new WAL file, since only the newest file may end in anything
-    /// but whole records.
+    /// Ends the file with a seal record and cuts the zeros written ahead of the records off,
+    /// durably: done before the database moves on to a new WAL file and when a handle closes.
+    /// In a sealed file every damaged byte is corruption (nothing can be a torn write), and
+    /// every WAL file but the newest must be sealed (one that is not lost its end). Sealing
+    /// twice is a no-op.
     pub fn seal(&self) -> Result<()> {
         let mut inner = self.inner.lock();
         if inner.failed {
             return Err(Error::PreviousIo);
         }
-        if inner.allocated > inner.offset {
-            let len = inner.offset;
+        if inner.sealed {
+            return Ok(());
+        }
+        let records = inner.next_seq - inner.first_seq;
+        let record = seal_record(inner.next_seq - 1, records);
+        let start = inner.offset;
+        inner.write_record(&record)?;
+        let len = inner.offset;
+        if inner.allocated > len {
             if let Err(e) = inner.file.set_len(len) {
                 return Err(inner.fail("truncate WAL")(e));
             }
-            inner.sync(len)?;
             inner.allocated = len;
         }
+        inner.sync(start)?;
+        inner.sealed = true;
         Ok(())
     }
 
@@ -270,7 +322,7 @@ mod tests {
     use crate::storage::sim::SimFs;
 
     fn log(payloads: &[&[u8]]) -> Vec<u8> {
-        let mut out = header_bytes().to_vec();
+        let mut out = header_bytes(1).to_vec();
         for (i, p) in payloads.iter().enumerate() {
             encode_record(&mut out, i as u64 + 1, p);
         }
@@ -350,7 +402,7 @@ mod tests {
     fn writer_roundtrip_on_simfs_and_version_check() {
         let fs = SimFs::new();
         let p = Path::new("/d/wal");
-        let w = WalWriter::create(&fs, p).unwrap();
+        let w = WalWriter::create(&fs, p, 1).unwrap();
         w.append_all_and_sync([&b"x"[..], b"yy"].into_iter())
             .unwrap();
         w.append_all_and_sync([&b"zzz"[..]].into_iter()).unwrap();
@@ -386,7 +438,7 @@ mod tests {
             .collect();
         for synced in 0..payloads.len() {
             let fs = SimFs::new();
-            let w = WalWriter::create(&fs, p).unwrap();
+            let w = WalWriter::create(&fs, p, 1).unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
             // The header's and the directory's syncs, then one per record: the crash comes at
             // the sync of record `synced` (0-based), which is written but not yet durable.
@@ -473,21 +525,21 @@ mod tests {
         let p = Path::new("/d/wal");
         for leftover in [
             &b""[..],
-            &header_bytes()[..7],
-            &header_bytes(),
+            &header_bytes(1)[..7],
+            &header_bytes(1),
             &[0u8; 4096][..],
         ] {
             let f = fs.open(p, OpenMode::CreateOrTruncate).unwrap();
             f.write_all_at(leftover, 0).unwrap();
             f.set_len(leftover.len() as u64).unwrap();
-            let w = WalWriter::create(&fs, p).unwrap();
+            let w = WalWriter::create(&fs, p, 1).unwrap();
             w.append_all_and_sync([&b"x"[..]].into_iter()).unwrap();
             let r = WalReader::replay(&fs, p, |_, _, _| Ok(())).unwrap();
             assert_eq!(r.records, 1, "leftover of {} bytes", leftover.len());
         }
         // Now the file holds a record: creating it again is refused and changes nothing.
         let before = fs.read_file(p).unwrap();
-        let err = WalWriter::create(&fs, p).unwrap_err();
+        let err = WalWriter::create(&fs, p, 1).unwrap_err();
         assert!(err.to_string().contains("create WAL"), "{err}");
         assert_eq!(fs.read_file(p).unwrap(), before);
     }
@@ -497,7 +549,7 @@ mod tests {
     fn seal_cuts_the_zeros_ahead() {
         let fs = SimFs::new();
         let p = Path::new("/d/wal");
-        let w = WalWriter::create(&fs, p).unwrap();
+        let w = WalWriter::create(&fs, p, 1).unwrap();
         fs.sync_dir(Path::new("/d")).unwrap();
         w.append_all_and_sync([&b"abc"[..]].into_iter()).unwrap();
         let r = WalReader::replay(&fs, p, |_, _, _| Ok(())).unwrap();
@@ -507,6 +559,72 @@ mod tests {
         let image = fs.crash_image(crate::storage::sim::CrashMode::DurableOnly);
         assert_eq!(image.read_file(p).unwrap().len() as u64, w.len());
         let r = WalReader::replay(&image, p, |_, _, _| Ok(())).unwrap();
-        assert_eq!((r.records, r.torn_tail_bytes), (1, 0));
+        assert_eq!((r.records, r.torn_tail_bytes, r.sealed), (1, 0, true));
+        assert!(w.append_all_and_sync([&b"late"[..]].into_iter()).is_err());
+    }
+
+    /// In a sealed file no damage reads as a torn tail: a flip anywhere in the last batch
+    /// record (which the seal follows) is corruption, and a seal is the end of the file.
+    #[test]
+    fn sealed_file_damage_is_corruption() {
+        let fs = SimFs::new();
+        let p = Path::new("/d/wal");
+        let w = WalWriter::create(&fs, p, 5).unwrap();
+        w.append_all_and_sync([&b"first"[..], b"second"].into_iter())
+            .unwrap();
+        let before_last = WAL_HEADER_LEN as usize + RECORD_HEADER_LEN + 5;
+        w.seal().unwrap();
+        let bytes = fs.read_file(p).unwrap();
+        let r = WalReader::replay_bytes(&bytes, p, &mut |_, _, _| Ok(())).unwrap();
+        assert_eq!(
+            (r.first_seq, r.last_seq, r.records, r.sealed),
+            (5, 6, 2, true)
+        );
+        let seal_at = bytes.len() - RECORD_HEADER_LEN - SEAL_PAYLOAD_LEN;
+        for i in before_last..seal_at {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            let err = WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(())).unwrap_err();
+            assert!(err.is_corruption(), "byte {i}: {err}");
+        }
+        let mut b = bytes.clone();
+        b.extend_from_slice(b"junk");
+        let err = WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(())).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        let mut b = bytes.clone();
+        b.extend_from_slice(&[0; 100]);
+        assert!(
+            WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(()))
+                .unwrap()
+                .sealed
+        );
+    }
+
+    /// Version 2 numbers records +1 from the header's `first_seq`: a record out of place is
+    /// corruption, even with an intact checksum.
+    #[test]
+    fn out_of_sequence_record_is_corruption() {
+        let mut bytes = header_bytes(10);
+        encode_record(&mut bytes, 10, b"a");
+        encode_record(&mut bytes, 12, b"c");
+        let err =
+            WalReader::replay_bytes(&bytes, Path::new("w"), &mut |_, _, _| Ok(())).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        let mut bytes = header_bytes(10);
+        encode_record(&mut bytes, 9, b"a");
+        let err =
+            WalReader::replay_bytes(&bytes, Path::new("w"), &mut |_, _, _| Ok(())).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+
+    /// A version-1 log (16-byte header, increasing sequence numbers) still replays.
+    #[test]
+    fn version_1_log_replays() {
+        let mut bytes = v1_header_bytes();
+        encode_record(&mut bytes, 3, b"x");
+        encode_record(&mut bytes, 7, b"y");
+        let (got, r) = collect(&bytes).unwrap();
+        assert_eq!(got, vec![b"x".to_vec(), b"y".to_vec()]);
+        assert_eq!((r.version, r.last_seq, r.sealed), (1, 7, false));
     }
 }

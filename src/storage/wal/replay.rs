@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::{
-    MAGIC, MAX_RECORD_LEN, RECORD_HEADER_LEN, TYPE_BATCH, WAL_HEADER_LEN, WAL_VERSION, header_bytes,
+    MAGIC, MAX_RECORD_LEN, RECORD_HEADER_LEN, SEAL_PAYLOAD_LEN, TYPE_BATCH, TYPE_SEAL,
+    WAL_HEADER_LEN, WAL_V1, WAL_V1_HEADER_LEN, WAL_VERSION, seal_record,
 };
 use crate::storage::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
@@ -18,18 +19,26 @@ pub struct Replay {
     pub valid_len: u64,
     /// Bytes after the valid prefix (a torn tail, zeros or garbage with nothing valid after).
     pub torn_tail_bytes: u64,
-    /// Sequence number of the last record (0 if none).
+    /// Sequence number of the last batch record (version 2: `first_seq − 1` if none;
+    /// version 1: 0 if none).
     pub last_seq: u64,
+    /// The file's layout version (1 or 2; 0 for a file cut off while being created).
+    pub version: u32,
+    /// Version 2: the sequence number the header says the first record carries.
+    pub first_seq: u64,
+    /// Version 2: the file ends with a seal record (it is complete).
+    pub sealed: bool,
 }
 
 /// Reads WAL files.
 pub struct WalReader;
 
-/// A record parsed at some offset: (sequence, payload range, total length).
-fn parse_at(bytes: &[u8], pos: usize) -> Option<(u64, std::ops::Range<usize>, usize)> {
+/// A record parsed at some offset: (type, sequence, payload range, total length).
+fn parse_at(bytes: &[u8], pos: usize) -> Option<(u8, u64, std::ops::Range<usize>, usize)> {
     let header = bytes.get(pos..pos.checked_add(RECORD_HEADER_LEN)?)?;
     let total = record_len(header)?;
     let (crc, rest) = header.split_first_chunk::<4>()?;
+    let kind = *rest.get(4)?;
     let seq = u64::from_le_bytes(rest.get(5..13)?.try_into().ok()?);
     let payload_start = pos + RECORD_HEADER_LEN;
     let end = pos.checked_add(total)?;
@@ -37,15 +46,21 @@ fn parse_at(bytes: &[u8], pos: usize) -> Option<(u64, std::ops::Range<usize>, us
     if crc32fast::hash(covered) != u32::from_le_bytes(*crc) {
         return None;
     }
-    Some((seq, payload_start..end, total))
+    Some((kind, seq, payload_start..end, total))
 }
 
 /// The length of the record whose header starts `bytes` (header included), if the header can
-/// start one: type 1 and a payload of at most [`MAX_RECORD_LEN`]. Its checksum is not checked.
+/// start one: a batch of at most [`MAX_RECORD_LEN`] bytes, or a seal. Its checksum is not
+/// checked.
 fn record_len(bytes: &[u8]) -> Option<usize> {
     let header = bytes.get(..RECORD_HEADER_LEN)?;
     let len = u32::from_le_bytes(header.get(4..8)?.try_into().ok()?) as usize;
-    if header.get(8) != Some(&TYPE_BATCH) || len > MAX_RECORD_LEN {
+    let ok = match header.get(8) {
+        Some(&TYPE_BATCH) => len <= MAX_RECORD_LEN,
+        Some(&TYPE_SEAL) => len == SEAL_PAYLOAD_LEN,
+        _ => false,
+    };
+    if !ok {
         return None;
     }
     Some(RECORD_HEADER_LEN + len)
@@ -158,7 +173,7 @@ fn find_record(
     let mut p = from;
     while p <= last {
         if let Some(total) = record_len(src.get(p, RECORD_HEADER_LEN)?)
-            && let Some((seq, _, _)) = parse_at(src.get(p, total)?, 0)
+            && let Some((_, seq, _, _)) = parse_at(src.get(p, total)?, 0)
             && accept(seq)
         {
             return Ok(Some(p));
@@ -228,7 +243,7 @@ impl WalReader {
     /// Cuts a torn tail off (writers only), durably. A file without a valid header is removed
     /// (the caller syncs the directory).
     pub fn truncate_torn_tail(vfs: &dyn Vfs, path: &Path, valid_len: u64) -> Result<()> {
-        if valid_len < WAL_HEADER_LEN {
+        if valid_len == 0 {
             return vfs
                 .remove_file(path)
                 .map_err(Error::io_on(path, "remove torn WAL"));
@@ -242,6 +257,32 @@ impl WalReader {
     }
 }
 
+/// A file's header: (version, header length, first_seq), or `None` when it is not a whole,
+/// intact header of a known version.
+fn parse_header(src: &mut impl Source) -> Result<Option<(u32, u64, u64)>> {
+    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
+    let field = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(header.get(at..at + 4)?.try_into().ok()?))
+    };
+    let crc_ok = |len: usize| {
+        header
+            .get(..len)
+            .zip(field(len))
+            .is_some_and(|(body, crc)| crc32fast::hash(body) == crc)
+    };
+    if header.get(..8) != Some(&MAGIC[..]) {
+        return Ok(None);
+    }
+    Ok(match field(8) {
+        Some(WAL_V1) if crc_ok(12) => Some((WAL_V1, WAL_V1_HEADER_LEN, 0)),
+        Some(WAL_VERSION) if crc_ok(20) => header
+            .get(12..20)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(|b| (WAL_VERSION, WAL_HEADER_LEN, u64::from_le_bytes(b))),
+        _ => None,
+    })
+}
+
 /// The replay of [`WalReader::replay`] and [`WalReader::replay_bytes`], over either source.
 fn replay_source(
     src: &mut impl Source,
@@ -250,69 +291,67 @@ fn replay_source(
     apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
 ) -> Result<Replay> {
     let len = src.len();
-    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
-    if header != header_bytes() {
-        // A header is written and synced before any record can be acknowledged, so a file
-        // whose header is incomplete or damaged and that holds no valid record was cut off
-        // while being created: it is empty (a torn tail from byte 0). A record is never all
-        // zeros (its type byte is not 0): none starts after the last non-zero byte.
-        let any_record = match src.last_nonzero(WAL_HEADER_LEN, chunk)? {
-            Some(last) => find_record(src, WAL_HEADER_LEN, last, |_| true)?.is_some(),
-            None => false,
-        };
-        if !any_record {
-            return Ok(Replay {
-                records: 0,
-                valid_len: 0,
-                torn_tail_bytes: len,
-                last_seq: 0,
-            });
-        }
-        let version = header
-            .get(8..12)
-            .and_then(|v| <[u8; 4]>::try_from(v).ok())
-            .map(u32::from_le_bytes);
-        let crc_ok = header
-            .get(12..16)
-            .zip(header.get(..12))
-            .is_some_and(|(c, b)| c == crc32fast::hash(b).to_le_bytes());
-        if header.get(..8) == Some(&MAGIC[..])
-            && crc_ok
-            && let Some(found) = version.filter(|v| *v != WAL_VERSION)
-        {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found,
-                supported: WAL_VERSION,
-            });
-        }
-        return Err(Error::corruption(
-            path,
-            0,
-            "bad WAL header followed by valid records",
-        ));
-    }
-    let mut pos = WAL_HEADER_LEN;
+    let Some((version, header_len, first_seq)) = parse_header(src)? else {
+        return bad_header(src, path, chunk);
+    };
+    let v2 = version == WAL_VERSION;
+    let mut pos = header_len;
     let mut records = 0u64;
-    let mut last_seq = 0u64;
+    // Version 2 numbers batch records +1 from `first_seq`; version 1 only increasing.
+    let mut last_seq = if v2 { first_seq.wrapping_sub(1) } else { 0 };
+    let mut sealed = false;
     while pos < len {
         if let Some(total) = record_len(src.get(pos, RECORD_HEADER_LEN)?) {
             let record = src.get(pos, total)?;
-            if let Some((seq, payload, total)) = parse_at(record, 0)
-                && seq > last_seq
-            {
-                apply(seq, pos, record.get(payload).unwrap_or_default())?;
-                records += 1;
-                last_seq = seq;
-                pos += total as u64;
-                continue;
+            if let Some((kind, seq, payload, total)) = parse_at(record, 0) {
+                let body = record.get(payload).unwrap_or_default();
+                if kind == TYPE_BATCH
+                    && (if v2 {
+                        seq == last_seq.wrapping_add(1)
+                    } else {
+                        seq > last_seq
+                    })
+                {
+                    apply(seq, pos, body)?;
+                    records += 1;
+                    last_seq = seq;
+                    pos += total as u64;
+                    continue;
+                }
+                if v2 && kind == TYPE_SEAL && seq == last_seq && body == records.to_le_bytes() {
+                    pos += total as u64;
+                    sealed = true;
+                    // A seal ends the file: only zeros (space written ahead and not yet cut)
+                    // may follow it.
+                    if let Some(last) = src.last_nonzero(pos, chunk)? {
+                        return Err(Error::corruption(
+                            path,
+                            pos,
+                            format!("bytes after the WAL's seal (up to offset {last})"),
+                        ));
+                    }
+                    break;
+                }
+                if v2 {
+                    // Intact, but out of place: never a torn write.
+                    return Err(Error::corruption(
+                        path,
+                        pos,
+                        format!(
+                            "WAL record {seq} (type {kind}) where record {} was expected",
+                            last_seq.wrapping_add(1)
+                        ),
+                    ));
+                }
             }
         }
         // Not a valid next record. If any valid record follows, the log is damaged in the
         // middle; otherwise this is a torn tail. Only offsets up to the last non-zero byte can
         // start a record, so the zeros that end a preallocated file are not tried.
         if let Some(last) = src.last_nonzero(pos + 1, chunk)?
-            && let Some(later) = find_record(src, pos + 1, last, |s| s > last_seq)?
+            && let Some(later) = find_record(src, pos + 1, last, |s| {
+                if v2 { s >= last_seq } else { s > last_seq }
+            })?
         {
             return Err(Error::corruption(
                 path,
@@ -327,5 +366,70 @@ fn replay_source(
         valid_len: pos,
         torn_tail_bytes: len - pos,
         last_seq,
+        version,
+        first_seq,
+        sealed,
     })
+}
+
+/// A file whose header is not a whole, intact header of a known version. A header is written
+/// and synced before any record can be acknowledged, so if the file holds no valid record it
+/// was cut off while being created: it is empty (a torn tail from byte 0). A record is never
+/// all zeros (its type byte is not 0): none starts after the last non-zero byte.
+fn bad_header(src: &mut impl Source, path: &Path, chunk: usize) -> Result<Replay> {
+    let len = src.len();
+    let any_record = match src.last_nonzero(WAL_V1_HEADER_LEN, chunk)? {
+        Some(last) => find_record(src, WAL_V1_HEADER_LEN, last, |_| true)?.is_some(),
+        None => false,
+    };
+    if !any_record {
+        return Ok(Replay {
+            records: 0,
+            valid_len: 0,
+            torn_tail_bytes: len,
+            last_seq: 0,
+            version: 0,
+            first_seq: 0,
+            sealed: false,
+        });
+    }
+    let header = src.get(0, 12)?.to_vec();
+    let version = header
+        .get(8..12)
+        .and_then(|v| <[u8; 4]>::try_from(v).ok())
+        .map(u32::from_le_bytes);
+    if header.get(..8) == Some(&MAGIC[..])
+        && let Some(found) = version.filter(|v| *v > WAL_VERSION)
+    {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: WAL_VERSION,
+        });
+    }
+    Err(Error::corruption(
+        path,
+        0,
+        "bad WAL header followed by valid records",
+    ))
+}
+
+impl WalReader {
+    /// Ends a replayed version-2 file with a seal (writers only, after cutting any torn tail
+    /// at `replay.valid_len`), durably: it is about to become an older WAL file, and every
+    /// older file must be sealed.
+    pub fn seal_file(vfs: &dyn Vfs, path: &Path, replay: &Replay) -> Result<()> {
+        if replay.sealed || replay.version != WAL_VERSION {
+            return Ok(());
+        }
+        let file = vfs
+            .open(path, OpenMode::ReadWrite)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        let seal = seal_record(replay.last_seq, replay.records);
+        file.write_all_at(&seal, replay.valid_len)
+            .map_err(Error::io_on(path, "seal WAL"))?;
+        file.set_len(replay.valid_len + seal.len() as u64)
+            .map_err(Error::io_on(path, "truncate WAL"))?;
+        file.sync_data().map_err(Error::io_on(path, "fsync WAL"))
+    }
 }

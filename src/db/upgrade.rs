@@ -1,0 +1,125 @@
+//! `Db::upgrade`: converts a format-version-1 database to version 2 in place. The version-1
+//! files are read as a snapshot (segments, signature log and WAL tail, every checksum checked)
+//! and written as a new version-2 database beside them by the export path (live documents only,
+//! compacted); then the two directories trade places by renames and a sync of the parent.
+//!
+//! Crash safety: until the swap, the version-1 database is untouched and the new one sits in
+//! `.<name>.mhdb-upgrade`, which the next attempt removes. The swap is two renames (`dir` →
+//! `.<name>.mhdb-v1`, then `.<name>.mhdb-upgrade` → `dir`); interrupted between them, `dir` is
+//! missing, and the next attempt finishes it. The version-1 copy is removed once the swap is
+//! durable, unless it is asked to be kept.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Db;
+use super::open::lock_writer;
+use super::transfer::{parent_dir, remove_dir_best_effort};
+use crate::storage::manifest::MANIFEST_V1;
+use crate::storage::names;
+use crate::storage::vfs::{StdFs, Vfs};
+use crate::{Error, Result};
+
+/// What [`Db::upgrade`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Upgraded {
+    /// The database was already in the current format: nothing changed.
+    AlreadyCurrent,
+    /// The database was converted; `kept` is where the version-1 files were kept, if asked.
+    Converted {
+        /// The version-1 directory, when kept.
+        kept: Option<PathBuf>,
+    },
+}
+
+/// `dir`'s sibling named `.<name><suffix>` (same filesystem, so renames are atomic).
+fn sibling(dir: &Path, suffix: &str) -> Result<PathBuf> {
+    let name = dir.file_name().ok_or_else(|| {
+        Error::invalid(
+            "path",
+            format!("{} does not name a directory", dir.display()),
+        )
+    })?;
+    let mut hidden = OsString::from(".");
+    hidden.push(name);
+    hidden.push(suffix);
+    Ok(dir.with_file_name(hidden))
+}
+
+impl Db {
+    /// Converts the database in `dir` to the current format version (see the module docs);
+    /// keeps the version-1 files in `.<name>.mhdb-v1` beside it when `keep_old`. A database
+    /// already current is left alone. No writer may hold it (a running version-1 `mhdb` would
+    /// be refused its lock, and so is this while one runs).
+    pub fn upgrade(dir: impl AsRef<Path>, keep_old: bool) -> Result<Upgraded> {
+        Self::upgrade_with_vfs(Arc::new(StdFs), dir.as_ref(), keep_old)
+    }
+
+    /// [`Db::upgrade`] on any [`Vfs`].
+    pub fn upgrade_with_vfs(vfs: Arc<dyn Vfs>, dir: &Path, keep_old: bool) -> Result<Upgraded> {
+        let fs = vfs.as_ref();
+        let new = sibling(dir, ".mhdb-upgrade")?;
+        let old = sibling(dir, ".mhdb-v1")?;
+        let has_db = |d: &Path| fs.exists(&d.join(names::CURRENT)).unwrap_or(false);
+        let exists = |d: &Path| fs.exists(d).map_err(Error::io_on(d, "stat"));
+        if !exists(dir)? && exists(&old)? {
+            // Interrupted between the two renames of the swap.
+            if has_db(&new) {
+                return finish_swap(fs, dir, &new, &old, keep_old);
+            }
+            fs.rename(&old, dir)
+                .map_err(Error::io_on(dir, "rename back"))?;
+        }
+        let probe = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
+        if probe.state.read().version.manifest.format_version != MANIFEST_V1 {
+            return Ok(Upgraded::AlreadyCurrent);
+        }
+        drop(probe);
+        if exists(&old)? {
+            return Err(Error::invalid(
+                "path",
+                format!(
+                    "{} exists (a kept version-1 copy?): move it away first",
+                    old.display()
+                ),
+            ));
+        }
+        if exists(&new)? {
+            // An earlier attempt that did not reach the swap.
+            remove_dir_best_effort(fs, &new);
+        }
+        {
+            // No version-1 writer may change the source meanwhile.
+            let _locks = lock_writer(fs, dir)?;
+            let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
+            src.export(&new)?;
+        }
+        fs.rename(dir, &old)
+            .map_err(Error::io_on(dir, "rename the version-1 database aside"))?;
+        finish_swap(fs, dir, &new, &old, keep_old)
+    }
+}
+
+/// The second rename of the swap, made durable, then the version-1 copy removed unless kept.
+fn finish_swap(
+    fs: &dyn Vfs,
+    dir: &Path,
+    new: &Path,
+    old: &Path,
+    keep_old: bool,
+) -> Result<Upgraded> {
+    fs.rename(new, dir)
+        .map_err(Error::io_on(dir, "rename the upgraded database into place"))?;
+    let parent = parent_dir(dir);
+    fs.sync_dir(&parent)
+        .map_err(Error::io_on(&parent, "fsync directory"))?;
+    if keep_old {
+        return Ok(Upgraded::Converted {
+            kept: Some(old.to_path_buf()),
+        });
+    }
+    remove_dir_best_effort(fs, old);
+    Ok(Upgraded::Converted { kept: None })
+}
