@@ -429,9 +429,11 @@ fn fix_checksums(bytes: &mut [u8]) {
         if off < 64 || off.saturating_add(slen) > table {
             continue;
         }
-        let crcs: Vec<u8> = bytes[64..off]
-            .chunks(4096)
-            .flat_map(|b| crc32fast::hash(b).to_le_bytes())
+        // Page-aligned: block j is file bytes 4096·j .. 4096·(j + 1), block 0 after the header.
+        let crcs: Vec<u8> = (0..off.div_ceil(4096))
+            .flat_map(|j| {
+                crc32fast::hash(&bytes[(j * 4096).max(64)..((j + 1) * 4096).min(off)]).to_le_bytes()
+            })
             .collect();
         if crcs.len() == slen {
             bytes[off..off + slen].copy_from_slice(&crcs);

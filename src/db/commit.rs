@@ -105,20 +105,28 @@ impl Db {
         let mut new_segment = None;
         let next_docno = input.base + input.span;
         if input.span > 0 {
-            let signatures = input.live_signatures(record_bytes)?;
-            let mut builder =
-                SegmentBuilder::with_signatures(self.params.lsh.bands, input.base, record_bytes)?;
-            builder.set_end_docno(next_docno)?;
-            builder.reserve(
-                input.live.len(),
-                input.live.iter().map(|(_, key, _)| key.len()).sum(),
+            // The signatures are gathered (on every core) while the keys and band keys go in.
+            let (signatures, builder) = rayon::join(
+                || input.live_signatures(record_bytes),
+                || -> Result<SegmentBuilder> {
+                    let mut builder = SegmentBuilder::with_signatures(
+                        self.params.lsh.bands,
+                        input.base,
+                        record_bytes,
+                    )?;
+                    builder.set_end_docno(next_docno)?;
+                    builder.reserve(
+                        input.live.len(),
+                        input.live.iter().map(|(_, key, _)| key.len()).sum(),
+                    );
+                    for &(docno, key, band_keys) in &input.live {
+                        builder.add(docno, key, band_keys)?;
+                    }
+                    Ok(builder)
+                },
             );
-            for (&(docno, key, band_keys), sig) in
-                input.live.iter().zip(signatures.chunks_exact(record_bytes))
-            {
-                builder.add_signed(docno, key, band_keys, sig)?;
-            }
-            drop(signatures);
+            let mut builder = builder?;
+            builder.set_signatures(signatures?)?;
             let bytes = builder.finish(&self.params.segment_options())?;
             let id = self.new_file_id();
             let path = self.dir.join(names::segment_name(id));

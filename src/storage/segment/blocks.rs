@@ -1,5 +1,7 @@
 //! Checked reads (format version 2): the data area of a segment (every section before
-//! CHECKSUMS) is cut into 4 KiB blocks, each with a CRC-32 in the CHECKSUMS section. A read
+//! CHECKSUMS) is cut into 4 KiB blocks aligned with the file's pages (block j is file bytes
+//! 4096·j .. 4096·(j + 1); block 0 starts after the header), each with a CRC-32 in the
+//! CHECKSUMS section. A read
 //! uses a byte only after its block's CRC matched once; one bit per block remembers that, so
 //! a warm read costs one atomic load and a test. A mismatch is corruption naming the block's
 //! offset, returned to the caller: damage never becomes a wrong answer.
@@ -26,7 +28,7 @@ pub(super) struct BlockChecks {
 
 impl BlockChecks {
     fn blocks(&self) -> usize {
-        (self.end - self.start).div_ceil(BLOCK_LEN)
+        self.end.div_ceil(BLOCK_LEN)
     }
 }
 
@@ -49,8 +51,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
         if len == 0 || at >= stop || stop <= c.start {
             return Ok(());
         }
-        let first = (at.max(c.start) - c.start) / BLOCK_LEN;
-        let last = (stop - 1 - c.start) / BLOCK_LEN;
+        let first = at.max(c.start) / BLOCK_LEN;
+        let last = (stop - 1) / BLOCK_LEN;
         for block in first..=last {
             let done = self
                 .checked
@@ -66,8 +68,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// Compares block `block`'s CRC with the table and remembers a match.
     #[cold]
     fn check_block(&self, c: &BlockChecks, block: usize) -> Result<()> {
-        let from = c.start + block * BLOCK_LEN;
-        let to = (from + BLOCK_LEN).min(c.end);
+        let from = (block * BLOCK_LEN).max(c.start);
+        let to = ((block + 1) * BLOCK_LEN).min(c.end);
         let bytes = self
             .data()
             .get(from..to)

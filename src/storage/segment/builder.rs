@@ -125,11 +125,12 @@ impl SegmentBuilder {
         self.docnos.len()
     }
 
-    /// Adds a document to a builder made by [`SegmentBuilder::new`] (no signatures). Docnos
+    /// Adds a document: to a builder made by [`SegmentBuilder::new`] (no signatures), or one
+    /// whose signatures come all at once ([`SegmentBuilder::set_signatures`]). Docnos
     /// must be strictly increasing and at least the base; `band_keys` holds one full band key
     /// per band (only their top 32 bits are stored).
     pub fn add(&mut self, docno: u64, key: &[u8], band_keys: &[u64]) -> Result<()> {
-        self.add_signed(docno, key, band_keys, &[])
+        self.add_document(docno, key, band_keys)
     }
 
     /// Adds a document with its packed signature (`record_bytes` bytes, as given to
@@ -151,6 +152,12 @@ impl SegmentBuilder {
                 ),
             ));
         }
+        self.add_document(docno, key, band_keys)?;
+        self.signatures.extend_from_slice(signature);
+        Ok(())
+    }
+
+    fn add_document(&mut self, docno: u64, key: &[u8], band_keys: &[u64]) -> Result<()> {
         if docno < self.base || self.docnos.last().is_some_and(|&d| d >= docno) {
             return Err(Error::invalid(
                 "docno",
@@ -179,7 +186,26 @@ impl SegmentBuilder {
         self.key_blob.extend_from_slice(key);
         self.key_ends.push(self.key_blob.len() as u64);
         self.key32s.extend(band_keys.iter().map(|&k| band_key32(k)));
-        self.signatures.extend_from_slice(signature);
+        Ok(())
+    }
+
+    /// Gives every document's packed signature at once, in the order the documents were
+    /// added with [`SegmentBuilder::add`] (`record_bytes` each, as given to
+    /// [`SegmentBuilder::with_signatures`]): spares a copy when the caller has them in one
+    /// buffer already.
+    pub fn set_signatures(&mut self, packed: Vec<u8>) -> Result<()> {
+        if packed.len() != self.docnos.len() * self.record_bytes as usize {
+            return Err(Error::invalid(
+                "signatures",
+                format!(
+                    "{} bytes for {} documents of {} bytes",
+                    packed.len(),
+                    self.docnos.len(),
+                    self.record_bytes
+                ),
+            ));
+        }
+        self.signatures = packed;
         Ok(())
     }
 

@@ -292,11 +292,21 @@ impl Draft<'_> {
         );
         // Block checksums over every section so far, so that a reader can check the bytes it
         // uses, 4 KiB at a time, the first time it uses them.
-        let checksums: Vec<u8> = out
-            .get(HEADER_LEN..)
-            .unwrap_or_default()
-            .par_chunks(BLOCK_LEN)
-            .flat_map_iter(|block| crc32fast::hash(block).to_le_bytes())
+        // Blocks are aligned with the file's pages (block j is file bytes 4096·j .. 4096·(j + 1),
+        // the first one starting after the header), so that checking a block reads the page
+        // a read touches anyway and no other.
+        let head = out.len().min(BLOCK_LEN);
+        let first = crc32fast::hash(out.get(HEADER_LEN..head).unwrap_or_default());
+        let checksums: Vec<u8> = first
+            .to_le_bytes()
+            .into_iter()
+            .chain(
+                out.get(head..)
+                    .unwrap_or_default()
+                    .par_chunks(BLOCK_LEN)
+                    .flat_map_iter(|block| crc32fast::hash(block).to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )
             .collect();
         push(
             &mut out,

@@ -275,9 +275,9 @@ impl<B: AsRef<[u8]>> Segment<B> {
                         && count.checked_mul(record_bytes as u64) == Some(slen)
                 }
                 _ => {
-                    // The checksums cover every byte from the first section to this one.
-                    let covered = expect_at - HEADER_LEN;
-                    let want = covered.div_ceil(BLOCK_LEN) as u64;
+                    // The checksums cover every byte from the first section to this one, in
+                    // blocks aligned with the file's pages.
+                    let want = expect_at.div_ceil(BLOCK_LEN) as u64;
                     let own = data.get(expect_at..end).unwrap_or_default();
                     if a == 0 && b == 0 && count == want && slen == want * 4 {
                         // Checked now (4 bytes per 4 KiB): every later block check trusts it.
