@@ -614,8 +614,9 @@ class Reader:
         size = 4 * (slots + 1) + (n * w + 7) // 8
         if len(data) != size:
             self.fail(name, eo + 16, f"{what}: length {len(data)}, the prefix-table formula gives {size}")
-        # Writers choose the smallest size, the larger p on ties (informative: readers accept any p).
-        best = min(range(29), key=lambda q: (4 * ((1 << q) + 1) + (n * (32 - q + v) + 7) // 8, -q))
+        # Writers choose the smallest size in bits (before rounding to bytes), the larger p on
+        # ties (informative: readers accept any p).
+        best = min(range(29), key=lambda q: (32 * ((1 << q) + 1) + n * (32 - q + v), -q))
         if best != p:
             self.notes.append(f"{name}: {what} uses p = {p}, the writer rule gives {best}")
         d = struct.unpack_from(f"<{slots + 1}I", data, 0)
