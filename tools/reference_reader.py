@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""An independent reader of the mhdb on-disk format, version 1, written from format/*.md alone.
+"""An independent reader of the mhdb on-disk format, versions 1 and 2, written from format/*.md alone.
 
 It opens a database directory the way a read-only opener does (format/commit.md, "Open"):
-CURRENT -> manifest -> segments, deletion list, signature log -> replay of the WAL files, and
-prints every live key with its stored packed signature as JSON. It checks every checksum it
-meets (CURRENT, manifest, signature-log header and per-segment record ranges, segment
-sections and metadata, deletion list, WAL header and records) and the structural rules the
-spec states, and exits with status 1 and a message naming the file and offset on the first
-violation. It never writes to the directory.
+CURRENT -> manifest -> segments (version 2: with their signatures), deletion list, (version 1:
+signature log) -> replay of the WAL files, and prints every live key with its stored packed
+signature as JSON. It checks every checksum it meets (CURRENT, manifest, segment metadata,
+sections and, version 2, every 4 KiB block against CHECKSUMS; deletion list; WAL headers and
+records; version 1: the signature-log header and per-segment record ranges) and the structural
+rules the spec states (version 2 WAL: `first_seq` from the manifest's `wal_next_seq`, batch
+records numbered exactly +1 across files, seals that end a file and count its batches, every
+WAL file but the newest sealed), and exits with status 1 and a message naming the file and
+offset on the first violation. It never writes to the directory.
 
     python3 tools/reference_reader.py DB_DIR                 # live keys and signatures as JSON
     python3 tools/reference_reader.py DB_DIR --check EXPECTED.json
 
 `--check` compares the live keys and signatures with EXPECTED.json (the shape printed by the
-first form; `tests/golden/db-v1.expected.json` has it, plus the deleted keys that must be
-absent) and prints `reference reader: N keys, M signatures, K checksums agree` or the
-differences. `tests/golden_db_v1.rs` checks the same fixture through the library, so a passing
-pair means the code and the spec agree on every byte of the fixture.
+first form; `tests/golden/db-v1.expected.json` and `db-v2.expected.json` have it, plus the
+deleted keys that must be absent and, for version 2, each WAL file's batch records and seal)
+and prints `reference reader: N keys, M signatures, K checksums agree` or the differences.
+`tests/golden_db_v1.rs` and `tests/golden_db_v2.rs` check the same fixtures through the
+library, so a passing pair means the code and the spec agree on every byte of a fixture.
 
 Python 3 standard library only. If this script and mhdb ever disagree, one of them no longer
 follows the spec.
@@ -29,10 +33,17 @@ import struct
 import sys
 import zlib
 
-FORMAT_VERSION = 1
+# Database format versions this reader knows (format/README.md, "Versions"). A database is of
+# the version of its manifest; every file it names is of that version's layouts (the deletion
+# list is version 1 in both).
+FORMAT_VERSIONS = (1, 2)
+BLOCK_LEN = 4096
 M64 = (1 << 64) - 1
 MAX_KEY = 64 * 1024
 MAX_WAL_PAYLOAD = 64 * 1024 * 1024
+WAL_BATCH, WAL_SEAL = 1, 2
+# Segment section kinds (format/segment.md).
+KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND, HOT, SIGNATURES, SHINGLES, CHECKSUMS = 1, 2, 3, 4, 5, 6, 7, 8
 # The manifest's scheme codes (format/manifest.md; 16-18: signatures made by datasketch,
 # format/hashing.md §11).
 SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
@@ -184,6 +195,7 @@ class Reader:
     def __init__(self, root):
         self.root = root
         self.checksums = 0
+        self.blocks = 0
         self.notes = []
 
     # -- low level --------------------------------------------------------------------------
@@ -211,11 +223,11 @@ class Reader:
         if len(buf) < end:
             self.fail(name, len(buf), f"file ends inside {what} (needs {end} bytes, has {len(buf)})")
 
-    def check_version(self, name, offset, version, what):
-        if version != FORMAT_VERSION:
-            self.fail(name, offset, f"unsupported {what} version {version} (this reader knows {FORMAT_VERSION})")
+    def check_version(self, name, offset, version, what, known=FORMAT_VERSIONS):
+        if version not in known:
+            self.fail(name, offset, f"unsupported {what} version {version} (this reader knows {', '.join(map(str, known))})")
 
-    def read_sealed(self, name, length, pinned_by, min_len, magic, what):
+    def read_sealed(self, name, length, pinned_by, min_len, magic, what, known):
         """A file of known length that ends in a CRC-32 of every preceding byte, then starts
         with `magic` and a u32 version (the manifest and the deletion list). The CRC is
         checked before the version, so a damaged version reads as corruption."""
@@ -227,7 +239,7 @@ class Reader:
         self.check_crc(name, len(buf) - 4, buf[:-4], stored, what)
         if buf[:8] != magic:
             self.fail(name, 0, f"bad magic {buf[:8]!r}")
-        self.check_version(name, 8, struct.unpack_from("<I", buf, 8)[0], what)
+        self.check_version(name, 8, struct.unpack_from("<I", buf, 8)[0], what, known)
         return buf
 
     # -- CURRENT and manifest (format/manifest.md) ------------------------------------------
@@ -242,33 +254,47 @@ class Reader:
         if magic != b"MHDBCURR":
             self.fail(name, 0, f"bad magic {magic!r}")
         self.check_version(name, 8, version, "CURRENT")
-        return gen, man_len, man_crc
+        return version, gen, man_len, man_crc
 
-    def read_manifest(self):
-        gen, man_len, man_crc = self.read_current()
-        name = f"MANIFEST-{gen:016x}"
-        buf = self.read_sealed(name, man_len, "CURRENT pins", 125, b"MHDBMANI", "manifest")
-        self.check_crc(name, 0, buf, man_crc, "manifest (CURRENT's pin)")
-        (mgen,) = struct.unpack_from("<Q", buf, 12)
-        if mgen != gen:
-            self.fail(name, 12, f"generation {mgen} differs from the name's {gen}")
-        o = 20
-        (spec, scheme, num_perm, seed, sk, sw, sf, bits, bands, rows, thr, cap) = struct.unpack_from(
-            "<IBIQBBBBIIQI", buf, o
-        )
-        o += 41
+    def read_params(self, name, buf, o, version):
+        """The parameters (41 bytes in version 1, 80 in version 2) at offset o: (dict, end)."""
+        if version == 1:
+            (spec, scheme, num_perm, seed, sk, sw, sf, bits, bands, rows, thr, cap) = struct.unpack_from(
+                "<IBIQBBBBIIQI", buf, o
+            )
+            kind, band_slots, store_sets, key_fp, max_hamming = 1, num_perm, 0, bytes(32), 0
+            at = {"kind": o, "band_slots": o + 5, "scheme": o + 4, "num_perm": o + 5, "shingle": o + 17, "bits": o + 20, "bands": o + 21}
+            end = o + 41
+        else:
+            (spec, kind, scheme, num_perm, band_slots, seed, sk, sw, sf, bits, bands, rows, thr, cap,
+             store_sets, key_fp, max_hamming) = struct.unpack_from("<IBBIIQBBBBIIQIB32sB", buf, o)
+            at = {"kind": o + 4, "scheme": o + 5, "num_perm": o + 6, "band_slots": o + 10, "shingle": o + 22,
+                  "bits": o + 25, "bands": o + 26, "store_sets": o + 46, "max_hamming": o + 79}
+            end = o + 80
         if spec != 1:
-            self.fail(name, 20, f"unknown hash spec version {spec}")
+            self.fail(name, o, f"unknown hash spec version {spec}")
+        if kind == 2:
+            self.fail(name, at["kind"], "index kind 2 (SimHash-pigeonhole) is not supported by this reader")
+        if kind != 1:
+            self.fail(name, at["kind"], f"unknown index kind {kind}")
         if scheme not in SCHEMES:
-            self.fail(name, 24, f"unknown scheme {scheme}")
+            self.fail(name, at["scheme"], f"unknown scheme {scheme}")
         if sk not in (1, 2):
-            self.fail(name, 37, f"unknown shingle kind {sk}")
+            self.fail(name, at["shingle"], f"unknown shingle kind {sk}")
         if bits not in (1, 2, 4, 8, 16, 32, 64):
-            self.fail(name, 40, f"bits {bits} is not one of 1, 2, 4, 8, 16, 32, 64")
+            self.fail(name, at["bits"], f"bits {bits} is not one of 1, 2, 4, 8, 16, 32, 64")
         if not 1 <= num_perm <= 8192:
-            self.fail(name, 25, f"num_perm {num_perm} outside 1..=8192")
-        if bands < 1 or rows < 1 or bands * rows > num_perm:
-            self.fail(name, 41, f"{bands} bands x {rows} rows do not fit {num_perm} slots")
+            self.fail(name, at["num_perm"], f"num_perm {num_perm} outside 1..=8192")
+        if not 1 <= band_slots <= num_perm:
+            self.fail(name, at["band_slots"], f"band_slots {band_slots} outside 1..=num_perm {num_perm}")
+        if bands < 1 or rows < 1 or bands * rows > band_slots:
+            self.fail(name, at["bands"], f"{bands} bands x {rows} rows do not fit {band_slots} slots")
+        if store_sets == 1:
+            self.fail(name, at["store_sets"], "stored shingle sets (store_sets = 1) are not supported by this reader")
+        if store_sets != 0:
+            self.fail(name, at["store_sets"], f"store_sets {store_sets} is neither 0 nor 1")
+        if max_hamming != 0:
+            self.fail(name, at["max_hamming"], f"max_hamming {max_hamming} on a MinHash index")
         params = {
             "spec_version": spec,
             "scheme": SCHEMES[scheme],
@@ -282,17 +308,43 @@ class Reader:
             "threshold": struct.unpack("<d", struct.pack("<Q", thr))[0],
             "bucket_cap": cap,
         }
-        state = struct.unpack_from("<7QI", buf, o)
-        next_docno, siglog_records, wal_start, next_file_id, del_id, del_count, del_len, nseg = state
+        if version >= 2:
+            # Keyed hashing changes how text becomes a signature, not how stored ones are read.
+            params.update({"index_kind": "minhash-lsh", "band_slots": band_slots, "keyed": any(key_fp)})
+        return params, end
+
+    def read_manifest(self):
+        cur_version, gen, man_len, man_crc = self.read_current()
+        name = f"MANIFEST-{gen:016x}"
+        min_len = {1: 125, 2: 164}[cur_version]
+        buf = self.read_sealed(name, man_len, "CURRENT pins", min_len, b"MHDBMANI", "manifest", FORMAT_VERSIONS)
+        self.check_crc(name, 0, buf, man_crc, "manifest (CURRENT's pin)")
+        (version, mgen) = struct.unpack_from("<IQ", buf, 8)
+        if version != cur_version:
+            self.fail(name, 8, f"manifest version {version}, but CURRENT carries {cur_version}")
+        if mgen != gen:
+            self.fail(name, 12, f"generation {mgen} differs from the name's {gen}")
+        params, o = self.read_params(name, buf, 20, version)
+        if version == 1:
+            state = struct.unpack_from("<7QI", buf, o)
+            next_docno, siglog_records, wal_start, next_file_id, del_id, del_count, del_len, nseg = state
+            wal_next_seq = None
+            if siglog_records != next_docno:
+                self.fail(name, o + 8, f"siglog_records {siglog_records} differs from next_docno {next_docno}")
+            entry_len = 44
+        else:
+            state = struct.unpack_from("<7QI", buf, o)
+            next_docno, wal_start, wal_next_seq, next_file_id, del_id, del_count, del_len, nseg = state
+            entry_len = 40
+        del_at = o + 32
         o += 60
-        if len(buf) != o + 44 * nseg + 4:
+        if len(buf) != o + entry_len * nseg + 4:
             self.fail(name, o - 4, f"{nseg} segment entries do not fill a {len(buf)}-byte manifest")
-        if siglog_records != next_docno:
-            self.fail(name, 69, f"siglog_records {siglog_records} differs from next_docno {next_docno}")
         segments = []
         prev_end = 0
         for i in range(nseg):
-            sid, base, span, docs, flen, scrc = struct.unpack_from("<5QI", buf, o)
+            sid, base, span, docs, flen = struct.unpack_from("<5Q", buf, o)
+            scrc = struct.unpack_from("<I", buf, o + 40)[0] if version == 1 else None
             if base < prev_end:
                 self.fail(name, o, f"segment entry {i}: range overlaps or is out of order")
             if base + span > next_docno:
@@ -303,27 +355,31 @@ class Reader:
                 self.fail(name, o, f"segment entry {i}: {docs} documents in a span of {span}")
             prev_end = base + span
             segments.append({"id": sid, "base": base, "span": span, "docs": docs, "file_len": flen, "siglog_crc": scrc, "entry_offset": o})
-            o += 44
+            o += entry_len
         if del_id and del_id >= next_file_id:
-            self.fail(name, 101, f"deletion list id {del_id} not below next_file_id {next_file_id}")
+            self.fail(name, del_at, f"deletion list id {del_id} not below next_file_id {next_file_id}")
         return {
             "name": name,
+            "version": version,
             "generation": gen,
             "params": params,
             "next_docno": next_docno,
             "wal_start": wal_start,
+            "wal_next_seq": wal_next_seq,
             "next_file_id": next_file_id,
             "del": (del_id, del_count, del_len),
+            "del_at": del_at,
             "segments": segments,
         }
 
-    def read_deletions(self, del_id, count, length):
+    def read_deletions(self, m):
+        del_id, count, length = m["del"]
         if del_id == 0:
             if count or length:
-                self.fail("manifest", 109, "no deletion list, but a count or length")
+                self.fail(m["name"], m["del_at"], "no deletion list, but a count or length")
             return []
         name = f"del-{del_id:016x}.del"
-        buf = self.read_sealed(name, length, "the manifest records", 24, b"MHDBDELS", "deletion list")
+        buf = self.read_sealed(name, length, "the manifest records", 24, b"MHDBDELS", "deletion list", (1,))
         (n,) = struct.unpack_from("<Q", buf, 12)
         if n != count:
             self.fail(name, 12, f"count {n}, but the manifest records {count}")
@@ -345,7 +401,7 @@ class Reader:
         self.check_crc(name, 24, buf[:24], crc, "signature log header")
         if magic != b"MHDBSIGL":
             self.fail(name, 0, f"bad magic {magic!r}")
-        self.check_version(name, 8, version, "signature log")
+        self.check_version(name, 8, version, "signature log", (1,))
         if (num_perm, bits) != (params["num_perm"], params["bits"]):
             self.fail(name, 12, f"num_perm/bits {num_perm}/{bits} differ from the manifest's")
         if rb != (num_perm * bits + 7) // 8:
@@ -361,7 +417,9 @@ class Reader:
 
     # -- segments (format/segment.md) -------------------------------------------------------
 
-    def read_segment(self, entry, bands):
+    def read_segment(self, entry, params, db_version):
+        """The documents (docno, key, packed signature or None in version 1) of one segment."""
+        bands = params["bands"]
         name = f"seg-{entry['id']:016x}.seg"
         buf = self.read(name)
         n = len(buf)
@@ -369,10 +427,9 @@ class Reader:
             self.fail(name, n, f"length {n}, but the manifest records {entry['file_len']}")
         if n < 96:
             self.fail(name, 0, f"length {n} is below the minimum of 96")
-        magic, version, flags, nb, cap, base, span, doc_count = struct.unpack_from("<8sIIIIQQQ", buf, 0)
+        magic, version, flags, nb, cap, base, span, doc_count, record_bytes = struct.unpack_from("<8sIIIIQQQI", buf, 0)
         if magic != b"MHDBSEG\0":
             self.fail(name, 0, f"bad header magic {magic!r}")
-        self.check_version(name, 8, version, "segment")
         tab_off, nsec, fres, flen, meta_crc, fmagic = struct.unpack_from("<QIIQI4s", buf, n - 32)
         if fmagic != b"MHSF":
             self.fail(name, n - 4, f"bad footer magic {fmagic!r}")
@@ -380,16 +437,26 @@ class Reader:
             self.fail(name, n - 16, f"footer file_len {flen} differs from the length {n} (truncated?)")
         if nb < 1:
             self.fail(name, 16, "num_bands is 0")
-        if nsec != nb + 4:
-            self.fail(name, n - 24, f"{nsec} sections, expected num_bands + 4 = {nb + 4}")
-        if tab_off + 40 * nsec != n - 32:
+        if tab_off < 64 or tab_off + 40 * nsec != n - 32:
             self.fail(name, n - 32, "the section table does not end at the footer")
+        # meta_crc covers the version: judged only once it matched (damage is not a new version).
         meta = buf[:64] + buf[tab_off : n - 32] + buf[n - 32 : n - 8]
         self.check_crc(name, n - 8, meta, meta_crc, "segment metadata (meta_crc)")
+        self.check_version(name, 8, version, "segment")
+        if version != db_version:
+            self.fail(name, 8, f"a version-{version} segment in a version-{db_version} database")
+        fixed = 4 if version == 1 else 6
+        if nsec != nb + fixed:
+            self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}")
         if flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
-        if any(buf[48:64]):
+        if any(buf[52:64]) or (version == 1 and record_bytes):
             self.fail(name, 48, "reserved header bytes are not zero")
+        # A database's segments carry the signatures of its documents (format/segment.md,
+        # SIGNATURES; the manifest's num_perm and bits give their size, format/hashing.md §7).
+        sig_bytes = (params["num_perm"] * params["bits"] + 7) // 8
+        if version >= 2 and record_bytes != sig_bytes:
+            self.fail(name, 48, f"record_bytes {record_bytes}, but the manifest's signatures are {sig_bytes} bytes")
         if fres:
             self.fail(name, n - 20, "reserved footer field is not 0")
         if nb != bands:
@@ -401,15 +468,19 @@ class Reader:
         if base + span > M64:
             self.fail(name, 32, "base + span overflows u64")
 
+        # Section order: KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND 0..b-1, HOT, then (version 2)
+        # SIGNATURES and CHECKSUMS.
+        order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT] + ([SIGNATURES, CHECKSUMS] if version >= 2 else [])
         sections = []
         expect_off = 64
         for i in range(nsec):
             eo = tab_off + 40 * i
             kind, wa, wb, index, off, ln, count, scrc, res = struct.unpack_from("<HBBIQQQII", buf, eo)
-            want_kind = 1 if i == 0 else 2 if i == 1 else 3 if i == 2 else 5 if i == nsec - 1 else 4
-            if kind != want_kind:
-                self.fail(name, eo, f"section {i} has kind {kind}, expected {want_kind}")
-            if index != (i - 3 if kind == 4 else 0):
+            if kind == SHINGLES:
+                self.fail(name, eo, "section kind 7 (stored shingle sets) is not supported by this reader")
+            if kind != order[i]:
+                self.fail(name, eo, f"section {i} has kind {kind}, expected {order[i]}")
+            if index != (i - 3 if kind == BAND else 0):
                 self.fail(name, eo + 4, f"section {i} has index {index}")
             if res:
                 self.fail(name, eo + 36, f"section {i}: reserved field is not 0")
@@ -418,11 +489,27 @@ class Reader:
             if off + ln > tab_off:
                 self.fail(name, eo + 16, f"section {i} runs past the section table")
             expect_off = off + ln
-            data = buf[off : off + ln]
-            self.check_crc(name, eo + 32, data, scrc, f"section {i} (kind {kind})")
-            sections.append((kind, wa, wb, count, off, data, eo))
+            sections.append((kind, wa, wb, count, off, buf[off : off + ln], eo, scrc))
         if expect_off != tab_off:
             self.fail(name, tab_off, "the last section does not end at the section table")
+
+        if version >= 2:
+            # CHECKSUMS first (the chain footer -> section table -> block CRCs -> blocks): one
+            # CRC per 4 KiB block of every byte from 64 up to this section, the last block short.
+            kind, wa, wb, count, off, table, eo, scrc = sections[-1]
+            blocks = (off - 64 + BLOCK_LEN - 1) // BLOCK_LEN
+            if (wa, wb) != (0, 0) or count != blocks or len(table) != 4 * blocks:
+                self.fail(name, eo, f"CHECKSUMS widths/count/len ({wa}, {wb}, {count}, {len(table)}), expected (0, 0, {blocks}, {4 * blocks})")
+            self.check_crc(name, eo + 32, table, scrc, "section CHECKSUMS")
+            for j in range(blocks):
+                lo = 64 + BLOCK_LEN * j
+                hi = min(lo + BLOCK_LEN, off)
+                (stored,) = struct.unpack_from("<I", table, 4 * j)
+                self.check_crc(name, lo, buf[lo:hi], stored, f"block {j} (bytes {lo}..{hi})")
+            self.blocks += blocks
+        for i, (kind, wa, wb, count, off, data, eo, scrc) in enumerate(sections[: nb + 5]):
+            self.check_crc(name, eo + 32, data, scrc, f"section {i} (kind {kind})")
+        sections = [sec[:7] for sec in sections]
 
         # KEY_BLOB
         kind, wa, wb, count, off, blob, eo = sections[0]
@@ -493,7 +580,7 @@ class Reader:
                     self.fail(name, 20, f"BAND {j} bucket {k32:08x} holds {size} postings, above the cap {cap}")
 
         # HOT
-        kind, wa, wb, count, off, data, eo = sections[-1]
+        kind, wa, wb, count, off, data, eo = sections[3 + nb]
         if (wa, wb) != (0, 0) or len(data) != 16 * count:
             self.fail(name, eo, "HOT widths must be 0 and len must be 16 x count")
         prev = None
@@ -506,7 +593,14 @@ class Reader:
             if orig < buckets.get((band, k32), 0):
                 self.fail(name, off + 16 * i, "HOT original_size below the stored bucket size")
             prev = (band, k32)
-        return docs
+
+        if version == 1:
+            return [(docno, key, None) for docno, key in docs]
+        # SIGNATURES: record_bytes per document, in ordinal (docno) order.
+        kind, wa, wb, count, off, data, eo = sections[4 + nb]
+        if (wa, wb) != (0, 0) or count != doc_count or len(data) != doc_count * record_bytes:
+            self.fail(name, eo, f"SIGNATURES widths must be 0, count {doc_count} and len {doc_count} x {record_bytes}")
+        return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes]) for i, (docno, key) in enumerate(docs)]
 
     def check_padding(self, name, off, data, used_bits):
         if used_bits % 8 and data[-1] >> (used_bits % 8):
@@ -520,8 +614,9 @@ class Reader:
         size = 4 * (slots + 1) + (n * w + 7) // 8
         if len(data) != size:
             self.fail(name, eo + 16, f"{what}: length {len(data)}, the prefix-table formula gives {size}")
-        # Writers choose the smallest size, the larger p on ties (informative: readers accept any p).
-        best = min(range(29), key=lambda q: (4 * ((1 << q) + 1) + (n * (32 - q + v) + 7) // 8, -q))
+        # Writers choose the smallest size in bits (before rounding to bytes), the larger p on
+        # ties (informative: readers accept any p).
+        best = min(range(29), key=lambda q: (32 * ((1 << q) + 1) + n * (32 - q + v), -q))
         if best != p:
             self.notes.append(f"{name}: {what} uses p = {p}, the writer rule gives {best}")
         d = struct.unpack_from(f"<{slots + 1}I", data, 0)
@@ -546,72 +641,106 @@ class Reader:
 
     # -- WAL (format/wal.md) ----------------------------------------------------------------
 
-    def parse_record(self, buf, o, last_seq):
-        """(sequence, payload, next offset) if a valid record starts at o, else None.
+    def parse_record(self, buf, o):
+        """(type, sequence, payload, next offset) if a record that parses starts at o, else None.
 
-        Valid: type 1, length at most 64 MiB, inside the file, CRC matching, and a sequence
-        above `last_seq` (the previous record of the same file; 0 before the first).
+        Parses: type 1 (batch) with length at most 64 MiB or type 2 (seal) with length 8,
+        inside the file, and a matching CRC. Whether it is the next record is the caller's
+        question.
         """
         if o + 17 > len(buf):
             return None
         crc, length, rtype, seq = struct.unpack_from("<IIBQ", buf, o)
-        if rtype != 1 or length > MAX_WAL_PAYLOAD or o + 17 + length > len(buf):
+        if not ((rtype == WAL_BATCH and length <= MAX_WAL_PAYLOAD) or (rtype == WAL_SEAL and length == 8)):
             return None
-        if crc32(buf[o + 4 : o + 17 + length]) != crc or seq <= last_seq:
+        if o + 17 + length > len(buf) or crc32(buf[o + 4 : o + 17 + length]) != crc:
             return None
-        return seq, buf[o + 17 : o + 17 + length], o + 17 + length
+        return rtype, seq, buf[o + 17 : o + 17 + length], o + 17 + length
 
-    def valid_record_after(self, buf, start, last_seq):
-        for o in range(start, len(buf) - 16):
-            if buf[o + 8] == 1 and self.parse_record(buf, o, last_seq) is not None:
-                return o
+    def valid_record_after(self, buf, start, accept):
+        """The first offset at or after `start` where a record parses whose sequence `accept`s."""
+        last = len(buf) - 1
+        while last >= start and buf[last] == 0:
+            last -= 1  # a record never starts in the zeros that end a file (its type is not 0)
+        for o in range(start, last + 1):
+            if buf[o + 8 : o + 9] in (b"\x01", b"\x02"):
+                rec = self.parse_record(buf, o)
+                if rec is not None and accept(rec[1]):
+                    return o
         return None
 
-    def read_wal(self, name, newest, prev_seq):
-        """The records (sequence, payload, offset) of one WAL file, in order.
+    def read_wal_header(self, name, buf):
+        """(version, header length, first_seq) of an intact header of a known version, else None."""
+        if buf[:8] != b"MHDBWAL\0" or len(buf) < 12:
+            return None
+        (version,) = struct.unpack_from("<I", buf, 8)
+        if version == 1 and len(buf) >= 16 and crc32(buf[:12]) == struct.unpack_from("<I", buf, 12)[0]:
+            return 1, 16, None
+        if version == 2 and len(buf) >= 24 and crc32(buf[:20]) == struct.unpack_from("<I", buf, 20)[0]:
+            return 2, 24, struct.unpack_from("<Q", buf, 12)[0]
+        return None
 
-        `prev_seq` is the last sequence of the previous WAL file (0 if none): the first
-        record of this one must follow it.
-        """
+    def read_wal(self, name, newest, db_version):
+        """One WAL file: {"records": [(sequence, payload, offset)], "version", "first_seq",
+        "last_seq", "sealed", "tail"} (tail: bytes after the last valid record or seal)."""
         buf = self.read(name)
-        header_ok = len(buf) >= 16 and buf[:8] == b"MHDBWAL\0"
-        if header_ok:
-            version, crc = struct.unpack_from("<II", buf, 8)
-            header_ok = crc32(buf[:12]) == crc
-        if not header_ok:
-            found = self.valid_record_after(buf, 0, 0)
+        header = self.read_wal_header(name, buf)
+        if header is None:
+            # A header cut off while being created holds no record; else it is damage (or a
+            # version this reader does not know).
+            found = self.valid_record_after(buf, 16, lambda _: True)
             if found is not None:
+                if buf[:8] == b"MHDBWAL\0" and len(buf) >= 12 and struct.unpack_from("<I", buf, 8)[0] not in FORMAT_VERSIONS:
+                    self.check_version(name, 8, struct.unpack_from("<I", buf, 8)[0], "WAL")
                 self.fail(name, 0, f"damaged header, but a valid record at offset {found} (corruption)")
             if buf and not newest:
                 self.fail(name, 0, "incomplete header in a WAL file that is not the newest")
             self.notes.append(f"{name}: incomplete header and no record: an empty log cut off at creation")
-            return []
+            return {"records": [], "version": 0, "first_seq": None, "last_seq": None, "sealed": False, "tail": len(buf), "tail_at": 0}
+        version, o, first_seq = header
         self.checksums += 1
-        self.check_version(name, 8, version, "WAL")
+        if version != db_version:
+            self.fail(name, 8, f"a version-{version} WAL file in a version-{db_version} database")
+        v2 = version == 2
         records = []
-        last_seq = 0
-        o = 16
+        # Version 2: batch records are numbered +1 from first_seq; version 1: only increasing.
+        last_seq = first_seq - 1 if v2 else 0
+        sealed = False
         while o < len(buf):
-            rec = self.parse_record(buf, o, last_seq)
-            if rec is None:
-                break
-            seq, payload, nxt = rec
-            if not records and prev_seq and seq != prev_seq + 1:
-                self.fail(name, o, f"the file starts at sequence {seq}, the previous one ended at {prev_seq}")
-            self.checksums += 1
-            records.append((seq, payload, o))
-            last_seq = seq
-            o = nxt
-        if o < len(buf):
-            found = self.valid_record_after(buf, o + 1, last_seq)
+            rec = self.parse_record(buf, o)
+            if rec is not None:
+                rtype, seq, payload, nxt = rec
+                if rtype == WAL_BATCH and (seq == last_seq + 1 if v2 else seq > last_seq):
+                    self.checksums += 1
+                    records.append((seq, payload, o))
+                    last_seq = seq
+                    o = nxt
+                    continue
+                if v2 and rtype == WAL_SEAL and seq == last_seq and payload == struct.pack("<Q", len(records)):
+                    self.checksums += 1
+                    sealed = True
+                    o = nxt
+                    if any(buf[o:]):
+                        self.fail(name, o, "bytes that are not zeros after the WAL's seal")
+                    break
+                if v2:
+                    self.fail(
+                        name,
+                        o,
+                        f"intact record (type {rtype}, sequence {seq}) out of place: the next batch is {last_seq + 1},"
+                        f" a seal would carry {last_seq} and {len(records)} batches (corruption, not a torn write)",
+                    )
+            # Not the next valid record: a torn tail, unless a valid record follows.
+            floor = last_seq
+            found = self.valid_record_after(buf, o + 1, (lambda q: q >= floor) if v2 else (lambda q: q > floor))
             if found is not None:
                 self.fail(name, o, f"bad record followed by a valid one at offset {found}: corrupt in the middle")
-            if not newest:
-                self.fail(name, o, "torn tail in a WAL file that is not the newest (older files end in whole records)")
-            tail = buf[o:]
-            what = "zeros" if not any(tail) else "a torn record"
-            self.notes.append(f"{name}: {len(tail)}-byte torn tail at offset {o} ({what}); ignored")
-        return records
+            break
+        tail = len(buf) - o
+        if tail:
+            what = "zeros" if not any(buf[o:]) else "a torn record"
+            self.notes.append(f"{name}: {tail}-byte torn tail at offset {o} ({what}){' after its seal' if sealed else ''}; ignored")
+        return {"records": records, "version": version, "first_seq": first_seq, "last_seq": last_seq, "sealed": sealed, "tail": tail, "tail_at": o}
 
     def decode_batch(self, name, offset, payload, bands, rb):
         if len(payload) < 4:
@@ -656,15 +785,21 @@ class Reader:
     def open(self):
         m = self.read_manifest()
         params = m["params"]
-        sigs, rb = self.read_siglog(params, m["next_docno"])
+        version = m["version"]
+        rb = (params["num_perm"] * params["bits"] + 7) // 8
+        if version == 1:
+            sigs, rb = self.read_siglog(params, m["next_docno"])
+        elif os.path.exists(self.path("signatures.log")):
+            self.notes.append("signatures.log in a version-2 database: not read (signatures are in the segments)")
         docs = {}  # docno -> (key, packed signature)
         for seg in m["segments"]:
-            lo = 64 + seg["base"] * rb
-            hi = 64 + (seg["base"] + seg["span"]) * rb
-            self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
-            for docno, key in self.read_segment(seg, params["bands"]):
-                docs[docno] = (key, sigs[64 + docno * rb : 64 + (docno + 1) * rb])
-        deleted = self.read_deletions(*m["del"])
+            if version == 1:
+                lo = 64 + seg["base"] * rb
+                hi = 64 + (seg["base"] + seg["span"]) * rb
+                self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
+            for docno, key, sig in self.read_segment(seg, params, version):
+                docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb])
+        deleted = self.read_deletions(m)
         for d in deleted:
             if d not in docs:
                 self.fail(f"del-{m['del'][0]:016x}.del", 20, f"deleted docno {d} is in no segment")
@@ -677,13 +812,32 @@ class Reader:
                 wal_ids.append(int(mt.group(1), 16))
         wal_ids.sort()
         next_docno = m["next_docno"]
-        last_seq = 0
+        # Version 2: the first replayed file starts at the manifest's wal_next_seq, each next
+        # one right after the last batch record before it; version 1: records continue +1
+        # from one file to the next.
+        last_seq = m["wal_next_seq"] - 1 if version == 2 else 0
         wal_ops = 0
+        self.wal_files = []
         for i, wid in enumerate(wal_ids):
             name = f"wal-{wid:016x}.log"
-            records = self.read_wal(name, i == len(wal_ids) - 1, last_seq)
-            for seq, payload, offset in records:
-                last_seq = seq
+            newest = i == len(wal_ids) - 1
+            wal = self.read_wal(name, newest, version)
+            records = wal["records"]
+            if wal["version"] == 2:
+                if wal["first_seq"] != last_seq + 1:
+                    what = "the manifest's wal_next_seq" if i == 0 else "one past the previous file's last batch record"
+                    self.fail(name, 12, f"first_seq {wal['first_seq']}, but {what} is {last_seq + 1}: a WAL file (or its end) is missing")
+                last_seq = wal["last_seq"]
+                if not newest and not wal["sealed"]:
+                    self.fail(name, wal["tail_at"], "a WAL file that is not the newest ends without its seal (its end was lost)")
+            elif wal["version"] == 1 and records:
+                if last_seq and records[0][0] != last_seq + 1:
+                    self.fail(name, records[0][2], f"the file starts at sequence {records[0][0]}, the previous one ended at {last_seq}")
+                last_seq = records[-1][0]
+            if wal["tail"] and not newest:
+                self.fail(name, wal["tail_at"], "a tail after the last record (or seal) of a WAL file that is not the newest")
+            self.wal_files.append({"name": name, "batches": len(records), "sealed": wal["sealed"]})
+            for _seq, payload, offset in records:
                 for op in self.decode_batch(name, offset, payload, params["bands"], rb):
                     wal_ops += 1
                     if op[0] == "insert":
@@ -703,9 +857,12 @@ class Reader:
                 self.notes.append(f"key {key!r}: docno {live[key][0]} shadowed by the newer {docno}")
             live[key] = (docno, sig)
         self.summary = {
+            "version": version,
             "segments": len(m["segments"]),
+            "blocks": self.blocks,
             "deleted_in_list": len(deleted),
             "wal_files": len(wal_ids),
+            "sealed_wal_files": sum(w["sealed"] for w in self.wal_files),
             "wal_operations": wal_ops,
         }
         return params, live
@@ -718,11 +875,12 @@ def key_text(key):
         return "hex:" + key.hex()
 
 
-def as_json(params, live):
+def as_json(reader, params, live):
     keys = sorted(live, key=lambda k: k)
     return {
-        "format_version": FORMAT_VERSION,
+        "format_version": reader.summary["version"],
         "params": params,
+        "wal": reader.wal_files,
         "live": [{"key": key_text(k), "docno": live[k][0], "signature": live[k][1].hex()} for k in keys],
     }
 
@@ -751,6 +909,10 @@ def check(out, expected_path):
     for name, value in want.get("params", {}).items():
         if out["params"].get(name) != value:
             problems.append(f"parameter {name}: {out['params'].get(name)!r} != expected {value!r}")
+    if "format_version" in want and out["format_version"] != want["format_version"]:
+        problems.append(f"format version {out['format_version']} != expected {want['format_version']}")
+    if "wal" in want and out["wal"] != want["wal"]:
+        problems.append(f"WAL files {out['wal']} != expected {want['wal']}")
     return problems, len(set(got) & set(exp)), sigs
 
 
@@ -775,7 +937,7 @@ def main(argv):
         return 1
     for note in reader.notes:
         print(f"reference reader: note: {note}", file=sys.stderr)
-    out = as_json(params, live)
+    out = as_json(reader, params, live)
     if expected is None:
         json.dump(out, sys.stdout, indent=1)
         print()
@@ -788,9 +950,13 @@ def main(argv):
         return 1
     s = reader.summary
     print(
-        f"reference reader: {keys} keys, {sigs} signatures, {reader.checksums} checksums agree"
-        f" ({s['segments']} segments, {s['deleted_in_list']} in the deletion list,"
-        f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files)"
+        f"reference reader: format version {s['version']}: {keys} keys, {sigs} signatures,"
+        f" {reader.checksums} checksums agree ({s['segments']} segments"
+        + (f" with {s['blocks']} checked blocks" if s["version"] >= 2 else "")
+        + f", {s['deleted_in_list']} in the deletion list,"
+        f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files"
+        + (f", {s['sealed_wal_files']} sealed" if s["version"] >= 2 else "")
+        + ")"
     )
     return 0
 
