@@ -60,7 +60,6 @@ const LOOKALIKES: [(char, char); 11] = [
 /// The attack: edits `target` (already lowercase, single-spaced ASCII, so that shingle i is
 /// chars i..i+5) until it shares no band key with it under the public `hasher`.
 fn craft_evasive_copy(hasher: &MinHasher, banding: &Banding, target: &str) -> (String, usize) {
-    let n = 5;
     let target_sig = hasher.sketch_text(target);
     let mut copy: Vec<char> = target.chars().collect();
     let mut edits = 0;
