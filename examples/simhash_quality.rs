@@ -15,9 +15,14 @@
 //!   whose cosine is at least 0.95 (near-duplicates by any reasonable standard);
 //! - candidates: pairs sharing a block key (the verification work), next to the matches;
 //!
-//! and, per band of exact cosine, how often d ≤ 3 and how far cos(π·d/64) is from the truth.
+//! and, per band of exact cosine, how often d ≤ 3 and how far cos(π·d/64) is from the truth;
+//! then how full the 16-bit block buckets of h = 3 get over `--scale N` documents made of
+//! random sentences of the base texts (default 200,000).
 //! Then single-thread signing speed of `SimHasher::sketch_text` (unkeyed and keyed) next to
 //! `MinHasher::sketch_text` (OPH, k = 128) over the same documents.
+//!
+//! `--weights logtf` or `--weights tfidf` fingerprints the same features with other weights
+//! (through `SimHasher::sketch_weighted`; the truth is then the cosine of those weights).
 //!
 //! Run: `cargo run --release --example simhash_quality [-- --shingle word:1 --bases 120]`.
 
@@ -88,40 +93,94 @@ fn edit(text: &str, rate: f64, vocab: &[&str], rng: &mut Rng) -> String {
     out.join(" ")
 }
 
-/// Sorted (feature hash, term frequency) pairs and the vector's norm.
-fn tf_vector(hashes: &[u64]) -> (Vec<(u64, u32)>, f64) {
-    let mut counts: HashMap<u64, u32> = HashMap::new();
+/// How a feature's weight is computed from its term frequency (and document frequency).
+#[derive(Clone, Copy, PartialEq)]
+enum Weighting {
+    /// tf: what `SimHasher::sketch_text` computes (spec §13.1).
+    Tf,
+    /// 1 + floor(log2 tf): one feature repeated many times weighs less.
+    LogTf,
+    /// tf · max(1, round(100 · ln(N / df))) with df over the documents being fingerprinted:
+    /// features common to the whole corpus weigh little.
+    TfIdf,
+}
+
+/// A document's sorted (feature hash, weight) pairs and the vector's norm.
+struct Features {
+    weights: Vec<(u64, u64)>,
+    norm: f64,
+}
+
+/// Sorted (feature hash, term frequency) pairs.
+fn term_frequencies(hashes: &[u64]) -> Vec<(u64, u64)> {
+    let mut counts: HashMap<u64, u64> = HashMap::new();
     for &h in hashes {
         *counts.entry(h).or_default() += 1;
     }
-    let mut v: Vec<(u64, u32)> = counts.into_iter().collect();
+    let mut v: Vec<(u64, u64)> = counts.into_iter().collect();
     v.sort_unstable();
-    let norm = v
-        .iter()
-        .map(|&(_, c)| f64::from(c) * f64::from(c))
-        .sum::<f64>()
-        .sqrt();
-    (v, norm)
+    v
 }
 
-fn cosine(a: &(Vec<(u64, u32)>, f64), b: &(Vec<(u64, u32)>, f64)) -> f64 {
+/// The weighted feature vectors of `docs` under `weighting`.
+fn features(hasher: &SimHasher, docs: &[String], weighting: Weighting) -> Vec<Features> {
+    let tfs: Vec<Vec<(u64, u64)>> = docs
+        .iter()
+        .map(|d| term_frequencies(&hasher.shingle_hashes(d)))
+        .collect();
+    let mut df: HashMap<u64, u64> = HashMap::new();
+    if weighting == Weighting::TfIdf {
+        for tf in &tfs {
+            for &(h, _) in tf {
+                *df.entry(h).or_default() += 1;
+            }
+        }
+    }
+    let n = docs.len() as f64;
+    tfs.into_iter()
+        .map(|tf| {
+            let weights: Vec<(u64, u64)> = tf
+                .into_iter()
+                .map(|(h, tf)| {
+                    let w = match weighting {
+                        Weighting::Tf => tf,
+                        Weighting::LogTf => u64::from(64 - tf.leading_zeros()),
+                        Weighting::TfIdf => {
+                            let idf = (100.0 * (n / df[&h] as f64).ln()).round().max(1.0);
+                            tf * idf as u64
+                        }
+                    };
+                    (h, w)
+                })
+                .collect();
+            let norm = weights
+                .iter()
+                .map(|&(_, w)| (w as f64) * (w as f64))
+                .sum::<f64>()
+                .sqrt();
+            Features { weights, norm }
+        })
+        .collect()
+}
+
+fn cosine(a: &Features, b: &Features) -> f64 {
     let (mut i, mut j, mut dot) = (0, 0, 0f64);
-    let (x, y) = (&a.0, &b.0);
+    let (x, y) = (&a.weights, &b.weights);
     while i < x.len() && j < y.len() {
         match x[i].0.cmp(&y[j].0) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                dot += f64::from(x[i].1) * f64::from(y[j].1);
+                dot += x[i].1 as f64 * y[j].1 as f64;
                 i += 1;
                 j += 1;
             }
         }
     }
-    if a.1 == 0.0 || b.1 == 0.0 {
+    if a.norm == 0.0 || b.norm == 0.0 {
         return 0.0;
     }
-    dot / (a.1 * b.1)
+    dot / (a.norm * b.norm)
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -140,6 +199,12 @@ fn main() {
         .map_or(Ok(ShingleKind::Char(5)), |s| s.parse())
         .expect("--shingle char:N or word:N");
 
+    let weighting = match arg(&args, "--weights").as_deref() {
+        None | Some("tf") => Weighting::Tf,
+        Some("logtf") => Weighting::LogTf,
+        Some("tfidf") => Weighting::TfIdf,
+        Some(other) => panic!("--weights tf|logtf|tfidf, not {other}"),
+    };
     let originals: Vec<String> = load(&corpus).into_iter().take(bases).collect();
     let vocab: Vec<&str> = originals
         .iter()
@@ -163,17 +228,30 @@ fn main() {
         ..SimParams::default()
     };
     let hasher = SimHasher::new(params).expect("valid params");
-    let fps: Vec<SimHash> = docs.iter().map(|d| hasher.sketch_text(d)).collect();
-    let vectors: Vec<_> = docs
+    let vectors = features(&hasher, &docs, weighting);
+    let fps: Vec<SimHash> = vectors
         .iter()
-        .map(|d| tf_vector(&hasher.shingle_hashes(d)))
+        .map(|v| hasher.sketch_weighted(&v.weights))
         .collect();
+    if weighting == Weighting::Tf {
+        // The weighted form with tf weights is the text fingerprint.
+        assert!(
+            docs.iter()
+                .zip(&fps)
+                .all(|(d, &f)| hasher.sketch_text(d) == f)
+        );
+    }
     let n = docs.len();
     println!(
         "corpus: {corpus}\n{} base texts + {} edited copies = {n} documents, {bytes} bytes, \
-         features {shingle} (tf weights), {} pairs",
+         features {shingle} ({}), {} pairs",
         originals.len(),
         n - originals.len(),
+        match weighting {
+            Weighting::Tf => "tf weights",
+            Weighting::LogTf => "1 + log2 tf weights",
+            Weighting::TfIdf => "tf-idf weights",
+        },
         n * (n - 1) / 2
     );
 
@@ -256,18 +334,54 @@ fn main() {
         );
     }
 
-    // Bucket occupancy at h = 3: the largest number of documents sharing one block value.
-    let fullest = (0..hasher.blocks().len())
-        .map(|j| {
-            let mut counts: HashMap<u64, usize> = HashMap::new();
-            for f in &fps {
-                *counts.entry(hasher.blocks()[j].value(*f)).or_default() += 1;
-            }
-            counts.into_values().max().unwrap_or(0)
+    // Bucket occupancy at h = 3 (16-bit blocks), on `--scale N` documents (default 200,000)
+    // that each join 3 to 8 random sentences of the base texts: how far the fullest block
+    // value is above the uniform N / 65,536, which says at what corpus size a bucket cap bites.
+    let scale: usize = arg(&args, "--scale").map_or(200_000, |s| s.parse().expect("--scale N"));
+    let sentences: Vec<&str> = originals
+        .iter()
+        .flat_map(|t| t.split_inclusive(". "))
+        .collect();
+    let mixed: Vec<String> = (0..scale)
+        .map(|_| {
+            let count = 3 + rng.below(6);
+            (0..count)
+                .map(|_| sentences[rng.below(sentences.len())])
+                .collect::<String>()
         })
-        .max()
-        .unwrap_or(0);
-    println!("\nh = 3: fullest 16-bit block value holds {fullest} of {n} documents");
+        .collect();
+    let mixed_fps: Vec<SimHash> = features(&hasher, &mixed, weighting)
+        .iter()
+        .map(|v| hasher.sketch_weighted(&v.weights))
+        .collect();
+    let distinct_fps = mixed_fps
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    println!(
+        "\nbuckets at h = 3 over {scale} documents of 3-8 random sentences ({} sentences to \
+         draw from, {distinct_fps} distinct fingerprints); uniform: {:.1} per 16-bit value",
+        sentences.len(),
+        scale as f64 / 65_536.0
+    );
+    println!("| block | values used | fullest | 99.9th pct | docs in buckets > 10x uniform |");
+    println!("| --- | --- | --- | --- | --- |");
+    for (j, block) in hasher.blocks().iter().enumerate() {
+        let mut counts: HashMap<u64, usize> = HashMap::new();
+        for f in &mixed_fps {
+            *counts.entry(block.value(*f)).or_default() += 1;
+        }
+        let mut sizes: Vec<usize> = counts.into_values().collect();
+        sizes.sort_unstable();
+        let hot = (10.0 * scale as f64 / 65_536.0).max(1.0);
+        let in_hot: usize = sizes.iter().filter(|&&c| c as f64 > hot).sum();
+        println!(
+            "| {j} | {} | {} | {} | {in_hot} |",
+            sizes.len(),
+            sizes.last().copied().unwrap_or(0),
+            sizes[sizes.len() * 999 / 1000],
+        );
+    }
 
     let key = SecretKey::from_bytes([0x5A; 32]);
     let keyed = SimHasher::new_keyed(params, &key).expect("valid params");

@@ -243,6 +243,27 @@ impl SimHasher {
         counter.finish()
     }
 
+    /// The fingerprint of features with caller-chosen integer weights (e.g. tf·idf): bit i is
+    /// set when the weights of the features whose hash has bit i set add up to more than half
+    /// of all weight (spec §13.2). A feature listed twice counts with both weights, so
+    /// [`SimHasher::sketch_hashes`] is the case of weight 1 per occurrence.
+    pub fn sketch_weighted(&self, features: &[(u64, u64)]) -> SimHash {
+        let mut ones = [0u128; 64];
+        let mut total = 0u128;
+        for &(h, w) in features {
+            total += u128::from(w);
+            for (i, sum) in ones.iter_mut().enumerate() {
+                *sum += u128::from(w) * u128::from((h >> i) & 1);
+            }
+        }
+        let fp = ones
+            .iter()
+            .enumerate()
+            .filter(|&(_, &sum)| 2 * sum > total)
+            .fold(0u64, |fp, (i, _)| fp | (1u64 << i));
+        SimHash(fp)
+    }
+
     /// The fingerprints of many texts, in order, on every core.
     pub fn sketch_batch<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Vec<SimHash> {
         texts
@@ -402,6 +423,20 @@ mod tests {
             assert_eq!(hasher.sketch_hashes(&hashes).0, naive(&hashes), "len {len}");
         }
         assert_eq!(hasher.sketch_hashes(&[5, !5]).0, 0, "ties give 0");
+        // Weights: w copies of a hash weigh as much as one feature of weight w.
+        let hashes: Vec<u64> = (0..300).map(|_| next()).collect();
+        let weighted: Vec<(u64, u64)> = hashes.iter().map(|&h| (h, 1 + h % 4)).collect();
+        let repeated: Vec<u64> = weighted
+            .iter()
+            .flat_map(|&(h, w)| std::iter::repeat_n(h, w as usize))
+            .collect();
+        assert_eq!(
+            hasher.sketch_weighted(&weighted),
+            hasher.sketch_hashes(&repeated)
+        );
+        assert_eq!(hasher.sketch_weighted(&[]), SimHash(0));
+        let heavy = [(0xF0F0u64, 10), (0x0F0F, 3), (0x00FF, 3)];
+        assert_eq!(hasher.sketch_weighted(&heavy).0, 0xF0F0);
     }
 
     #[test]
