@@ -7,7 +7,8 @@
 //!   (`unkeyed`) against SipHash-1-3 under a secret key (`keyed`); throughput in shingles, so
 //!   criterion's time per iteration over the shingle count (printed first) is ns per shingle;
 //! - `oph`, `kperm`: `MinHasher::sketch_text` (k = 128) unkeyed and keyed;
-//! - `simhash`: `SimHasher::sketch_text` (h = 3) unkeyed and keyed.
+//! - `simhash`: `SimHasher::sketch_text` (h = 3) unkeyed and keyed with tf weights, and
+//!   unkeyed with log-tf weights (which sorts the shingle hashes to count them).
 //!
 //! Run: `cargo bench --bench keyed_simhash`.
 
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mhdb::sketch::{
-    MinHasher, Scheme, SecretKey, ShingleConfig, SimHasher, SimParams, SketchParams,
+    MinHasher, Scheme, SecretKey, ShingleConfig, SimHasher, SimParams, SimWeighting, SketchParams,
 };
 
 const SIZES: [(&str, usize); 2] = [("2KB", 2 * 1024), ("20KB", 20 * 1024)];
@@ -99,10 +100,15 @@ fn bench(c: &mut Criterion) {
 
     let plain = SimHasher::new(SimParams::default()).expect("valid params");
     let keyed = SimHasher::new_keyed(SimParams::default(), &key).expect("valid params");
+    let log_tf = SimHasher::new(SimParams {
+        weighting: SimWeighting::LogTf,
+        ..SimParams::default()
+    })
+    .expect("valid params");
     let mut g = config(c, "simhash");
     for (size, doc) in &docs {
         g.throughput(Throughput::Bytes(doc.len() as u64));
-        for (name, h) in [("unkeyed", &plain), ("keyed", &keyed)] {
+        for (name, h) in [("unkeyed", &plain), ("keyed", &keyed), ("logtf", &log_tf)] {
             g.bench_with_input(BenchmarkId::new(name, size), doc, |b, doc| {
                 b.iter(|| h.sketch_text(black_box(doc)))
             });

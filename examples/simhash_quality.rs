@@ -30,8 +30,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use mhdb::sketch::{
-    MinHasher, SecretKey, ShingleConfig, ShingleKind, SimHash, SimHasher, SimParams, SketchParams,
-    cosine_from_hamming,
+    MinHasher, SecretKey, ShingleConfig, ShingleKind, SimHash, SimHasher, SimParams, SimWeighting,
+    SketchParams, cosine_from_hamming,
 };
 
 /// One contender of the speed comparison: text → something to keep the work from vanishing.
@@ -233,12 +233,22 @@ fn main() {
         .iter()
         .map(|v| hasher.sketch_weighted(&v.weights))
         .collect();
-    if weighting == Weighting::Tf {
-        // The weighted form with tf weights is the text fingerprint.
+    // For the weightings an index offers, the weighted form is the text fingerprint.
+    let library = match weighting {
+        Weighting::Tf => Some(SimWeighting::Tf),
+        Weighting::LogTf => Some(SimWeighting::LogTf),
+        Weighting::TfIdf => None,
+    };
+    if let Some(weighting) = library {
+        let text_hasher = SimHasher::new(SimParams {
+            weighting,
+            ..params
+        })
+        .expect("valid params");
         assert!(
             docs.iter()
                 .zip(&fps)
-                .all(|(d, &f)| hasher.sketch_text(d) == f)
+                .all(|(d, &f)| text_hasher.sketch_text(d) == f)
         );
     }
     let n = docs.len();
@@ -393,7 +403,12 @@ fn main() {
     let oph_keyed = MinHasher::new_keyed(sketch, &key).expect("valid params");
     let shingles: usize = docs.iter().map(|d| oph.shingle_hashes(d).len()).sum();
     // Passes of the contenders interleaved, so a change in machine load hits all alike.
-    let contenders: [(&str, Signer); 6] = [
+    let log_tf = SimHasher::new(SimParams {
+        weighting: SimWeighting::LogTf,
+        ..params
+    })
+    .expect("valid params");
+    let contenders: [(&str, Signer); 7] = [
         (
             "shingle hashes, unkeyed (XXH3)",
             Box::new(|d| {
@@ -415,6 +430,10 @@ fn main() {
             Box::new(|d| hasher.sketch_text(d).bits()),
         ),
         ("simhash keyed", Box::new(|d| keyed.sketch_text(d).bits())),
+        (
+            "simhash logtf unkeyed",
+            Box::new(|d| log_tf.sketch_text(d).bits()),
+        ),
         (
             "minhash oph k=128 unkeyed",
             Box::new(|d| oph.sketch_text(d).slots()[0]),
@@ -454,10 +473,11 @@ fn main() {
     }
     println!(
         "ratios: keyed/unkeyed shingle hash {:.2}, simhash {:.2}, oph {:.2}; \
-         simhash/oph (unkeyed) {:.2}",
+         simhash/oph (unkeyed) {:.2}; logtf/tf simhash {:.2}",
         medians[1] / medians[0],
         medians[3] / medians[2],
-        medians[5] / medians[4],
-        medians[2] / medians[4]
+        medians[6] / medians[5],
+        medians[2] / medians[5],
+        medians[4] / medians[2]
     );
 }

@@ -1,13 +1,14 @@
 //! Golden vectors of keyed hashing (`format/hashing.md` §12) and SimHash (§13): the test key's
 //! fingerprint, SipHash-1-3, the derived subkeys, keyed MinHash signatures and band keys,
-//! SimHash fingerprints (unkeyed and keyed) and their block keys at h = 3 and h = 4. The
+//! SimHash fingerprints (tf weights unkeyed and keyed, log-tf weights) and their block keys at
+//! h = 3 and h = 4. The
 //! expected values in `tests/golden/keyed_simhash.json` were computed by
 //! `tools/reference_sketch.py keyed-simhash`, an independent implementation written from the
 //! spec (its SipHash-1-3 and SimHash are its own; SHA-256 is Python's).
 
 use mhdb::sketch::{
     Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, SecretKey, ShingleConfig, ShingleHash,
-    ShingleKind, SimHash, SimHasher, SimParams, SketchParams,
+    ShingleKind, SimHash, SimHasher, SimParams, SimWeighting, SketchParams,
 };
 use serde_json::Value;
 use siphasher::sip::SipHasher13;
@@ -124,16 +125,21 @@ fn simhash_fingerprints_and_block_keys_match_the_reference() {
     let doc = vectors();
     let key = test_key(&doc);
     let cases = doc["simhash"].as_array().unwrap();
-    assert_eq!(cases.len(), 60);
+    assert_eq!(cases.len(), 108);
     for case in cases {
         let keyed = case["keyed"].as_bool().unwrap();
         let input = case["text"].as_str().unwrap();
+        let weighting: SimWeighting = case["weighting"].as_str().unwrap().parse().unwrap();
         let params = |h| SimParams {
             seed: case["seed"].as_u64().unwrap(),
             shingle: shingle(case),
+            weighting,
             max_hamming: h,
         };
-        let what = format!("{} keyed={keyed} {input:?}", params(3).shingle.kind);
+        let what = format!(
+            "{} {weighting} keyed={keyed} {input:?}",
+            params(3).shingle.kind
+        );
         for (h, field) in [(3, "blocks_h3"), (4, "blocks_h4")] {
             let hasher = SimHasher::with_key(params(h), keyed.then_some(&key)).unwrap();
             let fp = hasher.sketch_text(input);

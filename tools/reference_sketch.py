@@ -138,10 +138,15 @@ def keyed_shingle_hashes(text, kind, n, subkey, nfkc=False):
 
 # --- §13 SimHash ------------------------------------------------------------------------------
 
-def simhash(hashes):
+def simhash(hashes, weighting="tf"):
+    """§13.2 over the shingle-hash occurrences `hashes`, weighted by tf or 1 + floor(log2 tf)."""
+    tf = {}
+    for h in hashes:
+        tf[h] = tf.get(h, 0) + 1
+    weight = {h: (c if weighting == "tf" else c.bit_length()) for h, c in tf.items()}
     fp = 0
     for i in range(64):
-        v = sum(1 if (h >> i) & 1 else -1 for h in hashes)
+        v = sum(w if (h >> i) & 1 else -w for h, w in weight.items())
         if v > 0:
             fp |= 1 << i
     return fp
@@ -167,10 +172,12 @@ def simhash_block_keys(fp, seed, h):
     return keys
 
 
-def simhash_text(text, kind, n, seed, nfkc=False, key=None):
+def simhash_text(text, kind, n, seed, nfkc=False, key=None, weighting="tf"):
     if key is None:
-        return simhash(shingle_hashes(text, kind, n, derive("simhash", seed, "shingle"), nfkc))
-    return simhash(keyed_shingle_hashes(text, kind, n, keyed_subkey(key, "simhash", seed), nfkc))
+        hashes = shingle_hashes(text, kind, n, derive("simhash", seed, "shingle"), nfkc)
+    else:
+        hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, "simhash", seed), nfkc)
+    return simhash(hashes, weighting)
 
 
 def kperm(hashes, k, seed):
@@ -283,6 +290,12 @@ KEYED_CONFIGS = [
     ("oph", "word", 3, False, 0),
 ]
 
+# Texts where term frequencies differ a lot, so that tf and log-tf weights disagree.
+REPETITIVE = [
+    "+-----+-----+-----+-----+-----+ | a | b | +-----+-----+-----+-----+-----+",
+    "the cat and the dog and the bird and the fish saw the cat, the end",
+]
+
 SIMHASH_CONFIGS = [
     ("char", 5, False, 0),
     ("word", 1, False, 0),
@@ -315,11 +328,12 @@ def keyed_simhash_main():
                 "bands4x4": [f"{v:016x}" for v in band_keys(s16, scheme, seed, 4, 4)],
             })
     for kind, n, nfkc, seed in SIMHASH_CONFIGS:
-        for keyed in (False, True):
-            for text in TEXTS:
-                fp = simhash_text(text, kind, n, seed, nfkc, key if keyed else None)
+        for keyed, weighting in [(False, "tf"), (True, "tf"), (False, "logtf")]:
+            for text in TEXTS + REPETITIVE:
+                fp = simhash_text(text, kind, n, seed, nfkc, key if keyed else None, weighting)
                 out["simhash"].append({
-                    "shingle": f"{kind}:{n}", "nfkc": nfkc, "seed": seed, "keyed": keyed, "text": text,
+                    "shingle": f"{kind}:{n}", "nfkc": nfkc, "seed": seed, "keyed": keyed,
+                    "weighting": weighting, "text": text,
                     "fingerprint": f"{fp:016x}",
                     "blocks_h3": [f"{v:016x}" for v in simhash_block_keys(fp, seed, 3)],
                     "blocks_h4": [f"{v:016x}" for v in simhash_block_keys(fp, seed, 4)],

@@ -29,6 +29,62 @@ pub const SIMHASH_BITS: u32 = 64;
 /// value is shared by an eighth of any corpus or more, and a block key selects nothing.
 pub const MAX_HAMMING: u32 = 15;
 
+/// How a feature's weight follows from its term frequency tf (spec §13.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SimWeighting {
+    /// w = tf: every shingle occurrence counts once (the default; streams, no counting).
+    #[default]
+    Tf,
+    /// w = 1 + ⌊log2 tf⌋ (the bit length of tf): sublinear, so that one shingle repeated
+    /// many times (a table rule, a refrain) cannot decide the fingerprint alone.
+    LogTf,
+}
+
+impl SimWeighting {
+    /// The name used in the spec and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimWeighting::Tf => "tf",
+            SimWeighting::LogTf => "logtf",
+        }
+    }
+
+    /// The one-byte code for storage: 1 = tf, 2 = logtf.
+    pub fn code(self) -> u8 {
+        match self {
+            SimWeighting::Tf => 1,
+            SimWeighting::LogTf => 2,
+        }
+    }
+
+    /// Inverse of [`SimWeighting::code`].
+    pub fn from_code(code: u8) -> Option<Self> {
+        [SimWeighting::Tf, SimWeighting::LogTf]
+            .into_iter()
+            .find(|w| w.code() == code)
+    }
+}
+
+impl std::fmt::Display for SimWeighting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SimWeighting {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "tf" => Ok(SimWeighting::Tf),
+            "logtf" => Ok(SimWeighting::LogTf),
+            _ => Err(Error::invalid(
+                "weighting",
+                format!("unknown weighting {s:?}; expected \"tf\" or \"logtf\""),
+            )),
+        }
+    }
+}
+
 /// Everything that determines a fingerprint and its block keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SimParams {
@@ -36,6 +92,8 @@ pub struct SimParams {
     pub seed: u64,
     /// Normalization and shingling (the features).
     pub shingle: ShingleConfig,
+    /// How term frequencies become weights.
+    pub weighting: SimWeighting,
     /// The largest Hamming distance a match may have (h); the fingerprint is cut into h + 1
     /// blocks.
     pub max_hamming: u32,
@@ -46,6 +104,7 @@ impl Default for SimParams {
         SimParams {
             seed: 0,
             shingle: ShingleConfig::default(),
+            weighting: SimWeighting::Tf,
             max_hamming: 3,
         }
     }
@@ -148,6 +207,8 @@ pub struct SimHasher {
 thread_local! {
     /// Per-thread scratch: the normalized text.
     static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+    /// Per-thread scratch: the shingle hashes of one text, to count (log-tf weighting).
+    static HASHES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
 impl SimHasher {
@@ -229,18 +290,37 @@ impl SimHasher {
     /// The fingerprint of `text`. A text with no shingles (empty after normalization) has
     /// fingerprint 0.
     pub fn sketch_text(&self, text: &str) -> SimHash {
-        let mut counter = BitCounter::default();
-        self.for_each_shingle_hash(text, |h| counter.add(h));
-        counter.finish()
+        match self.params.weighting {
+            SimWeighting::Tf => {
+                let mut counter = BitCounter::default();
+                self.for_each_shingle_hash(text, |h| counter.add(h, 1));
+                counter.finish()
+            }
+            SimWeighting::LogTf => {
+                // Take the buffer so that a re-entrant call finds its own (empty) one.
+                let mut hashes = HASHES.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+                hashes.clear();
+                self.for_each_shingle_hash(text, |h| hashes.push(h));
+                let fp = log_tf_fingerprint(&mut hashes);
+                HASHES.with(|cell| *cell.borrow_mut() = hashes);
+                fp
+            }
+        }
     }
 
-    /// The fingerprint of the multiset of shingle hashes `hashes` (each occurrence weighs 1).
+    /// The fingerprint of the multiset of shingle hashes `hashes` (in any order): each
+    /// distinct hash is a feature whose term frequency is its number of occurrences.
     pub fn sketch_hashes(&self, hashes: &[u64]) -> SimHash {
-        let mut counter = BitCounter::default();
-        for &h in hashes {
-            counter.add(h);
+        match self.params.weighting {
+            SimWeighting::Tf => {
+                let mut counter = BitCounter::default();
+                for &h in hashes {
+                    counter.add(h, 1);
+                }
+                counter.finish()
+            }
+            SimWeighting::LogTf => log_tf_fingerprint(&mut hashes.to_vec()),
         }
-        counter.finish()
     }
 
     /// The fingerprint of features with caller-chosen integer weights (e.g. tf·idf): bit i is
@@ -312,13 +392,26 @@ impl SimHasher {
     }
 }
 
+/// The log-tf fingerprint of shingle-hash occurrences (sorted in place to count them).
+fn log_tf_fingerprint(hashes: &mut [u64]) -> SimHash {
+    hashes.sort_unstable();
+    let mut counter = BitCounter::default();
+    for run in hashes.chunk_by(|a, b| a == b) {
+        let tf = run.len() as u64;
+        counter.add(run[0], u64::from(u64::BITS - tf.leading_zeros()));
+    }
+    counter.finish()
+}
+
 /// Per-bit counts of set bits over a stream of hashes: 8 bit-counters per byte position are
 /// kept as the 8 byte lanes of one u64 (a table spreads a byte's bits over the lanes), flushed
 /// to u32 totals before a lane can overflow.
 struct BitCounter {
     lanes: [u64; 8],
-    pending: u32,
-    totals: [u32; 64],
+    /// Weight added to the lanes since the last flush (a lane holds at most 255).
+    pending: u64,
+    totals: [u64; 64],
+    /// Total weight.
     count: u64,
 }
 
@@ -349,23 +442,24 @@ impl Default for BitCounter {
 }
 
 impl BitCounter {
+    /// Adds hash `h` with weight `w` (1 ..= 64: a tf weight or the bit length of one).
     #[inline]
-    fn add(&mut self, h: u64) {
-        for (lane, byte) in self.lanes.iter_mut().zip(h.to_le_bytes()) {
-            *lane += SPREAD[usize::from(byte)];
-        }
-        self.pending += 1;
-        self.count += 1;
-        if self.pending == 255 {
+    fn add(&mut self, h: u64, w: u64) {
+        if self.pending + w > 255 {
             self.flush();
         }
+        for (lane, byte) in self.lanes.iter_mut().zip(h.to_le_bytes()) {
+            *lane += SPREAD[usize::from(byte)] * w;
+        }
+        self.pending += w;
+        self.count += w;
     }
 
     fn flush(&mut self) {
         for (byte, lane) in self.lanes.iter_mut().enumerate() {
             for (k, count) in lane.to_le_bytes().into_iter().enumerate() {
                 if let Some(total) = self.totals.get_mut(8 * byte + k) {
-                    *total += u32::from(count);
+                    *total += u64::from(count);
                 }
             }
             *lane = 0;
@@ -380,7 +474,7 @@ impl BitCounter {
             .totals
             .iter()
             .enumerate()
-            .filter(|&(_, &ones)| 2 * u64::from(ones) > self.count)
+            .filter(|&(_, &ones)| 2 * ones > self.count)
             .fold(0u64, |fp, (i, _)| fp | (1u64 << i));
         SimHash(fp)
     }
@@ -435,6 +529,26 @@ mod tests {
             hasher.sketch_hashes(&repeated)
         );
         assert_eq!(hasher.sketch_weighted(&[]), SimHash(0));
+        // Log-tf: a hash occurring tf times weighs the bit length of tf.
+        let log_tf = SimHasher::new(SimParams {
+            weighting: SimWeighting::LogTf,
+            ..SimParams::default()
+        })
+        .unwrap();
+        let occurrences: Vec<u64> = weighted
+            .iter()
+            .flat_map(|&(h, w)| std::iter::repeat_n(h, (1usize << w) - 1))
+            .rev()
+            .collect();
+        assert_eq!(
+            log_tf.sketch_hashes(&occurrences),
+            hasher.sketch_weighted(&weighted)
+        );
+        let text = "ab ab ab ab ab ab ab cd ef";
+        assert_eq!(
+            log_tf.sketch_text(text),
+            log_tf.sketch_hashes(&log_tf.shingle_hashes(text))
+        );
         let heavy = [(0xF0F0u64, 10), (0x0F0F, 3), (0x00FF, 3)];
         assert_eq!(hasher.sketch_weighted(&heavy).0, 0xF0F0);
     }
