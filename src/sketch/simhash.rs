@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -293,7 +294,19 @@ impl SimHasher {
         match self.params.weighting {
             SimWeighting::Tf => {
                 let mut counter = BitCounter::default();
-                self.for_each_shingle_hash(text, |h| counter.add(h, 1));
+                let mut chunk = [0u64; COUNT_CHUNK];
+                let mut len = 0;
+                self.for_each_shingle_hash(text, |h| {
+                    if let Some(slot) = chunk.get_mut(len) {
+                        *slot = h;
+                        len += 1;
+                    }
+                    if len == COUNT_CHUNK {
+                        counter.add_all(&chunk);
+                        len = 0;
+                    }
+                });
+                counter.add_all(&chunk[..len]);
                 counter.finish()
             }
             SimWeighting::LogTf => {
@@ -314,9 +327,7 @@ impl SimHasher {
         match self.params.weighting {
             SimWeighting::Tf => {
                 let mut counter = BitCounter::default();
-                for &h in hashes {
-                    counter.add(h, 1);
-                }
+                counter.add_all(hashes);
                 counter.finish()
             }
             SimWeighting::LogTf => log_tf_fingerprint(&mut hashes.to_vec()),
@@ -396,87 +407,99 @@ impl SimHasher {
 fn log_tf_fingerprint(hashes: &mut [u64]) -> SimHash {
     hashes.sort_unstable();
     let mut counter = BitCounter::default();
+    // Most features occur once (weight 1): those go through the fast counter in chunks.
+    let mut singles = [0u64; COUNT_CHUNK];
+    let mut len = 0;
     for run in hashes.chunk_by(|a, b| a == b) {
-        let tf = run.len() as u64;
-        counter.add(run[0], u64::from(u64::BITS - tf.leading_zeros()));
+        match run {
+            [h] => {
+                if let Some(slot) = singles.get_mut(len) {
+                    *slot = *h;
+                    len += 1;
+                }
+                if len == COUNT_CHUNK {
+                    counter.add_all(&singles);
+                    len = 0;
+                }
+            }
+            [h, ..] => {
+                let tf = run.len() as u64;
+                counter.add_weighted(*h, u64::from(u64::BITS - tf.leading_zeros()));
+            }
+            [] => {}
+        }
     }
+    counter.add_all(&singles[..len]);
     counter.finish()
 }
 
-/// Per-bit counts of set bits over a stream of hashes: 8 bit-counters per byte position are
-/// kept as the 8 byte lanes of one u64 (a table spreads a byte's bits over the lanes), flushed
-/// to u32 totals before a lane can overflow.
-struct BitCounter {
-    lanes: [u64; 8],
-    /// Weight added to the lanes since the last flush (a lane holds at most 255).
-    pending: u64,
-    totals: [u64; 64],
-    /// Total weight.
-    count: u64,
-}
+/// Hashes are counted in chunks of at most this many: a byte lane of [`count_bits`] then
+/// cannot overflow.
+const COUNT_CHUNK: usize = 255;
 
-/// `SPREAD[b]` has byte lane k equal to bit k of b.
-const SPREAD: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut b = 0;
-    while b < 256 {
-        let mut k = 0;
-        while k < 8 {
-            table[b] |= (((b >> k) & 1) as u64) << (8 * k);
-            k += 1;
-        }
-        b += 1;
-    }
-    table
-};
+/// Per-bit weight of set bits over a stream of hashes, and the total weight.
+struct BitCounter {
+    ones: [u64; 64],
+    total: u64,
+}
 
 impl Default for BitCounter {
     fn default() -> Self {
         BitCounter {
-            lanes: [0; 8],
-            pending: 0,
-            totals: [0; 64],
-            count: 0,
+            ones: [0; 64],
+            total: 0,
         }
     }
 }
 
 impl BitCounter {
-    /// Adds hash `h` with weight `w` (1 ..= 64: a tf weight or the bit length of one).
-    #[inline]
-    fn add(&mut self, h: u64, w: u64) {
-        if self.pending + w > 255 {
-            self.flush();
-        }
-        for (lane, byte) in self.lanes.iter_mut().zip(h.to_le_bytes()) {
-            *lane += SPREAD[usize::from(byte)] * w;
-        }
-        self.pending += w;
-        self.count += w;
+    /// Adds hashes of weight 1 each.
+    fn add_all(&mut self, hashes: &[u64]) {
+        count_bits(&mut self.ones, hashes);
+        self.total += hashes.len() as u64;
     }
 
-    fn flush(&mut self) {
-        for (byte, lane) in self.lanes.iter_mut().enumerate() {
-            for (k, count) in lane.to_le_bytes().into_iter().enumerate() {
-                if let Some(total) = self.totals.get_mut(8 * byte + k) {
+    /// Adds one hash of weight `w`.
+    fn add_weighted(&mut self, h: u64, w: u64) {
+        for (i, ones) in self.ones.iter_mut().enumerate() {
+            *ones += w * ((h >> i) & 1);
+        }
+        self.total += w;
+    }
+
+    /// Bit i is set when the hashes with bit i set carry more than half of the weight.
+    fn finish(self) -> SimHash {
+        let fp = self
+            .ones
+            .iter()
+            .enumerate()
+            .filter(|&(_, &ones)| 2 * ones > self.total)
+            .fold(0u64, |fp, (i, _)| fp | (1u64 << i));
+        SimHash(fp)
+    }
+}
+
+/// Adds to `ones[i]` the number of `hashes` with bit i set. Eight
+/// counters share one u64 as byte lanes: lane word k, byte j counts bit 8j + k, so adding a
+/// hash is eight shift-mask-adds with no table and no data-dependent branch, which the AVX2
+/// version does four words at a time. Flushed to `ones` every [`COUNT_CHUNK`] hashes.
+#[multiversion(targets("x86_64+avx2", "aarch64+neon"))]
+fn count_bits(ones: &mut [u64; 64], hashes: &[u64]) {
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    for chunk in hashes.chunks(COUNT_CHUNK) {
+        let mut lanes = [0u64; 8];
+        for &h in chunk {
+            for (k, lane) in lanes.iter_mut().enumerate() {
+                *lane += (h >> k) & LOW_BITS;
+            }
+        }
+        for (k, lane) in lanes.iter().enumerate() {
+            for (j, count) in lane.to_le_bytes().into_iter().enumerate() {
+                if let Some(total) = ones.get_mut(8 * j + k) {
                     *total += u64::from(count);
                 }
             }
-            *lane = 0;
         }
-        self.pending = 0;
-    }
-
-    /// Bit i is set when more than half of the hashes have bit i set.
-    fn finish(mut self) -> SimHash {
-        self.flush();
-        let fp = self
-            .totals
-            .iter()
-            .enumerate()
-            .filter(|&(_, &ones)| 2 * ones > self.count)
-            .fold(0u64, |fp, (i, _)| fp | (1u64 << i));
-        SimHash(fp)
     }
 }
 
