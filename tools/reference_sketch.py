@@ -2,15 +2,21 @@
 """An independent implementation of format/hashing.md (hash spec v1), written from the spec.
 
 It prints the golden vectors that tests/golden_vectors.rs checks mhdb against (stored in
-tests/golden/vectors.json). Requires the `xxhash` package (XXH3-64 with a seed):
+tests/golden/vectors.json); with the argument `keyed-simhash`, those of keyed hashing (§12) and
+SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json).
+Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
+or come from the standard library:
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install xxhash
     /tmp/v/bin/python tools/reference_sketch.py > tests/golden/vectors.json
+    /tmp/v/bin/python tools/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
 
 If this script and mhdb ever disagree, one of them no longer follows the spec.
 """
 
+import hashlib
 import json
+import math
 import sys
 import unicodedata
 
@@ -66,19 +72,112 @@ def normalize(text, nfkc=False, lowercase=True, collapse=True):
     return " ".join(words)
 
 
-def shingle_hashes(text, kind, n, seed, nfkc=False):
+def shingles(text, kind, n, nfkc=False):
+    """The shingles of §3 as byte strings, in text order."""
     t = normalize(text, nfkc)
     if not t:
         return []
     if kind == "char":
         chars = list(t)
         if len(chars) <= n:
-            return [xxh3(t.encode(), seed)]
-        return [xxh3("".join(chars[i:i + n]).encode(), seed) for i in range(len(chars) - n + 1)]
+            return [t.encode()]
+        return ["".join(chars[i:i + n]).encode() for i in range(len(chars) - n + 1)]
     words = [w for w in t.split(" ") if w]
     if len(words) < n:
-        return [xxh3(t.encode(), seed)]
-    return [xxh3(" ".join(words[i:i + n]).encode(), seed) for i in range(len(words) - n + 1)]
+        return [t.encode()]
+    return [" ".join(words[i:i + n]).encode() for i in range(len(words) - n + 1)]
+
+
+def shingle_hashes(text, kind, n, seed, nfkc=False):
+    return [xxh3(s, seed) for s in shingles(text, kind, n, nfkc)]
+
+
+# --- §12 keyed hashing -----------------------------------------------------------------------
+
+def rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & M64
+
+
+def siphash13(k0, k1, data):
+    """SipHash-1-3 (Aumasson and Bernstein): 1 compression round, 3 finalization rounds."""
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D,
+         k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def sipround():
+        v[0] = (v[0] + v[1]) & M64; v[1] = rotl(v[1], 13); v[1] ^= v[0]; v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & M64; v[3] = rotl(v[3], 16); v[3] ^= v[2]
+        v[0] = (v[0] + v[3]) & M64; v[3] = rotl(v[3], 21); v[3] ^= v[0]
+        v[2] = (v[2] + v[1]) & M64; v[1] = rotl(v[1], 17); v[1] ^= v[2]; v[2] = rotl(v[2], 32)
+
+    full = len(data) - len(data) % 8
+    blocks = [int.from_bytes(data[i:i + 8], "little") for i in range(0, full, 8)]
+    blocks.append(int.from_bytes(data[full:], "little") | ((len(data) & 0xFF) << 56))
+    for m in blocks:
+        v[3] ^= m
+        sipround()
+        v[0] ^= m
+    v[2] ^= 0xFF
+    for _ in range(3):
+        sipround()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def fingerprint(key):
+    return hashlib.sha256(b"mhdb-key-fingerprint-1\x00" + key).digest()
+
+
+def keyed_subkey(key, name, seed):
+    d = hashlib.sha256(f"mhdb-spec-{SPEC}/{name}/shingle".encode("ascii") + b"\x00"
+                       + seed.to_bytes(8, "little") + key).digest()
+    return int.from_bytes(d[0:8], "little"), int.from_bytes(d[8:16], "little")
+
+
+def keyed_shingle_hashes(text, kind, n, subkey, nfkc=False):
+    return [siphash13(subkey[0], subkey[1], s) for s in shingles(text, kind, n, nfkc)]
+
+
+# --- §13 SimHash ------------------------------------------------------------------------------
+
+def simhash(hashes, weighting="tf"):
+    """§13.2 over the shingle-hash occurrences `hashes`, weighted by tf or 1 + floor(log2 tf)."""
+    tf = {}
+    for h in hashes:
+        tf[h] = tf.get(h, 0) + 1
+    weight = {h: (c if weighting == "tf" else c.bit_length()) for h, c in tf.items()}
+    fp = 0
+    for i in range(64):
+        v = sum(w if (h >> i) & 1 else -w for h, w in weight.items())
+        if v > 0:
+            fp |= 1 << i
+    return fp
+
+
+def simhash_blocks(h):
+    m = h + 1
+    q, r = divmod(64, m)
+    out, start = [], 0
+    for j in range(m):
+        length = q + (1 if j < r else 0)
+        out.append((start, length))
+        start += length
+    return out
+
+
+def simhash_block_keys(fp, seed, h):
+    base = derive("simhash", seed, "band")
+    keys = []
+    for j, (start, length) in enumerate(simhash_blocks(h)):
+        value = (fp >> start) & ((1 << length) - 1)
+        keys.append(xxh3(value.to_bytes(8, "little"), mix64((base + j) & M64)))
+    return keys
+
+
+def simhash_text(text, kind, n, seed, nfkc=False, key=None, weighting="tf"):
+    if key is None:
+        hashes = shingle_hashes(text, kind, n, derive("simhash", seed, "shingle"), nfkc)
+    else:
+        hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, "simhash", seed), nfkc)
+    return simhash(hashes, weighting)
 
 
 def kperm(hashes, k, seed):
@@ -116,8 +215,11 @@ def oph(hashes, k, seed):
     return out
 
 
-def signature(text, scheme, k, seed, kind, n, nfkc=False):
-    hashes = shingle_hashes(text, kind, n, derive(scheme, seed, "shingle"), nfkc)
+def signature(text, scheme, k, seed, kind, n, nfkc=False, key=None):
+    if key is None:
+        hashes = shingle_hashes(text, kind, n, derive(scheme, seed, "shingle"), nfkc)
+    else:
+        hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, scheme, seed), nfkc)
     return kperm(hashes, k, seed) if scheme == "kperm" else oph(hashes, k, seed)
 
 
@@ -179,5 +281,77 @@ def main():
     print()
 
 
+# The published test key of §12: bytes 0x00, 0x01, ..., 0x1f.
+TEST_KEY = bytes(range(32))
+
+KEYED_CONFIGS = [
+    ("oph", "char", 5, False, 7),
+    ("kperm", "char", 5, False, 7),
+    ("oph", "word", 3, False, 0),
+]
+
+# Texts where term frequencies differ a lot, so that tf and log-tf weights disagree.
+REPETITIVE = [
+    "+-----+-----+-----+-----+-----+ | a | b | +-----+-----+-----+-----+-----+",
+    "the cat and the dog and the bird and the fish saw the cat, the end",
+]
+
+SIMHASH_CONFIGS = [
+    ("char", 5, False, 0),
+    ("word", 1, False, 0),
+    ("char", 3, True, 12345),
+]
+
+
+def keyed_simhash_main():
+    key = TEST_KEY
+    k0, k1 = int.from_bytes(key[0:8], "little"), int.from_bytes(key[8:16], "little")
+    out = {
+        "spec_version": SPEC,
+        "test_key": key.hex(),
+        "fingerprint": fingerprint(key).hex(),
+        # SipHash-1-3 under the first 16 bytes of the test key, of the messages 00, 00 01, ...
+        "siphash13": [f"{siphash13(k0, k1, bytes(range(n))):016x}" for n in range(16)],
+        "subkeys": {
+            f"{name}/{seed}": [f"{w:016x}" for w in keyed_subkey(key, name, seed)]
+            for name, seed in [("oph", 7), ("kperm", 7), ("oph", 0), ("simhash", 0), ("simhash", 12345)]
+        },
+        "keyed_minhash": [],
+        "simhash": [],
+    }
+    for scheme, kind, n, nfkc, seed in KEYED_CONFIGS:
+        for text in TEXTS:
+            s16 = signature(text, scheme, 16, seed, kind, n, nfkc, key)
+            out["keyed_minhash"].append({
+                "scheme": scheme, "shingle": f"{kind}:{n}", "nfkc": nfkc, "seed": seed, "text": text,
+                "slots16": [f"{v:016x}" for v in s16],
+                "bands4x4": [f"{v:016x}" for v in band_keys(s16, scheme, seed, 4, 4)],
+            })
+    for kind, n, nfkc, seed in SIMHASH_CONFIGS:
+        for keyed, weighting in [(False, "tf"), (True, "tf"), (False, "logtf")]:
+            for text in TEXTS + REPETITIVE:
+                fp = simhash_text(text, kind, n, seed, nfkc, key if keyed else None, weighting)
+                out["simhash"].append({
+                    "shingle": f"{kind}:{n}", "nfkc": nfkc, "seed": seed, "keyed": keyed,
+                    "weighting": weighting, "text": text,
+                    "fingerprint": f"{fp:016x}",
+                    "blocks_h3": [f"{v:016x}" for v in simhash_block_keys(fp, seed, 3)],
+                    "blocks_h4": [f"{v:016x}" for v in simhash_block_keys(fp, seed, 4)],
+                })
+    # Hamming distance and cosine estimate of two fingerprints of the first config.
+    a = simhash_text(TEXTS[0], "char", 5, 0)
+    b = simhash_text(TEXTS[0].replace("lazy", "sleepy"), "char", 5, 0)
+    d = bin(a ^ b).count("1")
+    out["distance"] = {"a": f"{a:016x}", "b": f"{b:016x}", "hamming": d,
+                       "cosine_estimate": math.cos(math.pi * d / 64)}
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["keyed-simhash"]:
+        keyed_simhash_main()
+    elif sys.argv[1:]:
+        sys.exit("usage: reference_sketch.py [keyed-simhash]")
+    else:
+        main()

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
+use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
 use super::shingle::ShingleConfig;
 use super::spec::{MAX_NUM_PERM, Purpose, Scheme, SplitMix64, derive_seed, mix64, reduce_high32};
 use crate::{Error, Result};
@@ -151,7 +152,8 @@ impl PartialSketch {
 #[derive(Clone, Debug)]
 pub struct MinHasher {
     params: SketchParams,
-    shingle_seed: u64,
+    shingle_hash: ShingleHash,
+    key_fingerprint: KeyFingerprint,
     densify_seed: u64,
     perm_mul: Vec<u32>,
     perm_add: Vec<u32>,
@@ -188,7 +190,8 @@ impl MinHasher {
         }
         Ok(MinHasher {
             params,
-            shingle_seed: derive_seed(params.scheme, params.seed, Purpose::Shingle),
+            shingle_hash: derive_seed(params.scheme, params.seed, Purpose::Shingle).into(),
+            key_fingerprint: KeyFingerprint::UNKEYED,
             densify_seed: derive_seed(params.scheme, params.seed, Purpose::Densify),
             perm_mul,
             perm_add,
@@ -205,9 +208,37 @@ impl MinHasher {
         self.params.num_perm
     }
 
-    /// The seed shingles are hashed with (spec §3).
+    /// The seed of the public shingle hash (spec §3); a keyed hasher does not use it.
     pub fn shingle_seed(&self) -> u64 {
-        self.shingle_seed
+        derive_seed(self.params.scheme, self.params.seed, Purpose::Shingle)
+    }
+
+    /// A hasher whose shingle hash is keyed by `key` (spec §12): the same signatures in
+    /// every other respect, but nobody without the key can predict them.
+    pub fn new_keyed(params: SketchParams, key: &SecretKey) -> Result<Self> {
+        let mut hasher = Self::new(params)?;
+        hasher.shingle_hash = key.shingle_hash(params.scheme.name(), params.seed);
+        hasher.key_fingerprint = key.fingerprint();
+        Ok(hasher)
+    }
+
+    /// [`MinHasher::new_keyed`] with a key, [`MinHasher::new`] without.
+    pub fn with_key(params: SketchParams, key: Option<&SecretKey>) -> Result<Self> {
+        match key {
+            Some(key) => Self::new_keyed(params, key),
+            None => Self::new(params),
+        }
+    }
+
+    /// How shingles are hashed: seeded XXH3, or keyed SipHash-1-3.
+    pub fn shingle_hash(&self) -> ShingleHash {
+        self.shingle_hash
+    }
+
+    /// The fingerprint of the key this hasher signs with ([`KeyFingerprint::UNKEYED`] for
+    /// none): what a database stores and compares on open.
+    pub fn key_fingerprint(&self) -> KeyFingerprint {
+        self.key_fingerprint
     }
 
     /// A sketch of the empty set, to fold shingles into.
@@ -225,7 +256,7 @@ impl MinHasher {
         let mut out = Vec::new();
         self.params
             .shingle
-            .for_each_shingle_hash(&normalized, self.shingle_seed, |h| out.push(h));
+            .for_each_shingle_hash(&normalized, self.shingle_hash, |h| out.push(h));
         out
     }
 
@@ -237,7 +268,7 @@ impl MinHasher {
         self.params.shingle.normalize_into(text, &mut normalized);
         self.params
             .shingle
-            .for_each_shingle_hash(&normalized, self.shingle_seed, f);
+            .for_each_shingle_hash(&normalized, self.shingle_hash, f);
         SCRATCH.with(|cell| cell.borrow_mut().0 = normalized);
     }
 
@@ -270,7 +301,7 @@ impl MinHasher {
                     let k = raw.len();
                     self.params
                         .shingle
-                        .for_each_shingle_hash(normalized, self.shingle_seed, |h| {
+                        .for_each_shingle_hash(normalized, self.shingle_hash, |h| {
                             oph_update_one(raw, k, h)
                         });
                 }
@@ -279,7 +310,7 @@ impl MinHasher {
                     let mut len = 0usize;
                     self.params
                         .shingle
-                        .for_each_shingle_hash(normalized, self.shingle_seed, |h| {
+                        .for_each_shingle_hash(normalized, self.shingle_hash, |h| {
                             if let Some(slot) = buf.get_mut(len) {
                                 *slot = h;
                                 len += 1;

@@ -1,15 +1,21 @@
-//! The sketching core: text → shingles → MinHash signature → b-bit packing and LSH band keys.
+//! The sketching core: text → shingles → MinHash signature → b-bit packing and LSH band keys;
+//! or text → weighted shingles → SimHash fingerprint → pigeonhole block keys. Either can be
+//! keyed by a secret so that nobody without it can predict a signature.
 //!
 //! `format/hashing.md` is the normative description of everything computed here.
 
 pub mod bbit;
+pub mod keyed;
 pub mod lsh;
 pub mod minhash;
 pub mod shingle;
+pub mod simhash;
 pub mod spec;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
+pub use keyed::{KEY_FILE_ENV, KEY_LEN, KeyFingerprint, SecretKey, ShingleHash};
 pub use lsh::{Banding, LshParams, TuneOptions, Tuning, tune, tune_all};
 pub use minhash::{EMPTY_SLOT, MinHasher, PartialSketch, Signature, SketchParams};
 pub use shingle::{ShingleConfig, ShingleKind};
+pub use simhash::{MAX_HAMMING, SimHash, SimHasher, SimParams, SimWeighting, cosine_from_hamming};
 pub use spec::{MAX_NUM_PERM, SPEC_VERSION, Scheme};

@@ -8,6 +8,7 @@
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+use super::keyed::ShingleHash;
 use crate::{Error, Result};
 
 /// The largest shingle width accepted.
@@ -234,9 +235,21 @@ impl ShingleConfig {
         *out = String::from_utf8(buf).unwrap_or_default();
     }
 
-    /// Calls `f` with the xxh3 hash (seeded with `seed`) of every shingle of already normalized
-    /// text, in order.
-    pub fn for_each_shingle_hash(&self, normalized: &str, seed: u64, mut f: impl FnMut(u64)) {
+    /// Calls `f` with the hash of every shingle of already normalized text, in order: the
+    /// XXH3 of spec §3 for a seed (a `u64` converts), or the keyed hash of spec §12.
+    pub fn for_each_shingle_hash(
+        &self,
+        normalized: &str,
+        hash: impl Into<ShingleHash>,
+        mut f: impl FnMut(u64),
+    ) {
+        let seed = match hash.into() {
+            ShingleHash::Xxh3(seed) => seed,
+            ShingleHash::Keyed(key) => {
+                self.for_each_shingle(normalized, |shingle| f(key.hash(shingle)));
+                return;
+            }
+        };
         let bytes = normalized.as_bytes();
         if bytes.is_empty() {
             return;
@@ -272,6 +285,35 @@ impl ShingleConfig {
                     f(xxh3_64_with_seed(s, seed));
                 }
             }),
+        }
+    }
+}
+
+impl ShingleConfig {
+    /// Calls `f` with the bytes of every shingle of already normalized text, in order (the
+    /// windows of spec §3, before hashing).
+    pub fn for_each_shingle(&self, normalized: &str, mut f: impl FnMut(&[u8])) {
+        let bytes = normalized.as_bytes();
+        if bytes.is_empty() {
+            return;
+        }
+        let mut emit = |range: std::ops::Range<usize>| {
+            if let Some(shingle) = bytes.get(range) {
+                f(shingle);
+            }
+        };
+        match self.kind {
+            ShingleKind::Char(n) if normalized.is_ascii() => {
+                if bytes.len() <= n {
+                    emit(0..bytes.len());
+                } else {
+                    for start in 0..=bytes.len() - n {
+                        emit(start..start + n);
+                    }
+                }
+            }
+            ShingleKind::Char(n) => for_each_char_window(normalized, n, emit),
+            ShingleKind::Word(n) => for_each_word_window(normalized, n, emit),
         }
     }
 }

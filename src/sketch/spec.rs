@@ -137,11 +137,12 @@ impl Purpose {
 
 /// `xxh3_64_with_seed("mhdb-spec-<V>/<scheme>/<purpose>", user_seed)`.
 pub(crate) fn derive_seed(scheme: Scheme, user_seed: u64, purpose: Purpose) -> u64 {
-    let label = format!(
-        "mhdb-spec-{SPEC_VERSION}/{}/{}",
-        scheme.name(),
-        purpose.name()
-    );
+    derive_named_seed(scheme.name(), user_seed, purpose)
+}
+
+/// [`derive_seed`] for a name that is not a MinHash [`Scheme`] (`simhash`).
+pub(crate) fn derive_named_seed(name: &str, user_seed: u64, purpose: Purpose) -> u64 {
+    let label = format!("mhdb-spec-{SPEC_VERSION}/{name}/{}", purpose.name());
     xxh3_64_with_seed(label.as_bytes(), user_seed)
 }
 
