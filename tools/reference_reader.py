@@ -495,15 +495,16 @@ class Reader:
 
         if version >= 2:
             # CHECKSUMS first (the chain footer -> section table -> block CRCs -> blocks): one
-            # CRC per 4 KiB block of every byte from 64 up to this section, the last block short.
+            # CRC per 4 KiB block of every byte from 64 up to this section, the blocks aligned
+            # with the file's pages (block j: bytes max(64, 4096 j) .. min(4096 (j + 1), off)).
             kind, wa, wb, count, off, table, eo, scrc = sections[-1]
-            blocks = (off - 64 + BLOCK_LEN - 1) // BLOCK_LEN
+            blocks = (off + BLOCK_LEN - 1) // BLOCK_LEN
             if (wa, wb) != (0, 0) or count != blocks or len(table) != 4 * blocks:
                 self.fail(name, eo, f"CHECKSUMS widths/count/len ({wa}, {wb}, {count}, {len(table)}), expected (0, 0, {blocks}, {4 * blocks})")
             self.check_crc(name, eo + 32, table, scrc, "section CHECKSUMS")
             for j in range(blocks):
-                lo = 64 + BLOCK_LEN * j
-                hi = min(lo + BLOCK_LEN, off)
+                lo = max(64, BLOCK_LEN * j)
+                hi = min(BLOCK_LEN * (j + 1), off)
                 (stored,) = struct.unpack_from("<I", table, 4 * j)
                 self.check_crc(name, lo, buf[lo:hi], stored, f"block {j} (bytes {lo}..{hi})")
             self.blocks += blocks
