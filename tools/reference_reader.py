@@ -257,20 +257,21 @@ class Reader:
         return version, gen, man_len, man_crc
 
     def read_params(self, name, buf, o, version):
-        """The parameters (41 bytes in version 1, 80 in version 2) at offset o: (dict, end)."""
+        """The parameters (41 bytes in version 1, 81 in version 2) at offset o: (dict, end)."""
         if version == 1:
             (spec, scheme, num_perm, seed, sk, sw, sf, bits, bands, rows, thr, cap) = struct.unpack_from(
                 "<IBIQBBBBIIQI", buf, o
             )
-            kind, band_slots, store_sets, key_fp, max_hamming = 1, num_perm, 0, bytes(32), 0
+            kind, band_slots, store_sets, key_fp, max_hamming, weighting = 1, num_perm, 0, bytes(32), 0, 0
             at = {"kind": o, "band_slots": o + 5, "scheme": o + 4, "num_perm": o + 5, "shingle": o + 17, "bits": o + 20, "bands": o + 21}
             end = o + 41
         else:
             (spec, kind, scheme, num_perm, band_slots, seed, sk, sw, sf, bits, bands, rows, thr, cap,
-             store_sets, key_fp, max_hamming) = struct.unpack_from("<IBBIIQBBBBIIQIB32sB", buf, o)
+             store_sets, key_fp, max_hamming, weighting) = struct.unpack_from("<IBBIIQBBBBIIQIB32sBB", buf, o)
             at = {"kind": o + 4, "scheme": o + 5, "num_perm": o + 6, "band_slots": o + 10, "shingle": o + 22,
-                  "bits": o + 25, "bands": o + 26, "store_sets": o + 46, "max_hamming": o + 79}
-            end = o + 80
+                  "bits": o + 25, "bands": o + 26, "store_sets": o + 46, "max_hamming": o + 79,
+                  "weighting": o + 80}
+            end = o + 81
         if spec != 1:
             self.fail(name, o, f"unknown hash spec version {spec}")
         if kind == 2:
@@ -293,8 +294,8 @@ class Reader:
             self.fail(name, at["store_sets"], "stored shingle sets (store_sets = 1) are not supported by this reader")
         if store_sets != 0:
             self.fail(name, at["store_sets"], f"store_sets {store_sets} is neither 0 nor 1")
-        if max_hamming != 0:
-            self.fail(name, at["max_hamming"], f"max_hamming {max_hamming} on a MinHash index")
+        if max_hamming != 0 or weighting != 0:
+            self.fail(name, at["max_hamming"], f"max_hamming {max_hamming} or weighting {weighting} on a MinHash index")
         params = {
             "spec_version": spec,
             "scheme": SCHEMES[scheme],

@@ -1,4 +1,4 @@
-//! Bulk insert: many documents written straight to a new segment and the signature log,
+//! Bulk insert: many documents written straight to a new segment (signatures included),
 //! bypassing the WAL, durable when the call returns (the commit point is the same manifest
 //! switch as a flush: `format/commit.md`, "Bulk insert"). Merging another database in goes
 //! through the same path.
@@ -14,7 +14,7 @@ use crate::{Error, Result};
 
 impl Db {
     /// Inserts many documents at once, bypassing the WAL: they are written straight to a new
-    /// segment and the signature log and are durable when this returns (the commit point is the
+    /// segment (signatures included) and are durable when this returns (the commit point is the
     /// same manifest switch as a flush). Writers wait meanwhile; queries go on. Existing keys
     /// are replaced, and within `docs` the last copy of a key wins.
     pub fn bulk_insert<K: AsRef<[u8]> + Sync>(&self, docs: &[(K, Signature)]) -> Result<()> {
@@ -32,8 +32,8 @@ impl Db {
             .zip(docs.par_iter())
             .try_for_each(|(bk, (_, sig))| self.banding.band_keys_to_slice(sig.slots(), bk))?;
         let keys: Vec<&[u8]> = docs.iter().map(|(k, _)| k.as_ref()).collect();
-        // The signatures are packed as the signature log is written (they were checked above,
-        // so packing cannot fail).
+        // The signatures are packed as the segment is built, on every core (they were checked
+        // above, so packing cannot fail).
         let bits = self.params.bits;
         let pack = |i: usize, out: &mut [u8]| -> Result<()> {
             let (_, sig) = docs

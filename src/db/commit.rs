@@ -31,6 +31,7 @@ pub(super) fn write_manifest(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> 
     vfs.sync_dir(dir)
         .map_err(Error::io_on(dir, "fsync directory"))?;
     let current = Current {
+        version: manifest.format_version,
         generation: manifest.generation,
         manifest_len: bytes.len() as u64,
         manifest_crc: crc32fast::hash(&bytes),

@@ -1,7 +1,8 @@
 //! Compaction: runs of adjacent segments chosen by the [`CompactionPolicy`] are rewritten as
 //! one, dropping documents whose deletion is durable, and published by a new manifest
-//! (`format/commit.md`, "Compaction"). The signature-log records of the rewritten range stay
-//! where they are; the new segment's manifest entry carries their checksum.
+//! (`format/commit.md`, "Compaction"). The live documents' signatures move with them into the
+//! new segment (a deleted document's bytes are reclaimed), after every input block passed its
+//! checksum.
 
 use std::sync::Arc;
 

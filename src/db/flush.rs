@@ -1,5 +1,5 @@
 //! Flush: the in-memory table is frozen, writes move to a new WAL file, and the frozen table
-//! becomes a segment plus signature-log records, published by a new manifest whose WAL start
+//! becomes a segment (signatures included), published by a new manifest whose WAL start
 //! drops the old WAL (`format/commit.md`, "Flush"). Queries go on meanwhile: they read the
 //! frozen table until the new version is installed.
 
@@ -75,7 +75,7 @@ impl Db {
 
     fn write_flush(&self, imm: &MemTable, new_wal: (u64, u64)) -> Result<()> {
         let record_bytes = self.params.sig_bytes();
-        // Signature-log records for the whole docno range (dead ones zeroed).
+        // The signatures, by position in the docno range (only live ones are read).
         let all = imm.all_signatures();
         let fill = |i: usize, out: &mut [u8]| -> Result<()> {
             let stored = all

@@ -1,5 +1,5 @@
 //! The in-memory table of documents written since the last flush. The WAL makes it durable;
-//! a flush turns it into a segment plus signature-log records.
+//! a flush turns it into a segment.
 //!
 //! Documents live in a few flat arrays (keys, band keys, signatures), so inserting one costs
 //! no allocation of its own; buckets are chains threaded through those arrays.

@@ -1,8 +1,9 @@
-//! The database: a directory holding a write-ahead log, an append-only signature log,
-//! immutable band-posting segments, a deletion list and a manifest naming the live files.
+//! The database: a directory holding a write-ahead log, immutable segments (band postings,
+//! keys and signatures, checked 4 KiB block by block as they are read), a deletion list and a
+//! manifest naming the live files (`format/`).
 //!
-//! Concurrency: one writer *process* (an exclusive lock file), any number of read-only
-//! processes (a shared lock). Inside a process, a [`Db`] is `Send + Sync`: many threads may
+//! Concurrency: one writer *process* (an exclusive lock), any number of read-only processes
+//! (no lock). Inside a process, a [`Db`] is `Send + Sync`: many threads may
 //! query while others write; writes are serialized, queries see a consistent snapshot (a write
 //! batch is applied atomically with respect to queries). The commit protocol and the recovery
 //! rules are argued case by case in `format/commit.md`.

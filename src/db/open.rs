@@ -1,7 +1,8 @@
 //! Create and open, with recovery broken into the named steps of `format/commit.md` ("Open"):
-//! a writer locks the directory; then CURRENT and the manifest it pins are read, the signature
-//! log checked (a writer cuts an interrupted flush's records off), the committed files mapped
-//! and the WAL replayed into a fresh in-memory table (a writer cuts a torn tail); then a writer
+//! a writer locks the directory; then CURRENT and the manifest it pins are read (a version-1
+//! database is refused to writers, and its signature log checked for readers), the committed
+//! files mapped and the WAL replayed into a fresh in-memory table (a writer cuts a torn tail,
+//! keeping it aside when it is not all zeros, and seals each replayed file); then a writer
 //! starts a new WAL file and removes files the manifest no longer names.
 //!
 //! A reader takes no lock and writes nothing. A writer in another process may meanwhile
@@ -237,7 +238,7 @@ fn writer_marks(vfs: &dyn Vfs, dir: &Path) -> Result<WriterMarks> {
     Ok((current, wals))
 }
 
-/// Recovery's reading steps: the manifest CURRENT names, the signature log, the committed
+/// Recovery's reading steps: the manifest CURRENT names (version 1: and its signature log), the committed
 /// files (reusing `previous`'s mapped segments), and the WAL replayed on top.
 fn read_committed(
     vfs: &dyn Vfs,
@@ -291,7 +292,18 @@ fn read_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Manifest> {
         e => e,
     })?;
     current.check(&manifest_bytes, &manifest_path)?;
-    Manifest::decode(&manifest_bytes, &manifest_path)
+    let manifest = Manifest::decode(&manifest_bytes, &manifest_path)?;
+    if manifest.format_version != current.version {
+        return Err(Error::corruption(
+            &current_path,
+            8,
+            format!(
+                "CURRENT is of format version {}, the manifest it names of version {}",
+                current.version, manifest.format_version
+            ),
+        ));
+    }
+    Ok(manifest)
 }
 
 /// Checks a version-1 database's signature log (read-only: version 1 is never written): its
@@ -386,6 +398,17 @@ fn replay_wal(
         let replay = WalReader::replay(vfs, path, |seq, offset, payload| {
             // Sequence numbers continue from one WAL file to the next: a gap means an older
             // file lost its end (e.g. was truncated at a record boundary).
+            if v2 && first_in_file && seq != last_seq + 1 {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "WAL file starts at record {seq}, but record {} comes next \
+                         (a WAL file is missing, or its end was lost)",
+                        last_seq + 1
+                    ),
+                ));
+            }
             if !v2 && first_in_file && last_seq > 0 && seq != last_seq + 1 {
                 return Err(Error::corruption(
                     path,
@@ -456,11 +479,12 @@ fn replay_wal(
             }
         }
         if replay.torn_tail_bytes > 0 && !is_newest {
-            return Err(Error::corruption(
-                path,
-                replay.valid_len,
-                "torn record in a WAL file that is not the newest",
-            ));
+            let what = if replay.sealed {
+                "bytes after the seal of a WAL file that is not the newest"
+            } else {
+                "torn record in a WAL file that is not the newest"
+            };
+            return Err(Error::corruption(path, replay.valid_len, what));
         }
         if !read_only {
             cut_tails.extend(settle_replayed_wal(vfs, dir, *id, path, &replay)?);

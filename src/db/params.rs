@@ -17,7 +17,7 @@ use crate::{Error, Result};
 pub struct IndexParams {
     /// How signatures are computed.
     pub sketch: SketchParams,
-    /// Bits per slot in the signature log (1, 2, 4, 8, 16, 32 or 64).
+    /// Bits per slot of a stored signature (1, 2, 4, 8, 16, 32 or 64).
     pub bits: u32,
     /// Bands × rows.
     pub lsh: LshParams,
@@ -133,8 +133,9 @@ impl StoredParams for IndexParams {
             .u64(self.threshold.to_bits())
             .u32(self.bucket_cap.unwrap_or(0));
         if version >= 2 {
-            // No stored shingle sets, no key (unkeyed hashing), no SimHash distance.
-            e.u8(0).bytes(&[0; 32]).u8(0);
+            // No stored shingle sets, no key (unkeyed hashing), no SimHash distance or
+            // weighting.
+            e.u8(0).bytes(&[0; 32]).u8(0).u8(0);
         }
     }
 
@@ -193,8 +194,8 @@ impl StoredParams for IndexParams {
             if d.take(32, "key fingerprint")? != [0; 32] {
                 return Err(unsupported("keyed hashing".into()));
             }
-            if d.u8("max_hamming")? != 0 {
-                return Err(d.corruption("max_hamming set on a MinHash index"));
+            if d.u8("max_hamming")? != 0 || d.u8("weighting")? != 0 {
+                return Err(d.corruption("SimHash fields set on a MinHash index"));
             }
         }
         let params = IndexParams {

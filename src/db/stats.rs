@@ -29,7 +29,7 @@ pub struct Stats {
     pub params: IndexParams,
     /// Live documents.
     pub live_docs: u64,
-    /// Deleted documents still occupying space (in segments or the signature log).
+    /// Deleted documents still occupying space in segments (until compaction drops them).
     pub deleted_docs: u64,
     /// Documents in the in-memory table (not yet flushed).
     pub memtable_docs: u64,

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use super::params::IndexParams;
 use crate::storage::deletions::Deletions;
+use crate::storage::manifest::MANIFEST_V1;
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::Segment;
+use crate::storage::segment::{SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, Segment};
 use crate::storage::siglog;
 use crate::storage::vfs::{Mapped, Prefetch, Vfs};
 use crate::{Error, Result};
@@ -133,7 +134,11 @@ impl Version {
             let known = self.segments.iter().chain(also.as_ref());
             match known.into_iter().find(|s| s.meta.id == meta.id) {
                 Some(s) => segments.push(s.clone()),
-                None => segments.push(Arc::new(load_segment(vfs, dir, meta.clone())?)),
+                None => {
+                    let loaded = load_segment(vfs, dir, meta.clone())?;
+                    check_segment_fits(&loaded, &manifest)?;
+                    segments.push(Arc::new(loaded));
+                }
             }
         }
         next.segments = segments;
@@ -147,12 +152,13 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
         let loaded = load_segment(vfs, dir, meta.clone())?;
+        check_segment_fits(&loaded, &manifest)?;
         // Every query reads one directory slot per band: have the OS read the directories
         // (0.26 B per posting) in the background now rather than one slot at a time later.
         loaded.seg.prefetch_directories();
         segments.push(Arc::new(loaded));
     }
-    let siglog = if manifest.format_version == crate::storage::manifest::MANIFEST_V1 {
+    let siglog = if manifest.format_version == MANIFEST_V1 {
         let path = dir.join(names::SIGLOG);
         Some(vfs.map_readonly(&path).map_err(named_file_error(&path))?)
     } else {
@@ -200,6 +206,45 @@ pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Resu
     }
     let seg = Segment::open(map, &path)?;
     Ok(LoadedSegment { meta, seg, path })
+}
+
+/// A segment must be of its database's format and shape: a version-2 database's segments
+/// are version 2 and store each document's signature (else its documents would have keys but
+/// no signature to verify against); a version-1 database's are version 1.
+fn check_segment_fits(loaded: &LoadedSegment, manifest: &Manifest) -> Result<()> {
+    let params = &manifest.params;
+    let seg = &loaded.seg;
+    let (want_version, want_record) = if manifest.format_version == MANIFEST_V1 {
+        (SEGMENT_FORMAT_V1, 0)
+    } else {
+        (SEGMENT_FORMAT_VERSION, params.sig_bytes())
+    };
+    if seg.format_version() != want_version
+        || seg.record_bytes() != want_record
+        || seg.num_bands() != params.lsh.bands
+        || seg.base_docno() != loaded.meta.base
+        || seg.end_docno() != loaded.meta.base + loaded.meta.span
+    {
+        return Err(Error::corruption(
+            &loaded.path,
+            8,
+            format!(
+                "segment of version {}, {} bands, {}-byte signatures, docnos {}..{} does not fit \
+                 the manifest (version {}, {} bands, {}-byte signatures, docnos {}..{})",
+                seg.format_version(),
+                seg.num_bands(),
+                seg.record_bytes(),
+                seg.base_docno(),
+                seg.end_docno(),
+                manifest.format_version,
+                params.lsh.bands,
+                want_record,
+                loaded.meta.base,
+                loaded.meta.base + loaded.meta.span
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The error for a file the manifest names that cannot be mapped: missing, it is damage to the

@@ -246,6 +246,8 @@ impl<P: StoredParams> Manifest<P> {
 /// The CURRENT file: names the live manifest generation and pins its length and checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Current {
+    /// The version field: the live manifest's format version.
+    pub version: u32,
     /// Generation of the live manifest (`MANIFEST-<generation>`).
     pub generation: u64,
     /// Its exact length.
@@ -259,7 +261,7 @@ impl Current {
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Encoder::default();
         e.bytes(CURRENT_MAGIC)
-            .u32(MANIFEST_VERSION)
+            .u32(self.version)
             .u64(self.generation)
             .u64(self.manifest_len)
             .u32(self.manifest_crc)
@@ -281,8 +283,9 @@ impl Current {
             ));
         }
         check_trailing_crc(bytes, path, "CURRENT")?;
-        check_version(&mut d, path)?;
+        let version = check_version(&mut d, path)?;
         let c = Current {
+            version,
             generation: d.u64("generation")?,
             manifest_len: d.u64("manifest length")?,
             manifest_crc: d.u32("manifest checksum")?,
@@ -382,6 +385,7 @@ mod tests {
             m
         );
         let c = Current {
+            version: MANIFEST_VERSION,
             generation: 7,
             manifest_len: bytes.len() as u64,
             manifest_crc: crc32fast::hash(&bytes),
