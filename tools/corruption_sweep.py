@@ -2,23 +2,30 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Two base databases, each holding every file kind:
-  golden  a copy of tests/golden/db-v1 (two segments, hot buckets, a deletion list, zero and
-          garbage signature records, a WAL tail of inserts, upserts and deletes);
+Two base databases in the current format (version 2), each holding every file kind:
+  golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
+          deletes folded into a segment with hot buckets), then an `add` replacing stored keys
+          (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
   built   built here with the CLI from samples/: two segments (the second replacing some
           documents of the first, so a deletion list), then two `mhdb delete` runs, which
-          leave two WAL files; snapshots taken on the way provide stale copies of files.
+          leave two WAL files;
+snapshots taken on the way provide stale copies of files. `--bases golden-v1` sweeps the
+version-1 fixture itself (its signatures.log included; writers refuse it, exit 1).
 
 Mutations, one at a time, of every file (LOCK aside):
   flip      one bit at every structure: each header field, each section-table entry field,
             the first, middle and last byte of each section, record and WAL payload, footers
   byte      a byte set to another value at seeded random offsets
+  splice    (WAL, version 2) damage every checksum misses: a record (or the seal) removed
+            whole, first_seq moved with the header CRC recomputed, a seal's count changed with
+            its CRC recomputed; only the numbering and the seals can tell
   truncate  at every record boundary (WAL records, signature-log ranges, segment sections,
             deletion entries) and inside records, to 0 and to one byte short
   zeros     the last 1, 8, 64 or 4096 bytes zeroed; 4096 zeros appended
   delete    the file removed
-  stale     (built) the file replaced by the copy of the same name from an earlier snapshot,
-            or CURRENT and its manifest both rolled back together
+  stale     the file replaced by the copy of the same name from an earlier snapshot, a file
+            of a snapshot that is gone now brought back, or CURRENT and its manifest both
+            rolled back together
   swap      (same kind) two files' contents exchanged
 
 For each mutation every command runs on its own copy: query, get, keys, dedup, stats and
@@ -28,11 +35,18 @@ query, verify). Each (command, mutation) is classified:
   correct            the same answer (exit code and output) as the undamaged database
   detected           exit 3 with `corruption in FILE at byte offset N` (naming the damaged
                      file; `detected-elsewhere` when it names another one)
+  detected-after-write  (add, compact, export) exit 0, and the reads and verify of its result
+                     report the damaged file with exit 3: the writer did not need the damaged
+                     bytes (an add writes a new segment beside them) and did not launder them
   torn-tail-boundary the answer of the database with its newest WAL cut at a record boundary
-                     (or removed): records removed whole, which no reader can tell from
-                     writes never made (the fault model's undetectable class)
-  torn-tail-damage   the answer of such a cut, though the damage was not a whole-record cut:
-                     damage read as a torn tail, losing acknowledged writes silently
+                     (inside its header, or removed, or replaced by an older copy of itself):
+                     records removed whole, which no reader can tell from writes never made
+                     (the fault model's undetectable class)
+  torn-tail-reported the answer of such a cut, though the damage was not a whole-record cut,
+                     and the command said so on stderr (a writer keeps the bytes in
+                     wal-<id>.log.torn-<offset>; a reader warns; verify exits 3): a record torn
+                     by a crash and damage to the last acknowledged one look the same
+  torn-tail-damage   the same without a word: damage read as a torn tail, silently
   other-exit         another non-zero exit (for instance exit 1 on an unknown version)
   rolled-back        the answer differs, but the mutation rolled CURRENT and its manifest back
                      together to an older consistent pair: undetectable without an outside
@@ -76,7 +90,9 @@ OUTCOMES = [
     "correct",
     "detected",
     "detected-elsewhere",
+    "detected-after-write",
     "torn-tail-boundary",
+    "torn-tail-reported",
     "torn-tail-damage",
     "other-exit",
     "rolled-back",
@@ -86,6 +102,9 @@ OUTCOMES = [
 ]
 FAILING = {"silent-wrong", "torn-tail-damage", "crash", "hang"}
 CORRUPTION = re.compile(r"corruption in (\S+) at byte offset (\d+)")
+# A writer's recovery that kept a torn tail, or a reader that read past one, says so.
+TORN_REPORTED = re.compile(r"recovery cut \d+ bytes that were not a whole record|that are not a whole record \(a write torn")
+GET_ABSENT = re.compile(r"mhdb: \d+ of \d+ keys? absent")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,7 +177,13 @@ def fingerprint(runner, base, db):
             f"{query[0]}:{normalize('query', query[1], paths)}",
         ]
     )
-    return reads, verify[0] == 0
+    # What the reads of the result reported as corruption (the files they named).
+    named = set()
+    for rc, _, err in (keys, get, query, verify):
+        m = CORRUPTION.search(err.decode("utf-8", "replace"))
+        if rc == 3 and m:
+            named.add(os.path.basename(m.group(1)))
+    return reads, verify[0] == 0, named
 
 
 def run_command(runner, base, cmd, db, scratch):
@@ -192,7 +217,8 @@ def run_command(runner, base, cmd, db, scratch):
     verified = None
     if rc == 0 and cmd in WRITES:
         result = os.path.join(scratch, "export") if cmd == "export" else db
-        reads, verified = fingerprint(runner, base, result)
+        reads, ok, named = fingerprint(runner, base, result)
+        verified = (ok, named)
         answer += "\n==\n" + reads
     return rc, err.decode("utf-8", "replace"), answer, verified
 
@@ -434,8 +460,12 @@ def wal_prefix_of(mutated, original):
     optionally sealed, and nothing else but zeros: what removing records whole from the end of
     a WAL file gives, which no reader can tell from writes never made."""
     h = wal_header_len(original)
-    if len(mutated) < h or mutated[:h] != original[:h]:
-        return len(mutated) < h and not any(mutated)  # cut inside the header: an empty log
+    if len(mutated) < h:
+        # Cut inside its header: an empty log (a file cut off while being created), as if
+        # the whole file were removed.
+        return mutated == original[: len(mutated)] or not any(mutated)
+    if mutated[:h] != original[:h]:
+        return False
     batches = [original[s:e] for s, e, k in wal_records(original) if k == 1]
     recs = wal_records(mutated)
     kept = [mutated[s:e] for s, e, k in recs if k == 1]
@@ -670,6 +700,7 @@ def classify(base, mutation, results):
     outcome = {}
     prefix_states = [p for _, p in base.prefix_baselines]
     wal = mutation["file"].startswith("wal-") or any(op[1].startswith("wal-") for op in mutation["ops"])
+    touched = {op[1] for op in mutation["ops"]}
     for cmd in COMMANDS:
         rc, err, answer, _ = results[cmd]
         want_rc, _, want, _ = base.baseline[cmd]
@@ -681,19 +712,27 @@ def classify(base, mutation, results):
             outcome[cmd] = "correct"
         elif rc == 3 and CORRUPTION.search(err):
             named = os.path.basename(CORRUPTION.search(err).group(1))
-            touched = {op[1] for op in mutation["ops"]}
             outcome[cmd] = "detected" if named in touched else "detected-elsewhere"
         elif wal and any(rc == p[cmd][0] and answer == p[cmd][2] for p in prefix_states):
-            outcome[cmd] = "torn-tail-boundary" if mutation["boundary_cut"] else "torn-tail-damage"
-        elif rc == 0 or (cmd == "get" and rc == 1 and not err.strip()):
-            # (get's exit 1 with nothing on stderr is its answer "a key is absent".)
+            if mutation["boundary_cut"]:
+                outcome[cmd] = "torn-tail-boundary"
+            elif TORN_REPORTED.search(err):
+                outcome[cmd] = "torn-tail-reported"
+            else:
+                outcome[cmd] = "torn-tail-damage"
+        elif cmd in WRITES and rc == 0 and results[cmd][3] and not results[cmd][3][0] and results[cmd][3][1] & touched:
+            # The writer did not read the damaged bytes (an add writes a new segment beside
+            # them), and the reads of its result still report them: not laundered.
+            outcome[cmd] = "detected-after-write"
+        elif rc == 0 or (cmd == "get" and rc == 1 and GET_ABSENT.fullmatch(err.strip())):
+            # (get's exit 1 with only "N of M keys absent" on stderr is its answer.)
             outcome[cmd] = "rolled-back" if mutation["rollback"] else "silent-wrong"
         else:
             outcome[cmd] = "other-exit"
     # verify answering "ok" is only right when every other command answered right.
     if outcome["verify"] == "correct":
         others = [outcome[c] for c in COMMANDS if c != "verify"]
-        if any(o in ("silent-wrong", "torn-tail-damage") for o in others):
+        if any(o in ("silent-wrong", "torn-tail-damage", "torn-tail-reported") for o in others):
             outcome["verify"] = "silent-wrong"
         elif any(o in ("torn-tail-boundary", "rolled-back") for o in others):
             outcome["verify"] = next(o for o in others if o in ("torn-tail-boundary", "rolled-back"))
@@ -783,7 +822,7 @@ def main(argv):
                 done[0] += 1
                 for cmd, o in outcome.items():
                     counts[cmd][o] += 1
-                    if cmd in WRITES and o == "silent-wrong" and results[cmd][3]:
+                    if cmd in WRITES and o == "silent-wrong" and results[cmd][3] and results[cmd][3][0]:
                         laundered[cmd] += 1
                     k = by_kind.setdefault(m["file_kind"], {x: 0 for x in OUTCOMES})
                     k[o] += 1
@@ -826,6 +865,15 @@ def main(argv):
     for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "stale", "swap"]:
         if kind in by_mutation:
             print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
+    print()
+    print("undetectable without an outside witness (the fault model's classes):")
+    print("  torn-tail-boundary: WAL records removed whole from the end of the newest WAL file (or")
+    print("    the file removed, cut inside its header, or replaced by an older copy of itself)")
+    print("    look exactly like writes that were never made")
+    print("  rolled-back: CURRENT and its manifest replaced together by an older consistent pair")
+    print("    (like the whole directory replaced by an older copy) is a state the database was in")
+    print("  torn-tail-reported: a record torn by a crash (never acknowledged) and damage to the")
+    print("    last record (acknowledged) leave the same bytes; reported, never silent")
     if examples:
         print()
         print("examples (first of each outcome and file kind):")
