@@ -76,7 +76,11 @@ fn a_read_only_verify_reports_a_damaged_last_wal_record() {
     std::fs::write(&wal, cut).unwrap();
 
     let reader = Db::open_read_only(&dir).unwrap();
-    assert_eq!(common::stored(&reader).len(), 2, "the torn record is not read");
+    assert_eq!(
+        common::stored(&reader).len(),
+        2,
+        "the torn record is not read"
+    );
     assert_eq!(reader.cut_tails().len(), 1, "{:?}", reader.cut_tails());
     let report = reader.verify().unwrap();
     assert!(
@@ -88,7 +92,11 @@ fn a_read_only_verify_reports_a_damaged_last_wal_record() {
         report.problems
     );
     drop(reader);
-    assert_eq!(std::fs::read(&wal).unwrap(), cut, "a reader changed the WAL");
+    assert_eq!(
+        std::fs::read(&wal).unwrap(),
+        cut,
+        "a reader changed the WAL"
+    );
 }
 
 /// A crash leaves zeros written ahead (and at most an unfinished record whose checksum is
@@ -98,7 +106,8 @@ fn a_read_only_verify_is_quiet_about_zeros_after_a_crash() {
     let tmp = tempfile::tempdir().unwrap();
     let live = tmp.path().join("live");
     let db = Db::create(&live, IndexParams::default(), options()).unwrap();
-    db.insert_text("k", "a text with a few words in it").unwrap();
+    db.insert_text("k", "a text with a few words in it")
+        .unwrap();
     std::mem::forget(db); // a crash: the WAL still ends in the zeros written ahead
     let dir = tmp.path().join("db");
     std::fs::create_dir(&dir).unwrap();
