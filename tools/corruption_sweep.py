@@ -2,23 +2,30 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Two base databases, each holding every file kind:
-  golden  a copy of tests/golden/db-v1 (two segments, hot buckets, a deletion list, zero and
-          garbage signature records, a WAL tail of inserts, upserts and deletes);
+Two base databases in the current format (version 2), each holding every file kind:
+  golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
+          deletes folded into a segment with hot buckets), then an `add` replacing stored keys
+          (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
   built   built here with the CLI from samples/: two segments (the second replacing some
           documents of the first, so a deletion list), then two `mhdb delete` runs, which
-          leave two WAL files; snapshots taken on the way provide stale copies of files.
+          leave two WAL files;
+snapshots taken on the way provide stale copies of files. `--bases golden-v1` sweeps the
+version-1 fixture itself (its signatures.log included; writers refuse it, exit 1).
 
 Mutations, one at a time, of every file (LOCK aside):
   flip      one bit at every structure: each header field, each section-table entry field,
             the first, middle and last byte of each section, record and WAL payload, footers
   byte      a byte set to another value at seeded random offsets
+  splice    (WAL, version 2) damage every checksum misses: a record (or the seal) removed
+            whole, first_seq moved with the header CRC recomputed, a seal's count changed with
+            its CRC recomputed; only the numbering and the seals can tell
   truncate  at every record boundary (WAL records, signature-log ranges, segment sections,
             deletion entries) and inside records, to 0 and to one byte short
   zeros     the last 1, 8, 64 or 4096 bytes zeroed; 4096 zeros appended
   delete    the file removed
-  stale     (built) the file replaced by the copy of the same name from an earlier snapshot,
-            or CURRENT and its manifest both rolled back together
+  stale     the file replaced by the copy of the same name from an earlier snapshot, a file
+            of a snapshot that is gone now brought back, or CURRENT and its manifest both
+            rolled back together
   swap      (same kind) two files' contents exchanged
 
 For each mutation every command runs on its own copy: query, get, keys, dedup, stats and
@@ -28,11 +35,18 @@ query, verify). Each (command, mutation) is classified:
   correct            the same answer (exit code and output) as the undamaged database
   detected           exit 3 with `corruption in FILE at byte offset N` (naming the damaged
                      file; `detected-elsewhere` when it names another one)
+  detected-after-write  (add, compact, export) exit 0, and the reads and verify of its result
+                     report the damaged file with exit 3: the writer did not need the damaged
+                     bytes (an add writes a new segment beside them) and did not launder them
   torn-tail-boundary the answer of the database with its newest WAL cut at a record boundary
-                     (or removed): records removed whole, which no reader can tell from
-                     writes never made (the fault model's undetectable class)
-  torn-tail-damage   the answer of such a cut, though the damage was not a whole-record cut:
-                     damage read as a torn tail, losing acknowledged writes silently
+                     (inside its header, or removed, or replaced by an older copy of itself):
+                     records removed whole, which no reader can tell from writes never made
+                     (the fault model's undetectable class)
+  torn-tail-reported the answer of such a cut, though the damage was not a whole-record cut,
+                     and the command said so on stderr (a writer keeps the bytes in
+                     wal-<id>.log.torn-<offset>; a reader warns; verify exits 3): a record torn
+                     by a crash and damage to the last acknowledged one look the same
+  torn-tail-damage   the same without a word: damage read as a torn tail, silently
   other-exit         another non-zero exit (for instance exit 1 on an unknown version)
   rolled-back        the answer differs, but the mutation rolled CURRENT and its manifest back
                      together to an older consistent pair: undetectable without an outside
@@ -64,6 +78,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -75,7 +90,9 @@ OUTCOMES = [
     "correct",
     "detected",
     "detected-elsewhere",
+    "detected-after-write",
     "torn-tail-boundary",
+    "torn-tail-reported",
     "torn-tail-damage",
     "other-exit",
     "rolled-back",
@@ -85,6 +102,9 @@ OUTCOMES = [
 ]
 FAILING = {"silent-wrong", "torn-tail-damage", "crash", "hang"}
 CORRUPTION = re.compile(r"corruption in (\S+) at byte offset (\d+)")
+# A writer's recovery that kept a torn tail, or a reader that read past one, says so.
+TORN_REPORTED = re.compile(r"recovery cut \d+ bytes that were not a whole record|that are not a whole record \(a write torn")
+GET_ABSENT = re.compile(r"mhdb: \d+ of \d+ keys? absent")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +177,13 @@ def fingerprint(runner, base, db):
             f"{query[0]}:{normalize('query', query[1], paths)}",
         ]
     )
-    return reads, verify[0] == 0
+    # What the reads of the result reported as corruption (the files they named).
+    named = set()
+    for rc, _, err in (keys, get, query, verify):
+        m = CORRUPTION.search(err.decode("utf-8", "replace"))
+        if rc == 3 and m:
+            named.add(os.path.basename(m.group(1)))
+    return reads, verify[0] == 0, named
 
 
 def run_command(runner, base, cmd, db, scratch):
@@ -191,7 +217,8 @@ def run_command(runner, base, cmd, db, scratch):
     verified = None
     if rc == 0 and cmd in WRITES:
         result = os.path.join(scratch, "export") if cmd == "export" else db
-        reads, verified = fingerprint(runner, base, result)
+        reads, ok, named = fingerprint(runner, base, result)
+        verified = (ok, named)
         answer += "\n==\n" + reads
     return rc, err.decode("utf-8", "replace"), answer, verified
 
@@ -235,16 +262,20 @@ def must(runner, args):
     return out
 
 
-def golden_base(runner, work):
-    path = os.path.join(work, "golden")
+def golden_base(runner, work, upgrade=True):
+    """tests/golden/db-v1; upgraded to the current format (unless `upgrade` is false: the
+    version-1 fixture itself, which writers refuse), then an add that replaces stored keys (a
+    second segment, a deletion list) and two deletes (two sealed WAL files)."""
+    name = "golden" if upgrade else "golden-v1"
+    path = os.path.join(work, name)
     shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v1"), path)
     expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v1.expected.json")))
-    queries = os.path.join(work, "golden-queries.jsonl")
+    queries = os.path.join(work, f"{name}-queries.jsonl")
     write_jsonl(queries, [{"id": f"q{i}", "text": q["text"]} for i, q in enumerate(expected["queries"])])
     live = sorted(d["key"] for d in expected["live"])
     keys = live[::9] + list(expected["deleted"])[:6] + [r["key"] for r in expected["replaced"]][:4]
     keys += ["absent-key"]
-    add_input = os.path.join(work, "golden-add.jsonl")
+    add_input = os.path.join(work, f"{name}-add.jsonl")
     write_jsonl(
         add_input,
         [
@@ -253,7 +284,30 @@ def golden_base(runner, work):
             {"id": "sweep-new-2", "text": expected["queries"][0]["text"]},
         ],
     )
-    return Base("golden", path, queries, keys, add_input)
+    base = Base(name, path, queries, keys, add_input)
+    if not upgrade:
+        return base
+    must(runner, ["upgrade", path])
+    snaps = []
+
+    def snapshot():
+        snap = os.path.join(work, f"{name}-snap{len(snaps)}")
+        shutil.copytree(path, snap)
+        snaps.append(snap)
+
+    snapshot()
+    texts = {q["text"] for q in expected["queries"]}
+    upserts = [{"id": k, "text": f"Golden sweep replacement {i}: " + next(iter(sorted(texts)))} for i, k in enumerate(live[10:16])]
+    upserts += [{"id": f"golden-sweep-{i}", "text": q["text"] + " (again)"} for i, q in enumerate(expected["queries"][:4])]
+    f = os.path.join(work, f"{name}-upserts.jsonl")
+    write_jsonl(f, upserts)
+    must(runner, ["add", path, f])
+    snapshot()
+    must(runner, ["delete", path] + live[20:24] + ["absent-1"])
+    snapshot()
+    must(runner, ["delete", path] + live[30:32] + [live[11]])
+    base.snapshots = snaps
+    return base
 
 
 def built_base(runner, work):
@@ -322,33 +376,108 @@ def spans(points, start, length, what):
 
 
 def manifest_info(data):
-    """Segments (id, base, span, file_len) and the deletion list id of a manifest."""
-    segs = []
-    n = u32(data, 117)
-    for i in range(n):
-        o = 121 + 44 * i
-        segs.append((u64(data, o), u64(data, o + 8), u64(data, o + 16), u64(data, o + 32)))
-    return {
-        "segments": segs,
-        "del_id": u64(data, 93),
-        "siglog_records": u64(data, 69),
-        "num_perm": u32(data, 25),
-        "bits": data[40],
-        "wal_start": u64(data, 77),
-    }
+    """Version, segments (id, base, span, file_len), the deletion list id and the parameters
+    the other files' layouts depend on, for a manifest of version 1 or 2
+    (format/manifest.md)."""
+    version = u32(data, 8)
+    if version == 1:
+        n, o, entry = u32(data, 117), 121, 44
+        info = {"num_perm": u32(data, 25), "bits": data[40], "del_id": u64(data, 93),
+                "siglog_records": u64(data, 69), "wal_start": u64(data, 77), "wal_next_seq": None}
+    else:
+        n, o, entry = u32(data, 156), 160, 40
+        info = {"num_perm": u32(data, 26), "bits": data[45], "del_id": u64(data, 132),
+                "siglog_records": 0, "wal_start": u64(data, 108), "wal_next_seq": u64(data, 116)}
+    info["version"] = version
+    info["segments"] = [
+        (u64(data, o + entry * i), u64(data, o + entry * i + 8), u64(data, o + entry * i + 16), u64(data, o + entry * i + 32))
+        for i in range(n)
+        if o + entry * (i + 1) <= len(data)
+    ]
+    return info
+
+
+# Manifest fields (name, offset, size) up to the segment count, and the segment entry fields.
+MANIFEST_V1 = [
+    ("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("spec_version", 20, 4),
+    ("scheme", 24, 1), ("num_perm", 25, 4), ("seed", 29, 8), ("shingle_kind", 37, 1),
+    ("shingle_width", 38, 1), ("shingle_flags", 39, 1), ("bits", 40, 1), ("bands", 41, 4),
+    ("rows", 45, 4), ("threshold", 49, 8), ("bucket_cap", 57, 4), ("next_docno", 61, 8),
+    ("siglog_records", 69, 8), ("wal_start", 77, 8), ("next_file_id", 85, 8), ("del_id", 93, 8),
+    ("del_count", 101, 8), ("del_len", 109, 8), ("segment_count", 117, 4),
+]
+MANIFEST_V2 = [
+    ("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("spec_version", 20, 4),
+    ("kind", 24, 1), ("scheme", 25, 1), ("num_perm", 26, 4), ("band_slots", 30, 4),
+    ("seed", 34, 8), ("shingle_kind", 42, 1), ("shingle_width", 43, 1), ("shingle_flags", 44, 1),
+    ("bits", 45, 1), ("bands", 46, 4), ("rows", 50, 4), ("threshold", 54, 8),
+    ("bucket_cap", 62, 4), ("store_sets", 66, 1), ("key_fingerprint", 67, 32),
+    ("max_hamming", 99, 1), ("next_docno", 100, 8), ("wal_start", 108, 8),
+    ("wal_next_seq", 116, 8), ("next_file_id", 124, 8), ("del_id", 132, 8),
+    ("del_count", 140, 8), ("del_len", 148, 8), ("segment_count", 156, 4),
+]
+SEGMENT_ENTRY = [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8)]
+SECTION_KINDS = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT", 6: "SIGNATURES", 8: "CHECKSUMS"}
+BLOCK = 4096  # bytes per block CRC of a version-2 segment
+
+
+def wal_header_len(data):
+    """24 for a version-2 WAL file (magic, version, first_seq, crc), 16 for version 1."""
+    return 24 if len(data) >= 12 and u32(data, 8) == 2 else 16
 
 
 def wal_records(data):
-    """(start, end) of each valid-looking record, by the lengths (no checksum check)."""
+    """(start, end, type) of each valid-looking record, by the lengths (no checksum check):
+    type 1 a batch, type 2 (version 2) a seal."""
     out = []
-    pos = 16
+    pos = wal_header_len(data)
     while pos + 17 <= len(data):
-        length = u32(data, pos + 4)
-        if data[pos + 8] != 1 or pos + 17 + length > len(data):
+        length, kind = u32(data, pos + 4), data[pos + 8]
+        if kind not in (1, 2) or pos + 17 + length > len(data):
             break
-        out.append((pos, pos + 17 + length))
+        out.append((pos, pos + 17 + length, kind))
         pos += 17 + length
     return out
+
+
+def segment_sections(data):
+    """(entry offset, kind, index, offset, length, count) of each section-table entry."""
+    n = len(data)
+    if n < 96:
+        return []
+    table, count = u64(data, n - 32), u32(data, n - 24)
+    out = []
+    for i in range(count):
+        e = table + 40 * i
+        if e + 40 > n - 32:
+            break
+        out.append((e, data[e] | data[e + 1] << 8, u32(data, e + 4), u64(data, e + 8), u64(data, e + 16), u64(data, e + 24)))
+    return out
+
+
+def wal_prefix_of(mutated, original):
+    """Whether `mutated` holds a proper prefix of `original`'s batch records (byte for byte),
+    optionally sealed, and nothing else but zeros: what removing records whole from the end of
+    a WAL file gives, which no reader can tell from writes never made."""
+    h = wal_header_len(original)
+    if len(mutated) < h:
+        # Cut inside its header: an empty log (a file cut off while being created), as if
+        # the whole file were removed.
+        return mutated == original[: len(mutated)] or not any(mutated)
+    if mutated[:h] != original[:h]:
+        return False
+    batches = [original[s:e] for s, e, k in wal_records(original) if k == 1]
+    recs = wal_records(mutated)
+    kept = [mutated[s:e] for s, e, k in recs if k == 1]
+    end = recs[-1][1] if recs else h
+    if any(mutated[end:]) or kept != batches[: len(kept)] or len(kept) >= len(batches):
+        return False
+    seals = [(s, e) for s, e, k in recs if k == 2]
+    if seals:
+        # A seal must be the last record and count what the file keeps.
+        s, e = seals[0]
+        return len(seals) == 1 and e == end and u64(mutated, s + 17) == len(kept)
+    return True
 
 
 def structure(name, data, info):
@@ -359,19 +488,16 @@ def structure(name, data, info):
         fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("manifest_len", 20, 8), ("manifest_crc", 28, 4), ("crc", 32, 4)])
         bounds = [8, 12, 20, 28, 32]
     elif name.startswith("MANIFEST-"):
-        fields(points, 0, [
-            ("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("spec_version", 20, 4),
-            ("scheme", 24, 1), ("num_perm", 25, 4), ("seed", 29, 8), ("shingle_kind", 37, 1),
-            ("shingle_width", 38, 1), ("shingle_flags", 39, 1), ("bits", 40, 1), ("bands", 41, 4),
-            ("rows", 45, 4), ("threshold", 49, 8), ("bucket_cap", 57, 4), ("next_docno", 61, 8),
-            ("siglog_records", 69, 8), ("wal_start", 77, 8), ("next_file_id", 85, 8), ("del_id", 93, 8),
-            ("del_count", 101, 8), ("del_len", 109, 8), ("segment_count", 117, 4),
-        ])
-        for i in range((n - 125) // 44):
-            fields(points, 121 + 44 * i, [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8), ("siglog_crc", 40, 4)], f"segment entry {i} ")
-            bounds.append(121 + 44 * i)
+        v1 = info["version"] == 1
+        spec = MANIFEST_V1 if v1 else MANIFEST_V2
+        fields(points, 0, spec)
+        first, entry = (121, 44) if v1 else (160, 40)
+        for i in range((n - first - 4) // entry):
+            e_spec = SEGMENT_ENTRY + ([("siglog_crc", 40, 4)] if v1 else [])
+            fields(points, first + entry * i, e_spec, f"segment entry {i} ")
+            bounds.append(first + entry * i)
         fields(points, n - 4, [("crc", 0, 4)])
-        bounds += [20, 61, 121, n - 4]
+        bounds += [20, spec[-1][1], first, n - 4]
     elif name.startswith("del-"):
         fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("count", 12, 8)])
         count = (n - 24) // 8
@@ -393,34 +519,57 @@ def structure(name, data, info):
             spans(points, 64 + zero * rb, rb, f"zero record {zero}")
         bounds += [64 + rb // 2, n - rb // 2]
     elif name.endswith(".seg"):
-        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("num_bands", 16, 4), ("bucket_cap", 20, 4), ("base_docno", 24, 8), ("span", 32, 8), ("doc_count", 40, 8), ("reserved", 48, 16)])
+        v2 = n >= 12 and u32(data, 8) == 2
+        header = [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("num_bands", 16, 4), ("bucket_cap", 20, 4), ("base_docno", 24, 8), ("span", 32, 8), ("doc_count", 40, 8)]
+        header += [("record_bytes", 48, 4), ("reserved", 52, 12)] if v2 else [("reserved", 48, 16)]
+        fields(points, 0, header)
+        sections = segment_sections(data)
+        record_bytes = u32(data, 48) if v2 and n >= 52 else 0
+        for i, (e, kind, index, off, length, count) in enumerate(sections):
+            label = f"{SECTION_KINDS.get(kind, kind)}{' ' + str(index) if kind == 4 else ''}"
+            spec = [("crc", 32, 4), ("offset", 8, 8)]
+            if i < 4 or i >= len(sections) - 4:
+                spec = [("kind", 0, 2), ("width_a", 2, 1), ("width_b", 3, 1), ("index", 4, 4), ("offset", 8, 8), ("len", 16, 8), ("count", 24, 8), ("crc", 32, 4), ("reserved", 36, 4)]
+            fields(points, e, spec, f"section entry {label} ")
+            if off + length > n:
+                continue
+            spans(points, off, length, f"section {label}")
+            bounds += [off, off + length // 2]
+            if kind == 6 and record_bytes:
+                # Each stored signature: the first, a middle and the last document's row.
+                for row in sorted({0, count // 2, count - 1}):
+                    if 0 <= row < count:
+                        spans(points, off + row * record_bytes, record_bytes, f"signature of ordinal {row}")
+                        bounds.append(off + row * record_bytes + record_bytes // 2)
+            if kind == 8:
+                # Each block CRC, and (below) a byte of every block it covers.
+                for j in range(count):
+                    fields(points, off + 4 * j, [(f"CRC of block {j}", 0, 4)], "CHECKSUMS ")
+        if v2 and sections:
+            checked_end = next((off for _, kind, _, off, _, _ in sections if kind == 8), 64)
+            for j, start in enumerate(range(64, checked_end, BLOCK)):
+                end = min(start + BLOCK, checked_end)
+                points.append((start + (end - start) // 3, f"inside block {j}"))
+                bounds.append(start)
+        if sections:
+            bounds += [u64(data, n - 32), n - 32]
         if n >= 96:
-            table = u64(data, n - 32)
-            count = u32(data, n - 24)
-            kinds = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT"}
-            for i in range(count):
-                e = table + 40 * i
-                if e + 40 > n - 32:
-                    break
-                kind, index, off, length = data[e] | data[e + 1] << 8, u32(data, e + 4), u64(data, e + 8), u64(data, e + 16)
-                label = f"{kinds.get(kind, kind)}{' ' + str(index) if kind == 4 else ''}"
-                every = i < 4 or i >= count - 2
-                spec = [("crc", 32, 4), ("offset", 8, 8)]
-                if every:
-                    spec = [("kind", 0, 2), ("width_a", 2, 1), ("width_b", 3, 1), ("index", 4, 4), ("offset", 8, 8), ("len", 16, 8), ("count", 24, 8), ("crc", 32, 4), ("reserved", 36, 4)]
-                fields(points, e, spec, f"section entry {label} ")
-                if off + length <= n:
-                    spans(points, off, length, f"section {label}")
-                    bounds += [off, off + length // 2]
-            bounds += [table, n - 32]
             fields(points, n - 32, [("section_table_offset", 0, 8), ("num_sections", 8, 4), ("reserved", 12, 4), ("file_len", 16, 8), ("meta_crc", 24, 4), ("magic", 28, 4)], "footer ")
     elif name.startswith("wal-"):
-        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("crc", 12, 4)])
-        bounds = [16]
-        for i, (s, e) in enumerate(wal_records(data)):
-            fields(points, s, [("crc", 0, 4), ("length", 4, 4), ("type", 8, 1), ("sequence", 9, 8)], f"record {i} ")
-            spans(points, s + 17, e - s - 17, f"record {i} payload")
-            bounds += [e, s + 9, s + 17 + (e - s - 17) // 2]
+        h = wal_header_len(data)
+        if h == 24:
+            fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("first_seq", 12, 8), ("crc", 20, 4)])
+        else:
+            fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("crc", 12, 4)])
+        bounds = [h, 12]
+        for i, (s, e, kind) in enumerate(wal_records(data)):
+            what = "seal" if kind == 2 else f"record {i}"
+            fields(points, s, [("crc", 0, 4), ("length", 4, 4), ("type", 8, 1), ("sequence", 9, 8)], f"{what} ")
+            if kind == 2:
+                fields(points, s + 17, [("batch count", 0, 8)], f"{what} ")
+            else:
+                spans(points, s + 17, e - s - 17, f"{what} payload")
+            bounds += [s, e, s + 9, s + 17 + (e - s - 17) // 2]
     points = [(o, w) for o, w in points if 0 <= o < n]
     bounds = sorted({b for b in bounds if 0 <= b < n})
     return points, bounds
@@ -453,6 +602,13 @@ def mutations(base, rng):
     out = []
 
     def add(f, kind, what, ops, boundary_cut=False, rollback=False):
+        if boundary_cut is None:
+            # Whether the ops leave the newest WAL holding a proper prefix of its batch records
+            # (sealed or not) and nothing else: records removed whole from its end.
+            written = [op for op in ops if op[1] == base.newest_wal]
+            boundary_cut = bool(written) and all(
+                op[0] == "delete" or wal_prefix_of(op[2], data[base.newest_wal]) for op in written
+            )
         out.append({"base": base.name, "file": f, "file_kind": kind_of(f), "kind": kind, "what": what, "ops": ops, "boundary_cut": boundary_cut, "rollback": rollback})
 
     for f in files:
@@ -471,17 +627,33 @@ def mutations(base, rng):
             m = bytearray(b)
             m[off] = (m[off] + 1 + rng.randrange(255)) % 256
             add(f, "byte", f"byte changed at offset {off}", [("write", f, bytes(m))])
-        wal_ends = set()
-        if f.startswith("wal-"):
-            wal_ends = {16} | {e for _, e in wal_records(b)}
         for cut in sorted(set(bounds) | {0, len(b) - 1}):
             if 0 <= cut < len(b):
-                add(f, "truncate", f"truncated to {cut} bytes", [("write", f, b[:cut])], boundary_cut=(f == base.newest_wal and cut in wal_ends))
+                add(f, "truncate", f"truncated to {cut} bytes", [("write", f, b[:cut])], boundary_cut=None)
         for z in [1, 8, 64, 4096]:
             if z <= len(b):
-                add(f, "zeros", f"last {z} bytes zeroed", [("write", f, b[: len(b) - z] + bytes(z))])
-        add(f, "zeros", "4096 zeros appended", [("write", f, b + bytes(4096))])
-        add(f, "delete", "removed", [("delete", f)], boundary_cut=(f == base.newest_wal))
+                add(f, "zeros", f"last {z} bytes zeroed", [("write", f, b[: len(b) - z] + bytes(z))], boundary_cut=None)
+        add(f, "zeros", "4096 zeros appended", [("write", f, b + bytes(4096))], boundary_cut=None)
+        add(f, "delete", "removed", [("delete", f)], boundary_cut=None)
+        if f.startswith("wal-") and wal_header_len(b) == 24:
+            # Damage that keeps every checksum right, so that only the WAL's numbering and
+            # seals can tell: a record removed whole, the header's first_seq moved, a seal's
+            # batch count changed.
+            records = wal_records(b)
+            for i, (start, end, kind) in enumerate(records):
+                what = "the seal" if kind == 2 else f"record {i}"
+                add(f, "splice", f"{what} removed whole (bytes {start}..{end})", [("write", f, b[:start] + b[end:])], boundary_cut=None)
+            for delta in (-1, 1):
+                m = bytearray(b)
+                struct.pack_into("<Q", m, 12, (u64(b, 12) + delta) % 2**64)
+                struct.pack_into("<I", m, 20, zlib.crc32(bytes(m[:20])))
+                add(f, "splice", f"first_seq {delta:+d} with its header CRC recomputed", [("write", f, bytes(m))])
+            for start, end, kind in records:
+                if kind == 2:
+                    m = bytearray(b)
+                    struct.pack_into("<Q", m, start + 17, u64(b, start + 17) + 1)
+                    struct.pack_into("<I", m, start, zlib.crc32(bytes(m[start + 4 : end])))
+                    add(f, "splice", "seal's batch count +1 with its CRC recomputed", [("write", f, bytes(m))])
     # Stale copies: the file of the same name from an earlier snapshot, and CURRENT with its
     # manifest rolled back together.
     for snap in base.snapshots:
@@ -490,7 +662,12 @@ def mutations(base, rng):
             if os.path.exists(p):
                 old = open(p, "rb").read()
                 if old != data[f]:
-                    add(f, "stale", f"replaced by its copy in {os.path.basename(snap)}", [("write", f, old)])
+                    add(f, "stale", f"replaced by its copy in {os.path.basename(snap)}", [("write", f, old)], boundary_cut=None)
+        for f in sorted(os.listdir(snap)):
+            # A file of the snapshot that is gone now (a WAL file or segment a flush or a
+            # compaction replaced) comes back.
+            if f not in data and f != "LOCK":
+                add(f, "stale", f"reappears from {os.path.basename(snap)}", [("write", f, open(os.path.join(snap, f), "rb").read())])
         old_current = open(os.path.join(snap, "CURRENT"), "rb").read()
         old_manifest = f"MANIFEST-{u64(old_current, 12):016x}"
         if old_current != current:
@@ -523,6 +700,7 @@ def classify(base, mutation, results):
     outcome = {}
     prefix_states = [p for _, p in base.prefix_baselines]
     wal = mutation["file"].startswith("wal-") or any(op[1].startswith("wal-") for op in mutation["ops"])
+    touched = {op[1] for op in mutation["ops"]}
     for cmd in COMMANDS:
         rc, err, answer, _ = results[cmd]
         want_rc, _, want, _ = base.baseline[cmd]
@@ -534,19 +712,27 @@ def classify(base, mutation, results):
             outcome[cmd] = "correct"
         elif rc == 3 and CORRUPTION.search(err):
             named = os.path.basename(CORRUPTION.search(err).group(1))
-            touched = {op[1] for op in mutation["ops"]}
             outcome[cmd] = "detected" if named in touched else "detected-elsewhere"
         elif wal and any(rc == p[cmd][0] and answer == p[cmd][2] for p in prefix_states):
-            outcome[cmd] = "torn-tail-boundary" if mutation["boundary_cut"] else "torn-tail-damage"
-        elif rc == 0 or (cmd == "get" and rc == 1 and not err.strip()):
-            # (get's exit 1 with nothing on stderr is its answer "a key is absent".)
+            if mutation["boundary_cut"]:
+                outcome[cmd] = "torn-tail-boundary"
+            elif TORN_REPORTED.search(err):
+                outcome[cmd] = "torn-tail-reported"
+            else:
+                outcome[cmd] = "torn-tail-damage"
+        elif cmd in WRITES and rc == 0 and results[cmd][3] and not results[cmd][3][0] and results[cmd][3][1] & touched:
+            # The writer did not read the damaged bytes (an add writes a new segment beside
+            # them), and the reads of its result still report them: not laundered.
+            outcome[cmd] = "detected-after-write"
+        elif rc == 0 or (cmd == "get" and rc == 1 and GET_ABSENT.fullmatch(err.strip())):
+            # (get's exit 1 with only "N of M keys absent" on stderr is its answer.)
             outcome[cmd] = "rolled-back" if mutation["rollback"] else "silent-wrong"
         else:
             outcome[cmd] = "other-exit"
     # verify answering "ok" is only right when every other command answered right.
     if outcome["verify"] == "correct":
         others = [outcome[c] for c in COMMANDS if c != "verify"]
-        if any(o in ("silent-wrong", "torn-tail-damage") for o in others):
+        if any(o in ("silent-wrong", "torn-tail-damage", "torn-tail-reported") for o in others):
             outcome["verify"] = "silent-wrong"
         elif any(o in ("torn-tail-boundary", "rolled-back") for o in others):
             outcome["verify"] = next(o for o in others if o in ("torn-tail-boundary", "rolled-back"))
@@ -577,7 +763,12 @@ def main(argv):
     try:
         bases = []
         for name in args.bases.split(","):
-            base = golden_base(runner, work) if name == "golden" else built_base(runner, work)
+            if name in ("golden", "golden-v1"):
+                base = golden_base(runner, work, upgrade=(name == "golden"))
+            elif name == "built":
+                base = built_base(runner, work)
+            else:
+                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built)")
             bases.append(base)
         rng = random.Random(args.seed)
         todo = []
@@ -596,7 +787,7 @@ def main(argv):
                     sys.exit(f"corruption_sweep: {base.name}: {cmd} fails on the undamaged database: {err}")
             if base.newest_wal:
                 wal = open(os.path.join(base.path, base.newest_wal), "rb").read()
-                ends = [16] + [e for _, e in wal_records(wal)]
+                ends = [wal_header_len(wal)] + [e for _, e, k in wal_records(wal) if k == 1]
                 for keep, end in enumerate(ends[:-1]):
                     cut = os.path.join(s, "cut")
                     shutil.copytree(base.path, cut)
@@ -631,7 +822,7 @@ def main(argv):
                 done[0] += 1
                 for cmd, o in outcome.items():
                     counts[cmd][o] += 1
-                    if cmd in WRITES and o == "silent-wrong" and results[cmd][3]:
+                    if cmd in WRITES and o == "silent-wrong" and results[cmd][3] and results[cmd][3][0]:
                         laundered[cmd] += 1
                     k = by_kind.setdefault(m["file_kind"], {x: 0 for x in OUTCOMES})
                     k[o] += 1
@@ -671,9 +862,18 @@ def main(argv):
     print()
     print("| mutation | " + " | ".join(OUTCOMES) + " |")
     print("| --- |" + " ---: |" * len(OUTCOMES))
-    for kind in ["flip", "byte", "truncate", "zeros", "delete", "stale", "swap"]:
+    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "stale", "swap"]:
         if kind in by_mutation:
             print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
+    print()
+    print("undetectable without an outside witness (the fault model's classes):")
+    print("  torn-tail-boundary: WAL records removed whole from the end of the newest WAL file (or")
+    print("    the file removed, cut inside its header, or replaced by an older copy of itself)")
+    print("    look exactly like writes that were never made")
+    print("  rolled-back: CURRENT and its manifest replaced together by an older consistent pair")
+    print("    (like the whole directory replaced by an older copy) is a state the database was in")
+    print("  torn-tail-reported: a record torn by a crash (never acknowledged) and damage to the")
+    print("    last record (acknowledged) leave the same bytes; reported, never silent")
     if examples:
         print()
         print("examples (first of each outcome and file kind):")

@@ -14,6 +14,7 @@ use super::shapes;
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     let t = args.threshold.unwrap_or(db.params().threshold);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {

@@ -42,6 +42,7 @@ fn key_args(args: &[String], keys: &mut Vec<Vec<u8>>) -> CliResult {
 /// mode alike, with a message on stderr.
 pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     let mut keys = Vec::new();
     key_args(&args.keys, &mut keys)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -78,6 +79,7 @@ pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
 /// `mhdb keys`: every live key, escaped, one per line (`--json`: one `{"id"}` per line).
 pub fn keys(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for key in db.keys()? {
         if args.json {

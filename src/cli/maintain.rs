@@ -103,6 +103,7 @@ pub fn verify(args: &JsonDbArgs) -> CliResult<ExitCode> {
 pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
     // A snapshot is all an export reads: it runs beside a writer, and on a read-only copy.
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     db.export(&args.dest)?;
     if args.json {
         outln!("{}", json!({"exported": args.dest.to_string_lossy()}));
@@ -145,6 +146,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
 /// `mhdb stats`.
 pub fn stats(args: &JsonDbArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     let s = db.stats()?;
     if args.json {
         print_stats_json(&s)?;

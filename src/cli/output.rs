@@ -144,6 +144,18 @@ pub fn warn(msg: impl fmt::Display) {
 /// Tells the user what opening `db` as a writer cut from its WAL and kept aside: the last
 /// write before a crash may have been lost or damaged (`Db::cut_tails`).
 pub fn report_recovery(db: &mhdb::db::Db) {
+    if db.is_read_only() {
+        for cut in db.cut_tails() {
+            warn(format_args!(
+                "{} ends in {} bytes at offset {} that are not a whole record (a write torn by \
+                 a crash, or damage to the last one); read without them (`mhdb verify` reports them)",
+                cut.wal.display(),
+                cut.bytes,
+                cut.offset
+            ));
+        }
+        return;
+    }
     for cut in db.cut_tails() {
         eprintln!(
             "mhdb: recovery cut {} bytes that were not a whole record from {} at offset {} \

@@ -22,6 +22,7 @@ const WINDOW: usize = 2048;
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
+    super::output::report_recovery(&db);
     let opts = QueryOptions {
         threshold: args.threshold,
         limit: args.limit,

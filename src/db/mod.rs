@@ -300,9 +300,16 @@ impl Db {
         Ok(())
     }
 
+    /// Whether this handle was opened read-only ([`Db::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// Torn WAL tails that were not all zeros, cut by this handle's recovery and kept aside
     /// (see [`CutTail`]). A caller should tell its user: the last write before a crash may
-    /// have been lost, or damaged.
+    /// have been lost, or damaged. A read-only handle cuts nothing: it lists the tails it
+    /// found and left in place (a writer's open keeps them in `kept_in`), and its
+    /// [`verify`](Db::verify) reports them as corruption.
     pub fn cut_tails(&self) -> &[CutTail] {
         &self.cut_tails
     }

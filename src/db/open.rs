@@ -488,8 +488,19 @@ fn replay_wal(
         }
         if !read_only {
             cut_tails.extend(settle_replayed_wal(vfs, dir, *id, path, &replay)?);
+        } else if replay.torn_tail_bytes > 0 {
+            // Readers change no byte, but a torn tail that a writer's open would keep aside is
+            // reported all the same: a live writer never shows one (it writes zeros ahead of a
+            // record and the record's checksum last), so it is a crash's or damage.
+            if let Some(kept) = torn_tail_to_keep(vfs, path, replay.valid_len)? {
+                cut_tails.push(CutTail {
+                    wal: path.clone(),
+                    offset: replay.valid_len,
+                    bytes: kept.len() as u64,
+                    kept_in: dir.join(names::torn_tail_name(*id, replay.valid_len)),
+                });
+            }
         }
-        // Readers change no byte: they ignore a torn tail.
     }
     mem.build_deferred_buckets();
     Ok((mem, last_seq, cut_tails))
@@ -559,13 +570,9 @@ pub struct CutTail {
     pub kept_in: PathBuf,
 }
 
-fn keep_torn_tail(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    id: u64,
-    path: &Path,
-    valid_len: u64,
-) -> Result<Option<CutTail>> {
+/// The bytes of a torn tail from `valid_len` that must be kept and reported, up to the last
+/// non-zero one; `None` when it goes silently.
+fn torn_tail_to_keep(vfs: &dyn Vfs, path: &Path, valid_len: u64) -> Result<Option<Vec<u8>>> {
     let file = vfs
         .open(path, OpenMode::Read)
         .map_err(Error::io_on(path, "open WAL"))?;
@@ -581,7 +588,21 @@ fn keep_torn_tail(
     if valid_len >= WAL_V1_HEADER_LEN && tail.get(..4) == Some(&[0; 4]) {
         return Ok(None);
     }
-    let kept = tail.get(..=last).unwrap_or_default();
+    tail.truncate(last + 1);
+    Ok(Some(tail))
+}
+
+fn keep_torn_tail(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: u64,
+    path: &Path,
+    valid_len: u64,
+) -> Result<Option<CutTail>> {
+    let Some(kept) = torn_tail_to_keep(vfs, path, valid_len)? else {
+        return Ok(None);
+    };
+    let kept = kept.as_slice();
     let kept_in = dir.join(names::torn_tail_name(id, valid_len));
     super::commit::write_new_file(vfs, &kept_in, kept, OpenMode::CreateOrTruncate)?;
     vfs.sync_dir(dir)

@@ -163,6 +163,22 @@ impl Db {
             }
         }
         report.files_checked += 1; // signature log
+        // A reader's open leaves a torn tail in place (a writer's would keep it aside).
+        if self.read_only {
+            for cut in &self.cut_tails {
+                report.problems.push(Error::corruption(
+                    &cut.wal,
+                    cut.offset,
+                    format!(
+                        "{} bytes that are not a whole record end this WAL file: a write torn by \
+                         a crash, never acknowledged, or damage to the last acknowledged one (a \
+                         writer's open keeps them in {})",
+                        cut.bytes,
+                        cut.kept_in.display()
+                    ),
+                ));
+            }
+        }
         // What recovery cut from a WAL and could not tell from damage stays reported until a
         // person removes the kept bytes.
         for name in self

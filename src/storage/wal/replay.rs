@@ -393,13 +393,24 @@ fn bad_header(src: &mut impl Source, path: &Path, chunk: usize) -> Result<Replay
             sealed: false,
         });
     }
-    let header = src.get(0, 12)?.to_vec();
-    let version = header
-        .get(8..12)
-        .and_then(|v| <[u8; 4]>::try_from(v).ok())
-        .map(u32::from_le_bytes);
+    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
+    let u32_at = |at: usize| {
+        header
+            .get(at..at + 4)
+            .and_then(|v| <[u8; 4]>::try_from(v).ok())
+            .map(u32::from_le_bytes)
+    };
+    // The version is believed only when the header's CRC (after a version-1 or a version-2
+    // shaped header) matches: a flipped bit in it is damage, not a newer format.
+    let crc_matches = |len: usize| {
+        header
+            .get(..len)
+            .zip(u32_at(len))
+            .is_some_and(|(body, crc)| crc32fast::hash(body) == crc)
+    };
     if header.get(..8) == Some(&MAGIC[..])
-        && let Some(found) = version.filter(|v| *v > WAL_VERSION)
+        && let Some(found) = u32_at(8).filter(|v| *v > WAL_VERSION)
+        && (crc_matches(12) || crc_matches(20))
     {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
