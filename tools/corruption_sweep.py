@@ -385,9 +385,9 @@ def manifest_info(data):
         info = {"num_perm": u32(data, 25), "bits": data[40], "del_id": u64(data, 93),
                 "siglog_records": u64(data, 69), "wal_start": u64(data, 77), "wal_next_seq": None}
     else:
-        n, o, entry = u32(data, 156), 160, 40
-        info = {"num_perm": u32(data, 26), "bits": data[45], "del_id": u64(data, 132),
-                "siglog_records": 0, "wal_start": u64(data, 108), "wal_next_seq": u64(data, 116)}
+        n, o, entry = u32(data, 157), 161, 40
+        info = {"num_perm": u32(data, 26), "bits": data[45], "del_id": u64(data, 133),
+                "siglog_records": 0, "wal_start": u64(data, 109), "wal_next_seq": u64(data, 117)}
     info["version"] = version
     info["segments"] = [
         (u64(data, o + entry * i), u64(data, o + entry * i + 8), u64(data, o + entry * i + 16), u64(data, o + entry * i + 32))
@@ -412,9 +412,9 @@ MANIFEST_V2 = [
     ("seed", 34, 8), ("shingle_kind", 42, 1), ("shingle_width", 43, 1), ("shingle_flags", 44, 1),
     ("bits", 45, 1), ("bands", 46, 4), ("rows", 50, 4), ("threshold", 54, 8),
     ("bucket_cap", 62, 4), ("store_sets", 66, 1), ("key_fingerprint", 67, 32),
-    ("max_hamming", 99, 1), ("next_docno", 100, 8), ("wal_start", 108, 8),
-    ("wal_next_seq", 116, 8), ("next_file_id", 124, 8), ("del_id", 132, 8),
-    ("del_count", 140, 8), ("del_len", 148, 8), ("segment_count", 156, 4),
+    ("max_hamming", 99, 1), ("weighting", 100, 1), ("next_docno", 101, 8), ("wal_start", 109, 8),
+    ("wal_next_seq", 117, 8), ("next_file_id", 125, 8), ("del_id", 133, 8),
+    ("del_count", 141, 8), ("del_len", 149, 8), ("segment_count", 157, 4),
 ]
 SEGMENT_ENTRY = [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8)]
 SECTION_KINDS = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT", 6: "SIGNATURES", 8: "CHECKSUMS"}
@@ -491,7 +491,7 @@ def structure(name, data, info):
         v1 = info["version"] == 1
         spec = MANIFEST_V1 if v1 else MANIFEST_V2
         fields(points, 0, spec)
-        first, entry = (121, 44) if v1 else (160, 40)
+        first, entry = (121, 44) if v1 else (161, 40)
         for i in range((n - first - 4) // entry):
             e_spec = SEGMENT_ENTRY + ([("siglog_crc", 40, 4)] if v1 else [])
             fields(points, first + entry * i, e_spec, f"segment entry {i} ")
