@@ -572,7 +572,7 @@ def _components(edges: DataFrame, max_rounds: int) -> tuple[DataFrame, int]:
     2014) on ``edges (v, m)`` with ``m < v``. Returns ``(v, m)`` for every node ``v`` that is
     not the smallest of its component, ``m`` being that smallest node, and the rounds run.
     Each round costs two counts on the driver."""
-    e = _checkpoint(edges.distinct())
+    e = edges  # distinct, and checkpointed by the caller
     for rounds in range(1, max_rounds + 1):
         # Large-star: every neighbour larger than u links to the smallest of u's closed
         # neighbourhood.
@@ -596,8 +596,9 @@ def _components(edges: DataFrame, max_rounds: int) -> tuple[DataFrame, int]:
             .distinct()
         )
         # Done when the edges are disjoint stars: one parent per node, no parent has a parent.
-        several_parents = e.count() - e.select("v").distinct().count()
-        if several_parents == 0:
+        counts = e.agg(F.count(F.lit(1)).alias("edges"), F.countDistinct("v").alias("children"))
+        row = counts.first()
+        if row is None or row["edges"] == row["children"]:
             chained = e.join(e.select(F.col("v").alias("m")), "m").limit(1).count()
             if chained == 0:
                 return e, rounds
