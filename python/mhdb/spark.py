@@ -373,7 +373,7 @@ class DedupResult:
       the graph of verified pairs (its own id for a document with no pair). ``keep`` is
       False for exactly the ids ``mhdb dedup --format drop`` prints.
     - ``pairs``: ``(a, b, jaccard)``, every verified pair once, ``a`` before ``b`` in order.
-    - ``rounds``: connected-component rounds and keep rounds the driver ran.
+    - ``cc_rounds``, ``keep_rounds``: the connected-component and keep rounds the driver ran.
 
     Both DataFrames are lazy over cached intermediate data; :meth:`unpersist` frees it."""
 
