@@ -5,6 +5,8 @@
 - :class:`Index` is the persistent index in a directory: insert, delete, query, dedup,
   compact, export, merge. Every call that does real work releases the GIL.
 - :mod:`mhdb.datasketch` is a drop-in front for ``datasketch.MinHashLSH`` that persists.
+- :mod:`mhdb.spark` (``pip install './python[spark]'``, imported on demand) signs, builds
+  shards and deduplicates on Apache Spark with the answers of ``mhdb dedup``.
 - Exceptions derive from :class:`Error`; see :mod:`mhdb._errors` for the attributes.
 
 Keys are ``str`` or ``bytes``; a ``str`` key is stored as its UTF-8 bytes, and keys come

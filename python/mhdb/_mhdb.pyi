@@ -25,6 +25,10 @@ _PathLike = Union[str, "os.PathLike[str]"]
 _Match = tuple[_Key, float]
 """``(key, estimated Jaccard)``."""
 
+def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
+    """The parameters ``Index.create(path, threshold, **params)`` would store (as
+    ``Index.params`` returns them), without creating anything."""
+
 @final
 class MinHasher:
     """Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies."""
@@ -64,6 +68,11 @@ class MinHasher:
         """The signature of ``text``: a ``uint64`` array of length ``num_perm``."""
     def sketch_many(self, texts: Iterable[str]) -> npt.NDArray[np.uint64]:
         """Signatures of many texts, shape ``(n, num_perm)``, on every core without the GIL."""
+    def band_keys(
+        self, signatures: npt.NDArray[np.uint64], bands: int, rows: int
+    ) -> npt.NDArray[np.uint64]:
+        """The LSH band keys of ``(n, num_perm)`` signatures, shape ``(n, bands)``, as an
+        index with these signature parameters and ``bands`` × ``rows`` computes them."""
     @staticmethod
     def jaccard(a: _SignatureLike, b: _SignatureLike) -> float:
         """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""

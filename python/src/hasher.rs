@@ -2,7 +2,7 @@
 
 use mhdb::sketch::MinHasher;
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use rayon::prelude::*;
@@ -132,6 +132,20 @@ impl PyMinHasher {
         let array = Array2::from_shape_vec((n, k), flat)
             .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
         Ok(array.into_pyarray(py))
+    }
+
+    /// The LSH band keys of full-precision signatures (``sketch_many``'s output), shape
+    /// ``(n, bands)``, ``uint64``: key ``j`` hashes slots ``j*rows .. (j+1)*rows`` with band
+    /// ``j``'s seed, as an index with these signature parameters computes them when it
+    /// inserts. Runs without the GIL.
+    fn band_keys<'py>(
+        &self,
+        py: Python<'py>,
+        signatures: PyReadonlyArray2<'py, u64>,
+        bands: usize,
+        rows: usize,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        crate::banding::band_keys(&self.inner, py, signatures, bands, rows)
     }
 
     /// The estimated Jaccard similarity of two signatures: the fraction of equal slots.

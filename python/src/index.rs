@@ -109,7 +109,7 @@ impl PyIndex {
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
 /// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
 /// `bits`, `bands`, `rows`, `bucket_cap`. An unknown name is an error, not ignored.
-fn index_params(
+pub(crate) fn index_params(
     py: Python<'_>,
     threshold: f64,
     kwargs: Option<&Bound<'_, PyDict>>,
@@ -160,7 +160,7 @@ fn index_params(
 }
 
 /// The parameters as a dictionary.
-fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("scheme", p.sketch.scheme.to_string())?;
     d.set_item("num_perm", p.sketch.num_perm)?;

@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod banding;
 pub mod convert;
 pub mod errors;
 pub mod hasher;
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _mhdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hasher::PyMinHasher>()?;
+    m.add_function(wrap_pyfunction!(banding::index_params_for, m)?)?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::QueryIterator>()?;
     m.add("SPEC_VERSION", mhdb::sketch::SPEC_VERSION)?;

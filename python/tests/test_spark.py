@@ -1,0 +1,292 @@
+"""mhdb.spark in Spark local mode against the single-machine engine, on a messy multilingual
+corpus of 3,000 documents: the pairs equal `mhdb dedup`'s, the clusters equal the connected
+components of those pairs, and `keep` is false for exactly what `mhdb dedup --format drop`
+prints. Also: signatures equal MinHasher's, and shards survive a failed task attempt.
+
+Needs pyspark (``pip install './python[spark]'``) and Java 17+; skipped otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+# .ci/run sets MHDB_REQUIRE_SPARK=1 where it installed Spark and Java: there a missing piece
+# fails the run instead of skipping it.
+if os.environ.get("MHDB_REQUIRE_SPARK") != "1":
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install './python[spark]'")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip(
+            "no Java runtime (java on PATH or JAVA_HOME) for Spark", allow_module_level=True
+        )
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from pyspark import TaskContext  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+import messy_corpus  # noqa: E402
+import mhdb  # noqa: E402
+from mhdb import spark as mspark  # noqa: E402
+
+DOCS = 3000
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    # Python workers must run this interpreter, the one where mhdb is installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # local[2,2]: two threads, and a failed task is retried once (plain local[N] never retries).
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("mhdb-spark-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def run(cli: pathlib.Path, *args: object) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(cli), *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+class Reference:
+    """The corpus in an index made by the CLI, and the CLI's dedup answers."""
+
+    def __init__(
+        self, cli: pathlib.Path, tmp: pathlib.Path, docs: list[dict], create_args: list[str]
+    ) -> None:
+        self.docs = docs
+        self.index = tmp / "idx"
+        run(cli, "create", self.index, *create_args)
+        with mhdb.Index.open(self.index, read_only=True) as idx:
+            self.params = idx.params
+            sigs = idx.hasher.sketch_many([d["text"] for d in docs])
+        # `mhdb add` refuses a text without shingles (similar to nothing); Spark gets them all.
+        empty = np.all(sigs == np.uint64(2**64 - 1), axis=1)
+        self.empty_ids = {d["id"] for d, e in zip(docs, empty) if e}
+        corpus = tmp / "corpus.jsonl"
+        messy_corpus.write_jsonl([d for d, e in zip(docs, empty) if not e], corpus)
+        run(cli, "add", self.index, corpus)
+        done = run(cli, "dedup", self.index, "--format", "pairs")
+        self.pairs = {
+            (p["a"], p["b"]): p["jaccard"] for p in map(json.loads, done.stdout.splitlines())
+        }
+        done = run(cli, "dedup", self.index, "--format", "drop", "--json")
+        self.drop = {json.loads(line)["id"] for line in done.stdout.splitlines()}
+        done = run(cli, "dedup", self.index, "--format", "clusters")
+        self.star_clusters = [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def components(ids_in_order: list[str], pairs: set[tuple[str, str]]) -> dict[str, str]:
+    """id -> first id (in insertion order) of its connected component, by union-find."""
+    rank = {d: i for i, d in enumerate(ids_in_order)}
+    up = {d: d for d in ids_in_order}
+
+    def root(d: str) -> str:
+        while up[d] != d:
+            up[d] = up[up[d]]
+            d = up[d]
+        return d
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            lo, hi = sorted((ra, rb), key=rank.__getitem__)
+            up[hi] = lo
+    return {d: root(d) for d in ids_in_order}
+
+
+def check_against(ref: Reference, result: mspark.DedupResult, ids_in_order: list[str]) -> None:
+    spark_pairs = {(r.a, r.b): r.jaccard for r in result.pairs.collect()}
+    assert spark_pairs.keys() == ref.pairs.keys()
+    assert {k: round(v, 6) for k, v in spark_pairs.items()} == {
+        k: round(v, 6) for k, v in ref.pairs.items()
+    }
+    rows = {r[0]: (r.cluster, r.keep) for r in result.docs.collect()}
+    assert len(rows) == len(ids_in_order)
+    expected = components(ids_in_order, set(ref.pairs))
+    assert {d: c for d, (c, _) in rows.items()} == expected
+    assert {d for d, (_, keep) in rows.items() if not keep} == ref.drop
+
+
+@pytest.fixture(scope="module")
+def messy(cli: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    docs = messy_corpus.build(DOCS)
+    # A small bucket cap, so that the banner's buckets (40 identical signatures) are capped.
+    return Reference(
+        cli,
+        tmp_path_factory.mktemp("messy"),
+        docs,
+        ["--threshold", "0.7", "--seed", "7", "--bucket-cap", "8"],
+    )
+
+
+def test_dedup_equals_the_engine_in_insertion_order(spark: SparkSession, messy: Reference) -> None:
+    df = spark.createDataFrame(pd.DataFrame(messy.docs)).repartition(3)
+    result = mspark.dedup(df, "id", "text", params=messy.params, order_col="pos")
+    ids_in_order = [d["id"] for d in sorted(messy.docs, key=lambda d: d["pos"])]
+    check_against(messy, result, ids_in_order)
+    # The corpus exercises what could go wrong: capped buckets, many pairs, components that
+    # chain (a component is not a star cluster) and a keep rule that needs several rounds.
+    # The banner's 40 copies share every bucket, which keeps its first 8: 28 pairs, not 780.
+    banner = {d["id"] for d in messy.docs if "cookies" in d["text"].lower()}
+    assert len(banner) == 40
+    assert sum(1 for a, b in messy.pairs if a in banner and b in banner) == 8 * 7 // 2
+    assert len(messy.pairs) > 300
+    clusters = components(ids_in_order, set(messy.pairs))
+    sizes: dict[str, int] = {}
+    for c in clusters.values():
+        sizes[c] = sizes.get(c, 0) + 1
+    multi = sum(1 for n in sizes.values() if n > 1)
+    assert multi < len(messy.star_clusters), "every component is a star: the corpus does not chain"
+    assert len(messy.empty_ids) >= 3
+    assert result.keep_rounds >= 2
+    result.unpersist()
+
+
+def test_dedup_equals_the_engine_in_id_order_with_4_bit_signatures(
+    spark: SparkSession, cli: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    # Without order_col, documents are ordered by id: insert them into the index in id order.
+    docs = sorted(
+        messy_corpus.build(1200, seed=99, banner_copies=12, with_samples=False),
+        key=lambda d: d["id"],
+    )
+    ref = Reference(
+        cli,
+        tmp_path,
+        docs,
+        [
+            "--threshold",
+            "0.6",
+            "--bits",
+            "4",
+            "--scheme",
+            "kperm",
+            "--perms",
+            "96",
+            "--shingle",
+            "word:2",
+        ],
+    )
+    df = spark.createDataFrame(pd.DataFrame(docs)[["id", "text"]])
+    result = mspark.dedup(df, params=ref.params, threshold=0.65)
+    ref_at = run(cli, "dedup", ref.index, "--threshold", "0.65", "--format", "pairs")
+    ref.pairs = {
+        (p["a"], p["b"]): p["jaccard"] for p in map(json.loads, ref_at.stdout.splitlines())
+    }
+    ref.drop = {
+        json.loads(x)["id"]
+        for x in run(
+            cli, "dedup", ref.index, "--threshold", "0.65", "--format", "drop", "--json"
+        ).stdout.splitlines()
+    }
+    assert len(ref.pairs) > 50
+    check_against(ref, result, [d["id"] for d in docs])
+    result.unpersist()
+
+
+def test_sign_equals_minhasher(spark: SparkSession, messy: Reference) -> None:
+    docs = messy.docs[:700]
+    params = {"num_perm": 64, "seed": 3, "shingle": "char:4", "nfkc": True}
+    df = spark.createDataFrame(pd.DataFrame(docs)[["id", "text"]])
+    got = {
+        r.id: np.frombuffer(r.signature, dtype="<u8")
+        for r in mspark.sign(df, params=params).collect()
+    }
+    want = mhdb.MinHasher(**params).sketch_many([d["text"] for d in docs])
+    assert len(got) == len(docs)
+    for d, w in zip(docs, want):
+        assert np.array_equal(got[d["id"]], w), d["id"]
+
+
+def test_dedup_rejects_duplicate_ids_and_null_texts(spark: SparkSession) -> None:
+    df = spark.createDataFrame([("a", "some text here"), ("a", "other text")], ["id", "text"])
+    with pytest.raises(ValueError, match="ids must be unique"):
+        mspark.dedup(df)
+    df = spark.createDataFrame([("a", "some text here"), ("b", None)], "id string, text string")
+    with pytest.raises(Exception, match="column 'text' is null for id='b'"):
+        mspark.sign(df).collect()
+    with pytest.raises(TypeError, match="unknown index parameter"):
+        mspark.resolve_params({"num_perms": 64})
+
+
+def failing_first_attempt(marker: pathlib.Path):  # noqa: ANN201 (a pandas UDF)
+    """The identity on texts, except that partition 1's first attempt fails on its second
+    Arrow batch (the shard writer may have started); it leaves ``marker`` behind as proof."""
+    batches_seen: dict[int, int] = {}
+
+    @F.pandas_udf(T.StringType())
+    def identity(text: pd.Series) -> pd.Series:
+        ctx = TaskContext.get()
+        attempt = ctx.taskAttemptId()
+        batches_seen[attempt] = batches_seen.get(attempt, 0) + 1
+        if ctx.partitionId() == 1 and ctx.attemptNumber() == 0 and batches_seen[attempt] == 2:
+            marker.write_text(f"failed task attempt {attempt}\n")
+            raise RuntimeError("injected failure of a first attempt")
+        return text
+
+    return identity
+
+
+def test_build_shards_survives_a_failed_attempt_then_merge_and_export(
+    spark: SparkSession, messy: Reference, tmp_path: pathlib.Path
+) -> None:
+    docs = messy.docs
+    params = dict(messy.params)
+    df = spark.createDataFrame(pd.DataFrame(docs)[["id", "text"]]).repartition(3, "id")
+    marker = tmp_path / "failed-once"
+    flaky = df.withColumn("text", failing_first_attempt(marker)("text"))
+    out = tmp_path / "shards"
+    # What a crashed earlier run leaves: a half-written temporary shard.
+    (out / ".tmp-shard-00002-attempt999" / "index").mkdir(parents=True)
+    (out / ".tmp-shard-00002-attempt999" / "index" / "CURRENT").write_text("half")
+    shards = mspark.build_shards(flaky, str(out), params)
+    assert marker.exists(), "the injected failure did not happen"
+    assert [s.partition for s in shards] == [0, 1, 2]
+    assert sorted(os.listdir(out)) == ["shard-00000", "shard-00001", "shard-00002"]
+    assert sum(s.docs for s in shards) == len(docs) - len(messy.empty_ids)
+    assert sum(s.skipped for s in shards) == len(messy.empty_ids)
+    keys: set[str] = set()
+    for s in shards:
+        with mhdb.Index.open(s.path, read_only=True) as idx:
+            assert idx.verify()["ok"]
+            assert idx.params == messy.params
+            shard_keys = set(idx.keys())
+        assert not keys & shard_keys
+        keys |= shard_keys
+    assert keys == {d["id"] for d in docs} - messy.empty_ids
+    # Running it again commits nothing new: every shard is already there.
+    mtimes = {s.path: os.stat(s.path).st_mtime_ns for s in shards}
+    again = mspark.build_shards(df, str(out), params)
+    assert again == shards and {s.path: os.stat(s.path).st_mtime_ns for s in again} == mtimes
+
+    merged, shipped = tmp_path / "merged", tmp_path / "shipped"
+    assert mspark.merge(shards, merged) == len(docs) - len(messy.empty_ids)
+    mspark.export(merged, shipped)
+    with (
+        mhdb.Index.open(shipped, read_only=True) as idx,
+        mhdb.Index.open(messy.index, read_only=True) as ref,
+    ):
+        assert len(idx) == len(ref) and idx.verify()["ok"]
+        # The same documents with the same stored signatures as the CLI-built index.
+        assert set(idx.keys()) == set(ref.keys())
+        for d in docs[::7]:
+            if d["id"] in messy.empty_ids:
+                continue
+            assert np.array_equal(idx.get(d["id"]), ref.get(d["id"])), d["id"]
