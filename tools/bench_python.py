@@ -8,7 +8,8 @@ the same queries (edited copies of indexed documents), with k = 128 and threshol
 - sketch + insert of texts (docs/s and MB/s of text): mhdb signs and inserts from the texts
   in Rust (insert_many); datasketch and rensa need the character 5-gram shingles computed in
   Python first (counted: a user has to), gaoya shingles in Rust;
-- query by text (per call, one call per query; and mhdb's query_many);
+- query by text (per call, one call per query; and mhdb's query_many, and mhdb's calls
+  shared by two Python threads);
 - query by precomputed signature (per call);
 - peak RSS of the process (VmHWM) and reopen time (mhdb: open the index; datasketch and
   rensa: unpickle the index saved with pickle, their way to persist; gaoya: cannot persist).
@@ -81,6 +82,21 @@ def per_call_us(items: list[Any], call: Callable[[Any], Any]) -> tuple[float, in
     return (time.perf_counter() - start) / len(items) * 1e6, hits
 
 
+def threaded_queries_us(items: list[Any], call: Callable[[Any], Any], threads: int) -> float:
+    """Wall time per call when `threads` Python threads share the calls (each call
+    releases the GIL, so they run in parallel)."""
+    import threading
+
+    parts = [items[i::threads] for i in range(threads)]
+    workers = [threading.Thread(target=lambda part=part: [call(x) for x in part]) for part in parts]
+    start = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return (time.perf_counter() - start) / len(items) * 1e6
+
+
 # -- one library per process --------------------------------------------------------------
 
 
@@ -93,6 +109,7 @@ def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[s
     idx.insert_many(docs, commit_every=10_000)
     insert_s = time.perf_counter() - t0
     text_us, hits = per_call_us(qs, lambda t: idx.query(t))
+    threads_us = threaded_queries_us(qs, lambda t: idx.query(t), threads=2)
     t0 = time.perf_counter()
     many = list(idx.query_many(texts=qs))
     many_us = (time.perf_counter() - t0) / len(qs) * 1e6
@@ -123,6 +140,7 @@ def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[s
         "cli_add_s": cli_s,
         "query_text_us": text_us,
         "query_many_us": many_us,
+        "query_text_2_threads_us": threads_us,
         "query_sig_us": sig_us,
         "query_empty_index_us": overhead_us,
         "hits": hits,
@@ -283,6 +301,8 @@ def main() -> None:
             print(f"\n`mhdb add` of the same documents (JSON Lines, same machine): {args.docs / cli_s:,.0f} docs/s, "
                   f"{mb / cli_s:.1f} MB/s (includes process start and JSON parsing); insert_many reaches "
                   f"{span([100 * x for x in share], 0)}% of its rate")
+        print(f"mhdb query by text from 2 Python threads: {med('mhdb', 'query_text_2_threads_us'):.1f} µs/query "
+              f"(speed-up over one thread: {span([r['mhdb']['query_text_us'] / r['mhdb']['query_text_2_threads_us'] for r in rounds if 'mhdb' in r], 2)}×)")
         print(f"mhdb query_many (batched, both cores): {med('mhdb', 'query_many_us'):.1f} µs/query; "
               f"a query by signature on an empty index (the call's fixed cost): {med('mhdb', 'query_empty_index_us'):.2f} µs")
         # Ratios within each round (the libraries ran one after another, under the same load).
