@@ -8,12 +8,13 @@ the same queries (edited copies of indexed documents), with k = 128 and threshol
 - sketch + insert of texts (docs/s and MB/s of text): mhdb signs and inserts from the texts
   in Rust (insert_many); datasketch and rensa need the character 5-gram shingles computed in
   Python first (counted: a user has to), gaoya shingles in Rust;
-- query by text (per call, one call per query; and mhdb's query_many);
+- query by text (per call, one call per query; and mhdb's query_many, and mhdb's calls
+  shared by two Python threads);
 - query by precomputed signature (per call);
 - peak RSS of the process (VmHWM) and reopen time (mhdb: open the index; datasketch and
   rensa: unpickle the index saved with pickle, their way to persist; gaoya: cannot persist).
 
-Usage: python tools/bench_python.py [--docs N] [--queries Q] [--only mhdb,datasketch,...]
+Usage: python tools/bench_python.py [--docs N] [--queries Q] [--only mhdb,datasketch,...] [--rounds R]
 Needs: the mhdb package (pip install ./python); the peers from PyPI if present
 (pip install datasketch rensa gaoya); missing peers are reported as skipped.
 """
@@ -81,6 +82,21 @@ def per_call_us(items: list[Any], call: Callable[[Any], Any]) -> tuple[float, in
     return (time.perf_counter() - start) / len(items) * 1e6, hits
 
 
+def threaded_queries_us(items: list[Any], call: Callable[[Any], Any], threads: int) -> float:
+    """Wall time per call when `threads` Python threads share the calls (each call
+    releases the GIL, so they run in parallel)."""
+    import threading
+
+    parts = [items[i::threads] for i in range(threads)]
+    workers = [threading.Thread(target=lambda part=part: [call(x) for x in part]) for part in parts]
+    start = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return (time.perf_counter() - start) / len(items) * 1e6
+
+
 # -- one library per process --------------------------------------------------------------
 
 
@@ -93,6 +109,7 @@ def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[s
     idx.insert_many(docs, commit_every=10_000)
     insert_s = time.perf_counter() - t0
     text_us, hits = per_call_us(qs, lambda t: idx.query(t))
+    threads_us = threaded_queries_us(qs, lambda t: idx.query(t), threads=2)
     t0 = time.perf_counter()
     many = list(idx.query_many(texts=qs))
     many_us = (time.perf_counter() - t0) / len(qs) * 1e6
@@ -123,6 +140,7 @@ def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[s
         "cli_add_s": cli_s,
         "query_text_us": text_us,
         "query_many_us": many_us,
+        "query_text_2_threads_us": threads_us,
         "query_sig_us": sig_us,
         "query_empty_index_us": overhead_us,
         "hits": hits,
@@ -214,11 +232,26 @@ def fmt(v: Any, digits: int = 1) -> str:
     return f"{v:,}"
 
 
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def span(values: list[float], digits: int = 1) -> str:
+    """min-max of a measurement over the rounds (one value if there was one round)."""
+    lo, hi = min(values), max(values)
+    return fmt(lo, digits) if fmt(lo, digits) == fmt(hi, digits) else f"{fmt(lo, digits)}-{fmt(hi, digits)}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=20_000)
     ap.add_argument("--queries", type=int, default=2_000)
     ap.add_argument("--only", default="mhdb,datasketch,rensa,gaoya")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every library this many times, in turn (on a shared machine the load drifts: "
+                         "the table shows the median of each measurement, the ratios their range over rounds)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -227,33 +260,64 @@ def main() -> None:
     docs = corpus(args.docs)
     mb = sum(len(t.encode()) for _, t in docs) / 1e6
     print(f"{args.docs:,} documents ({mb:.1f} MB, {mb * 1e6 / args.docs:.0f} B each), {args.queries:,} queries, "
-          f"k = {K}, threshold {THRESHOLD}, {os.cpu_count()} CPUs")
-    results = {}
-    for lib in args.only.split(","):
-        out = subprocess.run([sys.executable, __file__, "--child", lib, "--docs", str(args.docs),
-                              "--queries", str(args.queries)], capture_output=True, text=True)
-        if out.returncode != 0:
-            print(f"{lib}: failed\n{out.stderr}", file=sys.stderr)
-            continue
-        results[lib] = json.loads(out.stdout.strip().splitlines()[-1])
+          f"k = {K}, threshold {THRESHOLD}, {os.cpu_count()} CPUs, {args.rounds} round(s)")
+    rounds: list[dict[str, Any]] = []
+    for _ in range(max(1, args.rounds)):
+        results = {}
+        for lib in args.only.split(","):
+            out = subprocess.run([sys.executable, __file__, "--child", lib, "--docs", str(args.docs),
+                                  "--queries", str(args.queries)], capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"{lib}: failed\n{out.stderr}", file=sys.stderr)
+                continue
+            results[lib] = json.loads(out.stdout.strip().splitlines()[-1])
+        rounds.append(results)
+
+    def each(lib: str, field: str) -> list[float]:
+        return [r[lib][field] for r in rounds if lib in r and r[lib].get(field) is not None]
+
+    def med(lib: str, field: str) -> Any:
+        values = each(lib, field)
+        return median(values) if values else None
+
     print()
     print("| library | sketch + insert, docs/s | MB/s | query by text, µs/call | query by signature, µs/call | hits | peak RSS, MiB | reopen, ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for lib, r in results.items():
-        if "skipped" in r:
-            print(f"| {lib} | skipped: {r['skipped']} | | | | | | |")
+    libs = [lib for lib in args.only.split(",") if any(lib in r for r in rounds)]
+    for lib in libs:
+        first = next(r[lib] for r in rounds if lib in r)
+        if "skipped" in first:
+            print(f"| {lib} | skipped: {first['skipped']} | | | | | | |")
             continue
-        rate = args.docs / r["insert_s"]
-        print(f"| {lib} | {fmt(rate, 0)} | {fmt(mb / r['insert_s'])} | {fmt(r['query_text_us'])} | "
-              f"{fmt(r['query_sig_us'])} | {fmt(r['hits'])} | {fmt(r['peak_rss_mib'])} | {fmt(r['reopen_ms'], 2)} |")
-    if "mhdb" in results and "skipped" not in results["mhdb"]:
-        r = results["mhdb"]
-        if r.get("cli_add_s"):
-            print(f"\n`mhdb add` of the same documents (JSON Lines, same machine): {args.docs / r['cli_add_s']:,.0f} docs/s, "
-                  f"{mb / r['cli_add_s']:.1f} MB/s (includes process start and JSON parsing)")
-        print(f"mhdb query_many (batched, both cores): {r['query_many_us']:.1f} µs/query; "
-              f"a query by signature on an empty index (the call's fixed cost): {r['query_empty_index_us']:.2f} µs")
-    print("\n" + json.dumps(results))
+        insert_s = med(lib, "insert_s")
+        print(f"| {lib} | {fmt(args.docs / insert_s, 0)} | {fmt(mb / insert_s)} | {fmt(med(lib, 'query_text_us'))} | "
+              f"{fmt(med(lib, 'query_sig_us'))} | {fmt(first['hits'])} | {fmt(med(lib, 'peak_rss_mib'))} | "
+              f"{fmt(med(lib, 'reopen_ms'), 2)} |")
+    mhdb_ok = "mhdb" in libs and "skipped" not in rounds[0].get("mhdb", {"skipped": ""})
+    if mhdb_ok:
+        if each("mhdb", "cli_add_s"):
+            cli_s = med("mhdb", "cli_add_s")
+            share = [r["mhdb"]["cli_add_s"] / r["mhdb"]["insert_s"] for r in rounds if r.get("mhdb", {}).get("cli_add_s")]
+            print(f"\n`mhdb add` of the same documents (JSON Lines, same machine): {args.docs / cli_s:,.0f} docs/s, "
+                  f"{mb / cli_s:.1f} MB/s (includes process start and JSON parsing); insert_many reaches "
+                  f"{span([100 * x for x in share], 0)}% of its rate")
+        print(f"mhdb query by text from 2 Python threads: {med('mhdb', 'query_text_2_threads_us'):.1f} µs/query "
+              f"(speed-up over one thread: {span([r['mhdb']['query_text_us'] / r['mhdb']['query_text_2_threads_us'] for r in rounds if 'mhdb' in r], 2)}×)")
+        print(f"mhdb query_many (batched, both cores): {med('mhdb', 'query_many_us'):.1f} µs/query; "
+              f"a query by signature on an empty index (the call's fixed cost): {med('mhdb', 'query_empty_index_us'):.2f} µs")
+        # Ratios within each round (the libraries ran one after another, under the same load).
+        for peer in libs:
+            if peer == "mhdb" or "skipped" in rounds[0].get(peer, {"skipped": ""}):
+                continue
+            pairs = [(r["mhdb"], r[peer]) for r in rounds if "mhdb" in r and peer in r]
+            insert = [p["insert_s"] / m["insert_s"] for m, p in pairs]
+            text = [p["query_text_us"] / m["query_text_us"] for m, p in pairs]
+            many = [p["query_text_us"] / m["query_many_us"] for m, p in pairs]
+            line = f"mhdb vs {peer}: sketch + insert {span(insert)}×, query by text {span(text)}× (query_many {span(many)}×)"
+            if all(p.get("query_sig_us") for _, p in pairs):
+                line += f", query by signature {span([p['query_sig_us'] / m['query_sig_us'] for m, p in pairs])}×"
+            print(line)
+    print("\n" + json.dumps(rounds))
 
 
 if __name__ == "__main__":

@@ -163,7 +163,10 @@ class Index:
         *,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
-    ) -> int: ...
+    ) -> int:
+        """Inserts (or replaces) documents from ``(key, text_or_signature)`` pairs, committing
+        ``commit_every`` at a time (each batch durable, then ``on_commit(total)``); batches
+        are signed and written without the GIL while the next one is read."""
     @overload
     def insert_many(
         self,
@@ -172,7 +175,8 @@ class Index:
         *,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
-    ) -> int: ...
+    ) -> int:
+        """As above, with the keys and the texts (or signatures) from two iterables."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:

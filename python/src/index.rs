@@ -4,17 +4,18 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mhdb::db::{Db, IndexParams, Match, Options, QueryOptions, Stats, WriteBatch};
-use mhdb::sketch::{LshParams, Signature};
+use mhdb::db::{Db, IndexParams, Match, Options, QueryOptions, Stats};
+use mhdb::sketch::LshParams;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 
 use crate::convert::{SketchArgs, key_from_py, key_to_py, signature_from_py};
 use crate::errors::{self, OrRaise, invalid};
+use crate::ingest::{self, Doc, Source};
 
 /// A persistent, crash-safe MinHash-LSH index in a directory.
 ///
@@ -35,39 +36,6 @@ pub struct PyIndex {
     db: Mutex<Option<Arc<Db>>>,
     path: PathBuf,
     read_only: bool,
-}
-
-/// What one document of `insert` / `insert_many` is given with.
-enum Doc {
-    Text(PyBackedStr),
-    Sig(Signature),
-}
-
-impl Doc {
-    /// The document of `text=` or `signature=` (exactly one must be given).
-    fn one_of(
-        py: Python<'_>,
-        text: Option<PyBackedStr>,
-        signature: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Doc> {
-        match (text, signature) {
-            (Some(t), None) => Ok(Doc::Text(t)),
-            (None, Some(s)) => Ok(Doc::Sig(signature_from_py(s)?)),
-            _ => Err(invalid(
-                py,
-                "text",
-                "give exactly one of text= and signature=",
-            )),
-        }
-    }
-
-    fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Doc> {
-        if value.is_instance_of::<PyString>() {
-            Ok(Doc::Text(value.extract()?))
-        } else {
-            Ok(Doc::Sig(signature_from_py(value)?))
-        }
-    }
 }
 
 impl PyIndex {
@@ -225,22 +193,6 @@ fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py,
     PyList::new(py, items)
 }
 
-/// Signs the text documents of a batch on every core and builds the write batch.
-fn build_batch(db: &Db, docs: Vec<(Vec<u8>, Doc)>) -> mhdb::Result<WriteBatch> {
-    let sigs: Vec<(Vec<u8>, Signature)> = docs
-        .into_par_iter()
-        .map(|(key, doc)| match doc {
-            Doc::Text(text) => db.sketch_text(&text).map(|sig| (key, sig)),
-            Doc::Sig(sig) => Ok((key, sig)),
-        })
-        .collect::<mhdb::Result<_>>()?;
-    let mut batch = WriteBatch::new();
-    for (key, sig) in sigs {
-        batch.insert(key, sig);
-    }
-    Ok(batch)
-}
-
 #[pymethods]
 impl PyIndex {
     /// Creates a new index in ``path`` (a directory that must not hold one already).
@@ -382,11 +334,8 @@ impl PyIndex {
         let key = key_from_py(key)?;
         let doc = Doc::one_of(py, text, signature)?;
         let db = self.db(py)?;
-        py.detach(|| {
-            let batch = build_batch(&db, vec![(key, doc)])?;
-            db.write(&batch)
-        })
-        .or_raise(py)
+        let docs = vec![(key, doc)];
+        py.detach(|| ingest::commit(&db, &docs)).or_raise(py)
     }
 
     /// Inserts (or replaces) many documents, streaming from any iterable in bounded memory.
@@ -396,10 +345,14 @@ impl PyIndex {
     /// (or signatures), consumed in step (they must have the same length).
     ///
     /// Documents are read ``commit_every`` at a time; each batch is signed on every core and
-    /// written as one atomic, durable commit, with the GIL released meanwhile. After each
-    /// commit, ``on_commit(n)`` (if given) is called with the number of documents committed
-    /// so far: those are durable, whatever happens next. If an error interrupts the call,
-    /// the batches committed before it stay.
+    /// written as one atomic, durable commit without the GIL, while the next batch is read
+    /// (so at most three batches are held at once). A batch of 1,024 documents or more is
+    /// written straight to a new segment, as ``mhdb add`` does; a smaller one goes through
+    /// the write-ahead log. After each commit, ``on_commit(n)`` (if given) is called with the
+    /// number of documents committed so far: those are durable, whatever happens next.
+    /// Batches are committed in order, each only after the ``on_commit`` of the one before
+    /// returned. If an error interrupts the call (from the iterable, a commit or
+    /// ``on_commit``), the batches committed before it stay and nothing later is committed.
     ///
     /// Returns:
     ///     the number of documents inserted.
@@ -416,61 +369,8 @@ impl PyIndex {
             return Err(invalid(py, "commit_every", "must be at least 1"));
         }
         let db = self.db(py)?;
-        let mut keys = items.try_iter()?;
-        let mut values = texts.map(|t| t.try_iter()).transpose()?;
-        let mut total = 0u64;
-        loop {
-            let mut docs: Vec<(Vec<u8>, Doc)> = Vec::with_capacity(commit_every.min(1 << 16));
-            let mut exhausted = false;
-            while docs.len() < commit_every {
-                let next_key = keys.next().transpose()?;
-                let (key, value) = match (&mut values, next_key) {
-                    (Some(values), key) => match (key, values.next().transpose()?) {
-                        (Some(k), Some(v)) => (k, v),
-                        (None, None) => {
-                            exhausted = true;
-                            break;
-                        }
-                        _ => {
-                            return Err(invalid(
-                                py,
-                                "texts",
-                                "the keys and the texts have different lengths",
-                            ));
-                        }
-                    },
-                    (None, Some(item)) => {
-                        let pair = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2);
-                        let Some(pair) = pair else {
-                            return Err(PyTypeError::new_err(
-                                "items must be (key, text) or (key, signature) tuples",
-                            ));
-                        };
-                        (pair.get_item(0)?, pair.get_item(1)?)
-                    }
-                    (None, None) => {
-                        exhausted = true;
-                        break;
-                    }
-                };
-                docs.push((key_from_py(&key)?, Doc::from_py(&value)?));
-            }
-            let n = docs.len() as u64;
-            if n > 0 {
-                py.detach(|| {
-                    let batch = build_batch(&db, docs)?;
-                    db.write(&batch)
-                })
-                .or_raise(py)?;
-                total += n;
-                if let Some(callback) = on_commit {
-                    callback.call1((total,))?;
-                }
-            }
-            if exhausted {
-                return Ok(total);
-            }
-        }
+        let mut source = Source::new(items, texts)?;
+        ingest::insert_many(py, &db, &mut source, commit_every, on_commit)
     }
 
     /// Deletes ``key``. Returns whether it was present.

@@ -11,6 +11,7 @@ pub mod convert;
 pub mod errors;
 pub mod hasher;
 pub mod index;
+pub mod ingest;
 
 use pyo3::prelude::*;
 

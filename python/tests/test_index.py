@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -117,6 +118,64 @@ def test_insert_many_pairs_two_iterables_and_generators(tmp_index_path: pathlib.
         with pytest.raises(mhdb.InvalidParameterError):
             idx.insert_many([("k", A)], commit_every=0)
         assert idx.insert_many([]) == 0
+
+
+def test_insert_many_bulk_batches_answer_like_wal_batches(tmp_path: pathlib.Path) -> None:
+    """Batches of 1,024 documents or more are committed as bulk inserts (a new segment), smaller
+    ones through the WAL: the same documents give the same index either way, replaced keys
+    included (within a batch and across calls)."""
+    docs = corpus(2500)
+    again = [(f"doc-{i}", f"{C} {i}") for i in range(0, 2500, 97)]  # replaced in the same call
+    later = [(f"doc-{i}", f"{A} {i}") for i in range(1100)]  # replaced by a second call
+    with mhdb.Index.create(tmp_path / "bulk") as bulk, mhdb.Index.create(tmp_path / "wal") as wal:
+        assert bulk.insert_many(docs + again, commit_every=5000) == 2526
+        assert bulk.stats()["memtable_docs"] == 0 and bulk.stats()["segments"] >= 1
+        assert bulk.insert_many(later, commit_every=5000) == 1100
+        assert wal.insert_many(docs + again, commit_every=100) == 2526
+        assert wal.insert_many(later, commit_every=100) == 1100
+        assert wal.stats()["memtable_docs"] > 0
+        assert len(bulk) == len(wal) == 2500
+        assert sorted(bulk.keys()) == sorted(wal.keys())
+        for key, _ in docs[::10]:
+            assert (bulk.get(key) == wal.get(key)).all(), key
+        for _, text in docs[::25] + again[::3] + later[::100]:
+            assert bulk.query(text) == wal.query(text)
+        assert bulk.query(f"{C} 1164")[0] == ("doc-1164", 1.0)
+        assert bulk.query(f"{A} 7")[0] == ("doc-7", 1.0)
+
+
+def test_insert_many_stops_at_the_first_error(tmp_path: pathlib.Path) -> None:
+    """Batches are read ahead of their commits; still, an error (from on_commit, a commit or the
+    iterable) keeps the batches acknowledged before it and commits nothing after it."""
+    docs = corpus(1000)
+    acks: list[int] = []
+
+    def ack_then_stop(n: int) -> None:
+        acks.append(n)
+        if n == 200:
+            raise RuntimeError("stop here")
+
+    with mhdb.Index.create(tmp_path / "callback") as idx:
+        with pytest.raises(RuntimeError, match="stop here"):
+            idx.insert_many(docs, commit_every=100, on_commit=ack_then_stop)
+        assert acks == [100, 200] and len(idx) == 200 and "doc-250" not in idx
+
+    too_long = "k" * (mhdb.MAX_KEY_LEN + 1)
+    acks.clear()
+    with mhdb.Index.create(tmp_path / "commit") as idx:
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.insert_many(docs[:150] + [(too_long, A)] + docs[150:], commit_every=100, on_commit=acks.append)
+        assert acks == [100] and len(idx) == 100 and "doc-99" in idx and "doc-250" not in idx
+
+    def broken() -> Iterator[tuple[str, str]]:
+        yield from docs[:250]
+        raise ValueError("source broke")
+
+    acks.clear()
+    with mhdb.Index.create(tmp_path / "source") as idx:
+        with pytest.raises(ValueError, match="source broke"):
+            idx.insert_many(broken(), commit_every=100, on_commit=acks.append)
+        assert acks == [100, 200] and len(idx) == 200 and "doc-199" in idx and "doc-200" not in idx
 
 
 def test_query_many_streams_in_order(tmp_index_path: pathlib.Path) -> None:
