@@ -143,6 +143,23 @@ impl<B: AsRef<[u8]>> Segment<B> {
         ))
     }
 
+    /// The docno of the document at ordinal `i` (its doc-table entry's first field only: the
+    /// search for a docno's row reads nothing else).
+    pub(super) fn docno_at(&self, i: u64) -> Result<u64> {
+        let l = &self.layout;
+        let bit = i * u64::from(l.docno_bits + l.end_bits);
+        self.check_bits(l.docs, bit, l.docno_bits)?;
+        let rel = read_bits(self.data(), l.docs, bit, l.docno_bits)
+            .ok_or_else(|| self.err(l.docs + (bit / 8) as usize, "doc table out of bounds"))?;
+        if rel >= l.span || i >= l.doc_count {
+            return Err(self.err(
+                l.docs + (bit / 8) as usize,
+                format!("doc {i}: docno offset {rel} out of range"),
+            ));
+        }
+        Ok(l.base + rel)
+    }
+
     /// (docno, key) of the document at ordinal `i`.
     pub(super) fn key_at(&self, i: u64) -> Result<(u64, &[u8])> {
         let (docno, s, e) = self.doc_at(i)?;
@@ -170,7 +187,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let (d, _, _) = self.doc_at(mid)?;
+            let d = self.docno_at(mid)?;
             match d.cmp(&docno) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
