@@ -86,9 +86,13 @@ impl Db {
                 ),
             ));
         }
-        if exists(&new)? {
-            // An earlier attempt that did not reach the swap.
-            remove_dir_best_effort(fs, &new);
+        // An earlier attempt that did not reach the swap: its copy, or the export's building
+        // directory for it.
+        let building = sibling(&new, ".mhdb-export")?;
+        for leftover in [&new, &building] {
+            if exists(leftover)? {
+                remove_dir_best_effort(fs, leftover);
+            }
         }
         {
             // No version-1 writer may change the source meanwhile.

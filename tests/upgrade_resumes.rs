@@ -1,0 +1,130 @@
+//! `mhdb upgrade` survives being interrupted at any step: whatever an interrupted attempt left
+//! behind (a partial copy, the export's building directory, the version-1 database renamed
+//! aside with or without a finished copy), the next attempt ends with one version-2 database
+//! in place holding exactly what the version-1 database held, and never loses it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use mhdb::db::{Db, Options, Upgraded};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/db-v1");
+
+/// Every live key with its stored signature.
+fn contents(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = Db::open_read_only(dir).unwrap();
+    db.keys()
+        .unwrap()
+        .into_iter()
+        .map(|k| {
+            let sig = db.get(&k).unwrap().unwrap().packed;
+            (k, sig)
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// A fresh copy of the version-1 fixture at `root/db`, and what it holds.
+fn v1_copy(root: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    copy_dir(Path::new(FIXTURE), &root.join("db"));
+    contents(&root.join("db"))
+}
+
+/// The database at `root/db` is version 2 (a writer may open it) and holds `want`; nothing
+/// of the upgrade is left beside it.
+fn assert_upgraded(root: &Path, want: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let dir = root.join("db");
+    drop(Db::open(&dir, Options::default()).unwrap());
+    assert_eq!(&contents(&dir), want);
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["db"]);
+}
+
+#[test]
+fn a_clean_upgrade_converts_and_a_second_is_a_no_op() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    assert_eq!(
+        Db::upgrade(&dir, false).unwrap(),
+        Upgraded::Converted { kept: None }
+    );
+    assert_upgraded(tmp.path(), &want);
+    assert_eq!(Db::upgrade(&dir, false).unwrap(), Upgraded::AlreadyCurrent);
+}
+
+#[test]
+fn leftovers_of_an_attempt_stopped_before_the_swap_are_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    // A partial copy (no CURRENT) and the export's building directory, as a kill during the
+    // export leaves them.
+    let partial = tmp.path().join(".db.mhdb-upgrade");
+    std::fs::create_dir(&partial).unwrap();
+    std::fs::write(partial.join("seg-0000000000000003.seg"), b"half a segment").unwrap();
+    let building = tmp.path().join("..db.mhdb-upgrade.mhdb-export");
+    std::fs::create_dir(&building).unwrap();
+    std::fs::write(building.join("wal-0000000000000001.log"), b"MHDBWAL").unwrap();
+    Db::upgrade(tmp.path().join("db"), false).unwrap();
+    assert_upgraded(tmp.path(), &want);
+}
+
+#[test]
+fn an_attempt_stopped_between_the_renames_is_finished() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    // Run a whole upgrade elsewhere to get its finished copy, then stage the state between
+    // the two renames: the version-1 database aside, the copy complete, `db` missing.
+    let other = tempfile::tempdir().unwrap();
+    v1_copy(other.path());
+    Db::upgrade(other.path().join("db"), false).unwrap();
+    std::fs::rename(&dir, tmp.path().join(".db.mhdb-v1")).unwrap();
+    copy_dir(
+        &other.path().join("db"),
+        &tmp.path().join(".db.mhdb-upgrade"),
+    );
+    assert!(Db::open_read_only(&dir).is_err());
+    assert_eq!(
+        Db::upgrade(&dir, false).unwrap(),
+        Upgraded::Converted { kept: None }
+    );
+    assert_upgraded(tmp.path(), &want);
+}
+
+#[test]
+fn an_attempt_stopped_after_the_first_rename_without_a_copy_starts_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    std::fs::rename(&dir, tmp.path().join(".db.mhdb-v1")).unwrap();
+    Db::upgrade(&dir, false).unwrap();
+    assert_upgraded(tmp.path(), &want);
+}
+
+#[test]
+fn a_writer_holding_the_database_blocks_the_upgrade() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    // A version-1 writer holds the directory's lock (as a running older mhdb would).
+    let lock = std::fs::File::open(&dir).unwrap();
+    lock.try_lock().unwrap();
+    let err = Db::upgrade(&dir, false).unwrap_err();
+    assert!(matches!(err, mhdb::Error::Locked { .. }), "{err}");
+    drop(lock);
+    assert_eq!(contents(&dir), want);
+    Db::upgrade(&dir, false).unwrap();
+    assert_upgraded(tmp.path(), &want);
+}
