@@ -437,7 +437,11 @@ impl WalReader {
             .open(path, OpenMode::ReadWrite)
             .map_err(Error::io_on(path, "open WAL"))?;
         let seal = seal_record(replay.last_seq, replay.records);
-        file.write_all_at(&seal, replay.valid_len)
+        // The checksum last, as every record: a kill between the writes leaves a record whose
+        // checksum is zero, which the next recovery cuts silently (never a false report).
+        let (crc, body) = seal.split_at(4);
+        file.write_all_at(body, replay.valid_len + 4)
+            .and_then(|()| file.write_all_at(crc, replay.valid_len))
             .map_err(Error::io_on(path, "seal WAL"))?;
         file.set_len(replay.valid_len + seal.len() as u64)
             .map_err(Error::io_on(path, "truncate WAL"))?;
