@@ -162,6 +162,7 @@ const CURVE: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95];
 fn print_stats_json(s: &Stats) -> CliResult {
     let p = &s.params;
     let value = json!({
+        "format_version": s.format_version,
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,
@@ -189,6 +190,15 @@ fn print_stats_text(s: &Stats) -> CliResult {
         s.memtable_docs
     );
     outln!("segments      {}", s.segments);
+    if s.format_version < mhdb::db::MANIFEST_VERSION {
+        outln!(
+            "format        version {} (read-only; `mhdb upgrade` converts it to version {})",
+            s.format_version,
+            mhdb::db::MANIFEST_VERSION
+        );
+    } else {
+        outln!("format        version {}", s.format_version);
+    }
     if s.torn_tails > 0 {
         outln!(
             "torn tails    {} kept beside their WAL files (`mhdb verify` names them)",

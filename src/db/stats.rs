@@ -46,6 +46,9 @@ pub struct Stats {
     /// Torn WAL tails that recovery cut and kept aside (`wal-<id>.log.torn-<offset>` files;
     /// see [`CutTail`](super::CutTail)): each may be a lost or damaged last write.
     pub torn_tails: usize,
+    /// The database's format version (`format/README.md`): 1 opens read-only until
+    /// `mhdb upgrade`.
+    pub format_version: u32,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -121,6 +124,7 @@ impl Db {
         }
         let total_docs = state.mem.next_docno();
         Ok(Stats {
+            format_version: version.manifest.format_version,
             params: self.params,
             live_docs: live,
             deleted_docs: total_docs.saturating_sub(live),
