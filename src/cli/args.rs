@@ -222,6 +222,12 @@ pub struct CreateArgs {
     /// Largest bucket kept by compaction (0 = unlimited).
     #[arg(long, default_value_t = mhdb::db::DEFAULT_BUCKET_CAP)]
     pub bucket_cap: u32,
+    /// Keyed hashing: hash shingles under the secret key in FILE (32 raw bytes, or 64 hex
+    /// digits as `openssl rand -hex 32` writes), so that nobody without it can predict which
+    /// shingles decide a signature. The index stores the key's fingerprint, never the key; every
+    /// later command that signs text needs the key, from the file named by MHDB_KEY_FILE.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

@@ -60,7 +60,18 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
     params.validate()?;
     warn_weak_banding(&params.lsh, threshold);
-    let created = Db::create(&args.db, params, Options::default())?;
+    let key = match &args.key_file {
+        Some(path) => Some(mhdb::sketch::SecretKey::from_file(path)?),
+        None => None,
+    };
+    let created = Db::create(
+        &args.db,
+        params,
+        Options {
+            key,
+            ..Options::default()
+        },
+    )?;
     let p = created.params();
     let probability = p.lsh.probability(threshold);
     if args.json {

@@ -194,9 +194,17 @@ impl Db {
     /// signatures made elsewhere (a foreign [`Scheme`](crate::sketch::Scheme), e.g. datasketch's),
     /// for which mhdb never signs text.
     pub fn hasher(&self) -> Result<&MinHasher> {
-        self.hasher
-            .as_ref()
-            .ok_or_else(|| self.params.sketch.scheme.text_refused())
+        self.hasher.as_ref().ok_or_else(|| {
+            if self.params.sketch.scheme.signs_text() {
+                // A keyed index opened without its key: the error says how to give it.
+                match self.params.key_fingerprint.check(None) {
+                    Err(e) => e,
+                    Ok(()) => self.params.sketch.scheme.text_refused(),
+                }
+            } else {
+                self.params.sketch.scheme.text_refused()
+            }
+        })
     }
 
     /// The directory of the database.

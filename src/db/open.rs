@@ -25,6 +25,7 @@ use super::params::IndexParams;
 use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
+use crate::sketch::{MinHasher, SecretKey};
 use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
@@ -37,10 +38,19 @@ use crate::{Error, Result};
 pub(super) fn create(
     vfs: Arc<dyn Vfs>,
     dir: &Path,
-    params: IndexParams,
+    mut params: IndexParams,
     opts: Options,
 ) -> Result<Db> {
     params.validate()?;
+    if let Some(key) = &opts.key {
+        // A keyed index: shingles are hashed under the key; the manifest keeps its
+        // fingerprint. (Parameters that carry a fingerprint already, an export's or a
+        // merge's, must name this key.)
+        if !params.key_fingerprint.is_unkeyed() {
+            params.key_fingerprint.check(Some(key))?;
+        }
+        params.key_fingerprint = key.fingerprint();
+    }
     vfs.create_dir_all(dir)
         .map_err(Error::io_on(dir, "create directory"))?;
     // Leftovers of an interrupted create (no CURRENT yet) are ours to replace; anything else
@@ -131,11 +141,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let hasher = if params.sketch.scheme.signs_text() {
-        Some(params.hasher()?)
-    } else {
-        None
-    };
+    let hasher = text_hasher(&params, &opts)?;
     let banding = params.banding()?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
@@ -168,6 +174,32 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         db.remove_obsolete_files()?;
     }
     Ok(db)
+}
+
+/// The text signer of an index: none for signatures made elsewhere; for a keyed index, one
+/// under the key of `opts` (or of the file `MHDB_KEY_FILE` names), checked against the stored
+/// fingerprint, or none when no key is given (text is then refused, saying why; signature
+/// queries still work).
+fn text_hasher(params: &IndexParams, opts: &Options) -> Result<Option<MinHasher>> {
+    if !params.sketch.scheme.signs_text() {
+        return Ok(None);
+    }
+    if params.key_fingerprint.is_unkeyed() {
+        // A key given for an unkeyed index is a mistake worth saying.
+        params.key_fingerprint.check(opts.key.as_ref())?;
+        return params.hasher().map(Some);
+    }
+    let key = match &opts.key {
+        Some(key) => Some(key.clone()),
+        None => SecretKey::from_env()?,
+    };
+    match key {
+        Some(key) => {
+            params.key_fingerprint.check(Some(&key))?;
+            MinHasher::new_keyed(params.sketch, &key).map(Some)
+        }
+        None => Ok(None),
+    }
 }
 
 /// The writer's locks: the directory itself, which no deletion can steal and whose holder the

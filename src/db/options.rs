@@ -28,6 +28,12 @@ pub struct Options {
     /// parameters (scheme, k, seed, shingling) equal these: a caller that signs documents
     /// itself states what it signs with, and never mixes incompatible signatures.
     pub expect_sketch: Option<crate::sketch::SketchParams>,
+    /// The secret key of a keyed index (`format/hashing.md` §12): given to
+    /// [`Db::create`](super::Db::create), the index hashes shingles under it and stores its
+    /// fingerprint; given to an open, it is checked against that fingerprint. An open of a keyed
+    /// index without it reads the key file named by `MHDB_KEY_FILE`, if set; with no key at all
+    /// the index still answers signature queries, and refuses text ones, saying why.
+    pub key: Option<crate::sketch::SecretKey>,
 }
 
 impl Default for Options {
@@ -38,6 +44,7 @@ impl Default for Options {
             auto_compact: true,
             merge_factor: 4,
             expect_sketch: None,
+            key: None,
         }
     }
 }

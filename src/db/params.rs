@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::sketch::{
-    Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind, SketchParams,
-    TuneOptions, bbit, tune,
+    Banding, KeyFingerprint, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig,
+    ShingleKind, SketchParams, TuneOptions, bbit, tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::StoredParams;
@@ -25,6 +25,10 @@ pub struct IndexParams {
     pub threshold: f64,
     /// Largest number of documents kept per bucket by compaction (`None`: unlimited).
     pub bucket_cap: Option<u32>,
+    /// Keyed hashing (`format/hashing.md` §12): the fingerprint of the secret key the shingles
+    /// are hashed under, never the key; [`KeyFingerprint::UNKEYED`] for the public seed.
+    /// [`Db::create`](super::Db::create) sets it from [`Options::key`](super::Options::key).
+    pub key_fingerprint: KeyFingerprint,
 }
 
 impl Default for IndexParams {
@@ -36,6 +40,7 @@ impl Default for IndexParams {
                 lsh: LshParams { bands: 18, rows: 7 },
                 threshold: 0.8,
                 bucket_cap: Some(DEFAULT_BUCKET_CAP),
+                key_fingerprint: KeyFingerprint::UNKEYED,
             }
         })
     }
@@ -59,6 +64,7 @@ impl IndexParams {
             lsh: tuning.params,
             threshold,
             bucket_cap: Some(DEFAULT_BUCKET_CAP),
+            key_fingerprint: KeyFingerprint::UNKEYED,
         };
         params.validate()?;
         Ok(params)
@@ -133,9 +139,9 @@ impl StoredParams for IndexParams {
             .u64(self.threshold.to_bits())
             .u32(self.bucket_cap.unwrap_or(0));
         if version >= 2 {
-            // No stored shingle sets, no key (unkeyed hashing), no SimHash distance or
-            // weighting.
-            e.u8(0).bytes(&[0; 32]).u8(0).u8(0);
+            // No stored shingle sets; the key's fingerprint (zero: unkeyed); no SimHash
+            // distance or weighting.
+            e.u8(0).bytes(&self.key_fingerprint.0).u8(0).u8(0);
         }
     }
 
@@ -187,13 +193,17 @@ impl StoredParams for IndexParams {
         let rows = d.u32("rows")? as usize;
         let threshold = f64::from_bits(d.u64("threshold")?);
         let cap = d.u32("bucket cap")?;
+        let mut key_fingerprint = KeyFingerprint::UNKEYED;
         if version >= 2 {
             if d.u8("store_sets")? != 0 {
                 return Err(unsupported("stored shingle sets".into()));
             }
-            if d.take(32, "key fingerprint")? != [0; 32] {
-                return Err(unsupported("keyed hashing".into()));
-            }
+            let fingerprint = d.take(32, "key fingerprint")?;
+            key_fingerprint = KeyFingerprint(
+                fingerprint
+                    .try_into()
+                    .map_err(|_| d.corruption("key fingerprint is not 32 bytes"))?,
+            );
             if d.u8("max_hamming")? != 0 || d.u8("weighting")? != 0 {
                 return Err(d.corruption("SimHash fields set on a MinHash index"));
             }
@@ -214,6 +224,7 @@ impl StoredParams for IndexParams {
             lsh: LshParams { bands, rows },
             threshold,
             bucket_cap: (cap != 0).then_some(cap),
+            key_fingerprint,
         };
         params
             .validate()

@@ -121,6 +121,13 @@ impl Db {
         if a.bits != b.bits {
             return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
         }
+        if a.key_fingerprint != b.key_fingerprint {
+            return Err(mismatch(
+                "key",
+                a.key_fingerprint.to_string(),
+                b.key_fingerprint.to_string(),
+            ));
+        }
         if a.lsh != b.lsh {
             return Err(mismatch(
                 "bands/rows",

@@ -132,6 +132,13 @@ impl fmt::Debug for SecretKey {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyFingerprint(pub [u8; 32]);
 
+impl Default for KeyFingerprint {
+    /// [`KeyFingerprint::UNKEYED`].
+    fn default() -> Self {
+        Self::UNKEYED
+    }
+}
+
 impl KeyFingerprint {
     /// The fingerprint an unkeyed database stores.
     pub const UNKEYED: KeyFingerprint = KeyFingerprint([0; 32]);
