@@ -322,7 +322,8 @@ impl Db {
                 .filter_map(|m| resolve(m).transpose())
                 .collect::<Result<_>>()?
         };
-        matches.sort_by(|a, b| {
+        // Live keys are unique, so the order is total and an unstable sort gives the same.
+        matches.sort_unstable_by(|a, b| {
             b.jaccard
                 .total_cmp(&a.jaccard)
                 .then_with(|| a.key.cmp(&b.key))
