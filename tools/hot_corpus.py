@@ -78,8 +78,14 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--queries", type=int, default=200,
                     help="also write this many family pages as hot queries to OUT.queries.jsonl")
+    ap.add_argument("--paragraph-docs", type=int, default=0,
+                    help="instead: this many documents, each 1-3 paragraphs drawn from a pool "
+                         "of --paragraphs (the heavily duplicated dedup case)")
+    ap.add_argument("--paragraphs", type=int, default=5300)
     a = ap.parse_args()
     rng = random.Random(a.seed)
+    if a.paragraph_docs:
+        return paragraph_corpus(a, rng)
     pools = {}
     for lang in LANGUAGES:
         msgs = catalog_messages(lang)
@@ -143,6 +149,26 @@ def main():
                 q.write(json.dumps({"id": key, "text": text}, ensure_ascii=False) + "\n")
     print(f"{a.pages} pages, {total / 1e6:.1f} MB of text, {len(langs)} languages, "
           f"{len(family_ids)} family pages -> {a.out}", file=sys.stderr)
+
+
+def paragraph_corpus(a, rng):
+    """Documents assembled from a small pool of paragraphs (five messages of one language
+    each): few distinct paragraphs, so band buckets are large and pairs many."""
+    pools = {lang: catalog_messages(lang) for lang in LANGUAGES}
+    langs = sorted(lang for lang, msgs in pools.items() if len(msgs) >= 2000)
+    paragraphs = []
+    for i in range(a.paragraphs):
+        lang = langs[i % len(langs)]
+        paragraphs.append(" ".join(rng.sample(pools[lang], 5)))
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    total = 0
+    with open(a.out, "w", encoding="utf-8") as out:
+        for i in range(a.paragraph_docs):
+            text = "\n".join(rng.choice(paragraphs) for _ in range(rng.randint(1, 3)))
+            total += len(text.encode())
+            out.write(json.dumps({"id": f"doc/{i}", "text": text}, ensure_ascii=False) + "\n")
+    print(f"{a.paragraph_docs} documents from {a.paragraphs} paragraphs, {total / 1e6:.1f} MB "
+          f"-> {a.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
