@@ -48,25 +48,38 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
             ));
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
-            let clusters = db.dedup_clusters(t)?;
-            for c in &clusters {
+            let mut clusters = 0u64;
+            let stats = db.dedup_clusters_with(t, |c| {
+                clusters += 1;
                 let (keep, dups) = c
                     .split_first()
                     .map_or((None, &[][..]), |(k, d)| (Some(k), d));
+                let io = |e: std::io::Error| mhdb::Error::Io {
+                    path: None,
+                    op: "write output",
+                    source: e,
+                };
                 if args.format == DedupFormat::Clusters {
                     let line = shapes::cluster(keep.map(Vec::as_slice), dups);
-                    writeln!(out, "{line}")?;
+                    writeln!(out, "{line}").map_err(io)?;
                 } else {
                     for d in dups {
                         if args.json {
-                            writeln!(out, "{}", shapes::key_item(d))?;
+                            writeln!(out, "{}", shapes::key_item(d)).map_err(io)?;
                         } else {
-                            writeln!(out, "{}", key_text(d))?;
+                            writeln!(out, "{}", key_text(d)).map_err(io)?;
                         }
                     }
                 }
+                Ok(())
+            })?;
+            if stats.capped_buckets > 0 {
+                message(format_args!(
+                    "{} buckets over the bucket cap were cut to it",
+                    stats.capped_buckets
+                ));
             }
-            message(format_args!("{} clusters at J ≥ {t}", clusters.len()));
+            message(format_args!("{clusters} clusters at J ≥ {t}"));
         }
     }
     out.flush()?;

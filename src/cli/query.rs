@@ -114,7 +114,8 @@ fn query_jsonl(
     let written = (|| -> CliResult {
         for ((line, id), result) in db.query_text_stream(queries, opts, WINDOW) {
             let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
-            writeln!(out, "{}", shapes::answer(id, &r))?;
+            shapes::write_answer(out, &id, &r)?;
+            out.write_all(b"\n")?;
             answered += 1;
             // A window's answers are complete: let whoever reads them have them now.
             if answered.is_multiple_of(WINDOW) {

@@ -36,6 +36,36 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
     })
 }
 
+/// Writes [`answer`] as one JSON text, byte for byte the same, without building it as a
+/// [`Value`] first (a hot query's answer holds thousands of matches: building and dropping
+/// them as maps took a third of `query --jsonl`).
+pub fn write_answer(
+    out: &mut impl std::io::Write,
+    id: &Value,
+    r: &QueryResult,
+) -> std::io::Result<()> {
+    // serde_json's maps are sorted by key: "candidates", "hot_buckets", "id", "matches",
+    // "verified"; and a match's "id", "jaccard".
+    write!(
+        out,
+        "{{\"candidates\":{},\"hot_buckets\":{},\"id\":",
+        r.stats.candidates, r.stats.hot_buckets
+    )?;
+    serde_json::to_writer(&mut *out, id)?;
+    out.write_all(b",\"matches\":[")?;
+    for (i, m) in r.matches.iter().enumerate() {
+        out.write_all(if i == 0 { b"{\"id\":" } else { b",{\"id\":" })?;
+        match std::str::from_utf8(&m.key) {
+            Ok(key) => serde_json::to_writer(&mut *out, key)?,
+            Err(_) => serde_json::to_writer(&mut *out, &key_json(&m.key))?,
+        }
+        out.write_all(b",\"jaccard\":")?;
+        serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+        out.write_all(b"}")?;
+    }
+    write!(out, "],\"verified\":{}}}", r.stats.verified)
+}
+
 /// A near-duplicate pair: `{"a", "b", "jaccard"}`.
 pub fn pair(a: Value, b: Value, jaccard: f64) -> Value {
     json!({"a": a, "b": b, "jaccard": round6(jaccard)})
@@ -90,4 +120,56 @@ pub fn s_curve(lsh: &LshParams, points: &[f64]) -> Value {
         .iter()
         .map(|(s, p)| json!({"jaccard": s, "probability": round6(*p)}))
         .collect()
+}
+
+#[cfg(test)]
+mod write_answer_tests {
+    use mhdb::db::{Match, QueryStats};
+
+    use super::*;
+
+    /// The streamed answer is byte for byte the built one: ids of every kind, keys that need
+    /// escaping or are not UTF-8, estimates that round, no matches.
+    #[test]
+    fn written_answers_equal_built_ones() {
+        let keys: [&[u8]; 5] = [
+            b"plain",
+            b"quote \" and \\ and \n",
+            b"\xff\x00raw",
+            "日本語".as_bytes(),
+            b"",
+        ];
+        let ids = [
+            Value::Null,
+            json!("ref/ja/17"),
+            json!(17),
+            json!({"hex": "ff00"}),
+            json!("tab\there"),
+        ];
+        for (n, id) in ids.iter().enumerate() {
+            let r = QueryResult {
+                matches: keys
+                    .iter()
+                    .take(n)
+                    .enumerate()
+                    .map(|(i, k)| Match {
+                        key: k.to_vec(),
+                        jaccard: 1.0 / (i as f64 + 3.0),
+                    })
+                    .collect(),
+                stats: QueryStats {
+                    candidates: 4713 + n,
+                    verified: 4700,
+                    hot_buckets: n,
+                    segments: 2,
+                },
+            };
+            let mut written = Vec::new();
+            write_answer(&mut written, id, &r).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                answer(id.clone(), &r).to_string()
+            );
+        }
+    }
 }

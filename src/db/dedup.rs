@@ -1,10 +1,21 @@
-//! All-pairs near-duplicate detection inside one database: every band's buckets are scanned
-//! (one band in memory at a time), each pair sharing a bucket is verified against the stored
-//! signatures, and each unordered pair at or above the threshold is reported once.
-
-use std::collections::{BTreeMap, HashSet};
+//! All-pairs near-duplicate detection inside one database. Every band's buckets are read
+//! once into a compact index (documents by dense ordinal, buckets as ordinal lists), then:
+//!
+//! * pairs: each pair sharing a bucket is verified in the first band where it shares one
+//!   (so it is compared and reported once, without remembering the pairs reported), and
+//!   streamed out a bounded window at a time;
+//! * clusters: star clusters, built greedily oldest first; a document already in a cluster is
+//!   never compared again, so a hot bucket of near-copies costs about one comparison per
+//!   member instead of one per pair, and no pair is ever stored.
+//!
+//! Memory is about 12 bytes per document and band (plus every band's postings while the index
+//! is built), whatever the number of pairs. Buckets larger than the bucket cap keep the `cap`
+//! members whose keys hash lowest: the choice depends on the documents only, not on the order
+//! they were added, so shards built apart and one database cap the same documents (within
+//! segments, which compaction already capped when it wrote them).
 
 use rayon::prelude::*;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::Db;
 use super::state::State;
@@ -26,162 +37,545 @@ pub struct DedupPair {
 /// What a dedup pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DedupStats {
-    /// Candidate pairs compared (a pair sharing several bands counts once per band).
+    /// Candidate pairs compared (each pair at most once, in the first band it shares).
     pub compared: u64,
     /// Distinct pairs at or above the threshold.
     pub pairs: u64,
-    /// Buckets truncated to the bucket cap during the pass.
+    /// Band buckets larger than the bucket cap (each was cut to the cap).
     pub capped_buckets: u64,
 }
 
-/// Pairs of documents as (older docno, newer docno, estimate).
-type DocPair = (u64, u64, f64);
+/// One row's comparisons made and pairs found: (older ordinal, newer ordinal, estimate).
+type RowResult = (u64, Vec<(u32, u32, f64)>);
+
+/// A bucket membership that does not exist (the document is alone in its bucket, or was cut
+/// by the cap).
+const NO_BUCKET: u32 = u32::MAX;
+
+/// Comparisons verified together (in parallel) before their pairs are written out: bounds the
+/// pairs held in memory whatever the size of a bucket.
+const PAIR_WINDOW: u64 = 1 << 18;
+
+/// A center's candidates from which its verification is spread over every core.
+const PARALLEL_CANDIDATES: usize = 2048;
+
+/// One band's buckets of two or more documents.
+struct BandBuckets {
+    /// Members of every bucket, by ordinal, ascending within a bucket; bucket `i` is
+    /// `members[starts[i]..starts[i + 1]]`.
+    members: Vec<u32>,
+    starts: Vec<u32>,
+    /// The bucket of each ordinal, or [`NO_BUCKET`].
+    bucket_of: Vec<u32>,
+}
+
+impl BandBuckets {
+    fn bucket(&self, i: u32) -> &[u32] {
+        let i = i as usize;
+        match (self.starts.get(i), self.starts.get(i + 1)) {
+            (Some(&s), Some(&e)) => self.members.get(s as usize..e as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    fn buckets(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+}
+
+/// Every live document's band buckets, read from one snapshot.
+struct BucketIndex {
+    /// Docno of each ordinal, ascending (so ordinal order is age order).
+    docnos: Vec<u64>,
+    bands: Vec<BandBuckets>,
+}
+
+impl BucketIndex {
+    /// True if `a` and `b` share a bucket in a band before `band`.
+    fn share_earlier(&self, a: u32, b: u32, band: usize) -> bool {
+        self.bands.iter().take(band).any(|bb| {
+            let x = bb.bucket_of.get(a as usize).copied().unwrap_or(NO_BUCKET);
+            x != NO_BUCKET && Some(&x) == bb.bucket_of.get(b as usize)
+        })
+    }
+}
+
+/// Compares stored signatures at a threshold.
+struct Verifier<'a> {
+    state: &'a State,
+    docnos: &'a [u64],
+    record_bytes: usize,
+    k: usize,
+    bits: u32,
+    min_equal: usize,
+    threshold: f64,
+    /// The first failed signature read (damage: a corruption error), returned by
+    /// [`Verifier::check`] before anything computed after it is emitted.
+    failed: parking_lot::Mutex<Option<crate::Error>>,
+}
+
+impl Verifier<'_> {
+    fn signature(&self, ordinal: u32) -> Option<&[u8]> {
+        let docno = *self.docnos.get(ordinal as usize)?;
+        match self.state.signature_bytes(docno, self.record_bytes) {
+            Ok(sig) => sig,
+            Err(e) => {
+                self.failed.lock().get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// The first failed signature read so far, if any: comparisons that met it are incomplete.
+    fn check(&self) -> Result<()> {
+        match self.failed.lock().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The estimate of `a` against ordinal `b` if it reaches the threshold.
+    fn similar(&self, a: &[u8], b: u32) -> Option<f64> {
+        let sb = self.signature(b)?;
+        let equal =
+            bbit::count_equal_packed_at_least(a, sb, self.k, self.bits, self.min_equal).ok()??;
+        let j = bbit::estimate_from_matches(equal, self.k, self.bits);
+        (j >= self.threshold).then_some(j)
+    }
+}
 
 impl Db {
     /// Calls `emit` once for every unordered pair of live documents whose estimated Jaccard is
-    /// at least `threshold` and that share at least one band bucket. Memory is bounded by one
-    /// band's postings plus the pairs found. The pass reads a snapshot taken when it starts:
-    /// writers, flushes and compactions go on meanwhile and are not seen.
+    /// at least `threshold` and that share at least one band bucket. The number of pairs can
+    /// grow with the square of a bucket's size (a thousand copies of one page are half a
+    /// million pairs); they are streamed, never held: memory is about 12 bytes per document and
+    /// band. The pass reads a snapshot taken when it starts: writers, flushes and compactions
+    /// go on meanwhile and are not seen.
     pub fn dedup_pairs(
         &self,
         threshold: f64,
         mut emit: impl FnMut(DedupPair) -> Result<()>,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<DedupStats> {
-        if !(threshold > 0.0 && threshold <= 1.0) {
-            return Err(Error::invalid(
-                "threshold",
-                format!("must be in (0, 1], got {threshold}"),
-            ));
-        }
+        check_threshold(threshold)?;
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
-        let mut seen: HashSet<(u64, u64)> = HashSet::new();
-        let bands = self.params.lsh.bands;
-        for band in 0..bands {
+        let index = self.bucket_index(&state, &mut stats)?;
+        let verify = self.verifier(&state, &index.docnos, threshold);
+        let key = |o: u32| -> Result<Vec<u8>> {
+            let docno = index.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
+            Ok(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default())
+        };
+        let bands = index.bands.len();
+        for (band, bb) in index.bands.iter().enumerate() {
             progress(band, bands);
-            let found = self.band_pairs(&state, band, threshold, &mut stats)?;
-            for (a, b, jaccard) in found {
-                if !seen.insert((a, b)) {
-                    continue;
+            // Work units: (bucket, row); a row compares one member with the later ones. Units
+            // are verified a window of about PAIR_WINDOW comparisons at a time.
+            let mut window: Vec<(u32, u32)> = Vec::new();
+            let mut comparisons = 0u64;
+            let mut flush = |window: &mut Vec<(u32, u32)>, stats: &mut DedupStats| -> Result<()> {
+                // Per row: the comparisons made and the pairs found.
+                let found: Vec<RowResult> = window
+                    .par_iter()
+                    .map(|&(bucket, row)| {
+                        let members = bb.bucket(bucket);
+                        let mut out = Vec::new();
+                        let mut compared = 0u64;
+                        let (Some(&a), Some(later)) =
+                            (members.get(row as usize), members.get(row as usize + 1..))
+                        else {
+                            return (0, out);
+                        };
+                        let Some(sa) = verify.signature(a) else {
+                            return (0, out);
+                        };
+                        for &b in later {
+                            // Compared (and reported) in the first band the pair shares.
+                            if index.share_earlier(a, b, band) {
+                                continue;
+                            }
+                            compared += 1;
+                            if let Some(j) = verify.similar(sa, b) {
+                                out.push((a, b, j));
+                            }
+                        }
+                        (compared, out)
+                    })
+                    .collect();
+                verify.check()?;
+                for (compared, pairs) in found {
+                    stats.compared += compared;
+                    for (a, b, jaccard) in pairs {
+                        stats.pairs += 1;
+                        emit(DedupPair {
+                            a: key(a)?,
+                            b: key(b)?,
+                            jaccard,
+                        })?;
+                    }
                 }
-                let key = |d: u64| -> Result<Vec<u8>> {
-                    Ok(state.key_of(d)?.map(<[u8]>::to_vec).unwrap_or_default())
-                };
-                stats.pairs += 1;
-                emit(DedupPair {
-                    a: key(a)?,
-                    b: key(b)?,
-                    jaccard,
-                })?;
+                window.clear();
+                Ok(())
+            };
+            for bucket in 0..bb.buckets() as u32 {
+                let len = bb.bucket(bucket).len() as u64;
+                for row in 0..len.saturating_sub(1) {
+                    window.push((bucket, row as u32));
+                    comparisons += len - row - 1;
+                    if comparisons >= PAIR_WINDOW {
+                        flush(&mut window, &mut stats)?;
+                        comparisons = 0;
+                    }
+                }
             }
+            flush(&mut window, &mut stats)?;
         }
         progress(bands, bands);
         Ok(stats)
     }
 
-    fn band_pairs(
-        &self,
-        state: &State,
-        band: usize,
-        threshold: f64,
-        stats: &mut DedupStats,
-    ) -> Result<Vec<DocPair>> {
-        // (key32, docno) of every live document in this band.
-        let mut postings: Vec<(u32, u64)> = Vec::new();
-        for seg in &state.version.segments {
-            seg.seg.for_each_posting(band, |k, d| {
-                if !state.is_deleted(d) {
-                    postings.push((k, d));
-                }
-                Ok(())
-            })?;
-        }
-        for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
-            for (d, doc) in table.live_docs() {
-                if !state.is_deleted(d)
-                    && let Some(&bk) = doc.band_keys.get(band)
-                {
-                    postings.push((band_key32(bk), d));
-                }
-            }
-        }
-        postings.par_sort_unstable();
-        let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
-        let mut buckets: Vec<&[(u32, u64)]> = Vec::new();
-        for run in postings.chunk_by(|x, y| x.0 == y.0) {
-            if run.len() >= 2 {
-                if run.len() > cap {
-                    stats.capped_buckets += 1;
-                }
-                buckets.push(run.get(..run.len().min(cap)).unwrap_or(run));
-            }
-        }
-        let k = self.params.sketch.num_perm;
-        let bits = self.params.bits;
-        let record_bytes = self.params.sig_bytes();
-        let min_equal = bbit::min_matches_for(threshold, k, bits);
-        let compared: u64 = buckets
-            .iter()
-            .map(|b| (b.len() * (b.len() - 1) / 2) as u64)
-            .sum();
-        stats.compared += compared;
-        let per_bucket: Result<Vec<Vec<DocPair>>> = buckets
-            .par_iter()
-            .map(|bucket| {
-                let mut out = Vec::new();
-                for (i, &(_, a)) in bucket.iter().enumerate() {
-                    let Some(sa) = state.signature_bytes(a, record_bytes)? else {
-                        continue;
-                    };
-                    for &(_, b) in bucket.iter().skip(i + 1) {
-                        let Some(sb) = state.signature_bytes(b, record_bytes)? else {
-                            continue;
-                        };
-                        if let Ok(Some(eq)) =
-                            bbit::count_equal_packed_at_least(sa, sb, k, bits, min_equal)
-                        {
-                            let j = bbit::estimate_from_matches(eq, k, bits);
-                            if j >= threshold {
-                                out.push((a.min(b), a.max(b), j));
-                            }
-                        }
-                    }
-                }
-                Ok(out)
-            })
-            .collect();
-        Ok(per_bucket?.into_iter().flatten().collect())
-    }
-
     /// Groups near-duplicates into clusters without chaining: documents are visited oldest
     /// first; an unassigned document becomes a cluster's center and takes every unassigned
-    /// document verified similar to it. Every member is therefore within the threshold of its
-    /// center, never linked only through a long path. Clusters are returned with the center
-    /// first (the document to keep), members by age; singletons are omitted. Like
-    /// [`Db::dedup_pairs`], it reads a snapshot taken when it starts.
+    /// document verified similar to it (among those sharing a band bucket with it). Every
+    /// member is therefore within the threshold of its center, never linked only through a
+    /// long path. Clusters are returned with the center first (the document to keep), members
+    /// by age; singletons are omitted. Like [`Db::dedup_pairs`], it reads a snapshot taken
+    /// when it starts, and holds no pairs: a document in a cluster is never compared again.
     pub fn dedup_clusters(&self, threshold: f64) -> Result<Vec<Vec<Vec<u8>>>> {
+        let mut clusters = Vec::new();
+        self.dedup_clusters_with(threshold, |c| {
+            clusters.push(c);
+            Ok(())
+        })?;
+        Ok(clusters)
+    }
+
+    /// [`Db::dedup_clusters`], streaming: `emit` gets each cluster (center first) as soon as
+    /// it is complete, in the order of their centers' age. Returns what the pass did.
+    pub fn dedup_clusters_with(
+        &self,
+        threshold: f64,
+        mut emit: impl FnMut(Vec<Vec<u8>>) -> Result<()>,
+    ) -> Result<DedupStats> {
+        check_threshold(threshold)?;
         let state = self.state.read().snapshot();
-        let mut edges: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-        {
-            let mut stats = DedupStats::default();
-            let mut seen = HashSet::new();
-            for band in 0..self.params.lsh.bands {
-                for (a, b, _) in self.band_pairs(&state, band, threshold, &mut stats)? {
-                    if seen.insert((a, b)) {
-                        edges.entry(a).or_default().push(b);
-                        edges.entry(b).or_default().push(a);
+        let mut stats = DedupStats::default();
+        let index = self.bucket_index(&state, &mut stats)?;
+        let verify = self.verifier(&state, &index.docnos, threshold);
+        let n = index.docnos.len();
+        let mut assigned = vec![false; n];
+        // Candidates already gathered for the current center: `seen[o] == center + 1`.
+        let mut seen = vec![0u32; n];
+        let mut candidates: Vec<u32> = Vec::new();
+        for center in 0..n as u32 {
+            if assigned.get(center as usize).copied().unwrap_or(true) {
+                continue;
+            }
+            candidates.clear();
+            for bb in &index.bands {
+                let bucket = bb
+                    .bucket_of
+                    .get(center as usize)
+                    .copied()
+                    .unwrap_or(NO_BUCKET);
+                if bucket == NO_BUCKET {
+                    continue;
+                }
+                let members = bb.bucket(bucket);
+                // Older members are either assigned or were centers that did not take this one.
+                let later = members.partition_point(|&m| m <= center);
+                for &m in members.get(later..).unwrap_or_default() {
+                    let (Some(&done), Some(s)) =
+                        (assigned.get(m as usize), seen.get_mut(m as usize))
+                    else {
+                        continue;
+                    };
+                    if !done && *s != center + 1 {
+                        *s = center + 1;
+                        candidates.push(m);
                     }
                 }
             }
-        }
-        let mut assigned: HashSet<u64> = HashSet::new();
-        let mut clusters = Vec::new();
-        for (&center, neighbours) in &edges {
-            if assigned.contains(&center) {
+            if candidates.is_empty() {
                 continue;
             }
-            let mut members: Vec<u64> = neighbours
+            let Some(sc) = verify.signature(center) else {
+                verify.check()?;
+                continue;
+            };
+            stats.compared += candidates.len() as u64;
+            let take = |chunk: &[u32]| -> Vec<u32> {
+                chunk
+                    .iter()
+                    .copied()
+                    .filter(|&m| verify.similar(sc, m).is_some())
+                    .collect()
+            };
+            let mut members: Vec<u32> = if candidates.len() >= PARALLEL_CANDIDATES {
+                candidates.par_chunks(512).flat_map_iter(take).collect()
+            } else {
+                take(&candidates)
+            };
+            verify.check()?;
+            if members.is_empty() {
+                continue;
+            }
+            members.sort_unstable();
+            stats.pairs += members.len() as u64;
+            let mut cluster = Vec::with_capacity(members.len() + 1);
+            for o in std::iter::once(center).chain(members) {
+                if let Some(a) = assigned.get_mut(o as usize) {
+                    *a = true;
+                }
+                let docno = index.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
+                cluster.push(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default());
+            }
+            emit(cluster)?;
+        }
+        Ok(stats)
+    }
+
+    fn verifier<'a>(&self, state: &'a State, docnos: &'a [u64], threshold: f64) -> Verifier<'a> {
+        let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
+        Verifier {
+            state,
+            docnos,
+            record_bytes: self.params.sig_bytes(),
+            k,
+            bits,
+            min_equal: bbit::min_matches_for(threshold, k, bits),
+            threshold,
+            failed: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// Reads every band's buckets of live documents into a [`BucketIndex`], cutting buckets
+    /// larger than the bucket cap to the members whose keys hash lowest.
+    fn bucket_index(&self, state: &State, stats: &mut DedupStats) -> Result<BucketIndex> {
+        let bands = self.params.lsh.bands;
+        let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
+        // (key32, docno) of every live document, per band.
+        let mut per_band: Vec<Vec<(u32, u64)>> = Vec::with_capacity(bands);
+        for band in 0..bands {
+            let mut postings: Vec<(u32, u64)> = Vec::new();
+            for seg in &state.version.segments {
+                seg.seg.for_each_posting(band, |k, d| {
+                    if !state.is_deleted(d) {
+                        postings.push((k, d));
+                    }
+                    Ok(())
+                })?;
+            }
+            for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
+                for (d, doc) in table.live_docs() {
+                    if !state.is_deleted(d)
+                        && let Some(&bk) = doc.band_keys.get(band)
+                    {
+                        postings.push((band_key32(bk), d));
+                    }
+                }
+            }
+            postings.par_sort_unstable();
+            postings.dedup();
+            per_band.push(postings);
+        }
+        let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
+        docnos.par_sort_unstable();
+        docnos.dedup();
+        if docnos.len() >= NO_BUCKET as usize {
+            return Err(Error::invalid(
+                "dedup",
+                format!(
+                    "{} documents; at most {} supported",
+                    docnos.len(),
+                    NO_BUCKET - 1
+                ),
+            ));
+        }
+        let ordinal = |d: u64| docnos.binary_search(&d).unwrap_or(0) as u32;
+        // Live keys are unique, and a document keeps its key wherever it is stored.
+        let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, xxh3_64)) };
+        let mut out = Vec::with_capacity(bands);
+        for postings in per_band {
+            let mut bb = BandBuckets {
+                members: Vec::new(),
+                starts: vec![0],
+                bucket_of: vec![NO_BUCKET; docnos.len()],
+            };
+            for run in postings.chunk_by(|x, y| x.0 == y.0) {
+                if run.len() < 2 {
+                    continue;
+                }
+                let bucket = (bb.starts.len() - 1) as u32;
+                let mut members: Vec<u32> = if run.len() > cap {
+                    stats.capped_buckets += 1;
+                    let mut ranked: Vec<(u64, u64)> = run
+                        .iter()
+                        .map(|&(_, d)| Ok((key_rank(d)?, d)))
+                        .collect::<Result<_>>()?;
+                    ranked.sort_unstable();
+                    ranked.truncate(cap);
+                    ranked.into_iter().map(|(_, d)| ordinal(d)).collect()
+                } else {
+                    run.iter().map(|&(_, d)| ordinal(d)).collect()
+                };
+                members.sort_unstable();
+                for &m in &members {
+                    if let Some(b) = bb.bucket_of.get_mut(m as usize) {
+                        *b = bucket;
+                    }
+                }
+                bb.members.extend(members);
+                bb.starts.push(bb.members.len() as u32);
+            }
+            out.push(bb);
+        }
+        Ok(BucketIndex { docnos, bands: out })
+    }
+}
+
+fn check_threshold(threshold: f64) -> Result<()> {
+    if threshold > 0.0 && threshold <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "threshold",
+            format!("must be in (0, 1], got {threshold}"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::db::{IndexParams, Options, WriteBatch};
+    use crate::sketch::SketchParams;
+
+    /// A boilerplate-heavy corpus: pages that share most of one template and differ by a
+    /// page-specific part of varying length, plus groups of exact and edited copies.
+    fn hot_texts(n: usize) -> Vec<String> {
+        let template: String = (0..40)
+            .map(|i| format!("shared line {i} of the site. "))
+            .collect();
+        (0..n)
+            .map(|i| {
+                let family = i / 3;
+                let own: String = (0..(family % 30) * 5)
+                    .map(|j| format!("w{family}x{j} "))
+                    .collect();
+                format!("{template} page {family}: {own} edit {}", i % 3)
+            })
+            .collect()
+    }
+
+    /// A database holding `texts` under keys `k00000`…, inserted in `order`, with a few
+    /// deleted; with `flush`, the first half is flushed to a segment.
+    fn build(
+        dir: &std::path::Path,
+        texts: &[String],
+        order: &[usize],
+        cap: Option<u32>,
+        flush: bool,
+    ) -> Db {
+        let mut params = IndexParams::for_threshold(SketchParams::default(), 32, 0.5).unwrap();
+        params.bucket_cap = cap;
+        let db = Db::create(dir, params, Options::default()).unwrap();
+        for (n, half) in order.chunks(order.len().div_ceil(2)).enumerate() {
+            let mut batch = WriteBatch::new();
+            for &i in half {
+                batch.insert_text(format!("k{i:05}"), texts[i].as_str());
+            }
+            db.write(&batch).unwrap();
+            if n == 0 && flush {
+                db.flush().unwrap();
+            }
+        }
+        let mut batch = WriteBatch::new();
+        for i in (0..texts.len()).filter(|i| i % 89 == 5) {
+            batch.delete(format!("k{i:05}"));
+        }
+        db.write(&batch).unwrap();
+        db
+    }
+
+    /// Pairs by (smaller key, larger key), with their estimates.
+    type Pairs = BTreeMap<(Vec<u8>, Vec<u8>), f64>;
+
+    fn pairs_of(db: &Db, t: f64) -> (Pairs, DedupStats) {
+        let mut pairs = BTreeMap::new();
+        let stats = db
+            .dedup_pairs(
+                t,
+                |p| {
+                    let key = (p.a.clone().min(p.b.clone()), p.a.max(p.b));
+                    assert!(pairs.insert(key, p.jaccard).is_none(), "a pair twice");
+                    Ok(())
+                },
+                |_, _| {},
+            )
+            .unwrap();
+        (pairs, stats)
+    }
+
+    /// Pairs are exactly the live pairs that share a band bucket and whose stored signatures
+    /// reach the threshold, each once; clusters are the star clusters of those pairs (oldest
+    /// unassigned document first, taking its unassigned neighbours), computed here from the
+    /// full pair list as the reference.
+    #[test]
+    fn pairs_and_clusters_match_the_definitions_on_a_hot_corpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let texts = hot_texts(900);
+        let order: Vec<usize> = (0..texts.len()).collect();
+        let db = build(dir.path(), &texts, &order, None, true);
+        let hasher = db.hasher().unwrap();
+        let (k, bits) = (db.params.sketch.num_perm, db.params.bits);
+        let docs: Vec<(Vec<u64>, Vec<u8>)> = texts
+            .iter()
+            .map(|t| {
+                let s = hasher.sketch_text(t);
+                (
+                    db.banding.band_keys(s.slots()).unwrap(),
+                    bbit::pack(s.slots(), bits).unwrap(),
+                )
+            })
+            .collect();
+        let live: Vec<usize> = (0..texts.len()).filter(|i| i % 89 != 5).collect();
+        let mut want = BTreeMap::new();
+        for (x, &i) in live.iter().enumerate() {
+            for &j in &live[x + 1..] {
+                let share = docs[i]
+                    .0
+                    .iter()
+                    .zip(&docs[j].0)
+                    .any(|(a, b)| a >> 32 == b >> 32);
+                let e = bbit::estimate_packed(&docs[i].1, &docs[j].1, k, bits).unwrap();
+                if share && e >= 0.5 {
+                    let key = |d: usize| format!("k{d:05}").into_bytes();
+                    want.insert((key(i), key(j)), e);
+                }
+            }
+        }
+        let (got, stats) = pairs_of(&db, 0.5);
+        assert!(want.len() > 2000, "a hot corpus: {} pairs", want.len());
+        assert!(got == want, "{} pairs, {} expected", got.len(), want.len());
+        assert_eq!(stats.pairs, want.len() as u64);
+        assert_eq!(stats.capped_buckets, 0);
+
+        // Star clusters from the pair list, keys in insertion (= age) order.
+        let mut neighbours: BTreeMap<&[u8], BTreeSet<&[u8]>> = BTreeMap::new();
+        for (a, b) in want.keys() {
+            neighbours.entry(a).or_default().insert(b);
+            neighbours.entry(b).or_default().insert(a);
+        }
+        let mut assigned = BTreeSet::new();
+        let mut star = Vec::new();
+        for (&center, ns) in &neighbours {
+            if assigned.contains(center) {
+                continue;
+            }
+            let members: Vec<&[u8]> = ns
                 .iter()
                 .copied()
                 .filter(|n| !assigned.contains(n))
@@ -189,19 +583,73 @@ impl Db {
             if members.is_empty() {
                 continue;
             }
-            members.sort_unstable();
-            members.dedup();
             assigned.insert(center);
             assigned.extend(members.iter().copied());
-            clusters.push(std::iter::once(center).chain(members).collect::<Vec<u64>>());
+            star.push(
+                std::iter::once(center)
+                    .chain(members)
+                    .map(<[u8]>::to_vec)
+                    .collect::<Vec<_>>(),
+            );
         }
-        clusters
-            .into_iter()
-            .map(|c| {
-                c.into_iter()
-                    .map(|d| Ok(state.key_of(d)?.map(<[u8]>::to_vec).unwrap_or_default()))
-                    .collect()
-            })
-            .collect()
+        let clusters = db.dedup_clusters(0.5).unwrap();
+        assert!(clusters.len() > 50 && clusters.iter().any(|c| c.len() > 20));
+        assert!(
+            clusters == star,
+            "{} clusters, {} expected",
+            clusters.len(),
+            star.len()
+        );
+    }
+
+    /// A bucket over the cap keeps the same members whatever the insertion order (the choice
+    /// depends on the keys only), fewer pairs are compared than without the cap, and the
+    /// pass says how many buckets it cut. (In memory: a segment's own cap, applied when it is
+    /// written, keeps the lowest docnos.)
+    #[test]
+    fn bucket_caps_are_honoured_and_decided_by_key() {
+        let texts = hot_texts(600);
+        let forward: Vec<usize> = (0..texts.len()).collect();
+        let backward: Vec<usize> = forward.iter().rev().copied().collect();
+        let cap = 40;
+        let mut results = Vec::new();
+        for order in [&forward, &backward] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = build(dir.path(), &texts, order, Some(cap), false);
+            let (pairs, stats) = pairs_of(&db, 0.5);
+            assert!(stats.capped_buckets > 0);
+            // No document pairs with more partners than the cap allows in all bands together.
+            let mut partners: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+            for (a, b) in pairs.keys() {
+                *partners.entry(a.clone()).or_default() += 1;
+                *partners.entry(b.clone()).or_default() += 1;
+            }
+            let bands = db.params.lsh.bands;
+            assert!(partners.values().all(|&p| p < cap as usize * bands));
+            let (_, uncapped) = {
+                let dir = tempfile::tempdir().unwrap();
+                let db = build(dir.path(), &texts, order, None, false);
+                pairs_of(&db, 0.5)
+            };
+            assert!(stats.compared < uncapped.compared);
+            results.push((pairs.into_keys().collect::<Vec<_>>(), stats));
+        }
+        // (Clusters depend on the order by design: the oldest document is kept.)
+        assert!(
+            results[0].0 == results[1].0,
+            "capped pairs depend on insertion order: {:?}",
+            results[0]
+                .0
+                .iter()
+                .zip(&results[1].0)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| (
+                    String::from_utf8_lossy(&a.0).to_string(),
+                    String::from_utf8_lossy(&a.1).to_string(),
+                    String::from_utf8_lossy(&b.0).to_string(),
+                    String::from_utf8_lossy(&b.1).to_string()
+                ))
+        );
+        assert_eq!(results[0].1.capped_buckets, results[1].1.capped_buckets);
     }
 }

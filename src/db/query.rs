@@ -15,8 +15,23 @@ use crate::{Error, Result};
 /// (one lookup from the page cache takes about a microsecond).
 const COLD_LOOKUP: Duration = Duration::from_micros(20);
 
+/// What decoding one posting may take before a lookup counts as waiting for the disk: a hot
+/// bucket's thousands of postings take tens of microseconds from memory, and must not be
+/// taken for a cold page cache (which would turn every candidate into a `madvise` call).
+const POSTING_DECODE: Duration = Duration::from_nanos(50);
+
 /// Candidates whose signature reads are started together before they are verified.
 const TOUCH_WINDOW: usize = 32;
+
+/// Distinct candidates from which one query's verification is spread over every core (below,
+/// the cost of handing work to other threads, a few microseconds, is not worth it).
+const PARALLEL_CANDIDATES: usize = 2048;
+
+/// Matches from which one query resolves its keys on every core.
+const PARALLEL_MATCHES: usize = 1024;
+
+/// Candidates (or matches) per parallel task.
+const PARALLEL_CHUNK: usize = 512;
 
 /// What a query asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -181,14 +196,18 @@ impl Db {
         let mut stats = QueryStats::default();
         let mut candidates: Vec<u64> = Vec::new();
         let version = &state.version;
-        let mut cold = false;
+        // Lookups that waited for the disk so far: the first starts prefetching the later
+        // lookups; a second confirms a cold page cache (one slow band alone may be this thread
+        // losing the core on a busy machine) and the candidates' documents are prefetched too.
+        let mut slow_lookups = 0u32;
         let record_bytes = self.params.sig_bytes();
         // A band's lookups (one per segment) take about a microsecond each from the page
         // cache; far longer means they waited for the disk.
         let cold_band = COLD_LOOKUP + Duration::from_micros(2) * version.segments.len() as u32;
         let mut last = Instant::now();
+        // Candidates gathered when the clock was last read.
+        let mut gathered = 0usize;
         for (band, &bk) in band_keys.iter().enumerate() {
-            let before = candidates.len();
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
@@ -200,78 +219,77 @@ impl Db {
                 }
                 // The first band's lookups are timed one by one, so that a cold query starts
                 // prefetching after its first disk wait even with many segments.
-                if band == 0 && !cold && i + 1 < version.segments.len() {
+                if band == 0 && slow_lookups == 0 && i + 1 < version.segments.len() {
                     let now = Instant::now();
-                    if now.duration_since(last) >= COLD_LOOKUP {
-                        cold = true;
+                    let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
+                    if now.duration_since(last) >= COLD_LOOKUP + decoding {
+                        slow_lookups += 1;
                         prefetch_lookups(version, band_keys, 0);
                     }
                     last = now;
+                    gathered = candidates.len();
                 }
             }
-            if !cold {
+            if slow_lookups < 2 {
                 // Then one clock read per band (clock reads are most of a warm query's fixed
                 // cost).
                 let now = Instant::now();
-                if now.duration_since(last) >= cold_band {
-                    // This band waited for the disk: the page cache is cold. Ask for the
+                let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
+                if now.duration_since(last) >= cold_band + decoding {
+                    // This band waited for the disk: the page cache may be cold. Ask for the
                     // pages of every later lookup now, level by level, so that their reads
                     // overlap instead of queueing one after another.
-                    cold = true;
-                    prefetch_lookups(version, band_keys, band + 1);
-                }
-                last = now;
-            }
-            if cold {
-                // Verification will read these candidates' signatures and (for matches)
-                // doc-table entries: start those reads while the lookups go on.
-                for &docno in candidates.get(before..).unwrap_or_default() {
-                    prefetch_document(version, docno, record_bytes);
-                }
-            }
-        }
-        stats.segments = version.segments.len();
-        candidates.sort_unstable();
-        candidates.dedup();
-        stats.candidates = candidates.len();
-        let k = self.params.sketch.num_perm;
-        let bits = self.params.bits;
-        // Candidates that cannot reach the threshold are dropped as soon as that shows.
-        let min_equal = bbit::min_matches_for(threshold, k, bits);
-        let mut matched: Vec<(u64, f64)> = Vec::new();
-        // Verification waits on memory: each candidate's signature is a cache miss, and the
-        // comparison loop (with its early exits) takes them one after another. Reading the
-        // first byte of a window of candidates' signatures first issues those misses
-        // together, so they overlap (about 20% more queries/s with ~130 candidates each).
-        for window in candidates.chunks(TOUCH_WINDOW) {
-            if window.len() > 1 {
-                let mut touched = 0u8;
-                for &docno in window {
-                    if let Ok(Some(stored)) = state.signature_bytes(docno, record_bytes) {
-                        touched ^= stored.first().copied().unwrap_or(0);
+                    slow_lookups += 1;
+                    if slow_lookups == 1 {
+                        prefetch_lookups(version, band_keys, band + 1);
                     }
                 }
-                std::hint::black_box(touched);
-            }
-            for &docno in window {
-                if state.is_deleted(docno) {
-                    continue;
-                }
-                let Some(stored) = state.signature_bytes(docno, record_bytes)? else {
-                    continue;
-                };
-                stats.verified += 1;
-                let Ok(Some(equal)) =
-                    bbit::count_equal_packed_at_least(packed, stored, k, bits, min_equal)
-                else {
-                    continue;
-                };
-                let jaccard = bbit::estimate_from_matches(equal, k, bits);
-                if jaccard >= threshold {
-                    matched.push((docno, jaccard));
-                }
+                last = now;
+                gathered = candidates.len();
             }
         }
+        let cold = slow_lookups >= 2;
+        stats.segments = version.segments.len();
+        let candidates = distinct_sorted(candidates);
+        stats.candidates = candidates.len();
+        if cold {
+            // Verification will read these candidates' signatures and (for matches) doc-table
+            // entries: start those reads together, each candidate once.
+            for &docno in &candidates {
+                prefetch_document(version, docno, record_bytes);
+            }
+        }
+        let verify = Verifier {
+            state,
+            packed,
+            record_bytes,
+            k: self.params.sketch.num_perm,
+            bits: self.params.bits,
+            // Candidates that cannot reach the threshold are dropped as soon as that shows.
+            min_equal: bbit::min_matches_for(
+                threshold,
+                self.params.sketch.num_perm,
+                self.params.bits,
+            ),
+            threshold,
+        };
+        // A query with thousands of candidates is spread over every core; small ones stay on
+        // the calling thread (a batch already keeps the cores busy with whole queries).
+        let (verified, matched) = if candidates.len() >= PARALLEL_CANDIDATES {
+            candidates
+                .par_chunks(PARALLEL_CHUNK)
+                .map(|chunk| verify.run(chunk))
+                .try_reduce(
+                    || (0, Vec::new()),
+                    |(na, mut a), (nb, b)| {
+                        a.extend(b);
+                        Ok((na + nb, a))
+                    },
+                )?
+        } else {
+            verify.run(&candidates)?
+        };
+        stats.verified = verified;
         if cold && matched.len() > 1 {
             for &(docno, _) in &matched {
                 if let Some(seg) = version.segment_of(docno) {
@@ -279,16 +297,33 @@ impl Db {
                 }
             }
         }
-        let mut matches = Vec::with_capacity(matched.len());
-        for (docno, jaccard) in matched {
-            if let Some(key) = state.key_of(docno)? {
-                matches.push(Match {
-                    key: key.to_vec(),
-                    jaccard,
-                });
-            }
-        }
-        matches.sort_by(|a, b| {
+        let resolve = |&(docno, jaccard): &(u64, f64)| -> Result<Option<Match>> {
+            Ok(state.key_of(docno)?.map(|key| Match {
+                key: key.to_vec(),
+                jaccard,
+            }))
+        };
+        let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
+            matched
+                .par_chunks(PARALLEL_CHUNK)
+                .map(|chunk| {
+                    chunk
+                        .iter()
+                        .filter_map(|m| resolve(m).transpose())
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .flatten()
+                .collect()
+        } else {
+            matched
+                .iter()
+                .filter_map(|m| resolve(m).transpose())
+                .collect::<Result<_>>()?
+        };
+        // Live keys are unique, so the order is total and an unstable sort gives the same.
+        matches.sort_unstable_by(|a, b| {
             b.jaccard
                 .total_cmp(&a.jaccard)
                 .then_with(|| a.key.cmp(&b.key))
@@ -298,6 +333,104 @@ impl Db {
         }
         Ok(QueryResult { matches, stats })
     }
+}
+
+/// Verifies candidates against a query's packed signature.
+struct Verifier<'a> {
+    state: &'a State,
+    packed: &'a [u8],
+    record_bytes: usize,
+    k: usize,
+    bits: u32,
+    min_equal: usize,
+    threshold: f64,
+}
+
+impl Verifier<'_> {
+    /// The number of live candidates compared, and those at or above the threshold with their
+    /// estimates, in the order of `candidates`.
+    fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<(u64, f64)>)> {
+        let state = self.state;
+        let mut verified = 0;
+        let mut matched = Vec::new();
+        let mut stored_of: Vec<(u64, &[u8])> = Vec::with_capacity(TOUCH_WINDOW);
+        // Verification waits on memory: each candidate's signature is a cache miss, and the
+        // comparison loop (with its early exits) takes them one after another. Finding a
+        // window's live signatures (a checked read each) and reading every cache line of them
+        // first issues those misses together, so they overlap.
+        for window in candidates.chunks(TOUCH_WINDOW) {
+            stored_of.clear();
+            for &docno in window {
+                if state.is_deleted(docno) {
+                    continue;
+                }
+                if let Some(stored) = state.signature_bytes(docno, self.record_bytes)? {
+                    stored_of.push((docno, stored));
+                }
+            }
+            if stored_of.len() > 1 {
+                let mut touched = 0u8;
+                for (_, stored) in &stored_of {
+                    // One byte of every cache line the comparison may read.
+                    for b in stored.iter().step_by(64) {
+                        touched ^= b;
+                    }
+                }
+                std::hint::black_box(touched);
+            }
+            for &(docno, stored) in &stored_of {
+                verified += 1;
+                let Ok(Some(equal)) = bbit::count_equal_packed_at_least(
+                    self.packed,
+                    stored,
+                    self.k,
+                    self.bits,
+                    self.min_equal,
+                ) else {
+                    continue;
+                };
+                let jaccard = bbit::estimate_from_matches(equal, self.k, self.bits);
+                if jaccard >= self.threshold {
+                    matched.push((docno, jaccard));
+                }
+            }
+        }
+        Ok((verified, matched))
+    }
+}
+
+/// The distinct docnos of `gathered` (one entry per band bucket hit), ascending. Many entries
+/// over a dense range (a hot query: thousands of candidates, each in many bands) are
+/// de-duplicated through a bitmap of the range, in linear time; others are sorted.
+fn distinct_sorted(mut gathered: Vec<u64>) -> Vec<u64> {
+    const BITMAP_MIN_ENTRIES: usize = 1024;
+    let (Some(&lo), Some(&hi)) = (gathered.iter().min(), gathered.iter().max()) else {
+        return gathered;
+    };
+    // One 64-bit word per 64 docnos of the range: worth it while the words to clear and scan
+    // are not many more than the entries.
+    let words = ((hi - lo) / 64 + 1) as usize;
+    if gathered.len() < BITMAP_MIN_ENTRIES || words > 2 * gathered.len() {
+        gathered.sort_unstable();
+        gathered.dedup();
+        return gathered;
+    }
+    let mut bitmap = vec![0u64; words];
+    for &d in &gathered {
+        let rel = d - lo;
+        if let Some(w) = bitmap.get_mut((rel / 64) as usize) {
+            *w |= 1 << (rel % 64);
+        }
+    }
+    gathered.clear();
+    for (i, &word) in bitmap.iter().enumerate() {
+        let mut w = word;
+        while w != 0 {
+            gathered.push(lo + i as u64 * 64 + u64::from(w.trailing_zeros()));
+            w &= w - 1;
+        }
+    }
+    gathered
 }
 
 /// How a [`QueryStream`] answers one query of type `Q`.
@@ -566,6 +699,122 @@ mod tests {
             .map(|(_, r)| r.is_ok())
             .collect();
         assert_eq!(got, [true, false, true]);
+    }
+
+    /// De-duplication gives the sorted distinct docnos on both paths: the bitmap (many entries
+    /// over a dense range) and the sort (few entries, or a sparse range).
+    #[test]
+    fn distinct_candidates_are_sorted_and_unique() {
+        let mut state = 7u64;
+        let mut next = move |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for (entries, range, base) in [
+            (0, 1, 0),
+            (5, 10, 0),
+            (5000, 3000, 0),
+            (5000, 3000, u64::MAX - 4000),
+            (3000, 1 << 40, 17),
+            (1024, 64, 1 << 20),
+        ] {
+            let gathered: Vec<u64> = (0..entries).map(|_| base + next(range)).collect();
+            let mut want = gathered.clone();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(distinct_sorted(gathered), want, "{entries} in {range}");
+        }
+    }
+
+    /// A query with thousands of candidates (a template shared by every document), verified
+    /// on every core, finds exactly the documents that share a band with it and whose stored
+    /// signature reaches the threshold, and counts each candidate once.
+    #[test]
+    fn hot_queries_find_exactly_the_similar_candidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let params =
+            IndexParams::for_threshold(crate::sketch::SketchParams::default(), 32, 0.5).unwrap();
+        let db = Db::create(dir.path().join("db"), params, Options::default()).unwrap();
+        let template: String = (0..60)
+            .map(|i| format!("shared line {i} of the page. "))
+            .collect();
+        let texts: Vec<String> = (0..6000)
+            .map(|i| {
+                let own: String = (0..(i % 40) * 6).map(|j| format!("w{i}x{j} ")).collect();
+                format!("{template} page {i}: {own}")
+            })
+            .collect();
+        // Half in a segment, half in memory; a few deleted.
+        let keyed: Vec<(String, &String)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("k{i:05}"), t))
+            .collect();
+        for (n, half) in keyed.chunks(keyed.len() / 2).enumerate() {
+            let mut batch = crate::db::WriteBatch::new();
+            for (key, t) in half {
+                batch.insert_text(key, t.as_str());
+            }
+            db.write(&batch).unwrap();
+            if n == 0 {
+                db.flush().unwrap();
+            }
+        }
+        let deleted = |i: usize| i % 97 == 3;
+        let mut batch = crate::db::WriteBatch::new();
+        for i in (0..texts.len()).filter(|&i| deleted(i)) {
+            batch.delete(format!("k{i:05}"));
+        }
+        db.write(&batch).unwrap();
+        let hasher = db.hasher().unwrap();
+        let (k, bits) = (db.params.sketch.num_perm, db.params.bits);
+        let q = hasher.sketch_text(&texts[40]);
+        let q_keys = db.banding.band_keys(q.slots()).unwrap();
+        let q_packed = bbit::pack(q.slots(), bits).unwrap();
+        let mut sharing = 0;
+        let mut want: Vec<(String, f64)> = Vec::new();
+        let mut sharing_deleted = 0;
+        for (i, t) in texts.iter().enumerate() {
+            let s = hasher.sketch_text(t);
+            let keys = db.banding.band_keys(s.slots()).unwrap();
+            if !keys.iter().zip(&q_keys).any(|(a, b)| a == b) {
+                continue;
+            }
+            if deleted(i) {
+                sharing_deleted += 1;
+                continue;
+            }
+            sharing += 1;
+            let packed = bbit::pack(s.slots(), bits).unwrap();
+            let j = bbit::estimate_packed(&q_packed, &packed, k, bits).unwrap();
+            if j >= 0.5 {
+                want.push((format!("k{i:05}"), j));
+            }
+        }
+        let got = db.query(&q, &QueryOptions::default()).unwrap();
+        assert!(
+            got.stats.candidates >= PARALLEL_CANDIDATES,
+            "{:?}",
+            got.stats
+        );
+        // Deleted documents are candidates (their postings remain), not verified.
+        assert!(sharing_deleted > 0);
+        assert_eq!(got.stats.candidates, sharing + sharing_deleted);
+        assert_eq!(got.stats.verified, sharing);
+        let mut got: Vec<(String, f64)> = got
+            .matches
+            .into_iter()
+            .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert!(
+            want.len() > 100 && want.len() < sharing,
+            "{} of {sharing}",
+            want.len()
+        );
+        assert_eq!(got, want);
     }
 
     /// A text without shingles is similar to nothing, not even to stored empty texts.
