@@ -5,6 +5,7 @@
 //! - [`sets`]: set pairs with an exactly known Jaccard similarity.
 //! - [`model`]: the reference model of a database (key → stored signature).
 //! - [`process`]: killing a child process without losing what it acknowledged.
+//! - [`golden`]: the generator and answer checks of the committed database fixtures.
 //! - [`cli`]: running the `mhdb` binary (arguments, standard input, shell pipes), its test
 //!   corpus, and the documented key escaping read and written independently of the binary.
 
@@ -13,6 +14,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod golden;
 pub mod model;
 pub mod params;
 pub mod process;
