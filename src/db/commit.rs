@@ -52,9 +52,23 @@ pub(super) fn write_new_file(
     bytes: &[u8],
     mode: OpenMode,
 ) -> Result<()> {
+    write_new_file_parts(vfs, path, &[bytes], mode)
+}
+
+/// Writes a whole file given as parts in order, and syncs it.
+pub(super) fn write_new_file_parts(
+    vfs: &dyn Vfs,
+    path: &Path,
+    parts: &[&[u8]],
+    mode: OpenMode,
+) -> Result<()> {
     let file = vfs.open(path, mode).map_err(Error::io_on(path, "create"))?;
-    file.write_all_at(bytes, 0)
-        .map_err(Error::io_on(path, "write"))?;
+    let mut at = 0u64;
+    for part in parts {
+        file.write_all_at(part, at)
+            .map_err(Error::io_on(path, "write"))?;
+        at += part.len() as u64;
+    }
     file.sync_data().map_err(Error::io_on(path, "fsync"))
 }
 
@@ -128,10 +142,10 @@ impl Db {
             );
             let mut builder = builder?;
             builder.set_signatures(signatures?)?;
-            let bytes = builder.finish(&self.params.segment_options())?;
+            let bytes = builder.finish_parts(&self.params.segment_options())?;
             let id = self.new_file_id();
             let path = self.dir.join(names::segment_name(id));
-            write_new_file(vfs, &path, &bytes, OpenMode::CreateNew)?;
+            write_new_file_parts(vfs, &path, &bytes.parts(), OpenMode::CreateNew)?;
             let meta = SegmentMeta {
                 id,
                 base: input.base,

@@ -211,6 +211,12 @@ impl SegmentBuilder {
 
     /// Encodes the segment.
     pub fn finish(self, opts: &SegmentOptions) -> Result<Vec<u8>> {
+        Ok(self.finish_parts(opts)?.into_vec())
+    }
+
+    /// Encodes the segment as three parts to write one after another, without copying the
+    /// signatures into the file's bytes (most of a segment, when its signatures are wide).
+    pub fn finish_parts(self, opts: &SegmentOptions) -> Result<SegmentParts> {
         let cap = opts.cap_field()?;
         let end = match (self.end, self.docnos.last()) {
             (Some(e), _) => e,
@@ -232,7 +238,7 @@ impl SegmentBuilder {
             signatures: &self.signatures,
             sorted_runs: false,
         };
-        draft.encode(|band| {
+        let (mut head, split) = draft.encode(|band| {
             let postings = docnos
                 .iter()
                 .enumerate()
@@ -242,6 +248,50 @@ impl SegmentBuilder {
                 })
                 .collect();
             Ok((postings, Vec::new()))
+        })?;
+        let tail = head.split_off(split);
+        Ok(SegmentParts {
+            head,
+            signatures: self.signatures,
+            tail,
         })
+    }
+}
+
+/// An encoded segment as the three parts of its file, in order: the bytes before the
+/// SIGNATURES section, the signatures, and the rest.
+#[derive(Clone, Debug)]
+pub struct SegmentParts {
+    /// File bytes from offset 0 up to the SIGNATURES section.
+    pub head: Vec<u8>,
+    /// The SIGNATURES section.
+    pub signatures: Vec<u8>,
+    /// CHECKSUMS, the section table and the footer.
+    pub tail: Vec<u8>,
+}
+
+impl SegmentParts {
+    /// The file's length.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.signatures.len() + self.tail.len()
+    }
+
+    /// Never true: a segment has at least a header and a footer.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parts in file order.
+    pub fn parts(&self) -> [&[u8]; 3] {
+        [&self.head, &self.signatures, &self.tail]
+    }
+
+    /// The file's bytes in one buffer.
+    pub fn into_vec(self) -> Vec<u8> {
+        let mut out = self.head;
+        out.reserve(self.signatures.len() + self.tail.len());
+        out.extend_from_slice(&self.signatures);
+        out.extend_from_slice(&self.tail);
+        out
     }
 }

@@ -103,7 +103,7 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
             }
         }
     }
-    draft.encode(|band| {
+    let (mut head, split) = draft.encode(|band| {
         let total: u64 = inputs.iter().filter_map(|s| s.band_postings(band)).sum();
         let mut postings = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         for s in inputs {
@@ -118,5 +118,12 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         }
         let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
         Ok((postings, prior_hot))
-    })
+    })?;
+    let tail = head.split_off(split);
+    Ok(super::builder::SegmentParts {
+        head,
+        signatures,
+        tail,
+    }
+    .into_vec())
 }

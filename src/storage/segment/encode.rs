@@ -137,10 +137,11 @@ pub(super) type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
 impl Draft<'_> {
     /// `band_input(band)` returns that band's postings `(key32, docno)` (any order) and the
     /// buckets already hot in the inputs, `(key32, documents dropped by earlier caps)`.
+    /// Returns the file's bytes without the signatures, and the offset where they go.
     pub(super) fn encode(
         &self,
         band_input: impl Fn(usize) -> Result<BandInput> + Sync,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<(Vec<u8>, usize)> {
         let doc_count = self.docnos.len() as u64;
         if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
             return Err(crate::Error::invalid(
@@ -155,20 +156,27 @@ impl Draft<'_> {
         let docno_bits = bits_below(self.span);
         let mut out = vec![0u8; HEADER_LEN];
         let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 6);
-        let mut push = |out: &mut Vec<u8>, kind, a: u32, b: u32, index, count, bytes: &[u8]| {
-            sections.push(SectionEntry {
-                kind: U16::new(kind),
-                width_a: a as u8,
-                width_b: b as u8,
-                index: U32::new(index),
-                offset: U64::new(out.len() as u64),
-                len: U64::new(bytes.len() as u64),
-                count: U64::new(count),
-                crc32: U32::new(crc32fast::hash(bytes)),
-                reserved: U32::new(0),
-            });
-            out.extend_from_slice(bytes);
-        };
+        // The signatures are not copied into `out`: the file is `out[..split]`, the
+        // signatures, then `out[split..]` (a bulk insert's signatures are most of its segment,
+        // and a second copy of them costs more than the encoding). Sections after them are
+        // pushed with `gap`, their length, so that offsets are the file's.
+        let mut push =
+            |out: &mut Vec<u8>, gap: usize, kind, a: u32, b: u32, index, count, bytes: &[u8]| {
+                sections.push(SectionEntry {
+                    kind: U16::new(kind),
+                    width_a: a as u8,
+                    width_b: b as u8,
+                    index: U32::new(index),
+                    offset: U64::new((out.len() + gap) as u64),
+                    len: U64::new(bytes.len() as u64),
+                    count: U64::new(count),
+                    crc32: U32::new(crc32fast::hash(bytes)),
+                    reserved: U32::new(0),
+                });
+                if kind != KIND_SIGNATURES {
+                    out.extend_from_slice(bytes);
+                }
+            };
 
         // The doc table and key index on one side, the bands (each gathered, sorted, capped
         // and encoded) on the other, on every core.
@@ -238,6 +246,7 @@ impl Draft<'_> {
         );
         push(
             &mut out,
+            0,
             KIND_KEY_BLOB,
             0,
             0,
@@ -247,6 +256,7 @@ impl Draft<'_> {
         );
         push(
             &mut out,
+            0,
             KIND_DOC_TABLE,
             docno_bits,
             end_bits,
@@ -256,6 +266,7 @@ impl Draft<'_> {
         );
         push(
             &mut out,
+            0,
             KIND_KEY_INDEX,
             index_prefix,
             index_bits,
@@ -269,6 +280,7 @@ impl Draft<'_> {
             hot.extend(band_hot);
             push(
                 &mut out,
+                0,
                 KIND_BAND,
                 p,
                 docno_bits,
@@ -280,9 +292,11 @@ impl Draft<'_> {
         let cap = self.cap;
         // Hot buckets.
         let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
-        push(&mut out, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
+        push(&mut out, 0, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
+        let split = out.len();
         push(
             &mut out,
+            0,
             KIND_SIGNATURES,
             0,
             0,
@@ -290,26 +304,13 @@ impl Draft<'_> {
             doc_count,
             self.signatures,
         );
+        let gap = self.signatures.len();
         // Block checksums over every section so far, so that a reader can check the bytes it
         // uses, 4 KiB at a time, the first time it uses them.
-        // Blocks are aligned with the file's pages (block j is file bytes 4096·j .. 4096·(j + 1),
-        // the first one starting after the header), so that checking a block reads the page
-        // a read touches anyway and no other.
-        let head = out.len().min(BLOCK_LEN);
-        let first = crc32fast::hash(out.get(HEADER_LEN..head).unwrap_or_default());
-        let checksums: Vec<u8> = first
-            .to_le_bytes()
-            .into_iter()
-            .chain(
-                out.get(head..)
-                    .unwrap_or_default()
-                    .par_chunks(BLOCK_LEN)
-                    .flat_map_iter(|block| crc32fast::hash(block).to_le_bytes())
-                    .collect::<Vec<u8>>(),
-            )
-            .collect();
+        let checksums = block_checksums(&out, self.signatures);
         push(
             &mut out,
+            gap,
             KIND_CHECKSUMS,
             0,
             0,
@@ -319,7 +320,8 @@ impl Draft<'_> {
         );
 
         // Section table, header, footer.
-        let section_table_offset = out.len() as u64;
+        let table_at = out.len();
+        let section_table_offset = (table_at + gap) as u64;
         for s in &sections {
             out.extend_from_slice(s.as_bytes());
         }
@@ -342,19 +344,46 @@ impl Draft<'_> {
             section_table_offset: U64::new(section_table_offset),
             num_sections: U32::new(sections.len() as u32),
             reserved: U32::new(0),
-            file_len: U64::new((out.len() + FOOTER_LEN) as u64),
+            file_len: U64::new((out.len() + gap + FOOTER_LEN) as u64),
             meta_crc: U32::new(0),
             magic: SEGMENT_FOOTER_MAGIC,
         };
         let crc = meta_crc(
             header.as_bytes(),
-            out.get(section_table_offset as usize..).unwrap_or_default(),
+            out.get(table_at..).unwrap_or_default(),
             footer.as_bytes(),
         );
         footer.meta_crc = U32::new(crc);
         out.extend_from_slice(footer.as_bytes());
-        Ok(out)
+        Ok((out, split))
     }
+}
+
+/// The CRC of each 4 KiB block of the file bytes from offset 64 up to the end of
+/// `head ‖ signatures` (`head` holds the file from offset 0), blocks aligned with the file's
+/// pages: block j is bytes `max(64, 4096·j) .. min(4096·(j + 1), end)` (`format/segment.md`).
+fn block_checksums(head: &[u8], signatures: &[u8]) -> Vec<u8> {
+    let end = head.len() + signatures.len();
+    (0..end.div_ceil(BLOCK_LEN))
+        .into_par_iter()
+        .flat_map_iter(|j| {
+            let (from, to) = (
+                (j * BLOCK_LEN).max(HEADER_LEN),
+                ((j + 1) * BLOCK_LEN).min(end),
+            );
+            let mut h = crc32fast::Hasher::new();
+            h.update(
+                head.get(from.min(head.len())..to.min(head.len()))
+                    .unwrap_or_default(),
+            );
+            let (a, b) = (
+                from.max(head.len()) - head.len(),
+                to.max(head.len()) - head.len(),
+            );
+            h.update(signatures.get(a..b).unwrap_or_default());
+            h.finalize().to_le_bytes()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ mod stats;
 mod test_rng;
 mod verify;
 
-pub use builder::{SegmentBuilder, SegmentOptions};
+pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
 pub use combine::combine_segments;
 pub use format::{
     BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
