@@ -199,6 +199,12 @@ fn print_stats_text(s: &Stats) -> CliResult {
     } else {
         outln!("format        version {}", s.format_version);
     }
+    if !p.key_fingerprint.is_unkeyed() {
+        outln!(
+            "hashing       keyed (key fingerprint {}; text needs the key: MHDB_KEY_FILE)",
+            p.key_fingerprint.short()
+        );
+    }
     if s.torn_tails > 0 {
         outln!(
             "torn tails    {} kept beside their WAL files (`mhdb verify` names them)",
