@@ -109,11 +109,20 @@ class Index:
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
+        key_file: Optional[_PathLike] = None,
     ) -> Index:
-        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``)."""
+        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``); with
+        ``key_file``, a keyed index (shingles hashed under that secret key)."""
     @staticmethod
-    def open(path: _PathLike, read_only: bool = False) -> Index:
-        """Opens an existing index (read-only: no lock, nothing modified)."""
+    def open(
+        path: _PathLike, read_only: bool = False, key_file: Optional[_PathLike] = None
+    ) -> Index:
+        """Opens an existing index (read-only: no lock, nothing modified); ``key_file`` is a
+        keyed index's secret key (else ``MHDB_KEY_FILE`` is read)."""
+    @staticmethod
+    def upgrade(path: _PathLike, keep_old: bool = False) -> bool:
+        """Converts a format-version-1 index to the current format in place; ``False`` when
+        it was already current."""
     @staticmethod
     def open_or_create(
         path: _PathLike,
@@ -130,6 +139,7 @@ class Index:
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
+        key_file: Optional[_PathLike] = None,
     ) -> Index:
         """Opens the index in ``path``, or creates it with these parameters."""
     def __enter__(self) -> Index: ...

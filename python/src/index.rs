@@ -55,10 +55,18 @@ impl PyIndex {
         params: Option<&Bound<'_, PyDict>>,
         make: fn(&std::path::Path, IndexParams, Options) -> mhdb::Result<Db>,
     ) -> PyResult<PyIndex> {
-        let params = index_params(py, threshold, params)?;
-        let db = py
-            .detach(|| make(&path, params, Options::default()))
-            .or_raise(py)?;
+        // `key_file` is an option of the handle, not a stored parameter.
+        let params = params.map(|d| d.copy()).transpose()?;
+        let mut key_file = None;
+        if let Some(d) = &params
+            && let Some(v) = d.get_item("key_file")?
+        {
+            key_file = v.extract::<Option<PathBuf>>()?;
+            d.del_item("key_file")?;
+        }
+        let opts = options_with_key(py, key_file)?;
+        let index = index_params(py, threshold, params.as_ref())?;
+        let db = py.detach(|| make(&path, index, opts)).or_raise(py)?;
         Ok(PyIndex::wrap(db, false))
     }
 
@@ -72,6 +80,18 @@ impl PyIndex {
     fn db(&self, py: Python<'_>) -> PyResult<Arc<Db>> {
         self.lock().clone().ok_or_else(|| errors::closed(py))
     }
+}
+
+/// Handle options with the secret key read from `key_file` (keyed hashing), if given.
+fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Options> {
+    let key = match key_file {
+        Some(path) => Some(mhdb::sketch::SecretKey::from_file(&path).or_raise(py)?),
+        None => None,
+    };
+    Ok(Options {
+        key,
+        ..Options::default()
+    })
 }
 
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
@@ -206,6 +226,9 @@ impl PyIndex {
     ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64).
     ///     bands, rows: override the tuned LSH bands × rows (give both).
     ///     bucket_cap: largest bucket kept by compaction (``None`` or 0: unlimited).
+    ///     key_file: keyed hashing: shingles are hashed under the secret key in this file (32
+    ///         raw bytes or 64 hex digits); the index keeps only its fingerprint, and signing
+    ///         text later needs the key (``key_file`` of :meth:`open`, or ``MHDB_KEY_FILE``).
     ///
     /// Raises:
     ///     InvalidParameterError: a parameter is out of range.
@@ -231,19 +254,38 @@ impl PyIndex {
     ///     NotFoundError: ``path`` holds no index.
     ///     LockedError: another process has it open for writing.
     ///     CorruptionError: its files are damaged.
+    ///
+    /// ``key_file`` is the secret key of a keyed index (else ``MHDB_KEY_FILE`` is read): a
+    /// keyed index opened without it answers signature queries and refuses text.
     #[staticmethod]
-    #[pyo3(signature = (path, read_only = false))]
-    fn open(py: Python<'_>, path: PathBuf, read_only: bool) -> PyResult<PyIndex> {
+    #[pyo3(signature = (path, read_only = false, key_file = None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        read_only: bool,
+        key_file: Option<PathBuf>,
+    ) -> PyResult<PyIndex> {
+        let opts = options_with_key(py, key_file)?;
         let db = py
             .detach(|| {
-                if read_only {
-                    Db::open_read_only(&path)
-                } else {
-                    Db::open(&path, Options::default())
-                }
+                Db::open_with_vfs(Arc::new(mhdb::storage::vfs::StdFs), &path, opts, read_only)
             })
             .or_raise(py)?;
         Ok(PyIndex::wrap(db, read_only))
+    }
+
+    /// Converts an index written in format version 1 (which opens read-only) to the current
+    /// format in place, as ``mhdb upgrade`` does; returns ``False`` when it was already current.
+    /// With ``keep_old=True`` the version-1 files stay in ``.<name>.mhdb-v1`` beside it.
+    ///
+    /// Raises:
+    ///     CorruptionError: the version-1 files are damaged (nothing is changed).
+    ///     LockedError: a writer holds the index.
+    #[staticmethod]
+    #[pyo3(signature = (path, keep_old = false))]
+    fn upgrade(py: Python<'_>, path: PathBuf, keep_old: bool) -> PyResult<bool> {
+        let done = py.detach(|| Db::upgrade(&path, keep_old)).or_raise(py)?;
+        Ok(matches!(done, mhdb::db::Upgraded::Converted { .. }))
     }
 
     /// Opens the index in ``path``, or creates it with the given parameters if there is
