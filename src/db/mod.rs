@@ -33,6 +33,7 @@ mod open;
 mod options;
 mod params;
 mod query;
+mod query_stream;
 mod state;
 mod stats;
 mod transfer;
