@@ -91,6 +91,12 @@ struct BucketIndex {
 }
 
 impl BucketIndex {
+    /// The key of ordinal `o`.
+    fn key(&self, state: &State, o: u32) -> Result<Vec<u8>> {
+        let docno = self.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
+        Ok(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
     /// True if `a` and `b` share a bucket in a band before `band`.
     fn share_earlier(&self, a: u32, b: u32, band: usize) -> bool {
         self.bands.iter().take(band).any(|bb| {
@@ -162,10 +168,7 @@ impl Db {
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold);
-        let key = |o: u32| -> Result<Vec<u8>> {
-            let docno = index.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
-            Ok(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default())
-        };
+        let key = |o: u32| index.key(&state, o);
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
             progress(band, bands);
@@ -327,8 +330,7 @@ impl Db {
                 if let Some(a) = assigned.get_mut(o as usize) {
                     *a = true;
                 }
-                let docno = index.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
-                cluster.push(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default());
+                cluster.push(index.key(&state, o)?);
             }
             emit(cluster)?;
         }

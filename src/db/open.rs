@@ -431,15 +431,7 @@ fn replay_wal(
             // Sequence numbers continue from one WAL file to the next: a gap means an older
             // file lost its end (e.g. was truncated at a record boundary).
             if v2 && first_in_file && seq != last_seq + 1 {
-                return Err(Error::corruption(
-                    path,
-                    offset,
-                    format!(
-                        "WAL file starts at record {seq}, but record {} comes next \
-                         (a WAL file is missing, or its end was lost)",
-                        last_seq + 1
-                    ),
-                ));
+                return Err(wal_gap(path, offset, seq, last_seq + 1));
             }
             if !v2 && first_in_file && last_seq > 0 && seq != last_seq + 1 {
                 return Err(Error::corruption(
@@ -490,16 +482,8 @@ fn replay_wal(
                 ));
             }
             if replay.first_seq != last_seq + 1 {
-                return Err(Error::corruption(
-                    path,
-                    12,
-                    format!(
-                        "WAL file starts at record {}, but record {} comes next \
-                         (a WAL file is missing, or its end was lost)",
-                        replay.first_seq,
-                        last_seq + 1
-                    ),
-                ));
+                // (A file without records; one with records was judged at its first record.)
+                return Err(wal_gap(path, 12, replay.first_seq, last_seq + 1));
             }
             last_seq = replay.last_seq;
             if !is_newest && !replay.sealed {
@@ -536,6 +520,19 @@ fn replay_wal(
     }
     mem.build_deferred_buckets();
     Ok((mem, last_seq, cut_tails))
+}
+
+/// A WAL file that does not start where the numbering says the next one must: an earlier
+/// file, or its end, is missing.
+fn wal_gap(path: &Path, offset: u64, found: u64, expected: u64) -> Error {
+    Error::corruption(
+        path,
+        offset,
+        format!(
+            "WAL file starts at record {found}, but record {expected} comes next \
+             (a WAL file is missing, or its end was lost)"
+        ),
+    )
 }
 
 /// A writer leaves a replayed WAL file as an older WAL may be: whole records only, durable.
