@@ -3,7 +3,9 @@
 //! each of its sync points in turn (nothing written later becomes durable). The crash image is
 //! reopened and must (1) open, (2) equal the model after some prefix of the workload that
 //! includes every acknowledged batch (so no acknowledged write is lost and no batch is partly
-//! there), and (3) answer queries exactly as a brute-force scan of that model does.
+//! there), and (3) answer queries exactly as a brute-force scan of that model does. The same
+//! holds for an index that stores shingle sets, whose re-ranked answers must report the exact
+//! Jaccard of the recovered documents' texts.
 
 mod common;
 
@@ -27,10 +29,14 @@ enum Step {
     Compact,
 }
 
-/// 32 slots over word 2-grams, 16-bit stored signatures, tuned for 0.5; signature seed 7.
-fn params() -> IndexParams {
+/// 32 slots over word 2-grams, 16-bit stored signatures, tuned for 0.5; signature seed 7;
+/// with stored shingle sets or not.
+fn params(sets: bool) -> IndexParams {
     let mut p = common::params::word_index(32, 16, 0.5);
     p.sketch.seed = 7;
+    if sets {
+        p = p.with_stored_sets().unwrap();
+    }
     p
 }
 
@@ -97,7 +103,7 @@ fn prefix_models(steps: &[Step], db_params: &IndexParams) -> Vec<Model> {
 
 /// Runs the workload; returns, per batch, the sync count when it was acknowledged (None if it
 /// never was).
-fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64>> {
+fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability, sets: bool) -> Vec<Option<u64>> {
     let dir = Path::new("/db");
     let opts = Options {
         durability,
@@ -106,7 +112,7 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
         ..Options::default()
     };
     let mut acks = Vec::new();
-    let Ok(db) = Db::create_with_vfs(fs.clone(), dir, params(), opts) else {
+    let Ok(db) = Db::create_with_vfs(fs.clone(), dir, params(sets), opts) else {
         return acks;
     };
     // Batches written since the last durability point (for Durability::None).
@@ -131,10 +137,9 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
                 }
             }
             Step::Bulk(docs) => {
-                let hasher = db.hasher().unwrap().clone();
                 let docs: Vec<(String, Signature)> = docs
                     .iter()
-                    .map(|(k, seed)| (k.clone(), hasher.sketch_text(&text(*seed))))
+                    .map(|(k, seed)| (k.clone(), db.sketch_text(&text(*seed)).unwrap()))
                     .collect();
                 let ok = db.bulk_insert(&docs).is_ok();
                 // A bulk insert is durable when it returns, and makes earlier writes durable.
@@ -164,7 +169,7 @@ fn run(fs: Arc<SimFs>, steps: &[Step], durability: Durability) -> Vec<Option<u64
     acks
 }
 
-fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str) {
+fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str, sets: bool) {
     let db = match Db::open_with_vfs(image, "/db", Options::default(), false) {
         Ok(db) => db,
         Err(e) => {
@@ -188,8 +193,11 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
     );
     // Queries agree with brute force over the recovered model.
     let model = &models[matching[0]];
-    let p = params();
+    let p = params(sets);
     let packer = Packer::new(&p);
+    if sets {
+        check_exact_answers(&db, model, &packer, what);
+    }
     for seed in [0u64, 5, 13, 22, 39] {
         let sig: Signature = packer.hasher().sketch_text(&text(seed));
         let packed = packer.pack(&sig);
@@ -234,11 +242,40 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
     }
 }
 
-fn crash_at_every_sync_point(durability: Durability) {
+/// Re-ranked answers by text report, for each recovered document, the exact Jaccard of the
+/// query's text and the text the model says it holds (found from its stored signature).
+fn check_exact_answers(db: &Db, model: &Model, packer: &Packer, what: &str) {
+    let set_of = |seed: u64| {
+        let hashes = packer.hasher().shingle_hashes(&text(seed));
+        mhdb::sketch::ShingleSet::from_hashes(hashes)
+    };
+    let seed_of: BTreeMap<Vec<u8>, u64> = (0..40u64)
+        .map(|seed| (packer.pack(&packer.hasher().sketch_text(&text(seed))), seed))
+        .collect();
+    for q in [0u64, 5, 13, 22, 39] {
+        let got = db.query_text(&text(q), &QueryOptions::default()).unwrap();
+        assert!(got.stats.exact, "{what}: not re-ranked");
+        for m in &got.matches {
+            let key = String::from_utf8(m.key.clone()).unwrap();
+            let stored = model
+                .get(&key)
+                .unwrap_or_else(|| panic!("{what}: unknown {key}"));
+            let seed = seed_of[stored];
+            let want = set_of(q).jaccard(&set_of(seed));
+            assert!(
+                (m.jaccard - want).abs() < 1e-12,
+                "{what}: {key} exact {} vs {want}",
+                m.jaccard
+            );
+        }
+    }
+}
+
+fn crash_at_every_sync_point(durability: Durability, sets: bool) {
     let steps = workload();
-    let models = prefix_models(&steps, &params());
+    let models = prefix_models(&steps, &params(sets));
     let probe = Arc::new(SimFs::new());
-    let full = run(probe.clone(), &steps, durability);
+    let full = run(probe.clone(), &steps, durability, sets);
     assert!(
         full.iter().all(Option::is_some),
         "workload must succeed without crashes"
@@ -251,7 +288,7 @@ fn crash_at_every_sync_point(durability: Durability) {
     for n in 0..=total {
         let fs = Arc::new(SimFs::new());
         fs.freeze_after_syncs(n);
-        let acks = run(fs.clone(), &steps, durability);
+        let acks = run(fs.clone(), &steps, durability, sets);
         let must_have = acks
             .iter()
             .take_while(|a| a.is_some_and(|c| c <= n))
@@ -266,6 +303,7 @@ fn crash_at_every_sync_point(durability: Durability) {
                 &models,
                 must_have,
                 &format!("{durability:?} crash after sync {n} ({name})"),
+                sets,
             );
         }
     }
@@ -273,28 +311,33 @@ fn crash_at_every_sync_point(durability: Durability) {
 
 #[test]
 fn crash_at_every_sync_point_sync_durability() {
-    crash_at_every_sync_point(Durability::Sync);
+    crash_at_every_sync_point(Durability::Sync, false);
 }
 
 #[test]
 fn crash_at_every_sync_point_bulk_durability() {
-    crash_at_every_sync_point(Durability::None);
+    crash_at_every_sync_point(Durability::None, false);
+}
+
+#[test]
+fn crash_at_every_sync_point_with_stored_sets() {
+    crash_at_every_sync_point(Durability::Sync, true);
 }
 
 #[test]
 fn recovery_is_idempotent() {
     // Crash, recover, crash again right after recovery: still the same state.
     let steps = workload();
-    let models = prefix_models(&steps, &params());
+    let models = prefix_models(&steps, &params(false));
     let fs = Arc::new(SimFs::new());
-    let _ = run(fs.clone(), &steps, Durability::Sync);
+    let _ = run(fs.clone(), &steps, Durability::Sync, false);
     let image = Arc::new(fs.crash_image(CrashMode::DurableOnly));
     {
         let db = Db::open_with_vfs(image.clone(), "/db", Options::default(), false).unwrap();
         assert_eq!(common::stored(&db), *models.last().unwrap());
     }
     let again = Arc::new(image.crash_image(CrashMode::DurableOnly));
-    check_image(again, &models, models.len() - 1, "second recovery");
+    check_image(again, &models, models.len() - 1, "second recovery", false);
 }
 
 /// Recovery writes too: it cuts torn tails (keeping them aside), seals the WAL files it
@@ -304,14 +347,14 @@ fn recovery_is_idempotent() {
 #[test]
 fn a_crash_during_recovery_recovers_again() {
     let steps = workload();
-    let models = prefix_models(&steps, &params());
+    let models = prefix_models(&steps, &params(false));
     let probe = Arc::new(SimFs::new());
-    run(probe.clone(), &steps, Durability::Sync);
+    run(probe.clone(), &steps, Durability::Sync, false);
     let total = probe.sync_count();
     for n in [total / 4, total / 2, 3 * total / 4, total - 1] {
         let fs = Arc::new(SimFs::new());
         fs.freeze_after_syncs(n);
-        let acks = run(fs.clone(), &steps, Durability::Sync);
+        let acks = run(fs.clone(), &steps, Durability::Sync, false);
         let must_have = acks
             .iter()
             .take_while(|a| a.is_some_and(|c| c <= n))
@@ -342,6 +385,7 @@ fn a_crash_during_recovery_recovers_again() {
                     &format!(
                         "crash after sync {n} (torn), then in recovery after its sync {k} ({name})"
                     ),
+                    false,
                 );
             }
         }

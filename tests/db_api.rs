@@ -182,6 +182,7 @@ fn top_k_and_threshold_options() {
             &QueryOptions {
                 threshold: Some(0.0),
                 limit: None,
+                ..QueryOptions::default()
             },
         )
         .unwrap();
@@ -192,6 +193,7 @@ fn top_k_and_threshold_options() {
             &QueryOptions {
                 threshold: Some(0.0),
                 limit: Some(2),
+                ..QueryOptions::default()
             },
         )
         .unwrap();
@@ -204,7 +206,8 @@ fn top_k_and_threshold_options() {
             &q,
             &QueryOptions {
                 threshold: Some(1.5),
-                limit: None
+                limit: None,
+                ..QueryOptions::default()
             }
         )
         .is_err()

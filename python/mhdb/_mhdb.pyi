@@ -109,6 +109,7 @@ class Index:
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
+        store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
     ) -> Index:
         """Creates a new index in ``path`` (bands × rows tuned for ``threshold``); with
@@ -139,6 +140,7 @@ class Index:
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
+        store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
     ) -> Index:
         """Opens the index in ``path``, or creates it with these parameters."""
@@ -202,8 +204,10 @@ class Index:
         signature: Optional[_SignatureLike] = None,
         threshold: Optional[float] = None,
         limit: Optional[int] = None,
+        exact: bool = True,
     ) -> list[_Match]:
-        """Documents similar to ``text`` or ``signature``, best first."""
+        """Documents similar to ``text`` or ``signature``, best first (by exact Jaccard
+        in an index with ``store_sets=True``, unless ``exact=False``)."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,

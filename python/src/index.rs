@@ -96,7 +96,8 @@ fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Optio
 
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
 /// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
-/// `bits`, `bands`, `rows`, `bucket_cap`. An unknown name is an error, not ignored.
+/// `bits`, `bands`, `rows`, `bucket_cap`, `store_sets`. An unknown name is an error, not
+/// ignored.
 pub(crate) fn index_params(
     py: Python<'_>,
     threshold: f64,
@@ -106,6 +107,7 @@ pub(crate) fn index_params(
     let mut bits = 32u32;
     let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
     let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
+    let mut store_sets = false;
     for (name, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
         match name.as_str() {
@@ -120,17 +122,21 @@ pub(crate) fn index_params(
             "bands" => bands = value.extract()?,
             "rows" => rows = value.extract()?,
             "bucket_cap" => bucket_cap = value.extract()?,
+            "store_sets" => store_sets = value.extract()?,
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "unexpected keyword argument {other:?} (index parameters: num_perm, scheme, \
                      seed, shingle, nfkc, lowercase, collapse_whitespace, bits, bands, rows, \
-                     bucket_cap)"
+                     bucket_cap, store_sets)"
                 )));
             }
         }
     }
     let sketch = sketch.params(py)?;
     let mut params = IndexParams::for_threshold(sketch, bits, threshold).or_raise(py)?;
+    if store_sets {
+        params = params.with_stored_sets().or_raise(py)?;
+    }
     match (bands, rows) {
         (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, sketch.num_perm).or_raise(py)?,
         (None, None) => {}
@@ -162,6 +168,7 @@ pub(crate) fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bou
     d.set_item("rows", p.lsh.rows)?;
     d.set_item("threshold", p.threshold)?;
     d.set_item("bucket_cap", p.bucket_cap)?;
+    d.set_item("store_sets", p.store_sets)?;
     Ok(d)
 }
 
@@ -468,9 +475,13 @@ impl PyIndex {
     ///     threshold: minimum estimated Jaccard (default: the index's).
     ///     limit: keep only the best ``limit`` matches.
     ///
+    /// In an index created with ``store_sets=True``, a query by text reports the exact
+    /// Jaccard similarity (candidates near the threshold are re-ranked from the stored
+    /// shingle sets); ``exact=False`` decides by the signature estimate alone.
+    ///
     /// Returns:
     ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true))]
     fn query<'py>(
         &self,
         py: Python<'py>,
@@ -478,10 +489,12 @@ impl PyIndex {
         signature: Option<&Bound<'py, PyAny>>,
         threshold: Option<f64>,
         limit: Option<usize>,
+        exact: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let opts = QueryOptions {
             threshold: crate::convert::threshold(py, threshold)?,
             limit,
+            estimate_only: !exact,
         };
         let doc = Doc::one_of(py, text, signature)?;
         let db = self.db(py)?;
@@ -513,6 +526,7 @@ impl PyIndex {
         let opts = QueryOptions {
             threshold: crate::convert::threshold(py, threshold)?,
             limit,
+            ..QueryOptions::default()
         };
         let (source, by_text) = match (texts, signatures) {
             (Some(t), None) => (t.try_iter()?, true),

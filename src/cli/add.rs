@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use indicatif::ProgressBar;
 use mhdb::db::{Db, Durability, Options};
-use mhdb::sketch::Signature;
+use mhdb::sketch::{MinHasher, Signature};
 use rayon::prelude::*;
 
 use super::args::{AddArgs, OnDuplicate};
@@ -205,6 +205,7 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                 break;
             }
             let hasher = loader.db.hasher()?;
+            let sign = signer(hasher, loader.db.params().store_sets);
             // Three things at once: the batches completed by the previous chunk are committed
             // (mostly writes and fsyncs, which leave the cores idle), this chunk is parsed and
             // signed on every core, and the next chunk is read. A failed commit stops the
@@ -224,7 +225,7 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                                     let mut record = JsonLine::parse(&bytes, at)?;
                                     let id = record.key(&args.id_field)?;
                                     let text = record.take_text(&args.text_field)?;
-                                    let sig = hasher.sketch_text(&text);
+                                    let sig = sign(&text);
                                     if sig.is_empty_set() {
                                         return Err(no_shingles(at));
                                     }
@@ -287,12 +288,13 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
             loader.take(Err(msg), "")?;
         }
         let hasher = loader.db.hasher()?;
+        let sign = signer(hasher, loader.db.params().store_sets);
         let (committed, signed) = rayon::join(
             || loader.commit_sealed(),
             || -> Vec<Parsed> {
                 docs.into_par_iter()
                     .map(|(id, text)| {
-                        let sig = hasher.sketch_text(&text);
+                        let sig = sign(&text);
                         if sig.is_empty_set() {
                             return Err(no_shingles(String::from_utf8_lossy(&id)));
                         }
@@ -311,4 +313,16 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// Signs text as the database stores it: with its shingle set attached when the index stores
+/// sets.
+fn signer(hasher: &MinHasher, store_sets: bool) -> impl Fn(&str) -> Signature + Sync + '_ {
+    move |text| {
+        if store_sets {
+            hasher.sketch_text_with_set(text)
+        } else {
+            hasher.sketch_text(text)
+        }
+    }
 }

@@ -228,6 +228,12 @@ pub struct CreateArgs {
     /// later command that signs text needs the key, from the file named by MHDB_KEY_FILE.
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,
+    /// Store each document's shingle set (about 3 bytes per distinct shingle) so that query
+    /// and dedup report the exact Jaccard similarity: candidates whose estimate comes within a
+    /// margin of the threshold are re-ranked exactly. Bands × rows are then tuned for recall
+    /// (P(threshold) ≥ 0.99). Documents must be added as text.
+    #[arg(long)]
+    pub store_sets: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
@@ -294,6 +300,10 @@ pub struct QueryArgs {
     /// At most this many matches per query, best first.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// In an index with stored shingle sets, decide and report by the signature estimate
+    /// alone (no exact re-rank).
+    #[arg(long)]
+    pub no_exact: bool,
     /// JSON output (always on with --jsonl).
     #[arg(long)]
     pub json: bool,
@@ -353,6 +363,10 @@ pub struct DedupArgs {
     /// pairs, clusters or drop.
     #[arg(long, value_enum, default_value = "pairs")]
     pub format: DedupFormat,
+    /// In an index with stored shingle sets, decide by the signature estimate alone (no
+    /// exact re-rank).
+    #[arg(long)]
+    pub no_exact: bool,
     /// JSON output (pairs and clusters are always JSON Lines).
     #[arg(long)]
     pub json: bool,

@@ -54,6 +54,9 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     refuse_non_directory(&args.db)?;
     let threshold = args.threshold;
     let mut params = IndexParams::for_threshold(args.sketch.params(), args.bits, threshold)?;
+    if args.store_sets {
+        params = params.with_stored_sets()?;
+    }
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
         params.lsh = LshParams::new(b, r, args.sketch.perms)?;
     }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use mhdb::db::Db;
+use mhdb::db::{Db, DedupOptions};
 
 use super::args::{DedupArgs, DedupFormat};
 use super::escape::{key_json, key_text};
@@ -17,16 +17,22 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     super::output::report_recovery(&db);
     let t = args.threshold.unwrap_or(db.params().threshold);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let opts = DedupOptions {
+        estimate_only: args.no_exact,
+    };
+    let exact = db.params().store_sets && !args.no_exact;
     match args.format {
         DedupFormat::Pairs => {
             let bar = progress(
                 Some(db.params().lsh.bands as u64),
                 "{bar:40} band {pos}/{len} {elapsed}",
             );
-            let stats = db.dedup_pairs(
+            let stats = db.dedup_pairs_with(
                 t,
+                opts,
                 |p| {
-                    let line = shapes::pair(key_json(&p.a), key_json(&p.b), p.jaccard);
+                    let estimate = exact.then_some(p.estimate);
+                    let line = shapes::pair(key_json(&p.a), key_json(&p.b), p.jaccard, estimate);
                     writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
                         path: None,
                         op: "write output",
@@ -49,7 +55,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let mut clusters = 0u64;
-            let stats = db.dedup_clusters_with(t, |c| {
+            let stats = db.dedup_clusters_with_options(t, opts, |c| {
                 clusters += 1;
                 let (keep, dups) = c
                     .split_first()

@@ -47,7 +47,7 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
     if args.json {
         let pairs: Vec<Value> = pairs
             .into_iter()
-            .map(|(est, a, b)| shapes::pair(a.into(), b.into(), est))
+            .map(|(est, a, b)| shapes::pair(a.into(), b.into(), est, None))
             .collect();
         outln!(
             "{}",

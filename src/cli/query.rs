@@ -26,6 +26,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     let opts = QueryOptions {
         threshold: args.threshold,
         limit: args.limit,
+        estimate_only: args.no_exact,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {

@@ -20,20 +20,34 @@ pub fn key_item(key: &[u8]) -> Value {
 }
 
 /// One query's answer: `{"id", "matches": [{"id", "jaccard"}], "candidates", "verified",
-/// "hot_buckets"}`, `id` being the query's own id as given.
+/// "hot_buckets"}`, `id` being the query's own id as given. Re-ranked by exact Jaccard (an
+/// index that stores sets), each match also has its `"estimate"`, and the answer says
+/// `"exact": true` and how many candidates were `"reranked"`.
 pub fn answer(id: Value, r: &QueryResult) -> Value {
+    let exact = r.stats.exact;
     let matches: Vec<Value> = r
         .matches
         .iter()
-        .map(|m| json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)}))
+        .map(|m| {
+            let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)});
+            if exact {
+                v["estimate"] = json!(round6(m.estimate));
+            }
+            v
+        })
         .collect();
-    json!({
+    let mut v = json!({
         "id": id,
         "matches": matches,
         "candidates": r.stats.candidates,
         "verified": r.stats.verified,
         "hot_buckets": r.stats.hot_buckets,
-    })
+    });
+    if exact {
+        v["exact"] = json!(true);
+        v["reranked"] = json!(r.stats.reranked);
+    }
+    v
 }
 
 /// Writes [`answer`] as one JSON text, byte for byte the same, without building it as a
@@ -44,17 +58,24 @@ pub fn write_answer(
     id: &Value,
     r: &QueryResult,
 ) -> std::io::Result<()> {
-    // serde_json's maps are sorted by key: "candidates", "hot_buckets", "id", "matches",
-    // "verified"; and a match's "id", "jaccard".
-    write!(
-        out,
-        "{{\"candidates\":{},\"hot_buckets\":{},\"id\":",
-        r.stats.candidates, r.stats.hot_buckets
-    )?;
+    // serde_json's maps are sorted by key: "candidates", ("exact",) "hot_buckets", "id",
+    // "matches", ("reranked",) "verified"; and a match's ("estimate",) "id", "jaccard".
+    let exact = r.stats.exact;
+    write!(out, "{{\"candidates\":{},", r.stats.candidates)?;
+    if exact {
+        out.write_all(b"\"exact\":true,")?;
+    }
+    write!(out, "\"hot_buckets\":{},\"id\":", r.stats.hot_buckets)?;
     serde_json::to_writer(&mut *out, id)?;
     out.write_all(b",\"matches\":[")?;
     for (i, m) in r.matches.iter().enumerate() {
-        out.write_all(if i == 0 { b"{\"id\":" } else { b",{\"id\":" })?;
+        out.write_all(if i == 0 { b"{" } else { b",{" })?;
+        if exact {
+            out.write_all(b"\"estimate\":")?;
+            serde_json::to_writer(&mut *out, &round6(m.estimate))?;
+            out.write_all(b",")?;
+        }
+        out.write_all(b"\"id\":")?;
         match std::str::from_utf8(&m.key) {
             Ok(key) => serde_json::to_writer(&mut *out, key)?,
             Err(_) => serde_json::to_writer(&mut *out, &key_json(&m.key))?,
@@ -63,12 +84,21 @@ pub fn write_answer(
         serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
         out.write_all(b"}")?;
     }
-    write!(out, "],\"verified\":{}}}", r.stats.verified)
+    out.write_all(b"]")?;
+    if exact {
+        write!(out, ",\"reranked\":{}", r.stats.reranked)?;
+    }
+    write!(out, ",\"verified\":{}}}", r.stats.verified)
 }
 
-/// A near-duplicate pair: `{"a", "b", "jaccard"}`.
-pub fn pair(a: Value, b: Value, jaccard: f64) -> Value {
-    json!({"a": a, "b": b, "jaccard": round6(jaccard)})
+/// A near-duplicate pair: `{"a", "b", "jaccard"}`, plus the `"estimate"` when `jaccard` is
+/// exact.
+pub fn pair(a: Value, b: Value, jaccard: f64, estimate: Option<f64>) -> Value {
+    let mut v = json!({"a": a, "b": b, "jaccard": round6(jaccard)});
+    if let Some(e) = estimate {
+        v["estimate"] = json!(round6(e));
+    }
+    v
 }
 
 /// A star cluster: `{"keep", "duplicates"}`.
@@ -92,6 +122,7 @@ pub fn params(p: &IndexParams) -> Value {
         "rows": p.lsh.rows,
         "threshold": p.threshold,
         "bucket_cap": p.bucket_cap,
+        "store_sets": p.store_sets,
         "spec_version": mhdb::sketch::SPEC_VERSION,
     })
 }
@@ -99,7 +130,7 @@ pub fn params(p: &IndexParams) -> Value {
 /// An index's parameters in text: the `create` flags that would make it again.
 pub fn params_text(p: &IndexParams) -> String {
     format!(
-        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --bands {} --rows {} --threshold {} --bucket-cap {}",
+        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --bands {} --rows {} --threshold {} --bucket-cap {}{}",
         p.sketch.num_perm,
         p.sketch.scheme,
         p.sketch.shingle.kind,
@@ -110,6 +141,7 @@ pub fn params_text(p: &IndexParams) -> String {
         p.lsh.rows,
         p.threshold,
         p.bucket_cap.unwrap_or(0),
+        if p.store_sets { " --store-sets" } else { "" },
     )
 }
 
@@ -147,29 +179,34 @@ mod write_answer_tests {
             json!("tab\there"),
         ];
         for (n, id) in ids.iter().enumerate() {
-            let r = QueryResult {
-                matches: keys
-                    .iter()
-                    .take(n)
-                    .enumerate()
-                    .map(|(i, k)| Match {
-                        key: k.to_vec(),
-                        jaccard: 1.0 / (i as f64 + 3.0),
-                    })
-                    .collect(),
-                stats: QueryStats {
-                    candidates: 4713 + n,
-                    verified: 4700,
-                    hot_buckets: n,
-                    segments: 2,
-                },
-            };
-            let mut written = Vec::new();
-            write_answer(&mut written, id, &r).unwrap();
-            assert_eq!(
-                String::from_utf8(written).unwrap(),
-                answer(id.clone(), &r).to_string()
-            );
+            for exact in [false, true] {
+                let r = QueryResult {
+                    matches: keys
+                        .iter()
+                        .take(n)
+                        .enumerate()
+                        .map(|(i, k)| Match {
+                            key: k.to_vec(),
+                            jaccard: 1.0 / (i as f64 + 3.0),
+                            estimate: 1.0 / (i as f64 + 2.5),
+                        })
+                        .collect(),
+                    stats: QueryStats {
+                        candidates: 4713 + n,
+                        verified: 4700,
+                        hot_buckets: n,
+                        segments: 2,
+                        exact,
+                        reranked: 30 + n,
+                    },
+                };
+                let mut written = Vec::new();
+                write_answer(&mut written, id, &r).unwrap();
+                assert_eq!(
+                    String::from_utf8(written).unwrap(),
+                    answer(id.clone(), &r).to_string()
+                );
+            }
         }
     }
 }

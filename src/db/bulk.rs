@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::Db;
-use super::commit::{NewDocs, Records};
+use super::commit::{CodedSets, NewDocs, Records};
 use super::memtable::MemTable;
 use super::write::check_key;
 use crate::sketch::{Signature, bbit};
@@ -41,16 +41,29 @@ impl Db {
                 .ok_or_else(|| Error::invalid("bulk", "record index out of range"))?;
             bbit::pack_into(sig.slots(), bits, out)
         };
-        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack))
+        // In an index that stores sets, each signature brings its set, coded here.
+        let mut sets = CodedSets::default();
+        if self.params.store_sets {
+            let coded: Vec<Vec<u8>> = docs
+                .par_iter()
+                .map(|(_, sig)| self.coded_set(sig).map(Option::unwrap_or_default))
+                .collect::<Result<_>>()?;
+            for c in &coded {
+                sets.push(c);
+            }
+        }
+        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack), &sets)
     }
 
     /// The locked part of a bulk insert, on documents already banded: `band_keys` holds
-    /// `bands` keys per document, `records` one packed signature per document.
+    /// `bands` keys per document, `records` one packed signature per document, `sets` one
+    /// coded shingle set per document in an index that stores sets (none otherwise).
     pub(super) fn bulk_insert_prepared(
         &self,
         keys: &[&[u8]],
         band_keys: &[u64],
         records: Records<'_>,
+        sets: &CodedSets,
     ) -> Result<()> {
         let n = keys.len();
         let bands = self.params.lsh.bands;
@@ -59,7 +72,8 @@ impl Db {
             Records::Packed(bytes) => bytes.len() == n * record_bytes,
             Records::Lazy(_) => true,
         };
-        if band_keys.len() != n * bands || !packed_len_ok {
+        let sets_ok = sets.len() == if self.params.store_sets { n } else { 0 };
+        if band_keys.len() != n * bands || !packed_len_ok || !sets_ok {
             return Err(Error::invalid(
                 "bulk",
                 "band keys and records do not match the documents",
@@ -120,7 +134,7 @@ impl Db {
             .enumerate()
         {
             if !superseded.get(i).copied().unwrap_or(false) {
-                live.push((base + i as u64, *key, bk));
+                live.push((base + i as u64, *key, bk, sets.get(i)));
             }
         }
         // Superseded copies keep their numbers but get zeroed records, like deleted ones.

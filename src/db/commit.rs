@@ -81,13 +81,52 @@ pub(super) enum Records<'a> {
     Lazy(&'a (dyn Fn(usize, &mut [u8]) -> Result<()> + Sync)),
 }
 
+/// Coded shingle sets of a run of documents, back to back (indexes that store sets; empty
+/// otherwise).
+#[derive(Clone, Debug, Default)]
+pub(super) struct CodedSets {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl CodedSets {
+    pub(super) fn push(&mut self, coded: &[u8]) {
+        self.data.extend_from_slice(coded);
+        self.ends.push(self.data.len());
+    }
+
+    pub(super) fn append(&mut self, other: &CodedSets) {
+        for i in 0..other.len() {
+            self.push(other.get(i));
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Set `i`; empty when there is none.
+    pub(super) fn get(&self, i: usize) -> &[u8] {
+        let start = match i.checked_sub(1) {
+            Some(prev) => self.ends.get(prev).copied().unwrap_or(0),
+            None => 0,
+        };
+        let end = self.ends.get(i).copied().unwrap_or(start);
+        self.data.get(start..end).unwrap_or_default()
+    }
+}
+
+/// A live new document: `(docno, key, band keys, coded shingle set)`; the set is empty in an
+/// index that stores none.
+pub(super) type LiveDoc<'a> = (u64, &'a [u8], &'a [u64], &'a [u8]);
+
 /// Documents about to become a segment: the docno range `[base, base + span)`, its
 /// signatures, the live documents and deletions of older documents.
 pub(super) struct NewDocs<'a> {
     pub(super) base: u64,
     pub(super) span: u64,
     pub(super) records: Records<'a>,
-    pub(super) live: Vec<(u64, &'a [u8], &'a [u64])>,
+    pub(super) live: Vec<LiveDoc<'a>>,
     pub(super) deleted_older: Vec<u64>,
 }
 
@@ -129,13 +168,19 @@ impl Db {
                         input.base,
                         record_bytes,
                     )?;
+                    if self.params.store_sets {
+                        builder = builder.with_sets();
+                    }
                     builder.set_end_docno(next_docno)?;
                     builder.reserve(
                         input.live.len(),
-                        input.live.iter().map(|(_, key, _)| key.len()).sum(),
+                        input.live.iter().map(|(_, key, ..)| key.len()).sum(),
                     );
-                    for &(docno, key, band_keys) in &input.live {
+                    for &(docno, key, band_keys, set) in &input.live {
                         builder.add(docno, key, band_keys)?;
+                        if self.params.store_sets {
+                            builder.add_set(set)?;
+                        }
                     }
                     Ok(builder)
                 },

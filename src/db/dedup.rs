@@ -30,8 +30,19 @@ pub struct DedupPair {
     pub a: Vec<u8>,
     /// Key of the newer document.
     pub b: Vec<u8>,
-    /// Estimated Jaccard similarity.
+    /// Jaccard similarity: exact (from stored shingle sets) when the pass re-ranked, else
+    /// the estimate.
     pub jaccard: f64,
+    /// Jaccard similarity estimated from the stored signatures.
+    pub estimate: f64,
+}
+
+/// How a dedup pass decides similarity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DedupOptions {
+    /// In an index that stores shingle sets, decide by the signature estimate alone (skip the
+    /// exact re-rank).
+    pub estimate_only: bool,
 }
 
 /// What a dedup pass did.
@@ -45,8 +56,9 @@ pub struct DedupStats {
     pub capped_buckets: u64,
 }
 
-/// One row's comparisons made and pairs found: (older ordinal, newer ordinal, estimate).
-type RowResult = (u64, Vec<(u32, u32, f64)>);
+/// One row's comparisons made and pairs found: (older ordinal, newer ordinal, similarity,
+/// estimate).
+type RowResult = (u64, Vec<(u32, u32, f64, f64)>);
 
 /// A bucket membership that does not exist (the document is alone in its bucket, or was cut
 /// by the cap).
@@ -114,7 +126,12 @@ struct Verifier<'a> {
     k: usize,
     bits: u32,
     min_equal: usize,
+    /// The estimate a candidate must reach: the threshold, or with exact re-rank the
+    /// threshold less the margin (`rerank.rs`).
+    gate: f64,
     threshold: f64,
+    /// Decide by the exact Jaccard of stored shingle sets.
+    exact: bool,
     /// The first failed signature read (damage: a corruption error), returned by
     /// [`Verifier::check`] before anything computed after it is emitted.
     failed: parking_lot::Mutex<Option<crate::Error>>,
@@ -140,13 +157,40 @@ impl Verifier<'_> {
         }
     }
 
-    /// The estimate of `a` against ordinal `b` if it reaches the threshold.
-    fn similar(&self, a: &[u8], b: u32) -> Option<f64> {
+    /// The decoded stored set of ordinal `o` into `out` (with exact re-rank; else nothing).
+    fn set(&self, o: u32, out: &mut Vec<u32>) {
+        out.clear();
+        if !self.exact {
+            return;
+        }
+        let docno = self.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
+        if let Err(e) = super::rerank::decode_stored(self.state, docno, out) {
+            self.failed.lock().get_or_insert(e);
+        }
+    }
+
+    /// (similarity, estimate) of `a` (its signature, and its decoded set with exact
+    /// re-rank) against ordinal `b`, if they reach the threshold; `scratch` holds `b`'s set.
+    fn similar(
+        &self,
+        a: &[u8],
+        a_set: &[u32],
+        b: u32,
+        scratch: &mut Vec<u32>,
+    ) -> Option<(f64, f64)> {
         let sb = self.signature(b)?;
         let equal =
             bbit::count_equal_packed_at_least(a, sb, self.k, self.bits, self.min_equal).ok()??;
-        let j = bbit::estimate_from_matches(equal, self.k, self.bits);
-        (j >= self.threshold).then_some(j)
+        let estimate = bbit::estimate_from_matches(equal, self.k, self.bits);
+        if estimate < self.gate {
+            return None;
+        }
+        if !self.exact {
+            return Some((estimate, estimate));
+        }
+        self.set(b, scratch);
+        let j = crate::sketch::shingle_set::jaccard_sorted(a_set, scratch);
+        (j >= self.threshold).then_some((j, estimate))
     }
 }
 
@@ -157,9 +201,23 @@ impl Db {
     /// million pairs); they are streamed, never held: memory is about 12 bytes per document and
     /// band. The pass reads a snapshot taken when it starts: writers, flushes and compactions
     /// go on meanwhile and are not seen.
+    ///
+    /// In an index that stores shingle sets, pairs are decided and reported by their exact
+    /// Jaccard ([`Db::dedup_pairs_with`] can turn that off).
     pub fn dedup_pairs(
         &self,
         threshold: f64,
+        emit: impl FnMut(DedupPair) -> Result<()>,
+        progress: impl FnMut(usize, usize),
+    ) -> Result<DedupStats> {
+        self.dedup_pairs_with(threshold, DedupOptions::default(), emit, progress)
+    }
+
+    /// [`Db::dedup_pairs`] with options.
+    pub fn dedup_pairs_with(
+        &self,
+        threshold: f64,
+        opts: DedupOptions,
         mut emit: impl FnMut(DedupPair) -> Result<()>,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<DedupStats> {
@@ -167,7 +225,7 @@ impl Db {
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold);
+        let verify = self.verifier(&state, &index.docnos, threshold, opts);
         let key = |o: u32| index.key(&state, o);
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
@@ -192,14 +250,16 @@ impl Db {
                         let Some(sa) = verify.signature(a) else {
                             return (0, out);
                         };
+                        let (mut set_a, mut scratch) = (Vec::new(), Vec::new());
+                        verify.set(a, &mut set_a);
                         for &b in later {
                             // Compared (and reported) in the first band the pair shares.
                             if index.share_earlier(a, b, band) {
                                 continue;
                             }
                             compared += 1;
-                            if let Some(j) = verify.similar(sa, b) {
-                                out.push((a, b, j));
+                            if let Some((j, e)) = verify.similar(sa, &set_a, b, &mut scratch) {
+                                out.push((a, b, j, e));
                             }
                         }
                         (compared, out)
@@ -208,12 +268,13 @@ impl Db {
                 verify.check()?;
                 for (compared, pairs) in found {
                     stats.compared += compared;
-                    for (a, b, jaccard) in pairs {
+                    for (a, b, jaccard, estimate) in pairs {
                         stats.pairs += 1;
                         emit(DedupPair {
                             a: key(a)?,
                             b: key(b)?,
                             jaccard,
+                            estimate,
                         })?;
                     }
                 }
@@ -258,13 +319,23 @@ impl Db {
     pub fn dedup_clusters_with(
         &self,
         threshold: f64,
+        emit: impl FnMut(Vec<Vec<u8>>) -> Result<()>,
+    ) -> Result<DedupStats> {
+        self.dedup_clusters_with_options(threshold, DedupOptions::default(), emit)
+    }
+
+    /// [`Db::dedup_clusters_with`] with options.
+    pub fn dedup_clusters_with_options(
+        &self,
+        threshold: f64,
+        opts: DedupOptions,
         mut emit: impl FnMut(Vec<Vec<u8>>) -> Result<()>,
     ) -> Result<DedupStats> {
         check_threshold(threshold)?;
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold);
+        let verify = self.verifier(&state, &index.docnos, threshold, opts);
         let n = index.docnos.len();
         let mut assigned = vec![false; n];
         // Candidates already gathered for the current center: `seen[o] == center + 1`.
@@ -307,11 +378,14 @@ impl Db {
                 continue;
             };
             stats.compared += candidates.len() as u64;
+            let mut set_c = Vec::new();
+            verify.set(center, &mut set_c);
             let take = |chunk: &[u32]| -> Vec<u32> {
+                let mut scratch = Vec::new();
                 chunk
                     .iter()
                     .copied()
-                    .filter(|&m| verify.similar(sc, m).is_some())
+                    .filter(|&m| verify.similar(sc, &set_c, m, &mut scratch).is_some())
                     .collect()
             };
             let mut members: Vec<u32> = if candidates.len() >= PARALLEL_CANDIDATES {
@@ -337,16 +411,30 @@ impl Db {
         Ok(stats)
     }
 
-    fn verifier<'a>(&self, state: &'a State, docnos: &'a [u64], threshold: f64) -> Verifier<'a> {
+    fn verifier<'a>(
+        &self,
+        state: &'a State,
+        docnos: &'a [u64],
+        threshold: f64,
+        opts: DedupOptions,
+    ) -> Verifier<'a> {
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
+        let exact = self.params.store_sets && !opts.estimate_only;
+        let gate = if exact {
+            (threshold - super::rerank::rerank_margin(threshold, k, bits)).max(0.0)
+        } else {
+            threshold
+        };
         Verifier {
             state,
             docnos,
             record_bytes: self.params.sig_bytes(),
             k,
             bits,
-            min_equal: bbit::min_matches_for(threshold, k, bits),
+            min_equal: bbit::min_matches_for(gate, k, bits),
+            gate,
             threshold,
+            exact,
             failed: parking_lot::Mutex::new(None),
         }
     }

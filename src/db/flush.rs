@@ -93,7 +93,7 @@ impl Db {
             records: Records::Lazy(&fill),
             live: imm
                 .live_docs()
-                .map(|(d, doc)| (d, doc.key, doc.band_keys))
+                .map(|(d, doc)| (d, doc.key, doc.band_keys, doc.set))
                 .collect(),
             deleted_older: imm.deleted_older.iter().copied().collect(),
         };

@@ -38,6 +38,8 @@ pub(super) struct DocRef<'a> {
     pub(super) key: &'a [u8],
     pub(super) band_keys: &'a [u64],
     pub(super) sig: &'a [u8],
+    /// The coded shingle set (empty in an index that stores none).
+    pub(super) set: &'a [u8],
     pub(super) live: bool,
 }
 
@@ -51,6 +53,9 @@ pub(super) struct MemTable {
     key_ends: Vec<usize>,
     band_keys: Vec<u64>,
     sigs: Vec<u8>,
+    /// Coded shingle sets, back to back (indexes that store sets), and where each ends.
+    set_bytes: Vec<u8>,
+    set_ends: Vec<usize>,
     live: Vec<bool>,
     /// Per band: band key → newest document index in the bucket.
     heads: Vec<IdMap<u32>>,
@@ -77,6 +82,8 @@ impl MemTable {
             key_ends: Vec::new(),
             band_keys: Vec::new(),
             sigs: Vec::new(),
+            set_bytes: Vec::new(),
+            set_ends: Vec::new(),
             live: Vec::new(),
             heads: (0..bands).map(|_| IdMap::default()).collect(),
             next_in_bucket: Vec::new(),
@@ -94,6 +101,7 @@ impl MemTable {
         self.key_ends.reserve(docs);
         self.band_keys.reserve(docs * self.bands);
         self.sigs.reserve(docs * self.sig_bytes);
+        self.set_ends.reserve(docs);
         self.live.reserve(docs);
         self.next_same_hash.reserve(docs);
         self.by_hash.reserve(docs);
@@ -173,17 +181,21 @@ impl MemTable {
             + self.live.len() * (8 + 1 + 4 + 16)
             + self.band_keys.len() * (8 + 4 + 12)
             + self.sigs.len()
+            + self.set_bytes.len()
+            + self.set_ends.len() * 8
             + self.deleted_older.len() * 48
     }
 
-    /// Appends a document. Returns `false` (and changes nothing) if `docno` is not the next
-    /// number or the sizes do not match: during replay that means a corrupt WAL.
+    /// Appends a document (with its coded shingle set in an index that stores sets).
+    /// Returns `false` (and changes nothing) if `docno` is not the next number or the sizes do
+    /// not match: during replay that means a corrupt WAL.
     pub(super) fn insert(
         &mut self,
         docno: u64,
         key: &[u8],
         band_keys: impl ExactSizeIterator<Item = u64>,
         sig: &[u8],
+        set: Option<&[u8]>,
     ) -> bool {
         if docno != self.next_docno()
             || band_keys.len() != self.bands
@@ -213,6 +225,8 @@ impl MemTable {
         self.key_bytes.extend_from_slice(key);
         self.key_ends.push(self.key_bytes.len());
         self.sigs.extend_from_slice(sig);
+        self.set_bytes.extend_from_slice(set.unwrap_or_default());
+        self.set_ends.push(self.set_bytes.len());
         self.live.push(true);
         self.live_count += 1;
         true
@@ -272,8 +286,25 @@ impl MemTable {
                 .sigs
                 .get(i * self.sig_bytes..(i + 1) * self.sig_bytes)
                 .unwrap_or_default(),
+            set: self.set(i),
             live,
         })
+    }
+
+    fn set(&self, i: usize) -> &[u8] {
+        let start = if i == 0 {
+            0
+        } else {
+            self.set_ends.get(i - 1).copied().unwrap_or(0)
+        };
+        let end = self.set_ends.get(i).copied().unwrap_or(start);
+        self.set_bytes.get(start..end).unwrap_or_default()
+    }
+
+    /// The coded shingle set of document `docno`, if this table holds it.
+    pub(super) fn set_of(&self, docno: u64) -> Option<&[u8]> {
+        let i = usize::try_from(docno.checked_sub(self.base)?).ok()?;
+        (i < self.live.len()).then(|| self.set(i))
     }
 
     /// Appends the document numbers of one bucket to `out`.
@@ -322,14 +353,14 @@ mod tests {
     #[test]
     fn insert_lookup_delete_and_buckets() {
         let mut m = MemTable::new(10, 2, 4);
-        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4]));
-        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4]));
+        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4], None));
+        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4], None));
         assert!(
-            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4]),
+            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4], None),
             "gap in numbering"
         );
         assert!(
-            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4]),
+            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4], None),
             "wrong band count"
         );
         let mut out = Vec::new();
@@ -337,7 +368,7 @@ mod tests {
         assert_eq!(out, vec![11, 10]);
         assert_eq!(m.lookup_key(b"b"), Some(11));
         // Re-inserting a key deletes the old copy.
-        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4]));
+        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4], None));
         assert_eq!(m.lookup_key(b"a"), Some(12));
         assert!(!m.doc(10).unwrap().live);
         assert_eq!(m.live_count(), 2);
@@ -370,8 +401,8 @@ mod tests {
         for (i, (key, bks)) in docs.iter().enumerate() {
             let docno = 7 + i as u64;
             let sig = [i as u8, 1];
-            assert!(plain.insert(docno, key, bks.iter().copied(), &sig));
-            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig));
+            assert!(plain.insert(docno, key, bks.iter().copied(), &sig, None));
+            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig, None));
             if i == 399 {
                 deferred.build_deferred_buckets();
             }

@@ -34,6 +34,7 @@ mod options;
 mod params;
 mod query;
 mod query_stream;
+mod rerank;
 mod state;
 mod stats;
 mod transfer;
@@ -49,11 +50,12 @@ use parking_lot::{Mutex, RwLock};
 
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
-pub use dedup::{DedupPair, DedupStats};
+pub use dedup::{DedupOptions, DedupPair, DedupStats};
 pub use open::CutTail;
 pub use options::{Durability, Options};
-pub use params::{DEFAULT_BUCKET_CAP, IndexParams};
+pub use params::{DEFAULT_BUCKET_CAP, IndexParams, STORED_SETS_RECALL};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
+pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use upgrade::Upgraded;
 pub use write::WriteBatch;
@@ -251,9 +253,15 @@ impl Db {
     }
 
     /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
-    /// and [`Db::query_text`] compute).
+    /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
+    /// sets.
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
-        Ok(self.hasher()?.sketch_text(text))
+        let hasher = self.hasher()?;
+        Ok(if self.params.store_sets {
+            hasher.sketch_text_with_set(text)
+        } else {
+            hasher.sketch_text(text)
+        })
     }
 
     /// Every live key, in no particular order.

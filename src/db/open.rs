@@ -443,31 +443,41 @@ fn replay_wal(
                 ));
             }
             first_in_file = false;
-            decode_ops(payload, bands, record_bytes, path, offset, |op| match op {
-                OpRef::Insert {
-                    docno,
-                    key,
-                    band_keys,
-                    sig,
-                } => {
-                    if mem.insert(docno, key, band_keys_le(band_keys), sig) {
-                        Ok(())
-                    } else {
-                        Err(Error::corruption(
-                            path,
-                            offset,
-                            format!(
-                                "WAL insert of document {docno} does not continue the numbering at {}",
-                                mem.next_docno()
-                            ),
-                        ))
+            let store_sets = params.store_sets;
+            decode_ops(
+                payload,
+                bands,
+                record_bytes,
+                store_sets,
+                path,
+                offset,
+                |op| match op {
+                    OpRef::Insert {
+                        docno,
+                        key,
+                        band_keys,
+                        sig,
+                        set,
+                    } => {
+                        if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
+                            Ok(())
+                        } else {
+                            Err(Error::corruption(
+                                path,
+                                offset,
+                                format!(
+                                    "WAL insert of document {docno} does not continue the numbering at {}",
+                                    mem.next_docno()
+                                ),
+                            ))
+                        }
                     }
-                }
-                OpRef::Delete { docno } => {
-                    mem.mark_deleted(docno);
-                    Ok(())
-                }
-            })?;
+                    OpRef::Delete { docno } => {
+                        mem.mark_deleted(docno);
+                        Ok(())
+                    }
+                },
+            )?;
             if !v2 {
                 last_seq = last_seq.max(seq);
             }

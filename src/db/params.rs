@@ -29,6 +29,10 @@ pub struct IndexParams {
     /// are hashed under, never the key; [`KeyFingerprint::UNKEYED`] for the public seed.
     /// [`Db::create`](super::Db::create) sets it from [`Options::key`](super::Options::key).
     pub key_fingerprint: KeyFingerprint,
+    /// Every document's shingle set is stored beside its signature, so that queries and
+    /// dedup report the exact Jaccard similarity (format version 2's SHINGLES section).
+    /// Documents must then be inserted as text. See [`IndexParams::with_stored_sets`].
+    pub store_sets: bool,
 }
 
 impl Default for IndexParams {
@@ -41,6 +45,7 @@ impl Default for IndexParams {
                 threshold: 0.8,
                 bucket_cap: Some(DEFAULT_BUCKET_CAP),
                 key_fingerprint: KeyFingerprint::UNKEYED,
+                store_sets: false,
             }
         })
     }
@@ -49,6 +54,10 @@ impl Default for IndexParams {
 /// Default bucket cap: far above any real near-duplicate cluster at sane thresholds, low enough
 /// that one boilerplate bucket cannot turn every query into a scan.
 pub const DEFAULT_BUCKET_CAP: u32 = 10_000;
+
+/// The probability at the threshold that the default banding of an index with stored sets
+/// reaches (the plain default asks for 0.95, since there the estimate also decides precision).
+pub const STORED_SETS_RECALL: f64 = 0.99;
 
 /// The manifest's index kind (format version 2) of a MinHash-LSH index.
 const INDEX_KIND_MINHASH: u8 = 1;
@@ -65,9 +74,24 @@ impl IndexParams {
             threshold,
             bucket_cap: Some(DEFAULT_BUCKET_CAP),
             key_fingerprint: KeyFingerprint::UNKEYED,
+            store_sets: false,
         };
         params.validate()?;
         Ok(params)
+    }
+
+    /// These parameters with stored shingle sets, and bands × rows re-tuned for recall: with
+    /// the exact Jaccard deciding precision, the bands only need to propose nearly every pair
+    /// at the threshold (P(t) ≥ [`STORED_SETS_RECALL`]).
+    pub fn with_stored_sets(mut self) -> Result<Self> {
+        let options = TuneOptions {
+            min_recall_at_threshold: STORED_SETS_RECALL,
+            ..TuneOptions::default()
+        };
+        self.lsh = tune(self.threshold, self.sketch.num_perm, &options)?.params;
+        self.store_sets = true;
+        self.validate()?;
+        Ok(self)
     }
 
     /// Checks every field; the error names the bad one.
@@ -83,6 +107,15 @@ impl IndexParams {
         }
         if self.bucket_cap == Some(0) {
             return Err(Error::invalid("bucket_cap", "must be at least 1"));
+        }
+        if self.store_sets && !matches!(self.sketch.scheme, Scheme::Oph | Scheme::KPerm) {
+            return Err(Error::invalid(
+                "store_sets",
+                format!(
+                    "needs signatures mhdb computes from text; scheme {} signatures come from elsewhere",
+                    self.sketch.scheme
+                ),
+            ));
         }
         Ok(())
     }
@@ -139,9 +172,12 @@ impl StoredParams for IndexParams {
             .u64(self.threshold.to_bits())
             .u32(self.bucket_cap.unwrap_or(0));
         if version >= 2 {
-            // No stored shingle sets; the key's fingerprint (zero: unkeyed); no SimHash
-            // distance or weighting.
-            e.u8(0).bytes(&self.key_fingerprint.0).u8(0).u8(0);
+            // Stored shingle sets; the key's fingerprint (zero: unkeyed); no SimHash distance
+            // or weighting.
+            e.u8(u8::from(self.store_sets))
+                .bytes(&self.key_fingerprint.0)
+                .u8(0)
+                .u8(0);
         }
     }
 
@@ -194,10 +230,13 @@ impl StoredParams for IndexParams {
         let threshold = f64::from_bits(d.u64("threshold")?);
         let cap = d.u32("bucket cap")?;
         let mut key_fingerprint = KeyFingerprint::UNKEYED;
+        let mut store_sets = false;
         if version >= 2 {
-            if d.u8("store_sets")? != 0 {
-                return Err(unsupported("stored shingle sets".into()));
-            }
+            store_sets = match d.u8("store_sets")? {
+                0 => false,
+                1 => true,
+                other => return Err(unsupported(format!("store_sets value {other}"))),
+            };
             let fingerprint = d.take(32, "key fingerprint")?;
             key_fingerprint = KeyFingerprint(
                 fingerprint
@@ -225,6 +264,7 @@ impl StoredParams for IndexParams {
             threshold,
             bucket_cap: (cap != 0).then_some(cap),
             key_fingerprint,
+            store_sets,
         };
         params
             .validate()
@@ -286,6 +326,18 @@ mod tests {
             assert_eq!(IndexParams::decode(&mut d, path, version).unwrap(), p);
             d.expect_end().unwrap();
         }
+    }
+
+    #[test]
+    fn stored_sets_round_trip_in_version_2_and_tune_for_recall() {
+        let p = IndexParams::default().with_stored_sets().unwrap();
+        assert!(p.store_sets);
+        assert!(p.lsh.probability(p.threshold) >= STORED_SETS_RECALL);
+        let mut e = Encoder::default();
+        p.encode(&mut e, 2);
+        let path = Path::new("x");
+        let mut d = Decoder::new(&e.buf, path);
+        assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
     }
 
     #[test]

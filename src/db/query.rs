@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::Db;
+use super::rerank::{ExactJaccard, rerank_margin};
 use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
@@ -40,6 +41,9 @@ pub struct QueryOptions {
     pub threshold: Option<f64>,
     /// Keep only the best `limit` matches (top-k); `None` keeps all.
     pub limit: Option<usize>,
+    /// In an index that stores shingle sets, skip the exact re-rank: matches are decided and
+    /// reported by the signature estimate alone (as in an index without sets).
+    pub estimate_only: bool,
 }
 
 /// One match.
@@ -47,8 +51,11 @@ pub struct QueryOptions {
 pub struct Match {
     /// The stored key.
     pub key: Vec<u8>,
-    /// Jaccard similarity estimated from the stored b-bit signature.
+    /// The Jaccard similarity: exact, from the stored shingle sets, when the query was
+    /// re-ranked ([`QueryStats::exact`]); otherwise the estimate.
     pub jaccard: f64,
+    /// The Jaccard similarity estimated from the stored b-bit signature.
+    pub estimate: f64,
 }
 
 /// Where a query spent its effort.
@@ -62,6 +69,11 @@ pub struct QueryStats {
     pub hot_buckets: usize,
     /// Segments probed.
     pub segments: usize,
+    /// True when matches were decided by exact Jaccard from stored shingle sets.
+    pub exact: bool,
+    /// Candidates whose exact Jaccard was computed (their estimate came within the re-rank
+    /// margin of the threshold, `rerank.rs`).
+    pub reranked: usize,
 }
 
 /// Matches, best first (ties by key), and diagnostics.
@@ -93,8 +105,13 @@ impl Db {
         }
         let band_keys = self.banding.band_keys(sig.slots())?;
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
+        // Exact re-rank needs the query's own set: a query by bare signature is estimated.
+        let exact = sig
+            .shingle_set()
+            .filter(|_| self.params.store_sets && !opts.estimate_only)
+            .map(|s| s.values());
         let state = self.state.read();
-        self.run_query(&state, &band_keys, &packed, threshold, opts.limit)
+        self.run_query(&state, &band_keys, &packed, threshold, exact, opts.limit)
     }
 
     /// Documents similar to `text`.
@@ -113,6 +130,7 @@ impl Db {
         band_keys: &[u64],
         packed: &[u8],
         threshold: f64,
+        exact: Option<&[u32]>,
         limit: Option<usize>,
     ) -> Result<QueryResult> {
         let mut stats = QueryStats::default();
@@ -181,19 +199,22 @@ impl Db {
                 prefetch_document(version, docno, record_bytes);
             }
         }
+        let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
+        // With exact re-rank, candidates within the margin below the threshold are kept for
+        // their exact Jaccard to decide.
+        let gate = match exact {
+            Some(_) => (threshold - rerank_margin(threshold, k, bits)).max(0.0),
+            None => threshold,
+        };
         let verify = Verifier {
             state,
             packed,
             record_bytes,
-            k: self.params.sketch.num_perm,
-            bits: self.params.bits,
-            // Candidates that cannot reach the threshold are dropped as soon as that shows.
-            min_equal: bbit::min_matches_for(
-                threshold,
-                self.params.sketch.num_perm,
-                self.params.bits,
-            ),
-            threshold,
+            k,
+            bits,
+            // Candidates that cannot reach the gate are dropped as soon as that shows.
+            min_equal: bbit::min_matches_for(gate, k, bits),
+            threshold: gate,
         };
         // A query with thousands of candidates is spread over every core; small ones stay on
         // the calling thread (a batch already keeps the cores busy with whole queries).
@@ -212,17 +233,47 @@ impl Db {
             verify.run(&candidates)?
         };
         stats.verified = verified;
+        // (docno, similarity reported, estimate).
+        let matched: Vec<(u64, f64, f64)> = match exact {
+            Some(query_set) => {
+                stats.exact = true;
+                stats.reranked = matched.len();
+                let rerank = |chunk: &[(u64, f64)]| -> Result<Vec<(u64, f64, f64)>> {
+                    let mut exact = ExactJaccard::new(state, query_set);
+                    let mut out = Vec::new();
+                    for &(docno, estimate) in chunk {
+                        if let Some(j) = exact.of(docno)?
+                            && j >= threshold
+                        {
+                            out.push((docno, j, estimate));
+                        }
+                    }
+                    Ok(out)
+                };
+                if matched.len() >= PARALLEL_MATCHES {
+                    matched
+                        .par_chunks(PARALLEL_CHUNK / 4)
+                        .map(rerank)
+                        .collect::<Result<Vec<_>>>()?
+                        .concat()
+                } else {
+                    rerank(&matched)?
+                }
+            }
+            None => matched.into_iter().map(|(d, e)| (d, e, e)).collect(),
+        };
         if cold && matched.len() > 1 {
-            for &(docno, _) in &matched {
+            for &(docno, ..) in &matched {
                 if let Some(seg) = version.segment_of(docno) {
                     seg.seg.prefetch_key(docno);
                 }
             }
         }
-        let resolve = |&(docno, jaccard): &(u64, f64)| -> Result<Option<Match>> {
+        let resolve = |&(docno, jaccard, estimate): &(u64, f64, f64)| -> Result<Option<Match>> {
             Ok(state.key_of(docno)?.map(|key| Match {
                 key: key.to_vec(),
                 jaccard,
+                estimate,
             }))
         };
         let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
@@ -454,6 +505,7 @@ mod tests {
         let opts = QueryOptions {
             threshold: Some(0.5),
             limit: Some(5),
+            ..QueryOptions::default()
         };
         let want: Vec<QueryResult> = texts
             .iter()
@@ -648,6 +700,7 @@ mod tests {
         let opts = QueryOptions {
             threshold: Some(0.0),
             limit: None,
+            ..QueryOptions::default()
         };
         for q in ["", "   ", "\n"] {
             assert_eq!(db.query_text(q, &opts).unwrap(), QueryResult::default());

@@ -78,6 +78,21 @@ impl State {
         self.version.signature(docno, record_bytes)
     }
 
+    /// The coded shingle set of `docno` (an index that stores sets): from memory, or a checked
+    /// read of the segment that stores it; `None` when no table holds the document.
+    pub(super) fn set_bytes(&self, docno: u64) -> Result<Option<&[u8]>> {
+        if let Some(set) = self.mem.set_of(docno) {
+            return Ok(Some(set));
+        }
+        if let Some(set) = self.imm.as_ref().and_then(|imm| imm.set_of(docno)) {
+            return Ok(Some(set));
+        }
+        match self.version.segment_of(docno) {
+            Some(seg) => seg.seg.set_of(docno),
+            None => Ok(None),
+        }
+    }
+
     /// The key of `docno`.
     pub(super) fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
         if let Some(d) = self.mem.doc(docno) {

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Db;
-use super::commit::Records;
+use super::commit::{CodedSets, Records};
 use super::options::{Durability, Options};
 use super::state::State;
 use crate::storage::names::{self, FileKind};
@@ -20,6 +20,8 @@ struct Batch {
     keys: Vec<Vec<u8>>,
     band_keys: Vec<u64>,
     records: Vec<u8>,
+    /// The documents' coded shingle sets (indexes that store sets).
+    sets: CodedSets,
 }
 
 impl Db {
@@ -81,7 +83,7 @@ impl Db {
         let copy = Db::create_with_vfs(self.vfs.clone(), building, self.params, opts)?;
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
-            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records))
+            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), &b.sets)
         })?;
         copy.compact_full()?;
         drop(copy);
@@ -128,6 +130,13 @@ impl Db {
                 b.key_fingerprint.to_string(),
             ));
         }
+        if a.store_sets != b.store_sets {
+            return Err(mismatch(
+                "store_sets",
+                a.store_sets.to_string(),
+                b.store_sets.to_string(),
+            ));
+        }
         if a.lsh != b.lsh {
             return Err(mismatch(
                 "bands/rows",
@@ -142,13 +151,19 @@ impl Db {
             all.keys.extend(b.keys);
             all.band_keys.extend(b.band_keys);
             all.records.extend(b.records);
+            all.sets.append(&b.sets);
             Ok(())
         })?;
         let keys: Vec<&[u8]> = all.keys.iter().map(Vec::as_slice).collect();
         if keys.is_empty() {
             return Ok(0);
         }
-        self.bulk_insert_prepared(&keys, &all.band_keys, Records::Packed(all.records))?;
+        self.bulk_insert_prepared(
+            &keys,
+            &all.band_keys,
+            Records::Packed(all.records),
+            &all.sets,
+        )?;
         Ok(keys.len() as u64)
     }
 
@@ -163,6 +178,7 @@ impl Db {
     ) -> Result<()> {
         let bands = self.params.lsh.bands;
         let record_bytes = self.params.sig_bytes();
+        let store_sets = self.params.store_sets;
         let siglog_path = self.dir.join(names::SIGLOG);
         for seg in &state.version.segments {
             seg.seg.verify_checksums()?;
@@ -199,6 +215,9 @@ impl Db {
                         .unwrap_or_default(),
                 );
                 batch.records.extend_from_slice(sig);
+                if store_sets {
+                    batch.sets.push(seg.seg.set_of(d)?.unwrap_or_default());
+                }
             }
             if !batch.keys.is_empty() {
                 f(batch)?;
@@ -217,6 +236,9 @@ impl Db {
                         .map(|&k| u64::from(band_key32(k)) << 32),
                 );
                 batch.records.extend_from_slice(doc.sig);
+                if store_sets {
+                    batch.sets.push(doc.set);
+                }
             }
         }
         if !batch.keys.is_empty() {
@@ -232,6 +254,7 @@ impl Batch {
             keys: Vec::with_capacity(docs),
             band_keys: Vec::with_capacity(docs * bands),
             records: Vec::with_capacity(docs * record_bytes),
+            sets: CodedSets::default(),
         }
     }
 }

@@ -224,21 +224,25 @@ fn check_segment_fits(loaded: &LoadedSegment, manifest: &Manifest) -> Result<()>
         || seg.num_bands() != params.lsh.bands
         || seg.base_docno() != loaded.meta.base
         || seg.end_docno() != loaded.meta.base + loaded.meta.span
+        || seg.stores_sets() != params.store_sets
     {
+        let sets = |stored: bool| if stored { ", shingle sets" } else { "" };
         return Err(Error::corruption(
             &loaded.path,
             8,
             format!(
-                "segment of version {}, {} bands, {}-byte signatures, docnos {}..{} does not fit \
-                 the manifest (version {}, {} bands, {}-byte signatures, docnos {}..{})",
+                "segment of version {}, {} bands, {}-byte signatures{}, docnos {}..{} does not \
+                 fit the manifest (version {}, {} bands, {}-byte signatures{}, docnos {}..{})",
                 seg.format_version(),
                 seg.num_bands(),
                 seg.record_bytes(),
+                sets(seg.stores_sets()),
                 seg.base_docno(),
                 seg.end_docno(),
                 manifest.format_version,
                 params.lsh.bands,
                 want_record,
+                sets(params.store_sets),
                 loaded.meta.base,
                 loaded.meta.base + loaded.meta.span
             ),

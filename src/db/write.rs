@@ -87,6 +87,7 @@ impl Db {
                 key: &'a [u8],
                 band_keys: Box<[u64]>,
                 sig: Box<[u8]>,
+                set: Option<Box<[u8]>>,
             },
             Delete {
                 key: &'a [u8],
@@ -107,10 +108,12 @@ impl Db {
             self.check_signature(&sig)?;
             let band_keys = self.banding.band_keys(sig.slots())?.into();
             let packed = bbit::pack(sig.slots(), self.params.bits)?.into();
+            let set = self.coded_set(&sig)?.map(Into::into);
             prepared.push(Prepared::Put {
                 key,
                 band_keys,
                 sig: packed,
+                set,
             });
         }
 
@@ -129,6 +132,7 @@ impl Db {
                             key,
                             band_keys,
                             sig,
+                            set,
                         } => {
                             let existing = match overlay.get(key) {
                                 Some(v) => *v,
@@ -142,6 +146,7 @@ impl Db {
                                 key: key.into(),
                                 band_keys,
                                 sig,
+                                set,
                             });
                             overlay.insert(key, Some(next));
                             next += 1;
@@ -183,10 +188,15 @@ impl Db {
                         key,
                         band_keys,
                         sig,
+                        set,
                     } => {
-                        state
-                            .mem
-                            .insert(*docno, key, band_keys.iter().copied(), sig);
+                        state.mem.insert(
+                            *docno,
+                            key,
+                            band_keys.iter().copied(),
+                            sig,
+                            set.as_deref(),
+                        );
                     }
                     LogOp::Delete { docno } => state.mem.mark_deleted(*docno),
                 }
@@ -240,6 +250,24 @@ impl Db {
         {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
+        }
+    }
+
+    /// The coded shingle set to store with `sig`: `None` in an index that stores no sets; in
+    /// one that does, the set attached to `sig` (an error if there is none: such an index
+    /// takes documents as text).
+    pub(super) fn coded_set(&self, sig: &Signature) -> Result<Option<Vec<u8>>> {
+        if !self.params.store_sets {
+            return Ok(None);
+        }
+        match sig.shingle_set() {
+            Some(set) => Ok(Some(set.encode())),
+            None => Err(Error::invalid(
+                "signature",
+                "this index stores shingle sets (created with --store-sets): insert documents \
+                 as text, or a signature with its shingle set attached \
+                 (MinHasher::sketch_text_with_set)",
+            )),
         }
     }
 

@@ -6,12 +6,14 @@
 //! happens, so sketches built in pieces equal one built at once).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
 use super::shingle::ShingleConfig;
+use super::shingle_set::ShingleSet;
 use super::spec::{MAX_NUM_PERM, Purpose, Scheme, SplitMix64, derive_seed, mix64, reduce_high32};
 use crate::{Error, Result};
 
@@ -57,10 +59,13 @@ impl SketchParams {
     }
 }
 
-/// A finished MinHash signature: `k` 64-bit slots.
+/// A finished MinHash signature: `k` 64-bit slots; optionally with the shingle set it was
+/// computed from, which an index that stores sets keeps for exact re-rank
+/// ([`Signature::with_shingle_set`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Signature {
     slots: Box<[u64]>,
+    set: Option<Arc<ShingleSet>>,
 }
 
 impl Signature {
@@ -68,7 +73,19 @@ impl Signature {
     pub fn from_slots(slots: impl Into<Box<[u64]>>) -> Self {
         Signature {
             slots: slots.into(),
+            set: None,
         }
+    }
+
+    /// This signature with the shingle set it was computed from attached.
+    pub fn with_shingle_set(mut self, set: ShingleSet) -> Self {
+        self.set = Some(Arc::new(set));
+        self
+    }
+
+    /// The attached shingle set, if any.
+    pub fn shingle_set(&self) -> Option<&ShingleSet> {
+        self.set.as_deref()
     }
 
     /// The slot values.
@@ -360,6 +377,14 @@ impl MinHasher {
         let mut partial = self.empty_partial();
         self.add_hashes(&mut partial, hashes);
         self.finish(&partial)
+    }
+
+    /// The signature of `text` with its shingle set attached (for an index that stores sets);
+    /// the signature is the one [`MinHasher::sketch_text`] computes.
+    pub fn sketch_text_with_set(&self, text: &str) -> Signature {
+        let hashes = self.shingle_hashes(text);
+        self.sketch_hashes(&hashes)
+            .with_shingle_set(ShingleSet::from_hashes(hashes))
     }
 
     /// Signatures of many texts, computed on every core.

@@ -55,6 +55,15 @@ pub struct SegmentBuilder {
     record_bytes: u32,
     /// Packed signatures, `record_bytes` each, in docno order.
     signatures: Vec<u8>,
+    /// The documents' coded shingle sets, when the segment stores them.
+    sets: Option<SetsBuffer>,
+}
+
+/// A SHINGLES section being built: where each coded set ends, and the sets back to back.
+#[derive(Clone, Debug, Default)]
+struct SetsBuffer {
+    ends: Vec<u64>,
+    data: Vec<u8>,
 }
 
 impl SegmentBuilder {
@@ -76,7 +85,37 @@ impl SegmentBuilder {
             key32s: Vec::new(),
             record_bytes: 0,
             signatures: Vec::new(),
+            sets: None,
         })
+    }
+
+    /// This builder storing each document's coded shingle set too (a SHINGLES section):
+    /// every document added must then get its set, in order, with
+    /// [`SegmentBuilder::add_set`].
+    pub fn with_sets(mut self) -> Self {
+        self.sets = Some(SetsBuffer::default());
+        self
+    }
+
+    /// Gives the coded shingle set ([`crate::sketch::ShingleSet::encode`]) of the next
+    /// document that has none yet, in the order documents were added.
+    pub fn add_set(&mut self, coded: &[u8]) -> Result<()> {
+        let docs = self.docnos.len();
+        let Some(sets) = &mut self.sets else {
+            return Err(Error::invalid(
+                "set",
+                "this segment builder stores no shingle sets (see with_sets)",
+            ));
+        };
+        if sets.ends.len() >= docs {
+            return Err(Error::invalid(
+                "set",
+                format!("a shingle set for each of the {docs} documents is given already"),
+            ));
+        }
+        sets.data.extend_from_slice(coded);
+        sets.ends.push(sets.data.len() as u64);
+        Ok(())
     }
 
     /// A builder whose documents each carry a packed signature of `record_bytes` bytes
@@ -223,6 +262,20 @@ impl SegmentBuilder {
             (None, Some(&last)) => last + 1,
             (None, None) => self.base,
         };
+        let sets = match &self.sets {
+            Some(sets) if sets.ends.len() != self.docnos.len() => {
+                return Err(Error::invalid(
+                    "sets",
+                    format!(
+                        "{} shingle sets for {} documents",
+                        sets.ends.len(),
+                        self.docnos.len()
+                    ),
+                ));
+            }
+            Some(sets) => Some(super::encode::sets_section(&sets.ends, &sets.data)),
+            None => None,
+        };
         let nb = self.num_bands;
         let docnos = &self.docnos;
         let key32s = &self.key32s;
@@ -236,6 +289,7 @@ impl SegmentBuilder {
             key_ends: &self.key_ends,
             record_bytes: self.record_bytes,
             signatures: &self.signatures,
+            sets: sets.as_deref(),
             sorted_runs: false,
         };
         let (mut head, split) = draft.encode(|band| {

@@ -40,10 +40,13 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     let record_bytes = first.record_bytes();
     let mut prev_end = first.base_docno();
     for s in inputs {
-        if s.num_bands() != num_bands || s.record_bytes() != record_bytes {
+        if s.num_bands() != num_bands
+            || s.record_bytes() != record_bytes
+            || s.stores_sets() != first.stores_sets()
+        {
             return Err(Error::invalid(
                 "inputs",
-                "segments have different band counts or signature sizes",
+                "segments have different band counts, signature sizes or stored sets",
             ));
         }
         if s.base_docno() < prev_end {
@@ -62,6 +65,9 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     let mut key_blob = Vec::new();
     let mut key_ends = Vec::new();
     let mut signatures = Vec::new();
+    // The SHINGLES section: an offset table (filled in below), then live rows' sets.
+    let mut set_ends: Vec<u64> = Vec::new();
+    let mut set_data: Vec<u8> = Vec::new();
     for s in inputs {
         for (row, doc) in s.docs().enumerate() {
             let (docno, key) = doc?;
@@ -70,9 +76,16 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
                 key_blob.extend_from_slice(key);
                 key_ends.push(key_blob.len() as u64);
                 signatures.extend_from_slice(s.signature_at(row as u64)?);
+                if s.stores_sets() {
+                    set_data.extend_from_slice(s.set_at(row as u64)?);
+                    set_ends.push(set_data.len() as u64);
+                }
             }
         }
     }
+    let sets = first
+        .stores_sets()
+        .then(|| super::encode::sets_section(&set_ends, &set_data));
     if docnos.len() > u32::MAX as usize {
         return Err(Error::invalid(
             "inputs",
@@ -89,6 +102,7 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         key_ends: &key_ends,
         record_bytes: record_bytes as u32,
         signatures: &signatures,
+        sets: sets.as_deref(),
         sorted_runs: true,
     };
     // Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).

@@ -14,9 +14,9 @@ use zerocopy::little_endian::{U16, U32, U64};
 use super::bits::{BitWriter, bits_below, bits_for};
 use super::format::{
     BLOCK_LEN, FOOTER_LEN, Footer, HEADER_LEN, Header, HotRecord, KIND_BAND, KIND_CHECKSUMS,
-    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SIGNATURES, SECTION_ENTRY_LEN,
-    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, SectionEntry, key_hash32,
-    meta_crc,
+    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES,
+    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, SectionEntry,
+    key_hash32, meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
@@ -128,6 +128,9 @@ pub(super) struct Draft<'a> {
     pub(super) record_bytes: u32,
     /// The documents' packed signatures, `record_bytes` each, in docno order.
     pub(super) signatures: &'a [u8],
+    /// The SHINGLES section's bytes (offset table, then the coded sets), when the segment
+    /// stores shingle sets.
+    pub(super) sets: Option<&'a [u8]>,
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
     pub(super) sorted_runs: bool,
 }
@@ -155,7 +158,7 @@ impl Draft<'_> {
         }
         let docno_bits = bits_below(self.span);
         let mut out = vec![0u8; HEADER_LEN];
-        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 6);
+        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 7);
         // The signatures are not copied into `out`: the file is `out[..split]`, the
         // signatures, then `out[split..]` (a bulk insert's signatures are most of its segment,
         // and a second copy of them costs more than the encoding). Sections after them are
@@ -240,8 +243,9 @@ impl Draft<'_> {
                 + index_table.len()
                 + band_bytes
                 + self.signatures.len()
+                + self.sets.map_or(0, <[u8]>::len)
                 + (out.len() + self.signatures.len() + band_bytes) / 1000
-                + SECTION_ENTRY_LEN * (self.num_bands as usize + 6)
+                + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
                 + FOOTER_LEN,
         );
         push(
@@ -293,6 +297,9 @@ impl Draft<'_> {
         // Hot buckets.
         let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
         push(&mut out, 0, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
+        if let Some(sets) = self.sets {
+            push(&mut out, 0, KIND_SHINGLES, 0, 0, 0, doc_count, sets);
+        }
         let split = out.len();
         push(
             &mut out,
@@ -357,6 +364,19 @@ impl Draft<'_> {
         out.extend_from_slice(footer.as_bytes());
         Ok((out, split))
     }
+}
+
+/// A SHINGLES section's bytes from where each coded set ends in `data` (sets back to back):
+/// `ends.len() + 1` little-endian u64 offsets into the data (0 first), then the data
+/// (`format/segment.md`).
+pub(super) fn sets_section(ends: &[u64], data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity((ends.len() + 1) * 8 + data.len());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    for e in ends {
+        out.extend_from_slice(&e.to_le_bytes());
+    }
+    out.extend_from_slice(data);
+    out
 }
 
 /// The CRC of each 4 KiB block of the file bytes from offset 64 up to the end of

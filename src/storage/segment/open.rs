@@ -21,6 +21,17 @@ use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
 use crate::{Error, Result};
 
+/// Where a SHINGLES section's parts are (`format/segment.md`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SetsSection {
+    /// The offset table: `doc_count + 1` u64s, each relative to `data`.
+    pub(super) offsets: usize,
+    /// The coded sets, back to back.
+    pub(super) data: usize,
+    /// End of the section.
+    pub(super) end: usize,
+}
+
 /// Byte ranges and parameters found by [`Segment::open`]; O(bands) in size.
 #[derive(Clone, Debug)]
 pub(super) struct Layout {
@@ -30,6 +41,8 @@ pub(super) struct Layout {
     pub(super) record_bytes: usize,
     /// Offset of the SIGNATURES section (version 2).
     pub(super) signatures: usize,
+    /// The SHINGLES section, in segments of an index that stores shingle sets.
+    pub(super) sets: Option<SetsSection>,
     /// Where the block checksums are and what they cover (version 2).
     pub(super) blocks: Option<BlockChecks>,
     pub(super) num_bands: u32,
@@ -149,13 +162,19 @@ impl<B: AsRef<[u8]>> Segment<B> {
             return Err(bad(12, "unknown flags or non-zero reserved bytes".into()));
         }
         // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Version 2 adds SIGNATURES
-        // and CHECKSUMS after HOT.
-        let fixed = if v2 { 6 } else { 4 };
+        // and CHECKSUMS after HOT, and SHINGLES between HOT and SIGNATURES in the segments
+        // of an index that stores shingle sets.
         let num_bands = header.num_bands.get();
+        let has_sets = v2 && (num_bands as usize).checked_add(7) == Some(nsec);
+        let fixed = match (v2, has_sets) {
+            (false, _) => 4,
+            (true, false) => 6,
+            (true, true) => 7,
+        };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
             return Err(bad(16, format!("{num_bands} bands but {nsec} sections")));
         }
-        let hot_index = nsec - (fixed - 3);
+        let hot_index = 3 + num_bands as usize;
         let base = header.base_docno.get();
         let span = header.span.get();
         let doc_count = header.doc_count.get();
@@ -176,6 +195,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let mut bands = Vec::with_capacity(num_bands as usize);
         let mut hot = (0, 0);
         let mut signatures = 0;
+        let mut sets = None;
         let mut blocks = None;
         for i in 0..nsec {
             let at = table_at + i * SECTION_ENTRY_LEN;
@@ -192,15 +212,10 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 2 => KIND_KEY_INDEX,
                 _ if i == hot_index => KIND_HOT,
                 _ if i > hot_index && i + 1 == nsec => KIND_CHECKSUMS,
+                _ if has_sets && i == hot_index + 1 => KIND_SHINGLES,
                 _ if i > hot_index => KIND_SIGNATURES,
                 _ => KIND_BAND,
             };
-            if kind == KIND_SHINGLES {
-                return Err(Error::Unsupported {
-                    path: path.to_path_buf(),
-                    feature: "stored shingle sets (section kind 7)".into(),
-                });
-            }
             let want_index = if want_kind == KIND_BAND {
                 (i - 3) as u32
             } else {
@@ -267,6 +282,18 @@ impl<B: AsRef<[u8]>> Segment<B> {
                     hot = (expect_at, count);
                     a == 0 && b == 0 && count.checked_mul(HOT_RECORD_LEN as u64) == Some(slen)
                 }
+                KIND_SHINGLES => {
+                    // An offset table of doc_count + 1 u64s, then the coded sets.
+                    sets = Some(SetsSection {
+                        offsets: expect_at,
+                        data: expect_at.saturating_add((doc_count as usize + 1) * 8),
+                        end,
+                    });
+                    a == 0
+                        && b == 0
+                        && count == doc_count
+                        && (count + 1).checked_mul(8).is_some_and(|n| n <= slen)
+                }
                 KIND_SIGNATURES => {
                     signatures = expect_at;
                     a == 0
@@ -315,6 +342,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             version,
             record_bytes,
             signatures,
+            sets,
             blocks,
             num_bands,
             bucket_cap: header.bucket_cap.get(),

@@ -253,6 +253,65 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
     }
 
+    /// True when the segment stores each document's shingle set (a SHINGLES section).
+    pub fn stores_sets(&self) -> bool {
+        self.layout.sets.is_some()
+    }
+
+    /// The coded shingle set ([`crate::sketch::ShingleSet`]) of the document at ordinal (row)
+    /// `i`, its bytes checked against their block checksums; empty when the segment stores
+    /// none.
+    pub fn set_at(&self, i: u64) -> Result<&[u8]> {
+        let Some(sets) = self.layout.sets else {
+            return Ok(&[]);
+        };
+        if i >= self.layout.doc_count {
+            return Err(Error::invalid(
+                "row",
+                format!("{i} is past the {} documents", self.layout.doc_count),
+            ));
+        }
+        let at = sets.offsets + (i as usize) * 8;
+        self.check(at, 16)?;
+        let offset = |at: usize| -> Result<usize> {
+            let bytes = self
+                .data()
+                .get(at..at + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .ok_or_else(|| self.err(at, "shingle set offset out of bounds"))?;
+            usize::try_from(u64::from_le_bytes(bytes))
+                .map_err(|_| self.err(at, "shingle set offset out of range"))
+        };
+        let (from, to) = (offset(at)?, offset(at + 8)?);
+        let (from, to) = match (sets.data.checked_add(from), sets.data.checked_add(to)) {
+            (Some(f), Some(t)) if f <= t && t <= sets.end => (f, t),
+            _ => {
+                return Err(self.err(
+                    at,
+                    format!(
+                        "shingle set offsets {from}..{to} are out of order or past the section"
+                    ),
+                ));
+            }
+        };
+        self.check(from, to - from)?;
+        self.data()
+            .get(from..to)
+            .ok_or_else(|| self.err(from, "shingle set out of bounds"))
+    }
+
+    /// The coded shingle set of `docno`, or `None` when the segment does not hold it (or
+    /// stores no sets).
+    pub fn set_of(&self, docno: u64) -> Result<Option<&[u8]>> {
+        if self.layout.sets.is_none() {
+            return Ok(None);
+        }
+        match self.ordinal_of(docno)? {
+            Some(i) => self.set_at(i).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Every document `(docno, key)` in docno order.
     pub fn docs(&self) -> impl Iterator<Item = Result<(u64, &[u8])>> + '_ {
         (0..self.layout.doc_count).map(|i| self.key_at(i))

@@ -8,6 +8,7 @@
 use super::format::{HOT_RECORD_LEN, key_hash32};
 use super::reader::Segment;
 use crate::Result;
+use crate::sketch::shingle_set::decode_into;
 
 impl<B: AsRef<[u8]>> Segment<B> {
     /// Checks every section's CRC: the bytes are as written. (Bit rot and torn or misdirected
@@ -54,6 +55,33 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
         if last_end != l.blob.1 {
             return Err(self.err(l.docs, "keys do not cover the key blob exactly"));
+        }
+
+        // Shingle sets: offsets in order, the last one at the section's end, every set
+        // decoding to sorted distinct values.
+        if let Some(sets) = l.sets {
+            let mut scratch = Vec::new();
+            for i in 0..l.doc_count {
+                let coded = self.set_at(i)?;
+                if let Err(e) = decode_into(coded, &mut scratch) {
+                    let at = coded.as_ptr() as usize - self.data().as_ptr() as usize;
+                    return Err(self.err(at + e.offset, format!("document {i}: {e}")));
+                }
+            }
+            let last = sets.offsets + l.doc_count as usize * 8;
+            let end = self
+                .data()
+                .get(last..last + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_le_bytes);
+            let first = self
+                .data()
+                .get(sets.offsets..sets.offsets + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_le_bytes);
+            if first != Some(0) || end != Some((sets.end - sets.data) as u64) {
+                return Err(self.err(sets.offsets, "shingle sets do not cover their section"));
+            }
         }
 
         // Key index: a permutation of the docs, sorted by (hash32 of the key, ordinal).

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use crate::Result;
+use crate::sketch::shingle_set::decode_into;
 use crate::storage::codec::{Decoder, Encoder};
+use crate::{Error, Result};
 
 /// Largest key accepted, in bytes.
 pub const MAX_KEY_LEN: usize = 64 * 1024;
@@ -19,6 +20,8 @@ pub(crate) enum LogOp {
         key: Box<[u8]>,
         band_keys: Box<[u64]>,
         sig: Box<[u8]>,
+        /// The coded shingle set, in an index that stores sets.
+        set: Option<Box<[u8]>>,
     },
     Delete {
         docno: u64,
@@ -27,6 +30,8 @@ pub(crate) enum LogOp {
 
 const TAG_INSERT: u8 = 1;
 const TAG_DELETE: u8 = 2;
+/// An insert with its coded shingle set (indexes that store sets, `format/wal.md`).
+const TAG_INSERT_WITH_SET: u8 = 3;
 
 /// Combines encoded batches (`count u32` then the operations) into as few batches as possible,
 /// each at most `max_len` bytes, in order: counts add up and operation lists concatenate, so
@@ -71,15 +76,21 @@ pub(crate) fn encode_ops(ops: &[LogOp]) -> Vec<u8> {
                 key,
                 band_keys,
                 sig,
+                set,
             } => {
-                e.u8(TAG_INSERT)
-                    .u64(*docno)
-                    .u32(key.len() as u32)
-                    .bytes(key);
+                let tag = if set.is_some() {
+                    TAG_INSERT_WITH_SET
+                } else {
+                    TAG_INSERT
+                };
+                e.u8(tag).u64(*docno).u32(key.len() as u32).bytes(key);
                 for &k in band_keys.iter() {
                     e.u64(k);
                 }
                 e.bytes(sig);
+                if let Some(set) = set {
+                    e.u32(set.len() as u32).bytes(set);
+                }
             }
             LogOp::Delete { docno } => {
                 e.u8(TAG_DELETE).u64(*docno);
@@ -98,18 +109,21 @@ pub(crate) enum OpRef<'a> {
         /// `bands` little-endian u64 band keys.
         band_keys: &'a [u8],
         sig: &'a [u8],
+        /// The coded shingle set (an index that stores sets has one on every insert).
+        set: Option<&'a [u8]>,
     },
     Delete {
         docno: u64,
     },
 }
 
-/// Decodes a WAL payload, calling `visit` for each operation in order; `bands` and
-/// `sig_bytes` come from the database parameters.
+/// Decodes a WAL payload, calling `visit` for each operation in order; `bands`,
+/// `sig_bytes` and `store_sets` come from the database parameters.
 pub(crate) fn decode_ops(
     payload: &[u8],
     bands: usize,
     sig_bytes: usize,
+    store_sets: bool,
     path: &Path,
     offset: u64,
     mut visit: impl FnMut(OpRef<'_>) -> Result<()>,
@@ -118,7 +132,14 @@ pub(crate) fn decode_ops(
     let count = d.u32("op count")? as usize;
     for _ in 0..count {
         match d.u8("op tag")? {
-            TAG_INSERT => {
+            tag @ (TAG_INSERT | TAG_INSERT_WITH_SET) => {
+                if (tag == TAG_INSERT_WITH_SET) != store_sets {
+                    return Err(d.corruption(if store_sets {
+                        "an insert without its shingle set in an index that stores sets"
+                    } else {
+                        "an insert with a shingle set in an index that stores none"
+                    }));
+                }
                 let docno = d.u64("docno")?;
                 let key_len = d.u32("key length")? as usize;
                 if key_len > MAX_KEY_LEN {
@@ -127,11 +148,27 @@ pub(crate) fn decode_ops(
                 let key = d.take(key_len, "key")?;
                 let band_keys = d.take(bands * 8, "band keys")?;
                 let sig = d.take(sig_bytes, "signature")?;
+                let set = if store_sets {
+                    let len = d.u32("shingle set length")? as usize;
+                    let at = d.offset();
+                    let set = d.take(len, "shingle set")?;
+                    // A set that does not decode is damage, found now rather than by a query.
+                    let mut scratch = Vec::new();
+                    decode_into(set, &mut scratch).map_err(|e| Error::Corruption {
+                        path: path.to_path_buf(),
+                        offset: at + e.offset as u64,
+                        detail: e.to_string(),
+                    })?;
+                    Some(set)
+                } else {
+                    None
+                };
                 visit(OpRef::Insert {
                     docno,
                     key,
                     band_keys,
                     sig,
+                    set,
                 })?;
             }
             TAG_DELETE => visit(OpRef::Delete {
@@ -157,46 +194,67 @@ pub(crate) fn band_keys_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = u64> +
 mod tests {
     use super::*;
 
+    fn decode(bytes: &[u8], bands: usize, store_sets: bool) -> Result<Vec<LogOp>> {
+        let mut out = Vec::new();
+        decode_ops(bytes, bands, 16, store_sets, Path::new("wal"), 0, |op| {
+            out.push(match op {
+                OpRef::Insert {
+                    docno,
+                    key,
+                    band_keys,
+                    sig,
+                    set,
+                } => LogOp::Insert {
+                    docno,
+                    key: key.into(),
+                    band_keys: band_keys_le(band_keys).collect(),
+                    sig: sig.into(),
+                    set: set.map(Into::into),
+                },
+                OpRef::Delete { docno } => LogOp::Delete { docno },
+            });
+            Ok(())
+        })
+        .map(|()| out)
+    }
+
     #[test]
     fn roundtrip_and_truncation() {
-        let ops = vec![
-            LogOp::Insert {
-                docno: 5,
-                key: b"https://example.com/a".to_vec().into(),
-                band_keys: vec![1, 2, 3].into(),
-                sig: vec![9u8; 16].into(),
-            },
-            LogOp::Delete { docno: 2 },
-        ];
-        let bytes = encode_ops(&ops);
-        let p = Path::new("wal");
-        let decode = |bytes: &[u8], bands: usize| {
-            let mut out = Vec::new();
-            decode_ops(bytes, bands, 16, p, 0, |op| {
-                out.push(match op {
-                    OpRef::Insert {
-                        docno,
-                        key,
-                        band_keys,
-                        sig,
-                    } => LogOp::Insert {
-                        docno,
-                        key: key.into(),
-                        band_keys: band_keys_le(band_keys).collect(),
-                        sig: sig.into(),
-                    },
-                    OpRef::Delete { docno } => LogOp::Delete { docno },
-                });
-                Ok(())
-            })
-            .map(|()| out)
-        };
-        assert_eq!(decode(&bytes, 3).unwrap(), ops);
-        for len in 0..bytes.len() {
-            assert!(decode(&bytes[..len], 3).is_err());
+        let set = crate::sketch::ShingleSet::from_hashes([7u64 << 33, 1 << 60]).encode();
+        for store_sets in [false, true] {
+            let ops = vec![
+                LogOp::Insert {
+                    docno: 5,
+                    key: b"https://example.com/a".to_vec().into(),
+                    band_keys: vec![1, 2, 3].into(),
+                    sig: vec![9u8; 16].into(),
+                    set: store_sets.then(|| set.clone().into()),
+                },
+                LogOp::Delete { docno: 2 },
+            ];
+            let bytes = encode_ops(&ops);
+            assert_eq!(decode(&bytes, 3, store_sets).unwrap(), ops);
+            for len in 0..bytes.len() {
+                assert!(decode(&bytes[..len], 3, store_sets).is_err());
+            }
+            // Wrong parameters are detected, not misread.
+            assert!(decode(&bytes, 4, store_sets).is_err());
+            assert!(decode(&bytes, 3, !store_sets).is_err());
         }
-        // Wrong parameters are detected, not misread.
-        assert!(decode(&bytes, 4).is_err());
+    }
+
+    /// A stored set that does not decode is corruption at its byte, even with a valid CRC.
+    #[test]
+    fn a_malformed_set_is_corruption() {
+        let ops = vec![LogOp::Insert {
+            docno: 1,
+            key: b"k".to_vec().into(),
+            band_keys: vec![1].into(),
+            sig: vec![0u8; 16].into(),
+            set: Some(vec![3, 1].into()),
+        }];
+        let err = decode(&encode_ops(&ops), 1, true).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
     }
 
     /// Combined batches decode to the batches' operations in order; a combination never
@@ -214,6 +272,7 @@ mod tests {
                             key: format!("k{d}").into_bytes().into(),
                             band_keys: vec![d, d + 1].into(),
                             sig: vec![d as u8; 8].into(),
+                            set: None,
                         }
                     }
                 })
@@ -224,7 +283,7 @@ mod tests {
         let decode_all = |payloads: &[std::borrow::Cow<'_, [u8]>]| {
             let mut docnos = Vec::new();
             for p in payloads {
-                decode_ops(p, 2, 8, Path::new("wal"), 0, |op| {
+                decode_ops(p, 2, 8, false, Path::new("wal"), 0, |op| {
                     docnos.push(match op {
                         OpRef::Insert { docno, .. } | OpRef::Delete { docno } => docno,
                     });

@@ -1,0 +1,280 @@
+//! An index that stores shingle sets (`--store-sets`, issue 15) reports the exact Jaccard
+//! similarity of the documents' shingle sets, not the signature's estimate: in memory, after a
+//! reopen (WAL replay), a flush, a compaction, an export and a merge; in queries and in dedup.
+//! Documents given as bare signatures are refused (there is no set to store), a damaged
+//! stored set is corruption (never a wrong similarity), and `estimate_only` answers as an
+//! index without sets does.
+
+use std::collections::HashSet;
+
+use mhdb::db::{Db, DedupOptions, IndexParams, Options, QueryOptions};
+use mhdb::sketch::{ShingleConfig, SketchParams};
+
+/// Paragraphs of this repository's own documentation (real prose and tables), and edited
+/// copies of them: words dropped or swapped at a few rates, so that pairs fall on both sides
+/// of the thresholds.
+fn corpus() -> Vec<(String, String)> {
+    let mut paragraphs = Vec::new();
+    for name in [
+        "README.md",
+        "format/segment.md",
+        "format/wal.md",
+        "format/hashing.md",
+    ] {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + name)
+                .unwrap();
+        paragraphs.extend(
+            text.split("\n\n")
+                .map(str::trim)
+                .filter(|p| p.len() > 300)
+                .map(str::to_owned),
+        );
+    }
+    paragraphs.truncate(30);
+    let mut docs = Vec::new();
+    for (i, p) in paragraphs.iter().enumerate() {
+        docs.push((format!("p{i}"), p.clone()));
+        let words: Vec<&str> = p.split_whitespace().collect();
+        for (v, every) in [(1, 9usize), (2, 5), (3, 3)] {
+            let edited: Vec<&str> = words
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| (j + v) % every != 0)
+                .map(|(_, w)| *w)
+                .collect();
+            docs.push((format!("p{i}v{v}"), edited.join(" ")));
+        }
+    }
+    docs
+}
+
+fn params(threshold: f64) -> IndexParams {
+    IndexParams::for_threshold(SketchParams::default(), 32, threshold)
+        .unwrap()
+        .with_stored_sets()
+        .unwrap()
+}
+
+/// A text's shingles themselves (not their hashes).
+fn shingles(text: &str) -> HashSet<Vec<u8>> {
+    let config = ShingleConfig::default();
+    let mut normalized = String::new();
+    config.normalize_into(text, &mut normalized);
+    let mut set = HashSet::new();
+    config.for_each_shingle(&normalized, |s| {
+        set.insert(s.to_vec());
+    });
+    set
+}
+
+/// The exact Jaccard of two shingle sets: what the index must report, up to 32-bit hash
+/// collisions.
+fn jaccard(sa: &HashSet<Vec<u8>>, sb: &HashSet<Vec<u8>>) -> f64 {
+    let common = sa.intersection(sb).count();
+    common as f64 / (sa.len() + sb.len() - common) as f64
+}
+
+/// The exact Jaccard of two texts.
+fn exact(a: &str, b: &str) -> f64 {
+    jaccard(&shingles(a), &shingles(b))
+}
+
+/// Every answer to every document's text: each match's similarity is its exact Jaccard, at
+/// or above the threshold; and no pair well above the threshold is missed.
+fn check_answers(db: &Db, docs: &[(String, String)], threshold: f64, what: &str) {
+    let sets: std::collections::HashMap<&str, HashSet<Vec<u8>>> = docs
+        .iter()
+        .map(|(k, t)| (k.as_str(), shingles(t)))
+        .collect();
+    let mut reranked = 0;
+    for (key, text) in docs {
+        let own = &sets[key.as_str()];
+        let r = db.query_text(text, &QueryOptions::default()).unwrap();
+        assert!(r.stats.exact, "{what}: {key} not re-ranked");
+        reranked += r.stats.reranked;
+        let found: HashSet<&[u8]> = r.matches.iter().map(|m| m.key.as_slice()).collect();
+        for m in &r.matches {
+            let want = jaccard(own, &sets[std::str::from_utf8(&m.key).unwrap()]);
+            assert!(
+                (m.jaccard - want).abs() < 1e-3 && m.jaccard >= threshold,
+                "{what}: {key} ~ {:?}: reported {} (estimate {}), exact {want}",
+                String::from_utf8_lossy(&m.key),
+                m.jaccard,
+                m.estimate
+            );
+        }
+        for (other, set) in &sets {
+            let j = jaccard(own, set);
+            if j >= threshold + 0.1 {
+                assert!(
+                    found.contains(other.as_bytes()),
+                    "{what}: {key} missed {other} at J = {j}"
+                );
+            }
+        }
+    }
+    assert!(reranked > 0, "{what}: nothing was re-ranked");
+}
+
+#[test]
+fn similarities_are_exact_wherever_the_documents_live() {
+    let docs = corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    for threshold in [0.5, 0.8] {
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Db::create(&dir, params(threshold), Options::default()).unwrap();
+        // Half through the WAL one by one, half in bulk.
+        let (one_by_one, bulk) = docs.split_at(docs.len() / 2);
+        for (k, t) in one_by_one {
+            db.insert_text(k, t).unwrap();
+        }
+        check_answers(&db, one_by_one, threshold, "in memory");
+        drop(db);
+        let db = Db::open(&dir, Options::default()).unwrap();
+        check_answers(&db, one_by_one, threshold, "after WAL replay");
+        let signed: Vec<(String, mhdb::sketch::Signature)> = bulk
+            .iter()
+            .map(|(k, t)| (k.clone(), db.sketch_text(t).unwrap()))
+            .collect();
+        db.bulk_insert(&signed).unwrap();
+        db.flush().unwrap();
+        check_answers(&db, &docs, threshold, "flushed");
+        // Deletes, then a full compaction: survivors keep their sets.
+        let survivors: Vec<(String, String)> = docs
+            .iter()
+            .filter(|(k, _)| !k.ends_with("v2"))
+            .cloned()
+            .collect();
+        for (k, _) in docs.iter().filter(|(k, _)| k.ends_with("v2")) {
+            db.delete(k).unwrap();
+        }
+        db.compact_full().unwrap();
+        db.verify().unwrap();
+        check_answers(&db, &survivors, threshold, "compacted");
+        let shipped = tmp.path().join(format!("export-{threshold}"));
+        db.export(&shipped).unwrap();
+        let copy = Db::open_read_only(&shipped).unwrap();
+        check_answers(&copy, &survivors, threshold, "exported");
+        let merged_dir = tmp.path().join(format!("merged-{threshold}"));
+        let merged = Db::create(&merged_dir, params(threshold), Options::default()).unwrap();
+        merged.merge_from(&copy).unwrap();
+        check_answers(&merged, &survivors, threshold, "merged");
+    }
+}
+
+#[test]
+fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
+    let docs = corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::create(tmp.path().join("db"), params(0.6), Options::default()).unwrap();
+    for (k, t) in &docs {
+        db.insert_text(k, t).unwrap();
+    }
+    let text_of = |k: &[u8]| {
+        let k = std::str::from_utf8(k).unwrap();
+        &docs.iter().find(|(key, _)| key == k).unwrap().1
+    };
+    let mut pairs = 0;
+    db.dedup_pairs(
+        0.6,
+        |p| {
+            pairs += 1;
+            let want = exact(text_of(&p.a), text_of(&p.b));
+            assert!(
+                (p.jaccard - want).abs() < 1e-3 && p.jaccard >= 0.6,
+                "{p:?} vs {want}"
+            );
+            Ok(())
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    assert!(pairs > 20, "only {pairs} pairs");
+    let mut estimated = 0;
+    db.dedup_pairs_with(
+        0.6,
+        DedupOptions {
+            estimate_only: true,
+        },
+        |p| {
+            estimated += 1;
+            assert_eq!(p.jaccard, p.estimate);
+            Ok(())
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    assert!(estimated > 0);
+    let q = db
+        .query_text(
+            &docs[0].1,
+            &QueryOptions {
+                estimate_only: true,
+                ..QueryOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(!q.stats.exact && q.matches.iter().all(|m| m.jaccard == m.estimate));
+}
+
+#[test]
+fn bare_signatures_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::create(tmp.path().join("db"), params(0.8), Options::default()).unwrap();
+    let bare = db.hasher().unwrap().sketch_text("some text to be signed");
+    for err in [
+        db.insert("k", &bare).unwrap_err(),
+        db.bulk_insert(&[("k", bare.clone())]).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, mhdb::Error::InvalidParameter { .. }) && err.to_string().contains("text"),
+            "{err}"
+        );
+    }
+    assert_eq!(db.len(), 0);
+    // A query by bare signature is answered by estimate.
+    db.insert_text("k", "some text to be signed").unwrap();
+    let r = db.query(&bare, &QueryOptions::default()).unwrap();
+    assert!(!r.stats.exact && r.matches.len() == 1);
+}
+
+#[test]
+fn a_damaged_stored_set_is_corruption() {
+    let docs = corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::create(&dir, params(0.8), Options::default()).unwrap();
+    for (k, t) in &docs {
+        db.insert_text(k, t).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    // Find the coded set of the first document in its segment and flip one of its bits.
+    let coded = mhdb::sketch::ShingleSet::from_hashes(
+        IndexParams::default()
+            .hasher()
+            .unwrap()
+            .shingle_hashes(&docs[0].1),
+    )
+    .encode();
+    let seg = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "seg"))
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes
+        .windows(coded.len())
+        .position(|w| w == coded.as_slice())
+        .expect("the set is stored as coded");
+    bytes[at + coded.len() / 2] ^= 0x10;
+    std::fs::write(&seg, &bytes).unwrap();
+    let db = Db::open_read_only(&dir).unwrap();
+    let err = db
+        .query_text(&docs[0].1, &QueryOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, mhdb::Error::Corruption { .. }), "{err}");
+    assert!(db.verify().is_err() || !db.verify().unwrap().problems.is_empty());
+}
