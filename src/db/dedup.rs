@@ -170,14 +170,8 @@ impl Verifier<'_> {
     }
 
     /// (similarity, estimate) of `a` (its signature, and its decoded set with exact
-    /// re-rank) against ordinal `b`, if they reach the threshold; `scratch` holds `b`'s set.
-    fn similar(
-        &self,
-        a: &[u8],
-        a_set: &[u32],
-        b: u32,
-        scratch: &mut Vec<u32>,
-    ) -> Option<(f64, f64)> {
+    /// re-rank) against ordinal `b`, if they reach the threshold.
+    fn similar(&self, a: &[u8], a_set: &[u32], b: u32) -> Option<(f64, f64)> {
         let sb = self.signature(b)?;
         let equal =
             bbit::count_equal_packed_at_least(a, sb, self.k, self.bits, self.min_equal).ok()??;
@@ -188,9 +182,14 @@ impl Verifier<'_> {
         if !self.exact {
             return Some((estimate, estimate));
         }
-        self.set(b, scratch);
-        let j = crate::sketch::shingle_set::jaccard_sorted(a_set, scratch);
-        (j >= self.threshold).then_some((j, estimate))
+        let docno = self.docnos.get(b as usize).copied().unwrap_or(u64::MAX);
+        match super::rerank::exact_at_least(self.state, docno, a_set, self.threshold) {
+            Ok(j) => j.map(|j| (j, estimate)),
+            Err(e) => {
+                self.failed.lock().get_or_insert(e);
+                None
+            }
+        }
     }
 }
 
@@ -250,7 +249,7 @@ impl Db {
                         let Some(sa) = verify.signature(a) else {
                             return (0, out);
                         };
-                        let (mut set_a, mut scratch) = (Vec::new(), Vec::new());
+                        let mut set_a = Vec::new();
                         verify.set(a, &mut set_a);
                         for &b in later {
                             // Compared (and reported) in the first band the pair shares.
@@ -258,7 +257,7 @@ impl Db {
                                 continue;
                             }
                             compared += 1;
-                            if let Some((j, e)) = verify.similar(sa, &set_a, b, &mut scratch) {
+                            if let Some((j, e)) = verify.similar(sa, &set_a, b) {
                                 out.push((a, b, j, e));
                             }
                         }
@@ -381,11 +380,10 @@ impl Db {
             let mut set_c = Vec::new();
             verify.set(center, &mut set_c);
             let take = |chunk: &[u32]| -> Vec<u32> {
-                let mut scratch = Vec::new();
                 chunk
                     .iter()
                     .copied()
-                    .filter(|&m| verify.similar(sc, &set_c, m, &mut scratch).is_some())
+                    .filter(|&m| verify.similar(sc, &set_c, m).is_some())
                     .collect()
             };
             let mut members: Vec<u32> = if candidates.len() >= PARALLEL_CANDIDATES {

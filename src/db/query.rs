@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::Db;
-use super::rerank::{ExactJaccard, rerank_margin};
+use super::rerank::{exact_at_least, rerank_margin};
 use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
@@ -239,12 +239,9 @@ impl Db {
                 stats.exact = true;
                 stats.reranked = matched.len();
                 let rerank = |chunk: &[(u64, f64)]| -> Result<Vec<(u64, f64, f64)>> {
-                    let mut exact = ExactJaccard::new(state, query_set);
                     let mut out = Vec::new();
                     for &(docno, estimate) in chunk {
-                        if let Some(j) = exact.of(docno)?
-                            && j >= threshold
-                        {
+                        if let Some(j) = exact_at_least(state, docno, query_set, threshold)? {
                             out.push((docno, j, estimate));
                         }
                     }

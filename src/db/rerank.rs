@@ -8,7 +8,7 @@
 //! reported similarity is exact.
 
 use super::state::State;
-use crate::sketch::shingle_set::{decode_into, jaccard_sorted};
+use crate::sketch::shingle_set::{decode_into, jaccard_coded_at_least};
 use crate::{Error, Result};
 
 /// How many standard deviations of the estimate below the threshold a candidate may fall and
@@ -30,34 +30,20 @@ pub fn rerank_margin(t: f64, k: usize, bits: u32) -> f64 {
     MARGIN_SIGMAS * sd
 }
 
-/// Computes exact Jaccard similarities of stored documents against one decoded set.
-pub(super) struct ExactJaccard<'a> {
-    state: &'a State,
-    query: &'a [u32],
-    scratch: Vec<u32>,
-}
-
-impl<'a> ExactJaccard<'a> {
-    pub(super) fn new(state: &'a State, query: &'a [u32]) -> Self {
-        ExactJaccard {
-            state,
-            query,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// The exact Jaccard of `docno`'s stored set with the query set; `None` when no table
-    /// holds the document. A stored set that passes its checksum but does not decode is
-    /// reported as corruption of the file that holds it.
-    pub(super) fn of(&mut self, docno: u64) -> Result<Option<f64>> {
-        let Some(coded) = self.state.set_bytes(docno)? else {
-            return Ok(None);
-        };
-        if let Err(e) = decode_into(coded, &mut self.scratch) {
-            return Err(damaged_set(self.state, docno, e));
-        }
-        Ok(Some(jaccard_sorted(self.query, &self.scratch)))
-    }
+/// The exact Jaccard of `docno`'s stored set with the sorted `query` values, if it reaches
+/// `threshold`; `None` when it does not, or no table holds the document. A stored set that
+/// passes its checksum but does not decode is reported as corruption of the file that holds
+/// it.
+pub(super) fn exact_at_least(
+    state: &State,
+    docno: u64,
+    query: &[u32],
+    threshold: f64,
+) -> Result<Option<f64>> {
+    let Some(coded) = state.set_bytes(docno)? else {
+        return Ok(None);
+    };
+    jaccard_coded_at_least(query, coded, threshold).map_err(|e| damaged_set(state, docno, e))
 }
 
 /// Decodes `docno`'s stored set into `out`; false when no table holds the document.

@@ -118,6 +118,74 @@ impl ShingleSet {
     }
 }
 
+/// The exact Jaccard of sorted distinct `query` values and a coded set, if it is at least
+/// `threshold` (`None` otherwise). Decodes and merges in one pass, and stops as soon as the
+/// threshold is out of reach: first by the sizes alone (J ≤ min/max), then whenever the
+/// values left could no longer make enough of the intersection. A coded set that is cut short
+/// before the answer is known is an error; one rejected early is not decoded to its end.
+pub fn jaccard_coded_at_least(
+    query: &[u32],
+    coded: &[u8],
+    threshold: f64,
+) -> Result<Option<f64>, SetDecodeError> {
+    let mut pos = 0usize;
+    let count = get_varint(coded, &mut pos)?;
+    if count > (coded.len() - pos) as u64 {
+        return Err(SetDecodeError {
+            offset: 0,
+            detail: "count exceeds the bytes that follow",
+        });
+    }
+    let (na, nb) = (query.len() as u64, count);
+    if na == 0 || nb == 0 {
+        return Ok((threshold <= 0.0).then_some(0.0));
+    }
+    // J ≥ t ⟺ common ≥ t·(|A| + |B|) / (1 + t).
+    // (Less a hair, so that rounding never rejects a pair exactly at the threshold: the last
+    // comparison, on J itself, decides.)
+    let need = threshold * (na + nb) as f64 / (1.0 + threshold) - 1e-9;
+    if (na.min(nb) as f64) < need {
+        return Ok(None);
+    }
+    let (mut i, mut common, mut prev) = (0usize, 0u64, None::<u64>);
+    for decoded in 0..nb {
+        if decoded % 64 == 0 {
+            let left = (na - i as u64).min(nb - decoded);
+            if ((common + left) as f64) < need {
+                return Ok(None);
+            }
+        }
+        let at = pos;
+        let gap = get_varint(coded, &mut pos)?;
+        let v = match prev {
+            None => gap,
+            Some(p) => p + 1 + gap,
+        };
+        if v > u64::from(u32::MAX) {
+            return Err(SetDecodeError {
+                offset: at,
+                detail: "value beyond 32 bits",
+            });
+        }
+        prev = Some(v);
+        while query.get(i).is_some_and(|&q| u64::from(q) < v) {
+            i += 1;
+        }
+        if query.get(i).is_some_and(|&q| u64::from(q) == v) {
+            common += 1;
+            i += 1;
+        }
+    }
+    if pos != coded.len() {
+        return Err(SetDecodeError {
+            offset: pos,
+            detail: "bytes after the last value",
+        });
+    }
+    let j = common as f64 / (na + nb - common) as f64;
+    Ok((j >= threshold).then_some(j))
+}
+
 /// Exact Jaccard of two sorted, distinct slices.
 pub fn jaccard_sorted(a: &[u32], b: &[u32]) -> f64 {
     if a.is_empty() || b.is_empty() {
@@ -259,6 +327,11 @@ mod tests {
             prop_assert_eq!(sa.jaccard(&sb), want);
             let mut scratch = Vec::new();
             prop_assert_eq!(sa.jaccard_coded(&sb.encode(), &mut scratch).unwrap(), want);
+            for t in [0.0, 0.1, 0.3, 0.5, 0.8, 1.0] {
+                let gated = jaccard_coded_at_least(sa.values(), &sb.encode(), t).unwrap();
+                let expect = (want >= t).then_some(want);
+                prop_assert_eq!(gated, expect, "t = {}", t);
+            }
         }
     }
 }

@@ -1,0 +1,52 @@
+"""Exact re-rank from Python: an index created with ``store_sets=True`` answers a query by
+text with the exact Jaccard similarity of the shingle sets (computed here independently),
+``exact=False`` gives the signature's estimate, and a bare signature cannot be inserted (there
+is no set to store)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+import mhdb
+
+BASE = (
+    "Near-duplicate detection finds documents that share most of their text: mirrored pages, "
+    "syndicated news, templated listings and the boilerplate around them. An index that keeps "
+    "each document's shingle set can report how similar two documents really are."
+)
+
+
+def shingles(text: str, n: int = 5) -> set[str]:
+    t = " ".join(text.lower().split())
+    return {t[i : i + n] for i in range(len(t) - n + 1)}
+
+
+def jaccard(a: str, b: str) -> float:
+    sa, sb = shingles(a), shingles(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+def variants() -> dict[str, str]:
+    words = BASE.split()
+    out = {"base": BASE}
+    for v, every in enumerate([13, 9, 6, 4], start=1):
+        out[f"v{v}"] = " ".join(w for i, w in enumerate(words) if (i + v) % every)
+    return out
+
+
+def test_store_sets_reports_exact_jaccard(tmp_path: pathlib.Path) -> None:
+    docs = variants()
+    with mhdb.Index.create(tmp_path / "idx", threshold=0.6, store_sets=True) as idx:
+        assert idx.stats()["params"]["store_sets"] is True
+        idx.insert_many(docs.items())
+        got = idx.query(text=BASE)
+        assert got, "the base text matches itself at least"
+        for key, j in got:
+            assert j == pytest.approx(jaccard(BASE, docs[key]), abs=1e-3)
+            assert j >= 0.6
+        estimated = dict(idx.query(text=BASE, exact=False))
+        assert any(abs(estimated[k] - j) > 1e-9 for k, j in got if k in estimated)
+        with pytest.raises(ValueError):
+            idx.insert("bare", signature=mhdb.MinHasher().sketch(BASE))
