@@ -2,7 +2,7 @@
 //! `query --text --json` and `query --jsonl`, or `keys --json` and `dedup --format drop
 //! --json`, print the same thing. README's "JSON shapes" lists them.
 
-use mhdb::db::{IndexParams, QueryResult};
+use mhdb::db::{DedupPair, IndexParams, QueryResult};
 use mhdb::sketch::LshParams;
 use serde_json::{Value, json};
 
@@ -25,7 +25,12 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
     let matches: Vec<Value> = r
         .matches
         .iter()
-        .map(|m| json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)}))
+        .map(|m| match (m.distance, m.cosine) {
+            (Some(d), Some(c)) => {
+                json!({"id": key_json(&m.key), "distance": d, "cosine": round6(c)})
+            }
+            _ => json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)}),
+        })
         .collect();
     json!({
         "id": id,
@@ -54,13 +59,22 @@ pub fn write_answer(
     serde_json::to_writer(&mut *out, id)?;
     out.write_all(b",\"matches\":[")?;
     for (i, m) in r.matches.iter().enumerate() {
-        out.write_all(if i == 0 { b"{\"id\":" } else { b",{\"id\":" })?;
+        out.write_all(if i == 0 { b"{" } else { b",{" })?;
+        // A SimHash match: "cosine" and "distance" sort before "id".
+        if let (Some(d), Some(c)) = (m.distance, m.cosine) {
+            out.write_all(b"\"cosine\":")?;
+            serde_json::to_writer(&mut *out, &round6(c))?;
+            write!(out, ",\"distance\":{d},")?;
+        }
+        out.write_all(b"\"id\":")?;
         match std::str::from_utf8(&m.key) {
             Ok(key) => serde_json::to_writer(&mut *out, key)?,
             Err(_) => serde_json::to_writer(&mut *out, &key_json(&m.key))?,
         }
-        out.write_all(b",\"jaccard\":")?;
-        serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+        if m.distance.is_none() {
+            out.write_all(b",\"jaccard\":")?;
+            serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+        }
         out.write_all(b"}")?;
     }
     write!(out, "],\"verified\":{}}}", r.stats.verified)
@@ -69,6 +83,15 @@ pub fn write_answer(
 /// A near-duplicate pair: `{"a", "b", "jaccard"}`.
 pub fn pair(a: Value, b: Value, jaccard: f64) -> Value {
     json!({"a": a, "b": b, "jaccard": round6(jaccard)})
+}
+
+/// A pair `dedup` found: [`pair`], or for a SimHash index `{"a", "b", "distance", "cosine"}`.
+pub fn dedup_pair(p: &DedupPair) -> Value {
+    let (a, b) = (key_json(&p.a), key_json(&p.b));
+    match (p.distance, p.cosine) {
+        (Some(d), Some(c)) => json!({"a": a, "b": b, "distance": d, "cosine": round6(c)}),
+        _ => pair(a, b, p.jaccard),
+    }
 }
 
 /// A star cluster: `{"keep", "duplicates"}`.
@@ -81,7 +104,21 @@ pub fn cluster(keep: Option<&[u8]>, duplicates: &[Vec<u8>]) -> Value {
 
 /// An index's parameters, named as the `create` flags that set them ('-' written '_').
 pub fn params(p: &IndexParams) -> Value {
+    if let Some(sim) = p.sim_params() {
+        return json!({
+            "kind": p.kind.name(),
+            "max_hamming": sim.max_hamming,
+            "weighting": sim.weighting.name(),
+            "seed": p.sketch.seed,
+            "shingle": p.sketch.shingle.kind.to_string(),
+            "nfkc": p.sketch.shingle.nfkc,
+            "threshold": p.threshold,
+            "bucket_cap": p.bucket_cap,
+            "spec_version": mhdb::sketch::SPEC_VERSION,
+        });
+    }
     json!({
+        "kind": p.kind.name(),
         "perms": p.sketch.num_perm,
         "scheme": p.sketch.scheme.name(),
         "seed": p.sketch.seed,
@@ -98,6 +135,17 @@ pub fn params(p: &IndexParams) -> Value {
 
 /// An index's parameters in text: the `create` flags that would make it again.
 pub fn params_text(p: &IndexParams) -> String {
+    if let Some(sim) = p.sim_params() {
+        return format!(
+            "--kind simhash --max-hamming {} --weighting {} --shingle {}{} --seed {} --bucket-cap {}",
+            sim.max_hamming,
+            sim.weighting,
+            p.sketch.shingle.kind,
+            if p.sketch.shingle.nfkc { " --nfkc" } else { "" },
+            p.sketch.seed,
+            p.bucket_cap.unwrap_or(0),
+        );
+    }
     format!(
         "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --bands {} --rows {} --threshold {} --bucket-cap {}",
         p.sketch.num_perm,
@@ -155,6 +203,9 @@ mod write_answer_tests {
                     .map(|(i, k)| Match {
                         key: k.to_vec(),
                         jaccard: 1.0 / (i as f64 + 3.0),
+                        // Every other match as a SimHash index reports it.
+                        distance: (i % 2 == 1).then_some(i as u32),
+                        cosine: (i % 2 == 1).then(|| mhdb::sketch::cosine_from_hamming(i as u32)),
                     })
                     .collect(),
                 stats: QueryStats {

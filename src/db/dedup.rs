@@ -30,8 +30,12 @@ pub struct DedupPair {
     pub a: Vec<u8>,
     /// Key of the newer document.
     pub b: Vec<u8>,
-    /// Estimated Jaccard similarity.
+    /// Estimated Jaccard similarity (SimHash index: the cosine estimate, as in `cosine`).
     pub jaccard: f64,
+    /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
+    pub distance: Option<u32>,
+    /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
+    pub cosine: Option<f64>,
 }
 
 /// What a dedup pass did.
@@ -167,7 +171,7 @@ impl Db {
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold);
+        let verify = self.verifier(&state, &index.docnos, threshold)?;
         let key = |o: u32| index.key(&state, o);
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
@@ -208,12 +212,15 @@ impl Db {
                 verify.check()?;
                 for (compared, pairs) in found {
                     stats.compared += compared;
-                    for (a, b, jaccard) in pairs {
+                    for (a, b, estimate) in pairs {
                         stats.pairs += 1;
+                        let (jaccard, distance, cosine) = self.describe_estimate(estimate);
                         emit(DedupPair {
                             a: key(a)?,
                             b: key(b)?,
                             jaccard,
+                            distance,
+                            cosine,
                         })?;
                     }
                 }
@@ -264,7 +271,7 @@ impl Db {
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold);
+        let verify = self.verifier(&state, &index.docnos, threshold)?;
         let n = index.docnos.len();
         let mut assigned = vec![false; n];
         // Candidates already gathered for the current center: `seen[o] == center + 1`.
@@ -337,9 +344,16 @@ impl Db {
         Ok(stats)
     }
 
-    fn verifier<'a>(&self, state: &'a State, docnos: &'a [u64], threshold: f64) -> Verifier<'a> {
+    fn verifier<'a>(
+        &self,
+        state: &'a State,
+        docnos: &'a [u64],
+        threshold: f64,
+    ) -> Result<Verifier<'a>> {
+        // A SimHash index's threshold is a cosine: verification compares one-bit estimates.
+        let threshold = self.similarity_floor(threshold)?;
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
-        Verifier {
+        Ok(Verifier {
             state,
             docnos,
             record_bytes: self.params.sig_bytes(),
@@ -348,7 +362,7 @@ impl Db {
             min_equal: bbit::min_matches_for(threshold, k, bits),
             threshold,
             failed: parking_lot::Mutex::new(None),
-        }
+        })
     }
 
     /// Reads every band's buckets of live documents into a [`BucketIndex`], cutting buckets

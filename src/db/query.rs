@@ -47,8 +47,13 @@ pub struct QueryOptions {
 pub struct Match {
     /// The stored key.
     pub key: Vec<u8>,
-    /// Jaccard similarity estimated from the stored b-bit signature.
+    /// Jaccard similarity estimated from the stored b-bit signature (SimHash index: the
+    /// cosine estimate, as in `cosine`).
     pub jaccard: f64,
+    /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
+    pub distance: Option<u32>,
+    /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
+    pub cosine: Option<f64>,
 }
 
 /// Where a query spent its effort.
@@ -80,6 +85,9 @@ impl Db {
     /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
     /// even a stored document that is empty too.
     pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
+        if self.params.sim_params().is_some() {
+            return self.query_fingerprint(sig, opts);
+        }
         let threshold = opts.threshold.unwrap_or(self.params.threshold);
         if !(0.0..=1.0).contains(&threshold) {
             return Err(Error::invalid(
@@ -107,7 +115,7 @@ impl Db {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
     }
 
-    fn run_query(
+    pub(super) fn run_query(
         &self,
         state: &State,
         band_keys: &[u64],
@@ -223,6 +231,8 @@ impl Db {
             Ok(state.key_of(docno)?.map(|key| Match {
                 key: key.to_vec(),
                 jaccard,
+                distance: None,
+                cosine: None,
             }))
         };
         let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
