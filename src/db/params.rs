@@ -230,8 +230,15 @@ impl IndexParams {
         bbit::packed_len(self.sketch.num_perm, self.bits)
     }
 
-    /// The signer for these parameters.
+    /// The signer for these parameters (an error for a SimHash index, which has none).
     pub fn hasher(&self) -> Result<MinHasher> {
+        if self.sim_params().is_some() {
+            return Err(Error::ParameterMismatch {
+                name: "kind",
+                stored: self.kind.to_string(),
+                requested: "minhash (a MinHash signer)".into(),
+            });
+        }
         MinHasher::new(self.sketch)
     }
 
