@@ -112,7 +112,10 @@ pub(crate) fn index_params(
     let mut minhash_only = Vec::new();
     for (name, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
-        if matches!(name.as_str(), "num_perm" | "scheme" | "bits" | "bands" | "rows") {
+        if matches!(
+            name.as_str(),
+            "num_perm" | "scheme" | "bits" | "bands" | "rows"
+        ) {
             minhash_only.push(name.clone());
         }
         match name.as_str() {
@@ -154,7 +157,9 @@ pub(crate) fn index_params(
                 return Err(invalid(
                     py,
                     "kind",
-                    &format!("{name} is a MinHash parameter; a simhash index takes max_hamming, weighting, seed and the shingling"),
+                    &format!(
+                        "{name} is a MinHash parameter; a simhash index takes max_hamming, weighting, seed and the shingling"
+                    ),
                 ));
             }
             // The default threshold cannot be told from an explicit 0.8: only other values
