@@ -157,7 +157,7 @@ pub(crate) fn index_params(
                 return Err(invalid(
                     py,
                     "kind",
-                    &format!(
+                    format!(
                         "{name} is a MinHash parameter; a simhash index takes max_hamming, weighting, seed and the shingling"
                     ),
                 ));
@@ -191,7 +191,7 @@ pub(crate) fn index_params(
             return Err(invalid(
                 py,
                 "kind",
-                &format!("unknown index kind {other:?}; expected \"minhash\" or \"simhash\""),
+                format!("unknown index kind {other:?}; expected \"minhash\" or \"simhash\""),
             ));
         }
     }
