@@ -11,7 +11,7 @@ import mhdb
 
 A = "The quick brown fox jumps over the lazy dog by the river, while the farmer watches the sky."
 # The same words in another order: under word:1 shingles, the same tf vector (cosine 1).
-A_REORDERED = "While the farmer watches the sky, the quick brown fox jumps over the lazy dog by the river."
+A_REORDERED = " ".join(reversed(A.split()))
 C = "Completely unrelated text about databases, write-ahead logs and crash recovery procedures."
 
 
