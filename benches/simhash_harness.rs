@@ -97,7 +97,7 @@ fn edited(texts: &[String], i: usize, salt: u64) -> String {
         .enumerate()
         .map(|(w, word)| {
             let r = mix(salt ^ (w as u64) << 20);
-            if r % 50 == 0 && !donor.is_empty() {
+            if r.is_multiple_of(50) && !donor.is_empty() {
                 donor[(r >> 8) as usize % donor.len()]
             } else {
                 word
