@@ -274,11 +274,21 @@ class Reader:
             end = o + 81
         if spec != 1:
             self.fail(name, o, f"unknown hash spec version {spec}")
-        if kind == 2:
-            self.fail(name, at["kind"], "index kind 2 (SimHash-pigeonhole) is not supported by this reader")
-        if kind != 1:
+        if kind not in (1, 2):
             self.fail(name, at["kind"], f"unknown index kind {kind}")
-        if scheme not in SCHEMES:
+        if kind == 2:
+            # SimHash-pigeonhole (manifest.md, "Index kind 2"): no MinHash scheme; the
+            # signature is the 64-bit fingerprint as 64 one-bit slots; max_hamming + 1 blocks
+            # are the bands, with no rows.
+            if scheme != 0:
+                self.fail(name, at["scheme"], f"scheme code {scheme} on a SimHash index (must be 0)")
+            if (num_perm, band_slots, bits) != (64, 64, 1):
+                self.fail(name, at["num_perm"], f"a SimHash index stores 64 one-bit slots, not num_perm {num_perm}, band_slots {band_slots}, bits {bits}")
+            if not 0 <= max_hamming <= 15 or bands != max_hamming + 1 or rows != 0:
+                self.fail(name, at["bands"], f"{bands} bands x {rows} rows for max_hamming {max_hamming} (need max_hamming + 1 bands, 0 rows)")
+            if weighting not in (1, 2):
+                self.fail(name, at["weighting"], f"unknown SimHash weighting {weighting}")
+        elif scheme not in SCHEMES:
             self.fail(name, at["scheme"], f"unknown scheme {scheme}")
         if sk not in (1, 2):
             self.fail(name, at["shingle"], f"unknown shingle kind {sk}")
@@ -288,17 +298,17 @@ class Reader:
             self.fail(name, at["num_perm"], f"num_perm {num_perm} outside 1..=8192")
         if not 1 <= band_slots <= num_perm:
             self.fail(name, at["band_slots"], f"band_slots {band_slots} outside 1..=num_perm {num_perm}")
-        if bands < 1 or rows < 1 or bands * rows > band_slots:
+        if kind == 1 and (bands < 1 or rows < 1 or bands * rows > band_slots):
             self.fail(name, at["bands"], f"{bands} bands x {rows} rows do not fit {band_slots} slots")
         if store_sets == 1:
             self.fail(name, at["store_sets"], "stored shingle sets (store_sets = 1) are not supported by this reader")
         if store_sets != 0:
             self.fail(name, at["store_sets"], f"store_sets {store_sets} is neither 0 nor 1")
-        if max_hamming != 0 or weighting != 0:
+        if kind == 1 and (max_hamming != 0 or weighting != 0):
             self.fail(name, at["max_hamming"], f"max_hamming {max_hamming} or weighting {weighting} on a MinHash index")
         params = {
             "spec_version": spec,
-            "scheme": SCHEMES[scheme],
+            "scheme": SCHEMES[scheme] if kind == 1 else None,
             "num_perm": num_perm,
             "seed": seed,
             "shingle": ("char" if sk == 1 else "word") + f":{sw}",
@@ -312,6 +322,9 @@ class Reader:
         if version >= 2:
             # Keyed hashing changes how text becomes a signature, not how stored ones are read.
             params.update({"index_kind": "minhash-lsh", "band_slots": band_slots, "keyed": any(key_fp)})
+            if kind == 2:
+                params.update({"index_kind": "simhash-pigeonhole", "max_hamming": max_hamming,
+                               "weighting": {1: "tf", 2: "logtf"}[weighting]})
         return params, end
 
     def read_manifest(self):
@@ -883,8 +896,16 @@ def as_json(reader, params, live):
         "format_version": reader.summary["version"],
         "params": params,
         "wal": reader.wal_files,
-        "live": [{"key": key_text(k), "docno": live[k][0], "signature": live[k][1].hex()} for k in keys],
+        "live": [live_entry(params, k, *live[k]) for k in keys],
     }
+
+
+def live_entry(params, key, docno, sig):
+    entry = {"key": key_text(key), "docno": docno, "signature": sig.hex()}
+    if params.get("index_kind") == "simhash-pigeonhole":
+        # The packed one-bit slots are the fingerprint as a little-endian u64.
+        entry["fingerprint"] = f"{int.from_bytes(sig, 'little'):016x}"
+    return entry
 
 
 def check(out, expected_path):

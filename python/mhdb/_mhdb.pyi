@@ -22,7 +22,8 @@ _Key = Union[str, bytes]
 _SignatureLike = Union[npt.NDArray[np.uint64], npt.NDArray[np.uint32], Sequence[int]]
 """A signature: a 1-D ``uint64`` (or ``uint32``) array, or a sequence of ints."""
 _PathLike = Union[str, "os.PathLike[str]"]
-_Match = tuple[_Key, float]
+# MinHash index: (key, jaccard); SimHash index: (key, distance, cosine).
+_Match = Union[tuple[_Key, float], tuple[_Key, int, float]]
 """``(key, estimated Jaccard)``."""
 
 def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
@@ -111,9 +112,15 @@ class Index:
         bucket_cap: Optional[int] = 10000,
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
+        kind: Literal["minhash", "simhash"] = "minhash",
+        max_hamming: int = 3,
+        weighting: Literal["tf", "logtf"] = "tf",
     ) -> Index:
         """Creates a new index in ``path`` (bands × rows tuned for ``threshold``); with
-        ``key_file``, a keyed index (shingles hashed under that secret key)."""
+        ``key_file``, a keyed index (shingles hashed under that secret key). With
+        ``kind="simhash"``: 64-bit SimHash fingerprints matched within ``max_hamming`` bits
+        (``num_perm``, ``scheme``, ``bits``, ``bands``, ``rows``, ``threshold`` refused);
+        queries then return ``(key, distance, cosine)``."""
     @staticmethod
     def open(
         path: _PathLike, read_only: bool = False, key_file: Optional[_PathLike] = None
@@ -142,6 +149,9 @@ class Index:
         bucket_cap: Optional[int] = 10000,
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
+        kind: Literal["minhash", "simhash"] = "minhash",
+        max_hamming: int = 3,
+        weighting: Literal["tf", "logtf"] = "tf",
     ) -> Index:
         """Opens the index in ``path``, or creates it with these parameters."""
     def __enter__(self) -> Index: ...
@@ -206,8 +216,10 @@ class Index:
         limit: Optional[int] = None,
         exact: bool = True,
     ) -> list[_Match]:
-        """Documents similar to ``text`` or ``signature``, best first (by exact Jaccard
-        in an index with ``store_sets=True``, unless ``exact=False``)."""
+        """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
+        (the exact Jaccard in an index with ``store_sets=True``, unless ``exact=False``), or
+        for a SimHash index ``(key, distance, cosine)`` (``threshold`` is then a minimum
+        cosine)."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,
@@ -220,7 +232,7 @@ class Index:
     @overload
     def dedup(
         self, threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
-    ) -> Iterator[tuple[_Key, _Key, float]]: ...
+    ) -> Iterator[Union[tuple[_Key, _Key, float], tuple[_Key, _Key, int, float]]]: ...
     @overload
     def dedup(
         self, threshold: Optional[float], format: Literal["clusters"]

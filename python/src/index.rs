@@ -108,9 +108,22 @@ pub(crate) fn index_params(
     let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
     let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
     let mut store_sets = false;
+    let mut kind = String::from("minhash");
+    let (mut max_hamming, mut weighting): (Option<u32>, Option<String>) = (None, None);
+    // MinHash-only names given, to refuse for a SimHash index.
+    let mut minhash_only = Vec::new();
     for (name, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
+        if matches!(
+            name.as_str(),
+            "num_perm" | "scheme" | "bits" | "bands" | "rows" | "store_sets"
+        ) {
+            minhash_only.push(name.clone());
+        }
         match name.as_str() {
+            "kind" => kind = value.extract()?,
+            "max_hamming" => max_hamming = value.extract()?,
+            "weighting" => weighting = value.extract()?,
             "num_perm" => sketch.num_perm = value.extract()?,
             "scheme" => sketch.scheme = value.extract()?,
             "seed" => sketch.seed = value.extract()?,
@@ -125,11 +138,64 @@ pub(crate) fn index_params(
             "store_sets" => store_sets = value.extract()?,
             other => {
                 return Err(PyTypeError::new_err(format!(
-                    "unexpected keyword argument {other:?} (index parameters: num_perm, scheme, \
-                     seed, shingle, nfkc, lowercase, collapse_whitespace, bits, bands, rows, \
-                     bucket_cap, store_sets)"
+                    "unexpected keyword argument {other:?} (index parameters: kind, num_perm, \
+                     scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, bands, \
+                     rows, bucket_cap, store_sets; for kind=\"simhash\": max_hamming, weighting)"
                 )));
             }
+        }
+    }
+    match kind.as_str() {
+        "minhash" => {
+            if max_hamming.is_some() || weighting.is_some() {
+                return Err(invalid(
+                    py,
+                    "kind",
+                    "max_hamming and weighting are parameters of kind=\"simhash\"",
+                ));
+            }
+        }
+        "simhash" => {
+            if let Some(name) = minhash_only.first() {
+                return Err(invalid(
+                    py,
+                    "kind",
+                    format!(
+                        "{name} is a MinHash parameter; a simhash index takes max_hamming, weighting, seed and the shingling"
+                    ),
+                ));
+            }
+            // The default threshold cannot be told from an explicit 0.8: only other values
+            // are refused.
+            if threshold != 0.8 {
+                return Err(invalid(
+                    py,
+                    "threshold",
+                    "a simhash index's threshold follows from max_hamming; give max_hamming",
+                ));
+            }
+            let sketch = sketch.params(py)?;
+            let weighting = match weighting {
+                Some(w) => w.parse().or_raise(py)?,
+                None => mhdb::sketch::SimWeighting::default(),
+            };
+            let mut params = IndexParams::simhash(mhdb::sketch::SimParams {
+                seed: sketch.seed,
+                shingle: sketch.shingle,
+                weighting,
+                max_hamming: max_hamming.unwrap_or(3),
+            })
+            .or_raise(py)?;
+            params.bucket_cap = bucket_cap.filter(|&c| c != 0);
+            params.validate().or_raise(py)?;
+            return Ok(params);
+        }
+        other => {
+            return Err(invalid(
+                py,
+                "kind",
+                format!("unknown index kind {other:?}; expected \"minhash\" or \"simhash\""),
+            ));
         }
     }
     let sketch = sketch.params(py)?;
@@ -169,6 +235,11 @@ pub(crate) fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bou
     d.set_item("threshold", p.threshold)?;
     d.set_item("bucket_cap", p.bucket_cap)?;
     d.set_item("store_sets", p.store_sets)?;
+    d.set_item("kind", p.kind.name())?;
+    if let Some(sim) = p.sim_params() {
+        d.set_item("max_hamming", sim.max_hamming)?;
+        d.set_item("weighting", sim.weighting.name())?;
+    }
     Ok(d)
 }
 
@@ -207,14 +278,23 @@ fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
 fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py, PyList>> {
     let items = matches
         .iter()
-        .map(|m| {
-            PyTuple::new(
+        .map(|m| match m.distance {
+            // A SimHash index: (key, distance, cosine).
+            Some(d) => PyTuple::new(
+                py,
+                [
+                    key_to_py(py, &m.key),
+                    d.into_pyobject(py)?.into_any(),
+                    m.jaccard.into_pyobject(py)?.into_any(),
+                ],
+            ),
+            None => PyTuple::new(
                 py,
                 [
                     key_to_py(py, &m.key),
                     m.jaccard.into_pyobject(py)?.into_any(),
                 ],
-            )
+            ),
         })
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, items)
@@ -236,6 +316,13 @@ impl PyIndex {
     ///     key_file: keyed hashing: shingles are hashed under the secret key in this file (32
     ///         raw bytes or 64 hex digits); the index keeps only its fingerprint, and signing
     ///         text later needs the key (``key_file`` of :meth:`open`, or ``MHDB_KEY_FILE``).
+    ///     kind: ``"minhash"`` (the default) or ``"simhash"``: 64-bit SimHash fingerprints of
+    ///         term-frequency-weighted shingles, matched by Hamming distance (``num_perm``,
+    ///         ``scheme``, ``bits``, ``bands``, ``rows`` and ``threshold`` are then refused).
+    ///         Queries return ``(key, distance, cosine)`` and ``dedup`` pairs
+    ///         ``(a, b, distance, cosine)``; a query ``threshold`` is a minimum cosine.
+    ///     max_hamming: simhash: the largest Hamming distance of a match, 0 to 15 (default 3).
+    ///     weighting: simhash: ``"tf"`` (default) or ``"logtf"`` (1 + log2 tf).
     ///
     /// Raises:
     ///     InvalidParameterError: a parameter is out of range.
@@ -589,15 +676,13 @@ impl PyIndex {
                 pairs
                     .iter()
                     .map(|p| {
-                        Ok(PyTuple::new(
-                            py,
-                            [
-                                key_to_py(py, &p.a),
-                                key_to_py(py, &p.b),
-                                p.jaccard.into_pyobject(py)?.into_any(),
-                            ],
-                        )?
-                        .into_any())
+                        let mut items = vec![key_to_py(py, &p.a), key_to_py(py, &p.b)];
+                        // A SimHash index: (a, b, distance, cosine).
+                        if let Some(d) = p.distance {
+                            items.push(d.into_pyobject(py)?.into_any());
+                        }
+                        items.push(p.jaccard.into_pyobject(py)?.into_any());
+                        Ok(PyTuple::new(py, items)?.into_any())
                     })
                     .collect::<PyResult<_>>()?
             }

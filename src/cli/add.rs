@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use indicatif::ProgressBar;
 use mhdb::db::{Db, Durability, Options};
-use mhdb::sketch::{MinHasher, Signature};
+use mhdb::sketch::{MinHasher, Signature, SimHasher};
 use rayon::prelude::*;
 
 use super::args::{AddArgs, OnDuplicate};
@@ -204,8 +204,7 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
             if lines.is_empty() && done {
                 break;
             }
-            let hasher = loader.db.hasher()?;
-            let sign = signer(hasher, loader.db.params().store_sets);
+            let hasher = Signer::of(loader.db)?;
             // Three things at once: the batches completed by the previous chunk are committed
             // (mostly writes and fsyncs, which leave the cores idle), this chunk is parsed and
             // signed on every core, and the next chunk is read. A failed commit stops the
@@ -225,10 +224,9 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
                                     let mut record = JsonLine::parse(&bytes, at)?;
                                     let id = record.key(&args.id_field)?;
                                     let text = record.take_text(&args.text_field)?;
-                                    let sig = sign(&text);
-                                    if sig.is_empty_set() {
+                                    let Some(sig) = hasher.sign(&text) else {
                                         return Err(no_shingles(at));
-                                    }
+                                    };
                                     Ok(Signed {
                                         line: Some(no),
                                         id,
@@ -256,6 +254,39 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// Signs texts for the index being loaded: MinHash signatures, or SimHash fingerprints (as
+/// their one-bit signatures).
+enum Signer<'a> {
+    MinHash(&'a MinHasher),
+    /// An index that stores sets: signatures carry their shingle sets.
+    MinHashWithSets(&'a MinHasher),
+    SimHash(&'a SimHasher),
+}
+
+impl<'a> Signer<'a> {
+    fn of(db: &'a Db) -> CliResult<Self> {
+        Ok(match db.params().sim_params() {
+            Some(_) => Signer::SimHash(db.simhasher()?),
+            None if db.params().store_sets => Signer::MinHashWithSets(db.hasher()?),
+            None => Signer::MinHash(db.hasher()?),
+        })
+    }
+
+    /// The signature of `text`; `None` for a text without shingles (whose SimHash
+    /// fingerprint is 0).
+    fn sign(&self, text: &str) -> Option<Signature> {
+        match self {
+            Signer::MinHash(h) => Some(h.sketch_text(text)).filter(|s| !s.is_empty_set()),
+            Signer::MinHashWithSets(h) => {
+                Some(h.sketch_text_with_set(text)).filter(|s| !s.is_empty_set())
+            }
+            Signer::SimHash(h) => Some(h.sketch_text(text))
+                .filter(|fp| fp.bits() != 0)
+                .map(|fp| fp.to_signature()),
+        }
+    }
 }
 
 fn load_files(loader: &mut Loader<'_>) -> CliResult {
@@ -287,17 +318,15 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         for msg in not_utf8 {
             loader.take(Err(msg), "")?;
         }
-        let hasher = loader.db.hasher()?;
-        let sign = signer(hasher, loader.db.params().store_sets);
+        let hasher = Signer::of(loader.db)?;
         let (committed, signed) = rayon::join(
             || loader.commit_sealed(),
             || -> Vec<Parsed> {
                 docs.into_par_iter()
                     .map(|(id, text)| {
-                        let sig = sign(&text);
-                        if sig.is_empty_set() {
+                        let Some(sig) = hasher.sign(&text) else {
                             return Err(no_shingles(String::from_utf8_lossy(&id)));
-                        }
+                        };
                         Ok(Signed {
                             line: None,
                             id,
@@ -313,16 +342,4 @@ fn load_files(loader: &mut Loader<'_>) -> CliResult {
         }
     }
     Ok(())
-}
-
-/// Signs text as the database stores it: with its shingle set attached when the index stores
-/// sets.
-fn signer(hasher: &MinHasher, store_sets: bool) -> impl Fn(&str) -> Signature + Sync + '_ {
-    move |text| {
-        if store_sets {
-            hasher.sketch_text_with_set(text)
-        } else {
-            hasher.sketch_text(text)
-        }
-    }
 }

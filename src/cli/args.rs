@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, SketchParams};
+use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, SimWeighting, SketchParams};
 
 /// `mhdb --help` after the command list: the conventions every command follows.
 const CONVENTIONS: &str = "\
@@ -64,7 +64,7 @@ pub struct Cli {
 pub enum Command {
     /// Create a new database in a missing or empty directory.
     #[command(
-        after_help = "Example:\n  mhdb create idx --perms 128 --threshold 0.8 --bits 32\n\nPrints what it created on stderr (--json: {\"created\", \"params\", \"probability_at_threshold\"}\non stdout). Warns when the banding makes fewer than half the pairs at the threshold\ncandidates (P(threshold) < 0.5).\nExit codes: 0 created; 1 I/O; 2 bad parameter, or the directory is not empty."
+        after_help = "Examples:\n  mhdb create idx --perms 128 --threshold 0.8 --bits 32\n  mhdb create simidx --kind simhash --max-hamming 3 --shingle word:2\n\nA simhash index (same content, different words) keeps a 64-bit SimHash fingerprint per\ndocument and finds those within --max-hamming differing bits; --perms, --scheme, --bits,\n--bands, --rows and --threshold are MinHash flags it refuses.\nPrints what it created on stderr (--json: {\"created\", \"params\", \"probability_at_threshold\"}\non stdout). Warns when the banding makes fewer than half the pairs at the threshold\ncandidates (P(threshold) < 0.5).\nExit codes: 0 created; 1 I/O; 2 bad parameter, or the directory is not empty."
     )]
     Create(CreateArgs),
     /// Add documents from JSON Lines (default) or plain files.
@@ -74,12 +74,12 @@ pub enum Command {
     Add(AddArgs),
     /// Find documents similar to a text, a file, or each line of a JSONL file.
     #[command(
-        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7\n  zcat queries.jsonl.gz | mhdb query idx --jsonl - > answers.jsonl\n\nText output: one line per match, \"JACCARD<TAB>KEY\" (key escaped). --json, and always with\n--jsonl: one answer per query, {\"id\", \"matches\": [{\"id\", \"jaccard\"}], \"candidates\",\n\"verified\", \"hot_buckets\"}; \"id\" is the query's id as given (null for --text, the path\nfor --file). --jsonl streams: answers come out in input order while later lines are read,\nin memory that does not grow with the input.\nExit codes: 0 answered (with or without matches); 1 a bad line (named; the lines before it\nare answered) or I/O; 2 usage."
+        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7\n  zcat queries.jsonl.gz | mhdb query idx --jsonl - > answers.jsonl\n\nText output: one line per match, \"JACCARD<TAB>KEY\" (key escaped; simhash index:\n\"DISTANCE<TAB>COSINE<TAB>KEY\"). --json, and always with\n--jsonl: one answer per query, {\"id\", \"matches\": [{\"id\", \"jaccard\"}] (simhash: [{\"id\", \"distance\",\n\"cosine\"}]), \"candidates\", \"verified\", \"hot_buckets\"}; \"id\" is the query's id as given (null for --text, the path\nfor --file). --jsonl streams: answers come out in input order while later lines are read,\nin memory that does not grow with the input.\nExit codes: 0 answered (with or without matches); 1 a bad line (named; the lines before it\nare answered) or I/O; 2 usage."
     )]
     Query(QueryArgs),
     /// Show whether keys are present (and their stored signatures with --json).
     #[command(
-        after_help = "Examples:\n  mhdb get idx doc-17 doc-18 --json\n  mhdb keys idx | head -n 5 | mhdb get idx -\n\nText output: \"KEY<TAB>present\" or \"KEY<TAB>absent\" per key (key escaped). --json: one\n{\"id\", \"present\", \"bits\", \"signature\"} per key ({\"id\", \"present\": false} if absent).\nExit codes: 0 every key present; 1 some key absent (the same in text and --json mode, with\na message on stderr), or I/O; 2 usage or a badly escaped key."
+        after_help = "Examples:\n  mhdb get idx doc-17 doc-18 --json\n  mhdb keys idx | head -n 5 | mhdb get idx -\n\nText output: \"KEY<TAB>present\" or \"KEY<TAB>absent\" per key (key escaped). --json: one\n{\"id\", \"present\", \"bits\", \"signature\"} per key (simhash index: {\"id\", \"present\",\n\"fingerprint\"}, 16 hex digits; {\"id\", \"present\": false} if absent).\nExit codes: 0 every key present; 1 some key absent (the same in text and --json mode, with\na message on stderr), or I/O; 2 usage or a badly escaped key."
     )]
     Get(GetArgs),
     /// Print every live key, one per line.
@@ -94,7 +94,7 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Every near-duplicate pair (or cluster, or the keys to drop) verified at a threshold.
     #[command(
-        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"};\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
+        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"});\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
     )]
     Dedup(DedupArgs),
     /// Write a compacted, self-contained copy to ship (servers open it read-only).
@@ -222,6 +222,17 @@ pub struct CreateArgs {
     /// Largest bucket kept by compaction (0 = unlimited).
     #[arg(long, default_value_t = mhdb::db::DEFAULT_BUCKET_CAP)]
     pub bucket_cap: u32,
+    /// Index kind: minhash (Jaccard of shingle sets, default) or simhash (64-bit SimHash
+    /// fingerprints of term-frequency-weighted shingles, matched by Hamming distance).
+    #[arg(long, value_enum, default_value = "minhash")]
+    pub kind: KindArg,
+    /// simhash: the largest Hamming distance of a match, 0 to 15 (the fingerprint is cut into
+    /// this + 1 blocks, one exact-match index each). Default 3.
+    #[arg(long)]
+    pub max_hamming: Option<u32>,
+    /// simhash: feature weights, tf (term frequency, default) or logtf (1 + log2 tf).
+    #[arg(long)]
+    pub weighting: Option<SimWeighting>,
     /// Keyed hashing: hash shingles under the secret key in FILE (32 raw bytes, or 64 hex
     /// digits as `openssl rand -hex 32` writes), so that nobody without it can predict which
     /// shingles decide a signature. The index stores the key's fingerprint, never the key; every
@@ -237,6 +248,14 @@ pub struct CreateArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArg {
+    /// MinHash-LSH.
+    Minhash,
+    /// SimHash-pigeonhole.
+    Simhash,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -294,9 +313,14 @@ pub struct QueryArgs {
     /// Answers are streamed, in input order.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
-    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
+    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold); for a simhash
+    /// index, the minimum cosine estimate cos(π·d/64).
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
+    /// simhash index: the largest Hamming distance of a match (at most the index's
+    /// --max-hamming, its default).
+    #[arg(long, conflicts_with = "threshold")]
+    pub max_distance: Option<u32>,
     /// At most this many matches per query, best first.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -357,9 +381,14 @@ pub enum DedupFormat {
 pub struct DedupArgs {
     /// Database directory.
     pub db: PathBuf,
-    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold).
+    /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold); for a simhash
+    /// index, the minimum cosine estimate cos(π·d/64).
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
+    /// simhash index: the largest Hamming distance of a pair (at most the index's
+    /// --max-hamming, its default).
+    #[arg(long, conflicts_with = "threshold")]
+    pub max_distance: Option<u32>,
     /// pairs, clusters or drop.
     #[arg(long, value_enum, default_value = "pairs")]
     pub format: DedupFormat,

@@ -5,10 +5,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mhdb::db::{Db, IndexParams, Options};
-use mhdb::sketch::{LshParams, TuneOptions, tune_all};
+use mhdb::sketch::{LshParams, SimParams, SketchParams, TuneOptions, tune_all};
 use serde_json::json;
 
-use super::args::{CreateArgs, TuneArgs};
+use super::args::{CreateArgs, KindArg, TuneArgs};
 use super::output::{CliError, CliResult, message, outln, warn};
 use super::shapes;
 
@@ -49,20 +49,65 @@ fn refuse_non_directory(dir: &Path) -> CliResult {
     }
 }
 
+/// The parameters `mhdb create`'s flags select.
+fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
+    let mut params = match args.kind {
+        KindArg::Minhash => {
+            if args.max_hamming.is_some() || args.weighting.is_some() {
+                return Err(CliError::usage(
+                    "--max-hamming and --weighting are for --kind simhash".to_string(),
+                ));
+            }
+            let mut params =
+                IndexParams::for_threshold(args.sketch.params(), args.bits, args.threshold)?;
+            if args.store_sets {
+                params = params.with_stored_sets()?;
+            }
+            if let (Some(b), Some(r)) = (args.bands, args.rows) {
+                params.lsh = LshParams::new(b, r, args.sketch.perms)?;
+            }
+            params
+        }
+        KindArg::Simhash => {
+            // Flags left at their defaults cannot be told from absent ones; any other value
+            // is a MinHash setting a simhash index would silently ignore.
+            let defaults = SketchParams::default();
+            let minhash_flags = [
+                ("--perms", args.sketch.perms != defaults.num_perm),
+                ("--scheme", args.sketch.scheme != defaults.scheme),
+                ("--bits", args.bits != 32),
+                ("--bands/--rows", args.bands.is_some()),
+                ("--threshold", args.threshold != 0.8),
+                ("--store-sets", args.store_sets),
+            ];
+            if let Some((flag, _)) = minhash_flags.iter().find(|(_, given)| *given) {
+                return Err(CliError::usage(format!(
+                    "{flag} is a MinHash flag; a simhash index is set by --max-hamming, \
+                     --weighting, --shingle, --seed and --nfkc"
+                )));
+            }
+            let sketch = args.sketch.params();
+            IndexParams::simhash(SimParams {
+                seed: sketch.seed,
+                shingle: sketch.shingle,
+                weighting: args.weighting.unwrap_or_default(),
+                max_hamming: args.max_hamming.unwrap_or(3),
+            })?
+        }
+    };
+    params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
+    params.validate()?;
+    if params.sim_params().is_none() {
+        warn_weak_banding(&params.lsh, args.threshold);
+    }
+    Ok(params)
+}
+
 /// `mhdb create`.
 pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     refuse_non_directory(&args.db)?;
-    let threshold = args.threshold;
-    let mut params = IndexParams::for_threshold(args.sketch.params(), args.bits, threshold)?;
-    if args.store_sets {
-        params = params.with_stored_sets()?;
-    }
-    if let (Some(b), Some(r)) = (args.bands, args.rows) {
-        params.lsh = LshParams::new(b, r, args.sketch.perms)?;
-    }
-    params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
-    params.validate()?;
-    warn_weak_banding(&params.lsh, threshold);
+    let params = create_params(args)?;
+    let threshold = params.threshold;
     let key = match &args.key_file {
         Some(path) => Some(mhdb::sketch::SecretKey::from_file(path)?),
         None => None,
@@ -77,6 +122,29 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     )?;
     let p = created.params();
     let probability = p.lsh.probability(threshold);
+    if let Some(sim) = p.sim_params() {
+        let blocks = sim.block_count();
+        if args.json {
+            outln!(
+                "{}",
+                json!({"created": args.db.to_string_lossy(), "params": shapes::params(p)})
+            );
+        } else {
+            let (short, long) = (64 / blocks, 64_usize.div_ceil(blocks));
+            let widths = if short == long {
+                format!("{short}")
+            } else {
+                format!("{short}–{long}")
+            };
+            message(format_args!(
+                "created {}: {} ({blocks} blocks of {widths} bits; every document within {} bits is found)",
+                args.db.display(),
+                shapes::params_text(p),
+                sim.max_hamming,
+            ));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         outln!(
             "{}",

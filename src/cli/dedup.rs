@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use mhdb::db::{Db, DedupOptions};
 
 use super::args::{DedupArgs, DedupFormat};
-use super::escape::{key_json, key_text};
+use super::escape::key_text;
 use super::output::{CliResult, message, progress};
 use super::shapes;
 
@@ -15,7 +15,16 @@ use super::shapes;
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
-    let t = args.threshold.unwrap_or(db.params().threshold);
+    let t = super::query::threshold_arg(&db, args.threshold, args.max_distance)?
+        .unwrap_or(db.params().threshold);
+    // What the threshold means, for the summary lines.
+    let at = match db.params().sim_params() {
+        Some(sim) => format!(
+            "Hamming distance ≤ {}",
+            mhdb::db::max_distance_for_threshold(t, sim.max_hamming)
+        ),
+        None => format!("J ≥ {t}"),
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let opts = DedupOptions {
         estimate_only: args.no_exact,
@@ -31,8 +40,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 t,
                 opts,
                 |p| {
-                    let estimate = exact.then_some(p.estimate);
-                    let line = shapes::pair(key_json(&p.a), key_json(&p.b), p.jaccard, estimate);
+                    let line = shapes::dedup_pair(&p, exact);
                     writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
                         path: None,
                         op: "write output",
@@ -49,7 +57,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 b.finish_and_clear();
             }
             message(format_args!(
-                "{} pairs at J ≥ {t} ({} candidate comparisons, {} capped buckets)",
+                "{} pairs at {at} ({} candidate comparisons, {} capped buckets)",
                 stats.pairs, stats.compared, stats.capped_buckets
             ));
         }
@@ -85,7 +93,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                     stats.capped_buckets
                 ));
             }
-            message(format_args!("{clusters} clusters at J ≥ {t}"));
+            message(format_args!("{clusters} clusters at {at}"));
         }
     }
     out.flush()?;

@@ -51,7 +51,16 @@ pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
         let stored = db.get(key)?;
         missing += usize::from(stored.is_none());
         if args.json {
+            let simhash = db.params().sim_params().is_some();
             let value = match &stored {
+                // A SimHash index: the fingerprint, as 16 hex digits.
+                Some(s) if simhash => json!({
+                    "id": key_json(key), "present": true,
+                    "fingerprint": format!(
+                        "{:016x}",
+                        mhdb::sketch::SimHash::from_signature(&mhdb::sketch::Signature::from_slots(s.slots()?))?.bits()
+                    ),
+                }),
                 Some(s) => json!({
                     "id": key_json(key), "present": true, "bits": s.bits,
                     "signature": s.slots()?,

@@ -175,7 +175,9 @@ fn print_stats_json(s: &Stats) -> CliResult {
         })).collect::<Vec<_>>(),
         "params": shapes::params(p),
         "expected_recall_at_threshold": s.expected_recall_at_threshold,
-        "s_curve": shapes::s_curve(&p.lsh, &CURVE),
+        // A SimHash index has no S-curve: every document within max_hamming is a candidate
+        // (unless its block's bucket was capped).
+        "s_curve": if p.sim_params().is_some() { json!(null) } else { shapes::s_curve(&p.lsh, &CURVE) },
     });
     outln!("{value}");
     Ok(())
@@ -215,6 +217,22 @@ fn print_stats_text(s: &Stats) -> CliResult {
         outln!("  {kind:<11} {bytes} bytes");
     }
     outln!("parameters    {}", shapes::params_text(p));
+    if let Some(sim) = p.sim_params() {
+        outln!(
+            "kind          simhash: 64-bit fingerprints, {} blocks, matches within Hamming distance {} (cosine ≥ {:.4}); every such document is a candidate unless its block's bucket was capped",
+            sim.block_count(),
+            sim.max_hamming,
+            p.threshold
+        );
+        let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
+        let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
+        outln!(
+            "buckets       p99 {p99}, max {max}, hot (capped) {}",
+            s.hot_buckets
+        );
+        return Ok(());
+    }
+    outln!("kind          minhash");
     outln!(
         "recall       P(candidate | J = {}) = {:.4}",
         p.threshold,

@@ -24,7 +24,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
     let opts = QueryOptions {
-        threshold: args.threshold,
+        threshold: threshold_arg(&db, args.threshold, args.max_distance)?,
         limit: args.limit,
         estimate_only: args.no_exact,
     };
@@ -45,11 +45,40 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         writeln!(out, "{}", shapes::answer(id, &r))?;
     } else {
         for m in &r.matches {
-            writeln!(out, "{:.4}\t{}", m.jaccard, key_text(&m.key))?;
+            match m.distance {
+                // SimHash: "DISTANCE<TAB>COSINE<TAB>KEY".
+                Some(d) => writeln!(out, "{d}\t{:.4}\t{}", m.jaccard, key_text(&m.key))?,
+                None => writeln!(out, "{:.4}\t{}", m.jaccard, key_text(&m.key))?,
+            }
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The query threshold `--threshold` or `--max-distance` select (`None`: the database's).
+/// `--max-distance` is a simhash index's, at most its `--max-hamming`; it becomes the cosine
+/// estimate at that distance, which admits exactly the distances up to it.
+pub fn threshold_arg(
+    db: &Db,
+    threshold: Option<f64>,
+    max_distance: Option<u32>,
+) -> CliResult<Option<f64>> {
+    let Some(d) = max_distance else {
+        return Ok(threshold);
+    };
+    match db.params().sim_params() {
+        None => Err(CliError::usage(format!(
+            "--max-distance is for simhash indexes; {} is a minhash index (use --threshold)",
+            db.path().display()
+        ))),
+        Some(sim) if d > sim.max_hamming => Err(CliError::usage(format!(
+            "--max-distance {d} is more than the index's --max-hamming {}: its blocks find \
+             only documents within {} bits",
+            sim.max_hamming, sim.max_hamming
+        ))),
+        Some(_) => Ok(Some(mhdb::sketch::cosine_from_hamming(d))),
+    }
 }
 
 /// The queries of a JSONL input as `((line, id), text)`, for [`Db::query_text_stream`]. A bad

@@ -2,7 +2,7 @@
 //! `query --text --json` and `query --jsonl`, or `keys --json` and `dedup --format drop
 //! --json`, print the same thing. README's "JSON shapes" lists them.
 
-use mhdb::db::{IndexParams, QueryResult};
+use mhdb::db::{DedupPair, IndexParams, QueryResult};
 use mhdb::sketch::LshParams;
 use serde_json::{Value, json};
 
@@ -28,12 +28,17 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
     let matches: Vec<Value> = r
         .matches
         .iter()
-        .map(|m| {
-            let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)});
-            if exact {
-                v["estimate"] = json!(round6(m.estimate));
+        .map(|m| match (m.distance, m.cosine) {
+            (Some(d), Some(c)) => {
+                json!({"id": key_json(&m.key), "distance": d, "cosine": round6(c)})
             }
-            v
+            _ => {
+                let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)});
+                if exact {
+                    v["estimate"] = json!(round6(m.estimate));
+                }
+                v
+            }
         })
         .collect();
     let mut v = json!({
@@ -70,7 +75,13 @@ pub fn write_answer(
     out.write_all(b",\"matches\":[")?;
     for (i, m) in r.matches.iter().enumerate() {
         out.write_all(if i == 0 { b"{" } else { b",{" })?;
-        if exact {
+        // A SimHash match: "cosine" and "distance" sort before "id"; a re-ranked one's
+        // "estimate" too.
+        if let (Some(d), Some(c)) = (m.distance, m.cosine) {
+            out.write_all(b"\"cosine\":")?;
+            serde_json::to_writer(&mut *out, &round6(c))?;
+            write!(out, ",\"distance\":{d},")?;
+        } else if exact {
             out.write_all(b"\"estimate\":")?;
             serde_json::to_writer(&mut *out, &round6(m.estimate))?;
             out.write_all(b",")?;
@@ -80,8 +91,10 @@ pub fn write_answer(
             Ok(key) => serde_json::to_writer(&mut *out, key)?,
             Err(_) => serde_json::to_writer(&mut *out, &key_json(&m.key))?,
         }
-        out.write_all(b",\"jaccard\":")?;
-        serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+        if m.distance.is_none() {
+            out.write_all(b",\"jaccard\":")?;
+            serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+        }
         out.write_all(b"}")?;
     }
     out.write_all(b"]")?;
@@ -101,6 +114,16 @@ pub fn pair(a: Value, b: Value, jaccard: f64, estimate: Option<f64>) -> Value {
     v
 }
 
+/// A pair `dedup` found: [`pair`] (with the estimate beside an `exact` Jaccard), or for a
+/// SimHash index `{"a", "b", "distance", "cosine"}`.
+pub fn dedup_pair(p: &DedupPair, exact: bool) -> Value {
+    let (a, b) = (key_json(&p.a), key_json(&p.b));
+    match (p.distance, p.cosine) {
+        (Some(d), Some(c)) => json!({"a": a, "b": b, "distance": d, "cosine": round6(c)}),
+        _ => pair(a, b, p.jaccard, exact.then_some(p.estimate)),
+    }
+}
+
 /// A star cluster: `{"keep", "duplicates"}`.
 pub fn cluster(keep: Option<&[u8]>, duplicates: &[Vec<u8>]) -> Value {
     json!({
@@ -111,7 +134,21 @@ pub fn cluster(keep: Option<&[u8]>, duplicates: &[Vec<u8>]) -> Value {
 
 /// An index's parameters, named as the `create` flags that set them ('-' written '_').
 pub fn params(p: &IndexParams) -> Value {
+    if let Some(sim) = p.sim_params() {
+        return json!({
+            "kind": p.kind.name(),
+            "max_hamming": sim.max_hamming,
+            "weighting": sim.weighting.name(),
+            "seed": p.sketch.seed,
+            "shingle": p.sketch.shingle.kind.to_string(),
+            "nfkc": p.sketch.shingle.nfkc,
+            "threshold": p.threshold,
+            "bucket_cap": p.bucket_cap,
+            "spec_version": mhdb::sketch::SPEC_VERSION,
+        });
+    }
     json!({
+        "kind": p.kind.name(),
         "perms": p.sketch.num_perm,
         "scheme": p.sketch.scheme.name(),
         "seed": p.sketch.seed,
@@ -129,6 +166,17 @@ pub fn params(p: &IndexParams) -> Value {
 
 /// An index's parameters in text: the `create` flags that would make it again.
 pub fn params_text(p: &IndexParams) -> String {
+    if let Some(sim) = p.sim_params() {
+        return format!(
+            "--kind simhash --max-hamming {} --weighting {} --shingle {}{} --seed {} --bucket-cap {}",
+            sim.max_hamming,
+            sim.weighting,
+            p.sketch.shingle.kind,
+            if p.sketch.shingle.nfkc { " --nfkc" } else { "" },
+            p.sketch.seed,
+            p.bucket_cap.unwrap_or(0),
+        );
+    }
     format!(
         "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --bands {} --rows {} --threshold {} --bucket-cap {}{}",
         p.sketch.num_perm,
@@ -189,6 +237,10 @@ mod write_answer_tests {
                             key: k.to_vec(),
                             jaccard: 1.0 / (i as f64 + 3.0),
                             estimate: 1.0 / (i as f64 + 2.5),
+                            // Every other match as a SimHash index reports it.
+                            distance: (i % 2 == 1 && !exact).then_some(i as u32),
+                            cosine: (i % 2 == 1 && !exact)
+                                .then(|| mhdb::sketch::cosine_from_hamming(i as u32)),
                         })
                         .collect(),
                     stats: QueryStats {

@@ -31,10 +31,15 @@ pub struct DedupPair {
     /// Key of the newer document.
     pub b: Vec<u8>,
     /// Jaccard similarity: exact (from stored shingle sets) when the pass re-ranked, else
-    /// the estimate.
+    /// the estimate (SimHash index: the cosine estimate, as in `cosine`).
     pub jaccard: f64,
-    /// Jaccard similarity estimated from the stored signatures.
+    /// Jaccard similarity estimated from the stored signatures (SimHash index: as
+    /// `jaccard`).
     pub estimate: f64,
+    /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
+    pub distance: Option<u32>,
+    /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
+    pub cosine: Option<f64>,
 }
 
 /// How a dedup pass decides similarity.
@@ -224,7 +229,7 @@ impl Db {
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold, opts);
+        let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
         let key = |o: u32| index.key(&state, o);
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
@@ -267,13 +272,20 @@ impl Db {
                 verify.check()?;
                 for (compared, pairs) in found {
                     stats.compared += compared;
-                    for (a, b, jaccard, estimate) in pairs {
+                    for (a, b, similarity, estimate) in pairs {
                         stats.pairs += 1;
+                        let (jaccard, distance, cosine) = self.describe_estimate(similarity);
                         emit(DedupPair {
                             a: key(a)?,
                             b: key(b)?,
                             jaccard,
-                            estimate,
+                            estimate: if distance.is_some() {
+                                jaccard
+                            } else {
+                                estimate
+                            },
+                            distance,
+                            cosine,
                         })?;
                     }
                 }
@@ -334,7 +346,7 @@ impl Db {
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
-        let verify = self.verifier(&state, &index.docnos, threshold, opts);
+        let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
         let n = index.docnos.len();
         let mut assigned = vec![false; n];
         // Candidates already gathered for the current center: `seen[o] == center + 1`.
@@ -415,7 +427,9 @@ impl Db {
         docnos: &'a [u64],
         threshold: f64,
         opts: DedupOptions,
-    ) -> Verifier<'a> {
+    ) -> Result<Verifier<'a>> {
+        // A SimHash index's threshold is a cosine: verification compares one-bit estimates.
+        let threshold = self.similarity_floor(threshold)?;
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
         let exact = self.params.store_sets && !opts.estimate_only;
         let gate = if exact {
@@ -423,7 +437,7 @@ impl Db {
         } else {
             threshold
         };
-        Verifier {
+        Ok(Verifier {
             state,
             docnos,
             record_bytes: self.params.sig_bytes(),
@@ -434,7 +448,7 @@ impl Db {
             threshold,
             exact,
             failed: parking_lot::Mutex::new(None),
-        }
+        })
     }
 
     /// Reads every band's buckets of live documents into a [`BucketIndex`], cutting buckets

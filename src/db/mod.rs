@@ -35,6 +35,7 @@ mod params;
 mod query;
 mod query_stream;
 mod rerank;
+mod simhash;
 mod state;
 mod stats;
 mod transfer;
@@ -53,9 +54,10 @@ pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
 pub use open::CutTail;
 pub use options::{Durability, Options};
-pub use params::{DEFAULT_BUCKET_CAP, IndexParams, STORED_SETS_RECALL};
+pub use params::{DEFAULT_BUCKET_CAP, IndexKind, IndexParams, STORED_SETS_RECALL};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
+pub use simhash::max_distance_for_threshold;
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use upgrade::Upgraded;
 pub use write::WriteBatch;
@@ -63,10 +65,11 @@ pub use write::WriteBatch;
 use group_commit::GroupCommit;
 use state::State;
 
-use crate::sketch::{Banding, MinHasher, Signature, bbit};
+use crate::sketch::{MinHasher, Signature, SimHasher, bbit};
 use crate::storage::names;
 use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
+use simhash::BandKeys;
 
 /// A signature as stored: the packed b-bit slots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +97,11 @@ pub struct Db {
     params: IndexParams,
     /// The signer (none for a foreign scheme, whose signatures come from their producer).
     hasher: Option<MinHasher>,
-    banding: Banding,
+    /// The fingerprinter of a SimHash index (none for MinHash, or for a keyed index opened
+    /// without its key).
+    simhasher: Option<SimHasher>,
+    /// Band keys of a signature: LSH bands, or a fingerprint's pigeonhole blocks.
+    banding: BandKeys,
     read_only: bool,
     /// The writer's locks (none for a reader).
     _locks: Vec<Box<dyn VfsLock>>,
@@ -198,7 +205,9 @@ impl Db {
     /// for which mhdb never signs text.
     pub fn hasher(&self) -> Result<&MinHasher> {
         self.hasher.as_ref().ok_or_else(|| {
-            if self.params.sketch.scheme.signs_text() {
+            if self.params.sim_params().is_some() {
+                simhash::not_minhash(&self.dir)
+            } else if self.params.sketch.scheme.signs_text() {
                 // A keyed index opened without its key: the error says how to give it.
                 match self.params.key_fingerprint.check(None) {
                     Err(e) => e,
@@ -254,8 +263,12 @@ impl Db {
 
     /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
     /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
-    /// sets.
+    /// sets. For a SimHash index, the fingerprint as a signature of 64 one-bit slots
+    /// ([`SimHash::to_signature`](crate::sketch::SimHash::to_signature)).
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
+        if self.params.sim_params().is_some() {
+            return Ok(self.simhash_text(text)?.to_signature());
+        }
         let hasher = self.hasher()?;
         Ok(if self.params.store_sets {
             hasher.sketch_text_with_set(text)

@@ -22,6 +22,7 @@ use super::group_commit::GroupCommit;
 use super::memtable::MemTable;
 use super::options::Options;
 use super::params::IndexParams;
+use super::simhash::BandKeys;
 use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
@@ -142,7 +143,8 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         params.check_compatible(expected)?;
     }
     let hasher = text_hasher(&params, &opts)?;
-    let banding = params.banding()?;
+    let simhasher = super::simhash::text_simhasher(&params, &opts)?;
+    let banding = BandKeys::new(&params)?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()
@@ -155,6 +157,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         opts,
         params,
         hasher,
+        simhasher,
         banding,
         read_only,
         _locks: locks,
@@ -176,18 +179,26 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     Ok(db)
 }
 
-/// The text signer of an index: none for signatures made elsewhere; for a keyed index, one
-/// under the key of `opts` (or of the file `MHDB_KEY_FILE` names), checked against the stored
-/// fingerprint, or none when no key is given (text is then refused, saying why; signature
-/// queries still work).
+/// The text signer of a MinHash index: none for signatures made elsewhere (or a SimHash
+/// index); for a keyed index, one under the key [`text_key`] finds, or none without one (text
+/// is then refused, saying why; signature queries still work).
 fn text_hasher(params: &IndexParams, opts: &Options) -> Result<Option<MinHasher>> {
-    if !params.sketch.scheme.signs_text() {
+    if params.sim_params().is_some() || !params.sketch.scheme.signs_text() {
         return Ok(None);
     }
+    match text_key(params, opts)? {
+        Some(key) => MinHasher::with_key(params.sketch, key.as_ref()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The key text is signed under: `Some(None)` for an unkeyed index (a key given for it is a
+/// mistake, refused); for a keyed one, the key of `opts` (or of the file `MHDB_KEY_FILE`
+/// names), checked against the stored fingerprint, or `None` when there is no key at all.
+pub(super) fn text_key(params: &IndexParams, opts: &Options) -> Result<Option<Option<SecretKey>>> {
     if params.key_fingerprint.is_unkeyed() {
-        // A key given for an unkeyed index is a mistake worth saying.
         params.key_fingerprint.check(opts.key.as_ref())?;
-        return params.hasher().map(Some);
+        return Ok(Some(None));
     }
     let key = match &opts.key {
         Some(key) => Some(key.clone()),
@@ -196,7 +207,7 @@ fn text_hasher(params: &IndexParams, opts: &Options) -> Result<Option<MinHasher>
     match key {
         Some(key) => {
             params.key_fingerprint.check(Some(&key))?;
-            MinHasher::new_keyed(params.sketch, &key).map(Some)
+            Ok(Some(Some(key)))
         }
         None => Ok(None),
     }

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::sketch::{
     Banding, KeyFingerprint, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig,
-    ShingleKind, SketchParams, TuneOptions, bbit, tune,
+    ShingleKind, SimParams, SimWeighting, SketchParams, TuneOptions, bbit, cosine_from_hamming,
+    tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::StoredParams;
@@ -33,6 +34,52 @@ pub struct IndexParams {
     /// dedup report the exact Jaccard similarity (format version 2's SHINGLES section).
     /// Documents must then be inserted as text. See [`IndexParams::with_stored_sets`].
     pub store_sets: bool,
+    /// Which index this is: MinHash-LSH, or SimHash-pigeonhole (see [`IndexKind`]).
+    pub kind: IndexKind,
+}
+
+/// The kind of index (one per database; `format/manifest.md`, field `kind`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexKind {
+    /// MinHash signatures banded by LSH; matches by estimated Jaccard.
+    #[default]
+    MinHash,
+    /// SimHash fingerprints (`format/hashing.md` §13) indexed by their h + 1 pigeonhole
+    /// blocks; matches by Hamming distance at most `max_hamming`. Such an index stores each
+    /// fingerprint as a signature of 64 one-bit slots (slot i = bit i, so the packed record is
+    /// the fingerprint as a little-endian u64), its blocks' keys as the band keys, and
+    /// `sketch.num_perm` = 64, `bits` = 1, `lsh` = (h + 1) × 0.
+    SimHash {
+        /// The largest Hamming distance of a match (h).
+        max_hamming: u32,
+        /// How term frequencies become feature weights.
+        weighting: SimWeighting,
+    },
+}
+
+impl IndexKind {
+    /// The name used on the command line and in `stats`: `minhash` or `simhash`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexKind::MinHash => "minhash",
+            IndexKind::SimHash { .. } => "simhash",
+        }
+    }
+}
+
+impl std::fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexKind::MinHash => f.write_str(self.name()),
+            IndexKind::SimHash {
+                max_hamming,
+                weighting,
+            } => write!(
+                f,
+                "simhash (max_hamming {max_hamming}, weighting {weighting})"
+            ),
+        }
+    }
 }
 
 impl Default for IndexParams {
@@ -46,6 +93,7 @@ impl Default for IndexParams {
                 bucket_cap: Some(DEFAULT_BUCKET_CAP),
                 key_fingerprint: KeyFingerprint::UNKEYED,
                 store_sets: false,
+                kind: IndexKind::MinHash,
             }
         })
     }
@@ -62,6 +110,15 @@ pub const STORED_SETS_RECALL: f64 = 0.99;
 /// The manifest's index kind (format version 2) of a MinHash-LSH index.
 const INDEX_KIND_MINHASH: u8 = 1;
 
+/// The manifest's index kind of a SimHash-pigeonhole index.
+const INDEX_KIND_SIMHASH: u8 = 2;
+
+/// The manifest's scheme code of a SimHash index (it has no MinHash scheme).
+const SIMHASH_SCHEME_CODE: u8 = 0;
+
+/// A SimHash index's signature: 64 slots of one bit, the fingerprint's bits.
+const SIMHASH_SLOTS: usize = 64;
+
 impl IndexParams {
     /// Parameters with bands × rows tuned for `threshold` by the default rule.
     pub fn for_threshold(sketch: SketchParams, bits: u32, threshold: f64) -> Result<Self> {
@@ -75,6 +132,7 @@ impl IndexParams {
             bucket_cap: Some(DEFAULT_BUCKET_CAP),
             key_fingerprint: KeyFingerprint::UNKEYED,
             store_sets: false,
+            kind: IndexKind::MinHash,
         };
         params.validate()?;
         Ok(params)
@@ -94,8 +152,57 @@ impl IndexParams {
         Ok(self)
     }
 
+    /// Parameters of a SimHash-pigeonhole index (`format/hashing.md` §13): fingerprints of
+    /// `sim`'s features, matches within `sim.max_hamming` bits. The default query threshold is
+    /// the cosine estimate at that distance.
+    pub fn simhash(sim: SimParams) -> Result<Self> {
+        sim.validate()?;
+        let params = IndexParams {
+            sketch: SketchParams {
+                num_perm: SIMHASH_SLOTS,
+                seed: sim.seed,
+                shingle: sim.shingle,
+                ..SketchParams::default()
+            },
+            bits: 1,
+            lsh: LshParams {
+                bands: sim.block_count(),
+                rows: 0,
+            },
+            threshold: cosine_from_hamming(sim.max_hamming),
+            bucket_cap: Some(DEFAULT_BUCKET_CAP),
+            key_fingerprint: KeyFingerprint::UNKEYED,
+            store_sets: false,
+            kind: IndexKind::SimHash {
+                max_hamming: sim.max_hamming,
+                weighting: sim.weighting,
+            },
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// The SimHash parameters of a SimHash index; `None` for a MinHash one.
+    pub fn sim_params(&self) -> Option<SimParams> {
+        match self.kind {
+            IndexKind::MinHash => None,
+            IndexKind::SimHash {
+                max_hamming,
+                weighting,
+            } => Some(SimParams {
+                seed: self.sketch.seed,
+                shingle: self.sketch.shingle,
+                weighting,
+                max_hamming,
+            }),
+        }
+    }
+
     /// Checks every field; the error names the bad one.
     pub fn validate(&self) -> Result<()> {
+        if let Some(sim) = self.sim_params() {
+            return self.validate_simhash(&sim);
+        }
         self.sketch.validate()?;
         bbit::validate_bits(self.bits)?;
         LshParams::new(self.lsh.bands, self.lsh.rows, self.sketch.num_perm)?;
@@ -107,6 +214,12 @@ impl IndexParams {
         }
         if self.bucket_cap == Some(0) {
             return Err(Error::invalid("bucket_cap", "must be at least 1"));
+        }
+        if self.store_sets && self.kind != IndexKind::MinHash {
+            return Err(Error::invalid(
+                "store_sets",
+                "stored shingle sets are for MinHash indexes (a SimHash index compares fingerprints)",
+            ));
         }
         if self.store_sets && !matches!(self.sketch.scheme, Scheme::Oph | Scheme::KPerm) {
             return Err(Error::invalid(
@@ -120,13 +233,52 @@ impl IndexParams {
         Ok(())
     }
 
+    fn validate_simhash(&self, sim: &SimParams) -> Result<()> {
+        sim.validate()?;
+        let expect = |name: &'static str, ok: bool, what: String| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(name, format!("a SimHash index has {what}")))
+            }
+        };
+        expect(
+            "num_perm",
+            self.sketch.num_perm == SIMHASH_SLOTS,
+            format!("{SIMHASH_SLOTS} one-bit slots"),
+        )?;
+        expect("bits", self.bits == 1, "one-bit slots".into())?;
+        expect(
+            "bands",
+            self.lsh.bands == sim.block_count() && self.lsh.rows == 0,
+            format!("{} blocks (max_hamming + 1) and no rows", sim.block_count()),
+        )?;
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return Err(Error::invalid(
+                "threshold",
+                format!("must be in (0, 1], got {}", self.threshold),
+            ));
+        }
+        if self.bucket_cap == Some(0) {
+            return Err(Error::invalid("bucket_cap", "must be at least 1"));
+        }
+        Ok(())
+    }
+
     /// Bytes of one packed signature.
     pub fn sig_bytes(&self) -> usize {
         bbit::packed_len(self.sketch.num_perm, self.bits)
     }
 
-    /// The signer for these parameters.
+    /// The signer for these parameters (an error for a SimHash index, which has none).
     pub fn hasher(&self) -> Result<MinHasher> {
+        if self.sim_params().is_some() {
+            return Err(Error::ParameterMismatch {
+                name: "kind",
+                stored: self.kind.to_string(),
+                requested: "minhash (a MinHash signer)".into(),
+            });
+        }
         MinHasher::new(self.sketch)
     }
 
@@ -154,10 +306,20 @@ impl StoredParams for IndexParams {
             | (u8::from(s.shingle.lowercase) << 1)
             | (u8::from(s.shingle.collapse_whitespace) << 2);
         e.u32(SPEC_VERSION);
+        let sim = self.sim_params();
+        // Format version 1 has no kind field: only MinHash indexes are ever written in it.
+        debug_assert!(version >= 2 || sim.is_none());
         if version >= 2 {
-            e.u8(INDEX_KIND_MINHASH);
+            e.u8(match sim {
+                None => INDEX_KIND_MINHASH,
+                Some(_) => INDEX_KIND_SIMHASH,
+            });
         }
-        e.u8(s.scheme.code()).u32(s.num_perm as u32);
+        let scheme_code = match sim {
+            None => s.scheme.code(),
+            Some(_) => SIMHASH_SCHEME_CODE,
+        };
+        e.u8(scheme_code).u32(s.num_perm as u32);
         if version >= 2 {
             // Bands over all the slots: k_b = k_v.
             e.u32(s.num_perm as u32);
@@ -172,12 +334,14 @@ impl StoredParams for IndexParams {
             .u64(self.threshold.to_bits())
             .u32(self.bucket_cap.unwrap_or(0));
         if version >= 2 {
-            // Stored shingle sets; the key's fingerprint (zero: unkeyed); no SimHash distance
-            // or weighting.
+            // Stored shingle sets; the key's fingerprint (zero: unkeyed); the SimHash
+            // distance and weighting (zero for MinHash).
+            let (max_hamming, weighting) =
+                sim.map_or((0, 0), |p| (p.max_hamming as u8, p.weighting.code()));
             e.u8(u8::from(self.store_sets))
                 .bytes(&self.key_fingerprint.0)
-                .u8(0)
-                .u8(0);
+                .u8(max_hamming)
+                .u8(weighting);
         }
     }
 
@@ -194,18 +358,30 @@ impl StoredParams for IndexParams {
             path: path.to_path_buf(),
             feature,
         };
+        let mut simhash = false;
         if version >= 2 {
             let kind = d.u8("index kind")?;
-            if kind != INDEX_KIND_MINHASH {
-                return Err(unsupported(format!("index kind {kind}")));
+            match kind {
+                INDEX_KIND_MINHASH => {}
+                INDEX_KIND_SIMHASH => simhash = true,
+                _ => return Err(unsupported(format!("index kind {kind}"))),
             }
         }
         let scheme_code = d.u8("scheme")?;
-        let scheme = Scheme::from_code(scheme_code).ok_or_else(|| {
-            d.corruption(format!(
-                "unknown scheme code {scheme_code} (written by a newer mhdb?)"
-            ))
-        })?;
+        let scheme = if simhash {
+            if scheme_code != SIMHASH_SCHEME_CODE {
+                return Err(d.corruption(format!(
+                    "a SimHash index with MinHash scheme code {scheme_code}"
+                )));
+            }
+            SketchParams::default().scheme
+        } else {
+            Scheme::from_code(scheme_code).ok_or_else(|| {
+                d.corruption(format!(
+                    "unknown scheme code {scheme_code} (written by a newer mhdb?)"
+                ))
+            })?
+        };
         let num_perm = d.u32("num_perm")? as usize;
         if version >= 2 {
             let band_slots = d.u32("band_slots")? as usize;
@@ -231,6 +407,7 @@ impl StoredParams for IndexParams {
         let cap = d.u32("bucket cap")?;
         let mut key_fingerprint = KeyFingerprint::UNKEYED;
         let mut store_sets = false;
+        let mut index_kind = IndexKind::MinHash;
         if version >= 2 {
             store_sets = match d.u8("store_sets")? {
                 0 => false,
@@ -243,7 +420,16 @@ impl StoredParams for IndexParams {
                     .try_into()
                     .map_err(|_| d.corruption("key fingerprint is not 32 bytes"))?,
             );
-            if d.u8("max_hamming")? != 0 || d.u8("weighting")? != 0 {
+            let max_hamming = u32::from(d.u8("max_hamming")?);
+            let weighting = d.u8("weighting")?;
+            if simhash {
+                index_kind = IndexKind::SimHash {
+                    max_hamming,
+                    weighting: SimWeighting::from_code(weighting).ok_or_else(|| {
+                        d.corruption(format!("unknown SimHash weighting code {weighting}"))
+                    })?,
+                };
+            } else if max_hamming != 0 || weighting != 0 {
                 return Err(d.corruption("SimHash fields set on a MinHash index"));
             }
         }
@@ -265,6 +451,7 @@ impl StoredParams for IndexParams {
             bucket_cap: (cap != 0).then_some(cap),
             key_fingerprint,
             store_sets,
+            kind: index_kind,
         };
         params
             .validate()
@@ -276,6 +463,13 @@ impl StoredParams for IndexParams {
 impl IndexParams {
     /// Errors with [`Error::ParameterMismatch`] if `other`'s signatures are incompatible.
     pub fn check_compatible(&self, other: &SketchParams) -> Result<()> {
+        if let IndexKind::SimHash { .. } = self.kind {
+            return Err(Error::ParameterMismatch {
+                name: "kind",
+                stored: self.kind.to_string(),
+                requested: format!("minhash ({} signatures)", other.scheme),
+            });
+        }
         let s = &self.sketch;
         let mismatch = |name: &'static str, stored: String, requested: String| {
             Err(Error::ParameterMismatch {
@@ -338,6 +532,39 @@ mod tests {
         let path = Path::new("x");
         let mut d = Decoder::new(&e.buf, path);
         assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
+    }
+
+    #[test]
+    fn simhash_params_roundtrip_and_validate() {
+        for (h, weighting) in [
+            (0, SimWeighting::Tf),
+            (3, SimWeighting::LogTf),
+            (15, SimWeighting::Tf),
+        ] {
+            let p = IndexParams::simhash(SimParams {
+                max_hamming: h,
+                weighting,
+                seed: 7,
+                ..SimParams::default()
+            })
+            .unwrap();
+            assert_eq!(p.lsh.bands, h as usize + 1);
+            assert_eq!(p.sig_bytes(), 8);
+            let mut e = Encoder::default();
+            p.encode(&mut e, 2);
+            let path = Path::new("x");
+            let mut d = Decoder::new(&e.buf, path);
+            let back = IndexParams::decode(&mut d, path, 2).unwrap();
+            assert_eq!(back, p);
+            assert_eq!(back.sim_params().unwrap().max_hamming, h);
+        }
+        assert!(
+            IndexParams::simhash(SimParams {
+                max_hamming: 16,
+                ..SimParams::default()
+            })
+            .is_err()
+        );
     }
 
     #[test]

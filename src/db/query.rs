@@ -52,10 +52,16 @@ pub struct Match {
     /// The stored key.
     pub key: Vec<u8>,
     /// The Jaccard similarity: exact, from the stored shingle sets, when the query was
-    /// re-ranked ([`QueryStats::exact`]); otherwise the estimate.
+    /// re-ranked ([`QueryStats::exact`]); otherwise the estimate (SimHash index: the cosine
+    /// estimate, as in `cosine`).
     pub jaccard: f64,
-    /// The Jaccard similarity estimated from the stored b-bit signature.
+    /// The Jaccard similarity estimated from the stored b-bit signature (SimHash index: as
+    /// `jaccard`).
     pub estimate: f64,
+    /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
+    pub distance: Option<u32>,
+    /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
+    pub cosine: Option<f64>,
 }
 
 /// Where a query spent its effort.
@@ -92,6 +98,9 @@ impl Db {
     /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
     /// even a stored document that is empty too.
     pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
+        if self.params.sim_params().is_some() {
+            return self.query_fingerprint(sig, opts);
+        }
         let threshold = opts.threshold.unwrap_or(self.params.threshold);
         if !(0.0..=1.0).contains(&threshold) {
             return Err(Error::invalid(
@@ -124,7 +133,7 @@ impl Db {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
     }
 
-    fn run_query(
+    pub(super) fn run_query(
         &self,
         state: &State,
         band_keys: &[u64],
@@ -271,6 +280,8 @@ impl Db {
                 key: key.to_vec(),
                 jaccard,
                 estimate,
+                distance: None,
+                cosine: None,
             }))
         };
         let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {

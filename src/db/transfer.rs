@@ -114,12 +114,23 @@ impl Db {
     /// documents added.
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
         let (a, b) = (&self.params, &src.params);
-        self.params.check_compatible(&src.params.sketch)?;
         let mismatch = |name: &'static str, x: String, y: String| Error::ParameterMismatch {
             name,
             stored: x,
             requested: y,
         };
+        if a.kind != b.kind {
+            return Err(mismatch("kind", a.kind.to_string(), b.kind.to_string()));
+        }
+        if a.sim_params().is_none() {
+            self.params.check_compatible(&src.params.sketch)?;
+        } else if a.sketch != b.sketch {
+            return Err(mismatch(
+                "seed/shingle",
+                format!("seed {} {:?}", a.sketch.seed, a.sketch.shingle),
+                format!("seed {} {:?}", b.sketch.seed, b.sketch.shingle),
+            ));
+        }
         if a.bits != b.bits {
             return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
         }

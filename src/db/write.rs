@@ -271,8 +271,12 @@ impl Db {
         }
     }
 
-    /// Errors unless `sig` has this database's number of slots.
+    /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
+    /// fingerprint's 64 one-bit slots).
     pub(super) fn check_signature(&self, sig: &Signature) -> Result<()> {
+        if self.params.sim_params().is_some() {
+            return super::simhash::fingerprint_of(sig).map(|_| ());
+        }
         if sig.len() != self.params.sketch.num_perm {
             return Err(Error::invalid(
                 "signature",

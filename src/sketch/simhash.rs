@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
+use super::minhash::Signature;
 use super::shingle::ShingleConfig;
 use super::spec::{Purpose, derive_named_seed, mix64};
 use crate::{Error, Result};
@@ -150,6 +151,44 @@ impl SimHash {
     /// The cosine estimate `cos(π·d/64)` for the Hamming distance d to `other`.
     pub fn cosine_estimate(self, other: SimHash) -> f64 {
         cosine_from_hamming(self.hamming(other))
+    }
+
+    /// The fingerprint as a signature of 64 one-bit slots (slot i = bit i): how a SimHash
+    /// index takes and stores it (packed at one bit per slot, the record is the fingerprint as
+    /// a little-endian u64, and equal slots are equal bits).
+    pub fn to_signature(self) -> Signature {
+        Signature::from_slots(
+            (0..SIMHASH_BITS)
+                .map(|i| (self.0 >> i) & 1)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// Inverse of [`SimHash::to_signature`]; an error names what else `sig` is (e.g. a MinHash
+    /// signature given to a SimHash index).
+    pub fn from_signature(sig: &Signature) -> Result<SimHash> {
+        let slots = sig.slots();
+        if slots.len() != SIMHASH_BITS as usize || slots.iter().any(|&s| s > 1) {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "a SimHash index takes a 64-bit fingerprint (64 one-bit slots, \
+                     SimHash::to_signature); this is a {}-slot signature{}",
+                    slots.len(),
+                    if slots.iter().any(|&s| s > 1) {
+                        " with multi-bit slots (a MinHash signature?)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        Ok(SimHash(
+            slots
+                .iter()
+                .enumerate()
+                .fold(0u64, |fp, (i, &bit)| fp | (bit << i)),
+        ))
     }
 }
 
