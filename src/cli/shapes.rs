@@ -36,6 +36,7 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
                 let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)});
                 if exact {
                     v["estimate"] = json!(round6(m.estimate));
+                    v["exact"] = json!(m.exact);
                 }
                 v
             }
@@ -84,7 +85,7 @@ pub fn write_answer(
         } else if exact {
             out.write_all(b"\"estimate\":")?;
             serde_json::to_writer(&mut *out, &round6(m.estimate))?;
-            out.write_all(b",")?;
+            write!(out, ",\"exact\":{},", m.exact)?;
         }
         out.write_all(b"\"id\":")?;
         match std::str::from_utf8(&m.key) {
@@ -104,12 +105,13 @@ pub fn write_answer(
     write!(out, ",\"verified\":{}}}", r.stats.verified)
 }
 
-/// A near-duplicate pair: `{"a", "b", "jaccard"}`, plus the `"estimate"` when `jaccard` is
-/// exact.
-pub fn pair(a: Value, b: Value, jaccard: f64, estimate: Option<f64>) -> Value {
+/// A near-duplicate pair: `{"a", "b", "jaccard"}`; from a re-ranking pass also the
+/// `"estimate"` and whether `jaccard` is `"exact"`.
+pub fn pair(a: Value, b: Value, jaccard: f64, reranked: Option<(f64, bool)>) -> Value {
     let mut v = json!({"a": a, "b": b, "jaccard": round6(jaccard)});
-    if let Some(e) = estimate {
+    if let Some((e, exact)) = reranked {
         v["estimate"] = json!(round6(e));
+        v["exact"] = json!(exact);
     }
     v
 }
@@ -120,7 +122,7 @@ pub fn dedup_pair(p: &DedupPair, exact: bool) -> Value {
     let (a, b) = (key_json(&p.a), key_json(&p.b));
     match (p.distance, p.cosine) {
         (Some(d), Some(c)) => json!({"a": a, "b": b, "distance": d, "cosine": round6(c)}),
-        _ => pair(a, b, p.jaccard, exact.then_some(p.estimate)),
+        _ => pair(a, b, p.jaccard, exact.then_some((p.estimate, p.exact))),
     }
 }
 
@@ -237,6 +239,7 @@ mod write_answer_tests {
                             key: k.to_vec(),
                             jaccard: 1.0 / (i as f64 + 3.0),
                             estimate: 1.0 / (i as f64 + 2.5),
+                            exact: exact && i % 3 != 0,
                             // Every other match as a SimHash index reports it.
                             distance: (i % 2 == 1 && !exact).then_some(i as u32),
                             cosine: (i % 2 == 1 && !exact)

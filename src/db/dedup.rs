@@ -40,6 +40,9 @@ pub struct DedupPair {
     pub distance: Option<u32>,
     /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
     pub cosine: Option<f64>,
+    /// True when `jaccard` is exact: the pass re-ranked and the pair's estimate came within
+    /// the re-rank margin of the threshold (above it the estimate decides).
+    pub exact: bool,
 }
 
 /// How a dedup pass decides similarity.
@@ -135,8 +138,11 @@ struct Verifier<'a> {
     /// threshold less the margin (`rerank.rs`).
     gate: f64,
     threshold: f64,
-    /// Decide by the exact Jaccard of stored shingle sets.
+    /// Decide by the exact Jaccard of stored shingle sets...
     exact: bool,
+    /// ...below this estimate (the threshold plus the re-rank margin); above it the
+    /// estimate decides.
+    sure: f64,
     /// The first failed signature read (damage: a corruption error), returned by
     /// [`Verifier::check`] before anything computed after it is emitted.
     failed: parking_lot::Mutex<Option<crate::Error>>,
@@ -184,7 +190,7 @@ impl Verifier<'_> {
         if estimate < self.gate {
             return None;
         }
-        if !self.exact {
+        if !self.exact || estimate >= self.sure {
             return Some((estimate, estimate));
         }
         let docno = self.docnos.get(b as usize).copied().unwrap_or(u64::MAX);
@@ -286,6 +292,7 @@ impl Db {
                             },
                             distance,
                             cosine,
+                            exact: verify.exact && estimate < verify.sure,
                         })?;
                     }
                 }
@@ -432,8 +439,9 @@ impl Db {
         let threshold = self.similarity_floor(threshold)?;
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
         let exact = self.params.store_sets && !opts.estimate_only;
+        let margin = super::rerank::rerank_margin(threshold, k, bits);
         let gate = if exact {
-            (threshold - super::rerank::rerank_margin(threshold, k, bits)).max(0.0)
+            (threshold - margin).max(0.0)
         } else {
             threshold
         };
@@ -447,6 +455,7 @@ impl Db {
             gate,
             threshold,
             exact,
+            sure: threshold + margin,
             failed: parking_lot::Mutex::new(None),
         })
     }

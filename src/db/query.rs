@@ -51,9 +51,8 @@ pub struct QueryOptions {
 pub struct Match {
     /// The stored key.
     pub key: Vec<u8>,
-    /// The Jaccard similarity: exact, from the stored shingle sets, when the query was
-    /// re-ranked ([`QueryStats::exact`]); otherwise the estimate (SimHash index: the cosine
-    /// estimate, as in `cosine`).
+    /// The Jaccard similarity: exact, from the stored shingle sets, when [`Match::exact`];
+    /// otherwise the estimate (SimHash index: the cosine estimate, as in `cosine`).
     pub jaccard: f64,
     /// The Jaccard similarity estimated from the stored b-bit signature (SimHash index: as
     /// `jaccard`).
@@ -62,6 +61,10 @@ pub struct Match {
     pub distance: Option<u32>,
     /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
     pub cosine: Option<f64>,
+    /// True when `jaccard` is exact: the query was re-ranked and this match's estimate came
+    /// within the re-rank margin of the threshold (above it, the estimate alone decides,
+    /// wrongly with probability below 0.14 %, and is what is reported).
+    pub exact: bool,
 }
 
 /// Where a query spent its effort.
@@ -75,10 +78,11 @@ pub struct QueryStats {
     pub hot_buckets: usize,
     /// Segments probed.
     pub segments: usize,
-    /// True when matches were decided by exact Jaccard from stored shingle sets.
+    /// True when the query was re-ranked: candidates near the threshold were decided by the
+    /// exact Jaccard of stored shingle sets.
     pub exact: bool,
     /// Candidates whose exact Jaccard was computed (their estimate came within the re-rank
-    /// margin of the threshold, `rerank.rs`).
+    /// margin of the threshold, either side, `rerank.rs`).
     pub reranked: usize,
 }
 
@@ -242,16 +246,20 @@ impl Db {
             verify.run(&candidates)?
         };
         stats.verified = verified;
-        // (docno, similarity reported, estimate).
-        let matched: Vec<(u64, f64, f64)> = match exact {
+        // (docno, similarity reported, estimate, exact).
+        let matched: Vec<(u64, f64, f64, bool)> = match exact {
             Some(query_set) => {
                 stats.exact = true;
-                stats.reranked = matched.len();
-                let rerank = |chunk: &[(u64, f64)]| -> Result<Vec<(u64, f64, f64)>> {
+                let sure = threshold + rerank_margin(threshold, k, bits);
+                stats.reranked = matched.iter().filter(|&&(_, e)| e < sure).count();
+                let rerank = |chunk: &[(u64, f64)]| -> Result<Vec<(u64, f64, f64, bool)>> {
                     let mut out = Vec::new();
                     for &(docno, estimate) in chunk {
-                        if let Some(j) = exact_at_least(state, docno, query_set, threshold)? {
-                            out.push((docno, j, estimate));
+                        if estimate >= sure {
+                            out.push((docno, estimate, estimate, false));
+                        } else if let Some(j) = exact_at_least(state, docno, query_set, threshold)?
+                        {
+                            out.push((docno, j, estimate, true));
                         }
                     }
                     Ok(out)
@@ -266,7 +274,7 @@ impl Db {
                     rerank(&matched)?
                 }
             }
-            None => matched.into_iter().map(|(d, e)| (d, e, e)).collect(),
+            None => matched.into_iter().map(|(d, e)| (d, e, e, false)).collect(),
         };
         if cold && matched.len() > 1 {
             for &(docno, ..) in &matched {
@@ -275,15 +283,17 @@ impl Db {
                 }
             }
         }
-        let resolve = |&(docno, jaccard, estimate): &(u64, f64, f64)| -> Result<Option<Match>> {
-            Ok(state.key_of(docno)?.map(|key| Match {
-                key: key.to_vec(),
-                jaccard,
-                estimate,
-                distance: None,
-                cosine: None,
-            }))
-        };
+        let resolve =
+            |&(docno, jaccard, estimate, exact): &(u64, f64, f64, bool)| -> Result<Option<Match>> {
+                Ok(state.key_of(docno)?.map(|key| Match {
+                    key: key.to_vec(),
+                    jaccard,
+                    estimate,
+                    distance: None,
+                    cosine: None,
+                    exact,
+                }))
+            };
         let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
             matched
                 .par_chunks(PARALLEL_CHUNK)
