@@ -978,7 +978,9 @@ def main(argv):
                     if o not in ("correct", "detected") and (o, m["file_kind"]) not in examples:
                         examples[(o, m["file_kind"])] = f"{base.name} {m['file']}: {m['what']}: {cmd}: {results[cmd][1].strip()[:160]}"
                 if details:
-                    details.write(json.dumps({"base": base.name, "file": m["file"], "mutation": m["what"], "outcome": outcome, "stderr": {c: results[c][1][:300] for c in COMMANDS if outcome[c] != "correct"}}) + "\n")
+                    details.write(json.dumps({"base": base.name, "file": m["file"], "mutation": m["what"], "outcome": outcome, "stderr": {c: results[c][1][:300] for c in COMMANDS if outcome[c] != "correct"},
+                                              # Each writer's result: whether verify passed, and the files its reads named.
+                                              "result_verify": {c: [results[c][3][0], sorted(results[c][3][1])] for c in WRITES if results[c][3]}}) + "\n")
                 if done[0] % 100 == 0:
                     print(f"  {done[0]}/{len(todo)} mutations, {time.time() - started:.0f} s", file=sys.stderr)
 
