@@ -120,3 +120,92 @@ fn a_read_only_verify_is_quiet_about_zeros_after_a_crash() {
     assert!(reader.verify().unwrap().is_ok());
     assert_eq!(common::stored(&reader).len(), 1);
 }
+
+/// Recomputes a version-2 segment's block CRCs, section CRCs and `meta_crc`
+/// (`format/segment.md`), so that only the content rules can tell a change.
+fn reseal_segment(b: &mut [u8]) {
+    let u64_at =
+        |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let n = b.len();
+    let table = u64_at(b, n - 32);
+    let count = u32::from_le_bytes(b[n - 24..n - 20].try_into().unwrap()) as usize;
+    let entries: Vec<(usize, usize, usize)> = (0..count)
+        .map(|i| {
+            (
+                table + 40 * i,
+                u64_at(b, table + 40 * i + 8),
+                u64_at(b, table + 40 * i + 16),
+            )
+        })
+        .collect();
+    let (_, sums, sums_len) = *entries.last().unwrap();
+    for j in 0..sums_len / 4 {
+        let crc = crc32fast::hash(&b[(4096 * j).max(64)..(4096 * (j + 1)).min(sums)]);
+        b[sums + 4 * j..sums + 4 * j + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+    for &(e, off, len) in &entries {
+        let crc = crc32fast::hash(&b[off..off + len]);
+        b[e + 32..e + 36].copy_from_slice(&crc.to_le_bytes());
+    }
+    let mut meta = b[..64].to_vec();
+    meta.extend_from_slice(&b[table..n - 32]);
+    meta.extend_from_slice(&b[n - 32..n - 8]);
+    let crc = crc32fast::hash(&meta);
+    b[n - 8..n - 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A stored shingle set whose bytes match every checksum but break the coding (its count one
+/// more than its values) is refused by compaction and export, like a damaged signature: they
+/// used to copy the bytes into a new segment under fresh checksums, exit 0, and leave a result
+/// whose reads failed naming the new file (the sweep's `reseal` mutations).
+#[test]
+fn compaction_and_export_refuse_a_stored_set_that_does_not_decode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    std::fs::create_dir(&dir).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2-sets");
+    for e in std::fs::read_dir(fixture).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    // Every set of the flushed segment whose count can take one more in its first byte.
+    let seg = dir.join("seg-000000000000000a.seg");
+    let mut b = std::fs::read(&seg).unwrap();
+    let sets = common::segment_section(&b, 7).unwrap();
+    let docs = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
+    let offset = |b: &[u8], i: usize| {
+        u64::from_le_bytes(
+            b[sets.start + 8 * i..sets.start + 8 * i + 8]
+                .try_into()
+                .unwrap(),
+        ) as usize
+    };
+    let coded = sets.start + 8 * (docs + 1);
+    let mut broken = 0;
+    for i in 0..docs {
+        let at = coded + offset(&b, i);
+        if b[at] & 0x7f < 0x7f {
+            b[at] += 1;
+            broken += 1;
+        }
+    }
+    assert!(broken > docs / 2, "{broken} of {docs}");
+    reseal_segment(&mut b);
+    std::fs::write(&seg, &b).unwrap();
+
+    let db = Db::open(
+        &dir,
+        Options {
+            auto_compact: false,
+            ..options()
+        },
+    )
+    .unwrap();
+    let refused = |r: mhdb::Result<()>, what: &str| match r {
+        Err(Error::Corruption { path, .. }) => assert_eq!(path, seg, "{what}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    refused(db.compact_full(), "compact_full");
+    refused(db.export(tmp.path().join("export")), "export");
+    assert!(!db.verify().unwrap().is_ok());
+}

@@ -2,13 +2,17 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Two base databases in the current format (version 2), each holding every file kind:
+Four base databases in the current format (version 2), each holding every file kind:
   golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
           deletes folded into a segment with hot buckets), then an `add` replacing stored keys
           (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
   built   built here with the CLI from samples/: two segments (the second replacing some
           documents of the first, so a deletion list), then two `mhdb delete` runs, which
           leave two WAL files;
+  sets    tests/golden/db-v2-sets as committed: an index with stored shingle sets (SHINGLES
+          sections in a compacted and a flushed segment, a deletion list, two WAL files of
+          inserts carrying their sets, op tag 3, the newest unsealed);
+  sets-built  built like `built`, created with --store-sets;
 snapshots taken on the way provide stale copies of files. `--bases golden-v1` sweeps the
 version-1 fixture itself (its signatures.log included; writers refuse it, exit 1).
 
@@ -18,7 +22,12 @@ Mutations, one at a time, of every file (LOCK aside):
   byte      a byte set to another value at seeded random offsets
   splice    (WAL, version 2) damage every checksum misses: a record (or the seal) removed
             whole, first_seq moved with the header CRC recomputed, a seal's count changed with
-            its CRC recomputed; only the numbering and the seals can tell
+            its CRC recomputed; only the numbering and the seals can tell; in an index that
+            stores sets, an insert's tag 3 made 1 and its set's count changed, the record's
+            CRC recomputed
+  reseal    (segments with SHINGLES) a stored set's offset table or coding broken against a
+            rule of format/segment.md with every checksum recomputed: only the decoding can
+            tell
   truncate  at every record boundary (WAL records, signature-log ranges, segment sections,
             deletion entries) and inside records, to 0 and to one byte short
   zeros     the last 1, 8, 64 or 4096 bytes zeroed; 4096 zeros appended
@@ -310,30 +319,33 @@ def golden_base(runner, work, upgrade=True):
     return base
 
 
-def built_base(runner, work):
+def built_base(runner, work, name="built", store_sets=False):
+    """Built from samples/ with the CLI: two adds (two segments, the second replacing some
+    documents of the first, so a deletion list), then two deletes (two WAL files); with
+    `store_sets`, the index stores shingle sets (`--store-sets`, SHINGLES sections)."""
     corpus = read_jsonl(os.path.join(ROOT, "samples", "corpus.jsonl"))
-    path = os.path.join(work, "built")
-    must(runner, ["create", path, "--perms", "64", "--bits", "8", "--threshold", "0.6", "--bucket-cap", "3"])
+    path = os.path.join(work, name)
+    must(runner, ["create", path, "--perms", "64", "--bits", "8", "--threshold", "0.6", "--bucket-cap", "3"] + (["--store-sets"] if store_sets else []))
     p1 = corpus[:80]
     p2 = corpus[80:150] + [{"id": d["id"], "text": corpus[200 + i]["text"]} for i, d in enumerate(p1[:12])]
     snaps = []
     for i, part in enumerate([p1, p2]):
-        f = os.path.join(work, f"built-part{i}.jsonl")
+        f = os.path.join(work, f"{name}-part{i}.jsonl")
         write_jsonl(f, part)
         must(runner, ["add", path, f])
-        snap = os.path.join(work, f"built-snap{i}")
+        snap = os.path.join(work, f"{name}-snap{i}")
         shutil.copytree(path, snap)
         snaps.append(snap)
     must(runner, ["delete", path] + [d["id"] for d in p1[20:26]] + ["absent-1"])
-    snap = os.path.join(work, "built-snap2")
+    snap = os.path.join(work, f"{name}-snap2")
     shutil.copytree(path, snap)
     snaps.append(snap)
     must(runner, ["delete", path] + [d["id"] for d in p2[5:8]] + [p1[40]["id"]])
-    queries = os.path.join(work, "built-queries.jsonl")
+    queries = os.path.join(work, f"{name}-queries.jsonl")
     write_jsonl(queries, read_jsonl(os.path.join(ROOT, "samples", "queries.jsonl"))[:12])
     ids = [d["id"] for d in corpus[:150]]
     keys = ids[::7] + [d["id"] for d in p1[20:26]] + [p1[40]["id"], p1[3]["id"], "absent-key"]
-    add_input = os.path.join(work, "built-add.jsonl")
+    add_input = os.path.join(work, f"{name}-add.jsonl")
     write_jsonl(
         add_input,
         [
@@ -342,9 +354,36 @@ def built_base(runner, work):
             {"id": "sweep-new-2", "text": corpus[302]["text"]},
         ],
     )
-    base = Base("built", path, queries, keys, add_input)
+    base = Base(name, path, queries, keys, add_input)
     base.snapshots = snaps
     return base
+
+
+def sets_base(runner, work):
+    """tests/golden/db-v2-sets as committed: an index that stores shingle sets, with a compacted
+    and a flushed segment (SHINGLES sections), a deletion list, and two WAL files of inserts
+    carrying their sets (op tag 3), the newest unsealed and ending in zeros. (Any writer's open
+    would flush those inserts into a segment, so this base is the fixture itself: no stale
+    copies, the built sets base has those.)"""
+    name = "sets"
+    path = os.path.join(work, name)
+    shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v2-sets"), path)
+    expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v2-sets.expected.json")))
+    queries = os.path.join(work, f"{name}-queries.jsonl")
+    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::11]]
+    write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
+    live = sorted(d["key"] for d in expected["live"])
+    keys = live[::7] + list(expected["deleted"])[:4] + ["absent-key"]
+    add_input = os.path.join(work, f"{name}-add.jsonl")
+    write_jsonl(
+        add_input,
+        [
+            {"id": "sweep-new-1", "text": "A brand new document about the harbour festival and its lanterns."},
+            {"id": live[3], "text": "A replacement text for a stored key, about quiet gardens and clocks."},
+            {"id": "sweep-new-2", "text": expected["queries"][0]["text"]},
+        ],
+    )
+    return Base(name, path, queries, keys, add_input)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,7 +426,8 @@ def manifest_info(data):
     else:
         n, o, entry = u32(data, 157), 161, 40
         info = {"num_perm": u32(data, 26), "bits": data[45], "del_id": u64(data, 133),
-                "siglog_records": 0, "wal_start": u64(data, 109), "wal_next_seq": u64(data, 117)}
+                "siglog_records": 0, "wal_start": u64(data, 109), "wal_next_seq": u64(data, 117),
+                "bands": u32(data, 46), "store_sets": data[66] == 1}
     info["version"] = version
     info["segments"] = [
         (u64(data, o + entry * i), u64(data, o + entry * i + 8), u64(data, o + entry * i + 16), u64(data, o + entry * i + 32))
@@ -417,7 +457,7 @@ MANIFEST_V2 = [
     ("del_count", 141, 8), ("del_len", 149, 8), ("segment_count", 157, 4),
 ]
 SEGMENT_ENTRY = [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8)]
-SECTION_KINDS = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT", 6: "SIGNATURES", 8: "CHECKSUMS"}
+SECTION_KINDS = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT", 6: "SIGNATURES", 7: "SHINGLES", 8: "CHECKSUMS"}
 BLOCK = 4096  # bytes per block CRC of a version-2 segment
 
 
@@ -528,7 +568,7 @@ def structure(name, data, info):
         for i, (e, kind, index, off, length, count) in enumerate(sections):
             label = f"{SECTION_KINDS.get(kind, kind)}{' ' + str(index) if kind == 4 else ''}"
             spec = [("crc", 32, 4), ("offset", 8, 8)]
-            if i < 4 or i >= len(sections) - 4:
+            if i < 4 or i >= len(sections) - 5:
                 spec = [("kind", 0, 2), ("width_a", 2, 1), ("width_b", 3, 1), ("index", 4, 4), ("offset", 8, 8), ("len", 16, 8), ("count", 24, 8), ("crc", 32, 4), ("reserved", 36, 4)]
             fields(points, e, spec, f"section entry {label} ")
             if off + length > n:
@@ -541,6 +581,18 @@ def structure(name, data, info):
                     if 0 <= row < count:
                         spans(points, off + row * record_bytes, record_bytes, f"signature of ordinal {row}")
                         bounds.append(off + row * record_bytes + record_bytes // 2)
+            if kind == 7 and length >= 8 * (count + 1):
+                # Stored shingle sets: the offset table's first, middle and last entries, and
+                # the first, a middle and the last byte of the first, a middle and the last set.
+                table = 8 * (count + 1)
+                for i in sorted({0, 1, count // 2, count}):
+                    fields(points, off + 8 * i, [(f"offset {i}", 0, 8)], "SHINGLES ")
+                for row in sorted({0, count // 2, count - 1}):
+                    if 0 <= row < count:
+                        lo, hi = u64(data, off + 8 * row), u64(data, off + 8 * row + 8)
+                        if lo <= hi <= length - table:
+                            spans(points, off + table + lo, hi - lo, f"shingle set of ordinal {row}")
+                            bounds.append(off + table + lo + (hi - lo) // 2)
             if kind == 8:
                 # Each block CRC, and (below) a byte of every block it covers.
                 for j in range(count):
@@ -648,12 +700,17 @@ def mutations(base, rng):
                 struct.pack_into("<Q", m, 12, (u64(b, 12) + delta) % 2**64)
                 struct.pack_into("<I", m, 20, zlib.crc32(bytes(m[:20])))
                 add(f, "splice", f"first_seq {delta:+d} with its header CRC recomputed", [("write", f, bytes(m))])
+            for what, m in tag3_breaches(b, records, info):
+                add(f, "splice", f"{what}, the record's CRC recomputed", [("write", f, m)])
             for start, end, kind in records:
                 if kind == 2:
                     m = bytearray(b)
                     struct.pack_into("<Q", m, start + 17, u64(b, start + 17) + 1)
                     struct.pack_into("<I", m, start, zlib.crc32(bytes(m[start + 4 : end])))
                     add(f, "splice", "seal's batch count +1 with its CRC recomputed", [("write", f, bytes(m))])
+        if f.endswith(".seg"):
+            for what, m in shingles_breaches(b):
+                add(f, "reseal", f"SHINGLES {what}, every checksum recomputed", [("write", f, m)])
     # Stale copies: the file of the same name from an earlier snapshot, and CURRENT with its
     # manifest rolled back together.
     for snap in base.snapshots:
@@ -678,6 +735,92 @@ def mutations(base, rng):
         same = [f for f in files if f.startswith(kind)]
         for a, b2 in zip(same, same[1:]):
             add(a, "swap", f"contents swapped with {b2}", [("write", a, data[b2]), ("write", b2, data[a])])
+    return out
+
+
+def tag3_breaches(data, records, info):
+    """(what, bytes) of a WAL file whose first insert with its set (op tag 3, format/wal.md)
+    is made a tag-1 insert, or has its coded set's count raised by one, with the record's CRC
+    recomputed: what only the operation decoding can tell."""
+    if not info.get("store_sets"):
+        return []
+    rb = (info["num_perm"] * info["bits"] + 7) // 8
+    for start, end, kind in records:
+        p = start + 17
+        if kind != 1 or u32(data, p) == 0 or data[p + 4] != 3:
+            continue
+        key_len = u32(data, p + 13)
+        set_at = p + 17 + key_len + 8 * info["bands"] + rb + 4
+        out = []
+        for what, at, value in [("first insert's tag 3 made 1", p + 4, 1), ("first insert's set count + 1", set_at, data[set_at] + 1)]:
+            if value & 0x7F == 0:
+                continue  # (the count's low 7 bits were all set: +1 would carry)
+            m = bytearray(data)
+            m[at] = value
+            struct.pack_into("<I", m, start, zlib.crc32(bytes(m[start + 4 : end])))
+            out.append((what, bytes(m)))
+        return out
+    return []
+
+
+def reseal_segment(m):
+    """Recomputes a version-2 segment's block CRCs, section CRCs and meta_crc in place
+    (format/segment.md), so that only the content rules can tell a change."""
+    n = len(m)
+    sections = segment_sections(m)
+    _, _, _, table_off, table_len, _ = sections[-1]  # CHECKSUMS
+    for j in range(table_len // 4):
+        lo, hi = max(64, BLOCK * j), min(BLOCK * (j + 1), table_off)
+        struct.pack_into("<I", m, table_off + 4 * j, zlib.crc32(bytes(m[lo:hi])))
+    for e, _, _, off, length, _ in sections:
+        struct.pack_into("<I", m, e + 32, zlib.crc32(bytes(m[off : off + length])))
+    tab = u64(m, n - 32)
+    struct.pack_into("<I", m, n - 8, zlib.crc32(bytes(m[:64]) + bytes(m[tab : n - 32]) + bytes(m[n - 32 : n - 8])))
+    return bytes(m)
+
+
+def shingles_breaches(data):
+    """(what, bytes) of SHINGLES sections that break a rule of format/segment.md while every
+    checksum matches (a writer never produces them; each must read as corruption wherever it
+    is used, never as a different set): the offset table not starting at 0, decreasing, or not
+    ending at the section's end; a set's count one more or one less than its values; a varint
+    of 6 bytes; a value past 32 bits."""
+    sec = next(((off, length, count) for _, kind, _, off, length, count in segment_sections(data) if kind == 7), None)
+    if sec is None or u32(data, 8) != 2:
+        return []
+    off, length, count = sec
+    table = off + 8 * (count + 1)
+    offsets = [u64(data, off + 8 * i) for i in range(count + 1)]
+    out = []
+
+    def variant(what, edit):
+        m = bytearray(data)
+        edit(m)
+        out.append((what, reseal_segment(m)))
+
+    variant("offsets[0] = 1", lambda m: struct.pack_into("<Q", m, off, 1))
+    if count >= 2:
+        mid = count // 2
+        variant(f"offsets[{mid}] above offsets[{mid + 1}]", lambda m: struct.pack_into("<Q", m, off + 8 * mid, offsets[mid + 1] + 1))
+    variant(f"offsets[{count}] one short of the end", lambda m: struct.pack_into("<Q", m, off + 8 * count, offsets[count] - 1))
+    for row in sorted({0, count - 1}):
+        start = table + offsets[row]
+        size = offsets[row + 1] - offsets[row]
+        if not 0 <= row < count or size < 2:
+            continue
+        # The count's low 7 bits are in its first byte: +1 or -1 there keeps its length.
+        low = data[start] & 0x7F
+        if low < 0x7F:
+            variant(f"set of ordinal {row}: count + 1", lambda m, s=start: m.__setitem__(s, m[s] + 1))
+        if low > 0:
+            variant(f"set of ordinal {row}: count - 1", lambda m, s=start: m.__setitem__(s, m[s] - 1))
+        first = start + next(i for i in range(size) if data[start + i] < 0x80) + 1  # the first value
+        if first + 6 <= start + size:
+            # The first value as a varint of 6 bytes (5 continuation bytes over its own bytes
+            # and what follows), or as 5 bytes holding 2^33 - 1.
+            variant(f"set of ordinal {row}: a 6-byte varint", lambda m, s=first: m.__setitem__(slice(s, s + 5), b"\xff" * 5))
+            variant(f"set of ordinal {row}: first value past 32 bits",
+                    lambda m, s=first: m.__setitem__(slice(s, s + 5), b"\xff\xff\xff\xff\x1f"))
     return out
 
 
@@ -750,7 +893,7 @@ def main(argv):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--allow-silent", action="store_true", help="silent wrong answers do not fail the run")
-    ap.add_argument("--bases", default="golden,built")
+    ap.add_argument("--bases", default="golden,built,sets,sets-built")
     ap.add_argument("--details", help="write every (mutation, command, outcome) as JSON lines here")
     ap.add_argument("--work", help="scratch directory (default: under /dev/shm when present)")
     args = ap.parse_args(argv)
@@ -767,8 +910,12 @@ def main(argv):
                 base = golden_base(runner, work, upgrade=(name == "golden"))
             elif name == "built":
                 base = built_base(runner, work)
+            elif name == "sets":
+                base = sets_base(runner, work)
+            elif name == "sets-built":
+                base = built_base(runner, work, name, store_sets=True)
             else:
-                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built)")
+                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built, sets, sets-built)")
             bases.append(base)
         rng = random.Random(args.seed)
         todo = []
@@ -831,7 +978,9 @@ def main(argv):
                     if o not in ("correct", "detected") and (o, m["file_kind"]) not in examples:
                         examples[(o, m["file_kind"])] = f"{base.name} {m['file']}: {m['what']}: {cmd}: {results[cmd][1].strip()[:160]}"
                 if details:
-                    details.write(json.dumps({"base": base.name, "file": m["file"], "mutation": m["what"], "outcome": outcome, "stderr": {c: results[c][1][:300] for c in COMMANDS if outcome[c] != "correct"}}) + "\n")
+                    details.write(json.dumps({"base": base.name, "file": m["file"], "mutation": m["what"], "outcome": outcome, "stderr": {c: results[c][1][:300] for c in COMMANDS if outcome[c] != "correct"},
+                                              # Each writer's result: whether verify passed, and the files its reads named.
+                                              "result_verify": {c: [results[c][3][0], sorted(results[c][3][1])] for c in WRITES if results[c][3]}}) + "\n")
                 if done[0] % 100 == 0:
                     print(f"  {done[0]}/{len(todo)} mutations, {time.time() - started:.0f} s", file=sys.stderr)
 
@@ -862,7 +1011,7 @@ def main(argv):
     print()
     print("| mutation | " + " | ".join(OUTCOMES) + " |")
     print("| --- |" + " ---: |" * len(OUTCOMES))
-    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "stale", "swap"]:
+    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "reseal", "stale", "swap"]:
         if kind in by_mutation:
             print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
     print()

@@ -12,14 +12,25 @@ records numbered exactly +1 across files, seals that end a file and count its ba
 WAL file but the newest sealed), and exits with status 1 and a message naming the file and
 offset on the first violation. It never writes to the directory.
 
+An index whose manifest sets `store_sets` (format/hashing.md §14) also has its stored shingle
+sets read: each segment's SHINGLES section (the offset table and every coded set, each rule of
+format/segment.md checked) and the coded set of each WAL insert (op tag 3, which such an index
+uses instead of tag 1: either tag in the wrong index is an error). Each live key is then
+printed with a digest of its set (count, first, last, sum mod 2^64, CRC-32 of the values as LE
+u32), or with the values themselves under `--sets`.
+
     python3 tools/reference_reader.py DB_DIR                 # live keys and signatures as JSON
+    python3 tools/reference_reader.py DB_DIR --sets          # ... with every stored set's values
     python3 tools/reference_reader.py DB_DIR --check EXPECTED.json
 
 `--check` compares the live keys and signatures with EXPECTED.json (the shape printed by the
 first form; `tests/golden/db-v1.expected.json` and `db-v2.expected.json` have it, plus the
 deleted keys that must be absent and, for version 2, each WAL file's batch records and seal)
 and prints `reference reader: N keys, M signatures, K checksums agree` or the differences.
-`tests/golden_db_v1.rs` and `tests/golden_db_v2.rs` check the same fixtures through the
+`db-v2-sets.expected.json` adds each live key's set digest and dedup pairs, whose exact
+Jaccard this reader recomputes from the two sets it decoded and whose estimate it recomputes
+from the two signatures (format/hashing.md §7).
+`tests/golden_db_v1.rs`, `tests/golden_db_v2.rs` and `tests/golden_db_v2_sets.rs` check the same fixtures through the
 library, so a passing pair means the code and the spec agree on every byte of a fixture.
 
 Python 3 standard library only. If this script and mhdb ever disagree, one of them no longer
@@ -197,6 +208,8 @@ class Reader:
         self.checksums = 0
         self.blocks = 0
         self.notes = []
+        self.sets_decoded = 0
+        self.noncanonical = []  # varints longer than they need be (the spec neither asks nor forbids)
 
     # -- low level --------------------------------------------------------------------------
 
@@ -300,9 +313,7 @@ class Reader:
             self.fail(name, at["band_slots"], f"band_slots {band_slots} outside 1..=num_perm {num_perm}")
         if kind == 1 and (bands < 1 or rows < 1 or bands * rows > band_slots):
             self.fail(name, at["bands"], f"{bands} bands x {rows} rows do not fit {band_slots} slots")
-        if store_sets == 1:
-            self.fail(name, at["store_sets"], "stored shingle sets (store_sets = 1) are not supported by this reader")
-        if store_sets != 0:
+        if store_sets not in (0, 1):
             self.fail(name, at["store_sets"], f"store_sets {store_sets} is neither 0 nor 1")
         if kind == 1 and (max_hamming != 0 or weighting != 0):
             self.fail(name, at["max_hamming"], f"max_hamming {max_hamming} or weighting {weighting} on a MinHash index")
@@ -321,7 +332,8 @@ class Reader:
         }
         if version >= 2:
             # Keyed hashing changes how text becomes a signature, not how stored ones are read.
-            params.update({"index_kind": "minhash-lsh", "band_slots": band_slots, "keyed": any(key_fp)})
+            params.update({"index_kind": "minhash-lsh", "band_slots": band_slots, "keyed": any(key_fp),
+                           "store_sets": store_sets == 1})
             if kind == 2:
                 params.update({"index_kind": "simhash-pigeonhole", "max_hamming": max_hamming,
                                "weighting": {1: "tf", 2: "logtf"}[weighting]})
@@ -459,9 +471,12 @@ class Reader:
         self.check_version(name, 8, version, "segment")
         if version != db_version:
             self.fail(name, 8, f"a version-{version} segment in a version-{db_version} database")
-        fixed = 4 if version == 1 else 6
+        # Version 2: the segments of an index that stores sets have SHINGLES, the others none.
+        store_sets = params.get("store_sets", False)
+        fixed = 4 if version == 1 else (7 if store_sets else 6)
         if nsec != nb + fixed:
-            self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}")
+            self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}"
+                      + (" (the manifest's store_sets is 1: SHINGLES is one of them)" if store_sets else ""))
         if flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
         if any(buf[52:64]) or (version == 1 and record_bytes):
@@ -483,15 +498,15 @@ class Reader:
             self.fail(name, 32, "base + span overflows u64")
 
         # Section order: KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND 0..b-1, HOT, then (version 2)
-        # SIGNATURES and CHECKSUMS.
-        order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT] + ([SIGNATURES, CHECKSUMS] if version >= 2 else [])
+        # SHINGLES (only with store_sets), SIGNATURES and CHECKSUMS.
+        order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT]
+        if version >= 2:
+            order += ([SHINGLES] if store_sets else []) + [SIGNATURES, CHECKSUMS]
         sections = []
         expect_off = 64
         for i in range(nsec):
             eo = tab_off + 40 * i
             kind, wa, wb, index, off, ln, count, scrc, res = struct.unpack_from("<HBBIQQQII", buf, eo)
-            if kind == SHINGLES:
-                self.fail(name, eo, "section kind 7 (stored shingle sets) is not supported by this reader")
             if kind != order[i]:
                 self.fail(name, eo, f"section {i} has kind {kind}, expected {order[i]}")
             if index != (i - 3 if kind == BAND else 0):
@@ -522,7 +537,7 @@ class Reader:
                 (stored,) = struct.unpack_from("<I", table, 4 * j)
                 self.check_crc(name, lo, buf[lo:hi], stored, f"block {j} (bytes {lo}..{hi})")
             self.blocks += blocks
-        for i, (kind, wa, wb, count, off, data, eo, scrc) in enumerate(sections[: nb + 5]):
+        for i, (kind, wa, wb, count, off, data, eo, scrc) in enumerate(sections[:-1] if version >= 2 else sections):
             self.check_crc(name, eo + 32, data, scrc, f"section {i} (kind {kind})")
         sections = [sec[:7] for sec in sections]
 
@@ -610,12 +625,77 @@ class Reader:
             prev = (band, k32)
 
         if version == 1:
-            return [(docno, key, None) for docno, key in docs]
+            return [(docno, key, None, None) for docno, key in docs]
+        sets = [None] * doc_count
+        if store_sets:
+            sets = self.read_shingles(name, sections[4 + nb], doc_count)
         # SIGNATURES: record_bytes per document, in ordinal (docno) order.
-        kind, wa, wb, count, off, data, eo = sections[4 + nb]
+        kind, wa, wb, count, off, data, eo = sections[-2]
         if (wa, wb) != (0, 0) or count != doc_count or len(data) != doc_count * record_bytes:
             self.fail(name, eo, f"SIGNATURES widths must be 0, count {doc_count} and len {doc_count} x {record_bytes}")
-        return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes]) for i, (docno, key) in enumerate(docs)]
+        return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes], sets[i]) for i, (docno, key) in enumerate(docs)]
+
+    def read_shingles(self, name, section, doc_count):
+        """The stored shingle sets of a SHINGLES section (format/segment.md), one per ordinal:
+        a table of doc_count + 1 u64 offsets relative to the table's end, then the coded sets."""
+        kind, wa, wb, count, off, data, eo = section
+        if (wa, wb) != (0, 0) or count != doc_count:
+            self.fail(name, eo, f"SHINGLES widths/count ({wa}, {wb}, {count}), expected (0, 0, {doc_count})")
+        table_len = 8 * (doc_count + 1)
+        if len(data) < table_len:
+            self.fail(name, eo + 16, f"SHINGLES length {len(data)} is shorter than its offset table ({table_len} bytes)")
+        offsets = struct.unpack_from(f"<{doc_count + 1}Q", data, 0)
+        coded_len = len(data) - table_len
+        if offsets[0] != 0:
+            self.fail(name, off, f"SHINGLES offsets[0] is {offsets[0]}, not 0")
+        for i in range(doc_count):
+            if offsets[i + 1] < offsets[i]:
+                self.fail(name, off + 8 * (i + 1), f"SHINGLES offsets[{i + 1}] = {offsets[i + 1]} is below offsets[{i}] = {offsets[i]}")
+        if offsets[doc_count] != coded_len:
+            self.fail(name, off + 8 * doc_count, f"SHINGLES offsets[{doc_count}] = {offsets[doc_count]}, but the coded sets"
+                      f" are {coded_len} bytes (len {len(data)} minus the {table_len}-byte table)")
+        at = off + table_len
+        return [self.decode_set(name, at + offsets[i], data[table_len + offsets[i] : table_len + offsets[i + 1]], f"the set of ordinal {i}")
+                for i in range(doc_count)]
+
+    def decode_set(self, name, at, coded, what):
+        """A coded set (format/segment.md, SHINGLES): a LEB128 count, then the first value and
+        the gaps v - previous - 1, each a varint of at most 5 bytes, every value below 2^32,
+        nothing after the last. `at` is the coded set's absolute offset in file `name`."""
+        pos = 0
+
+        def varint(item):
+            nonlocal pos
+            start, value = pos, 0
+            for i in range(5):
+                if pos >= len(coded):
+                    self.fail(name, at + pos, f"{what}: {len(coded)}-byte coded set ends inside {item}")
+                b = coded[pos]
+                pos += 1
+                value |= (b & 0x7F) << (7 * i)
+                if not b & 0x80:
+                    if i and b == 0:
+                        self.noncanonical.append(f"{name}: offset {at + start}: {what}: {item} coded in {i + 1} bytes, more than it needs")
+                    return value
+            self.fail(name, at + start, f"{what}: {item} is a varint longer than 5 bytes")
+
+        count = varint("the count")
+        if count > 0xFFFFFFFF:
+            self.fail(name, at, f"{what}: count {count} does not fit in 32 bits")
+        values = []
+        prev = None
+        for i in range(count):
+            start = pos
+            gap = varint(f"value {i} of {count}")
+            v = gap if prev is None else prev + 1 + gap
+            if v > 0xFFFFFFFF:
+                self.fail(name, at + start, f"{what}: value {i} of {count} is {v}, beyond 32 bits")
+            values.append(v)
+            prev = v
+        if pos != len(coded):
+            self.fail(name, at + pos, f"{what}: {len(coded) - pos} byte(s) after the last of its {count} values")
+        self.sets_decoded += 1
+        return values
 
     def check_padding(self, name, off, data, used_bits):
         if used_bits % 8 and data[-1] >> (used_bits % 8):
@@ -757,7 +837,7 @@ class Reader:
             self.notes.append(f"{name}: {tail}-byte torn tail at offset {o} ({what}){' after its seal' if sealed else ''}; ignored")
         return {"records": records, "version": version, "first_seq": first_seq, "last_seq": last_seq, "sealed": sealed, "tail": tail, "tail_at": o}
 
-    def decode_batch(self, name, offset, payload, bands, rb):
+    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False):
         if len(payload) < 4:
             self.fail(name, offset, "payload shorter than its count")
         (count,) = struct.unpack_from("<I", payload, 0)
@@ -768,7 +848,10 @@ class Reader:
                 self.fail(name, offset, f"payload ends before operation {i} of {count}")
             tag = payload[o]
             o += 1
-            if tag == 1:
+            if tag in (1, 3) and (tag == 3) != store_sets:
+                self.fail(name, offset + 17 + o - 1, f"operation {i}: insert tag {tag} in an index whose manifest's store_sets is"
+                          f" {int(store_sets)} (inserts are tag {3 if store_sets else 1} there)")
+            if tag in (1, 3):
                 if o + 12 > len(payload):
                     self.fail(name, offset, f"operation {i}: truncated insert")
                 docno, klen = struct.unpack_from("<QI", payload, o)
@@ -782,7 +865,18 @@ class Reader:
                 o += klen + 8 * bands
                 sig = payload[o : o + rb]
                 o += rb
-                ops.append(("insert", docno, key, sig))
+                values = None
+                if tag == 3:
+                    # set_len u32, then the coded set (format/wal.md, format/segment.md SHINGLES).
+                    if o + 4 > len(payload):
+                        self.fail(name, offset + 17 + o, f"operation {i}: insert ends before its set_len")
+                    (set_len,) = struct.unpack_from("<I", payload, o)
+                    o += 4
+                    if o + set_len > len(payload):
+                        self.fail(name, offset + 17 + o - 4, f"operation {i}: set_len {set_len} runs past the payload")
+                    values = self.decode_set(name, offset + 17 + o, payload[o : o + set_len], f"record at {offset}, operation {i}")
+                    o += set_len
+                ops.append(("insert", docno, key, sig, values))
             elif tag == 2:
                 if o + 8 > len(payload):
                     self.fail(name, offset, f"operation {i}: truncated delete")
@@ -812,8 +906,8 @@ class Reader:
                 lo = 64 + seg["base"] * rb
                 hi = 64 + (seg["base"] + seg["span"]) * rb
                 self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
-            for docno, key, sig in self.read_segment(seg, params, version):
-                docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb])
+            for docno, key, sig, values in self.read_segment(seg, params, version):
+                docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb], values)
         deleted = self.read_deletions(m)
         for d in deleted:
             if d not in docs:
@@ -853,24 +947,24 @@ class Reader:
                 self.fail(name, wal["tail_at"], "a tail after the last record (or seal) of a WAL file that is not the newest")
             self.wal_files.append({"name": name, "batches": len(records), "sealed": wal["sealed"]})
             for _seq, payload, offset in records:
-                for op in self.decode_batch(name, offset, payload, params["bands"], rb):
+                for op in self.decode_batch(name, offset, payload, params["bands"], rb, params.get("store_sets", False)):
                     wal_ops += 1
                     if op[0] == "insert":
-                        _, docno, key, sig = op
+                        _, docno, key, sig, values = op
                         if docno != next_docno:
                             self.fail(name, offset, f"insert of docno {docno}, expected {next_docno} (gap or repeat)")
                         next_docno += 1
-                        docs[docno] = (key, sig)
+                        docs[docno] = (key, sig, values)
                     else:
                         docno = op[1]
                         if docs.pop(docno, None) is None:
                             self.notes.append(f"{name}: record at {offset} deletes docno {docno}, which is not live")
         live = {}
         for docno in sorted(docs):
-            key, sig = docs[docno]
+            key, sig, values = docs[docno]
             if key in live:
                 self.notes.append(f"key {key!r}: docno {live[key][0]} shadowed by the newer {docno}")
-            live[key] = (docno, sig)
+            live[key] = (docno, sig, values)
         self.summary = {
             "version": version,
             "segments": len(m["segments"]),
@@ -890,22 +984,90 @@ def key_text(key):
         return "hex:" + key.hex()
 
 
-def as_json(reader, params, live):
+def set_digest(values):
+    """What expected.json records of a stored set (computable without the shingle hash):
+    count, first and last value, their sum mod 2^64 and the CRC-32 of the values as LE u32."""
+    return {
+        "count": len(values),
+        "first": values[0] if values else None,
+        "last": values[-1] if values else None,
+        "sum": sum(values) & M64,
+        "crc32": crc32(struct.pack(f"<{len(values)}I", *values)),
+    }
+
+
+def exact_jaccard(a, b):
+    """|A ∩ B| / |A ∪ B| of two stored sets, 0 when either is empty (format/hashing.md §14)."""
+    if not a or not b:
+        return 0.0
+    common = len(set(a) & set(b))
+    return common / (len(a) + len(b) - common)
+
+
+def estimate(sig_a, sig_b, num_perm, bits):
+    """The §7 estimate from two packed signatures (format/hashing.md §7)."""
+    equal = sum(read_bits(sig_a, i * bits, bits) == read_bits(sig_b, i * bits, bits) for i in range(num_perm))
+    p = equal / num_perm
+    if bits == 64:
+        return p
+    c = 2.0 ** -bits
+    return min(1.0, max(0.0, (p - c) / (1 - c)))
+
+
+def as_json(reader, params, live, with_values=False):
     keys = sorted(live, key=lambda k: k)
+    entries = []
+    for k in keys:
+        docno, sig, values = live[k]
+        e = {"key": key_text(k), "docno": docno, "signature": sig.hex()}
+        if params.get("index_kind") == "simhash-pigeonhole":
+            # The packed one-bit slots are the fingerprint as a little-endian u64.
+            e["fingerprint"] = f"{int.from_bytes(sig, 'little'):016x}"
+        if values is not None:
+            e["set"] = set_digest(values)
+            if with_values:
+                e["set_values"] = values
+        entries.append(e)
     return {
         "format_version": reader.summary["version"],
         "params": params,
         "wal": reader.wal_files,
-        "live": [live_entry(params, k, *live[k]) for k in keys],
+        "live": entries,
     }
 
 
-def live_entry(params, key, docno, sig):
-    entry = {"key": key_text(key), "docno": docno, "signature": sig.hex()}
-    if params.get("index_kind") == "simhash-pigeonhole":
-        # The packed one-bit slots are the fingerprint as a little-endian u64.
-        entry["fingerprint"] = f"{int.from_bytes(sig, 'little'):016x}"
-    return entry
+def check_sets(live, want, params):
+    """Each live key's stored-set digest, and each recorded dedup pair's exact Jaccard
+    (recomputed from the two decoded sets) and estimate (from the two signatures)."""
+    problems = []
+    by_key = {key_text(k): v for k, v in live.items()}
+    digests = 0
+    for e in want["live"]:
+        if "set" not in e or e["key"] not in by_key:
+            continue
+        values = by_key[e["key"]][2]
+        got = set_digest(values) if values is not None else None
+        if got != e["set"]:
+            problems.append(f"key {e['key']!r}: stored set {got} != expected {e['set']}")
+        else:
+            digests += 1
+    pairs = 0
+    for pair in want.get("pairs", []):
+        a, b = by_key.get(pair["a"]), by_key.get(pair["b"])
+        if a is None or b is None:
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: not both live")
+            continue
+        j = exact_jaccard(a[2], b[2])
+        est = estimate(a[1], b[1], params["num_perm"], params["bits"])
+        if abs(j - pair["jaccard"]) > 1e-12:
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact Jaccard of the stored sets {j!r} != expected {pair['jaccard']!r}")
+        elif abs(est - pair["estimate"]) > 1e-9:
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: estimate {est!r} != expected {pair['estimate']!r}")
+        elif "dedup_threshold" in want and j < want["dedup_threshold"]:
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact Jaccard {j} is below the dedup threshold {want['dedup_threshold']}")
+        else:
+            pairs += 1
+    return problems, digests, pairs
 
 
 def check(out, expected_path):
@@ -936,21 +1098,24 @@ def check(out, expected_path):
         problems.append(f"format version {out['format_version']} != expected {want['format_version']}")
     if "wal" in want and out["wal"] != want["wal"]:
         problems.append(f"WAL files {out['wal']} != expected {want['wal']}")
-    return problems, len(set(got) & set(exp)), sigs
+    return problems, len(set(got) & set(exp)), sigs, want
 
 
 def main(argv):
     args = argv[1:]
     expected = None
+    with_values = "--sets" in args
+    if with_values:
+        args.remove("--sets")
     if "--check" in args:
         i = args.index("--check")
         if i + 1 >= len(args):
-            print("usage: reference_reader.py DB_DIR [--check EXPECTED.json]", file=sys.stderr)
+            print("usage: reference_reader.py DB_DIR [--sets] [--check EXPECTED.json]", file=sys.stderr)
             return 2
         expected = args[i + 1]
         del args[i : i + 2]
     if len(args) != 1:
-        print("usage: reference_reader.py DB_DIR [--check EXPECTED.json]", file=sys.stderr)
+        print("usage: reference_reader.py DB_DIR [--sets] [--check EXPECTED.json]", file=sys.stderr)
         return 2
     reader = Reader(args[0])
     try:
@@ -960,12 +1125,18 @@ def main(argv):
         return 1
     for note in reader.notes:
         print(f"reference reader: note: {note}", file=sys.stderr)
-    out = as_json(reader, params, live)
+    for note in reader.noncanonical[:5]:
+        print(f"reference reader: note: {note}", file=sys.stderr)
+    out = as_json(reader, params, live, with_values)
     if expected is None:
         json.dump(out, sys.stdout, indent=1)
         print()
         return 0
-    problems, keys, sigs = check(out, expected)
+    problems, keys, sigs, want = check(out, expected)
+    digests = pairs = 0
+    if params.get("store_sets"):
+        set_problems, digests, pairs = check_sets(live, want, params)
+        problems += set_problems
     if problems:
         for p in problems:
             print(f"reference reader: {p}", file=sys.stderr)
@@ -977,7 +1148,9 @@ def main(argv):
         f" {reader.checksums} checksums agree ({s['segments']} segments"
         + (f" with {s['blocks']} checked blocks" if s["version"] >= 2 else "")
         + f", {s['deleted_in_list']} in the deletion list,"
-        f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files"
+        + (f" {reader.sets_decoded} stored sets decoded, {digests} set digests and {pairs} dedup pairs' exact Jaccard agree,"
+           if params.get("store_sets") else "")
+        + f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files"
         + (f", {s['sealed_wal_files']} sealed" if s["version"] >= 2 else "")
         + ")"
     )

@@ -190,6 +190,7 @@ impl Db {
         let bands = self.params.lsh.bands;
         let record_bytes = self.params.sig_bytes();
         let store_sets = self.params.store_sets;
+        let mut scratch = Vec::new();
         let siglog_path = self.dir.join(names::SIGLOG);
         for seg in &state.version.segments {
             seg.seg.verify_checksums()?;
@@ -227,7 +228,10 @@ impl Db {
                 );
                 batch.records.extend_from_slice(sig);
                 if store_sets {
-                    batch.sets.push(seg.seg.set_of(d)?.unwrap_or_default());
+                    // Decoded as a check: damage is refused, never exported.
+                    batch
+                        .sets
+                        .push(seg.seg.checked_set_of(d, &mut scratch)?.unwrap_or_default());
                 }
             }
             if !batch.keys.is_empty() {

@@ -68,6 +68,7 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     // The SHINGLES section: an offset table (filled in below), then live rows' sets.
     let mut set_ends: Vec<u64> = Vec::new();
     let mut set_data: Vec<u8> = Vec::new();
+    let mut scratch = Vec::new();
     for s in inputs {
         for (row, doc) in s.docs().enumerate() {
             let (docno, key) = doc?;
@@ -77,7 +78,9 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
                 key_ends.push(key_blob.len() as u64);
                 signatures.extend_from_slice(s.signature_at(row as u64)?);
                 if s.stores_sets() {
-                    set_data.extend_from_slice(s.set_at(row as u64)?);
+                    // Decoded as a check: a set that does not decode is refused, like a
+                    // damaged signature, never copied on under fresh checksums.
+                    set_data.extend_from_slice(s.checked_set_at(row as u64, &mut scratch)?);
                     set_ends.push(set_data.len() as u64);
                 }
             }

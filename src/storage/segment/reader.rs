@@ -13,6 +13,7 @@ use super::bits::read_bits;
 use super::format::{HOT_RECORD_LEN, HotRecord, band_key32, key_hash32};
 use super::open::Layout;
 use super::prefix::Table;
+use crate::sketch::shingle_set::decode_into;
 use crate::{Error, Result};
 
 /// A bucket that held more documents than the cap when its segment was written.
@@ -283,6 +284,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 .map_err(|_| self.err(at, "shingle set offset out of range"))
         };
         let (from, to) = (offset(at)?, offset(at + 8)?);
+        // The first set starts the coded bytes and the last one ends them: a table that says
+        // otherwise is damage, never a shifted set.
+        let last = i + 1 == self.layout.doc_count;
+        if (i == 0 && from != 0) || (last && sets.data.checked_add(to) != Some(sets.end)) {
+            return Err(self.err(
+                if i == 0 { at } else { at + 8 },
+                "shingle set offsets do not cover their section",
+            ));
+        }
         let (from, to) = match (sets.data.checked_add(from), sets.data.checked_add(to)) {
             (Some(f), Some(t)) if f <= t && t <= sets.end => (f, t),
             _ => {
@@ -308,6 +318,29 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
         match self.ordinal_of(docno)? {
             Some(i) => self.set_at(i).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Segment::set_at`], its coding checked by decoding it into `scratch`: a set whose
+    /// bytes match their checksums but do not decode is corruption naming its byte, so that
+    /// compaction and export never carry it on under fresh checksums.
+    pub fn checked_set_at(&self, i: u64, scratch: &mut Vec<u32>) -> Result<&[u8]> {
+        let coded = self.set_at(i)?;
+        if let Err(e) = decode_into(coded, scratch) {
+            let at = coded.as_ptr() as usize - self.data().as_ptr() as usize;
+            return Err(self.err(at + e.offset, format!("the set of ordinal {i}: {e}")));
+        }
+        Ok(coded)
+    }
+
+    /// [`Segment::set_of`] with the coding checked as [`Segment::checked_set_at`] does.
+    pub fn checked_set_of(&self, docno: u64, scratch: &mut Vec<u32>) -> Result<Option<&[u8]>> {
+        if self.layout.sets.is_none() {
+            return Ok(None);
+        }
+        match self.ordinal_of(docno)? {
+            Some(i) => self.checked_set_at(i, scratch).map(Some),
             None => Ok(None),
         }
     }
