@@ -94,6 +94,7 @@ fn dedup(db: &Db, threshold: f64) -> Vec<Value> {
                 String::from_utf8(b).unwrap(),
                 p.jaccard,
                 p.estimate,
+                p.exact,
             ));
             Ok(())
         },
@@ -103,7 +104,7 @@ fn dedup(db: &Db, threshold: f64) -> Vec<Value> {
     pairs.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
     pairs
         .into_iter()
-        .map(|(a, b, j, e)| json!({"a": a, "b": b, "jaccard": j, "estimate": e}))
+        .map(|(a, b, j, e, x)| json!({"a": a, "b": b, "jaccard": j, "estimate": e, "exact": x}))
         .collect()
 }
 
@@ -149,6 +150,7 @@ fn check_sets(db: &Db, expected: &Value, what: &str) {
         );
         assert!(close(&g["jaccard"], &w["jaccard"]), "{what}: {g} != {w}");
         assert!(close(&g["estimate"], &w["estimate"]), "{what}: {g} != {w}");
+        assert_eq!(g["exact"], w["exact"], "{what}: {g} != {w}");
         assert!(g["jaccard"].as_f64().unwrap() >= threshold, "{what}: {g}");
     }
     for query in expected["queries"].as_array().unwrap() {

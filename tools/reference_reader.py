@@ -38,6 +38,7 @@ follows the spec.
 """
 
 import json
+import math
 import os
 import re
 import struct
@@ -1036,6 +1037,13 @@ def as_json(reader, params, live, with_values=False):
     }
 
 
+def rerank_margin(t, k, bits):
+    """Three standard deviations of the b-bit estimate at J = t (format/hashing.md section 14)."""
+    c = 0.0 if bits >= 64 else 2.0 ** -bits
+    p = c + (1 - c) * t
+    return 3 * math.sqrt(p * (1 - p) / k) / (1 - c)
+
+
 def check_sets(live, want, params):
     """Each live key's stored-set digest, and each recorded dedup pair's exact Jaccard
     (recomputed from the two decoded sets) and estimate (from the two signatures)."""
@@ -1059,10 +1067,19 @@ def check_sets(live, want, params):
             continue
         j = exact_jaccard(a[2], b[2])
         est = estimate(a[1], b[1], params["num_perm"], params["bits"])
-        if abs(j - pair["jaccard"]) > 1e-12:
+        # A pair re-ranked reports its exact Jaccard; one estimated at or above the threshold
+        # plus the re-rank margin (format/hashing.md section 14) reports its estimate.
+        reported = j if pair.get("exact", True) else est
+        if not pair.get("exact", True) and abs(pair["jaccard"] - pair["estimate"]) > 1e-12:
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: not re-ranked, yet its jaccard {pair['jaccard']!r} is not its estimate")
+        elif abs(reported - pair["jaccard"]) > 1e-9:
             problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact Jaccard of the stored sets {j!r} != expected {pair['jaccard']!r}")
         elif abs(est - pair["estimate"]) > 1e-9:
             problems.append(f"pair {pair['a']!r} / {pair['b']!r}: estimate {est!r} != expected {pair['estimate']!r}")
+        elif "dedup_threshold" in want and "exact" in pair and pair["exact"] != (
+                est < want["dedup_threshold"] + rerank_margin(want["dedup_threshold"], params["num_perm"], params["bits"])):
+            problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact = {pair['exact']}, but its estimate {est!r} is "
+                            f"{'below' if pair['exact'] is False else 'at or above'} the threshold plus the re-rank margin")
         elif "dedup_threshold" in want and j < want["dedup_threshold"]:
             problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact Jaccard {j} is below the dedup threshold {want['dedup_threshold']}")
         else:
