@@ -20,9 +20,6 @@ const COLD_LOOKUP: Duration = Duration::from_micros(20);
 /// taken for a cold page cache (which would turn every candidate into a `madvise` call).
 const POSTING_DECODE: Duration = Duration::from_nanos(50);
 
-/// Candidates whose signature reads are started together before they are verified.
-const TOUCH_WINDOW: usize = 32;
-
 /// Distinct candidates from which one query's verification is spread over every core (below,
 /// the cost of handing work to other threads, a few microseconds, is not worth it).
 const PARALLEL_CANDIDATES: usize = 2048;
@@ -116,12 +113,17 @@ impl Db {
         limit: Option<usize>,
     ) -> Result<QueryResult> {
         let mut stats = QueryStats::default();
-        let mut candidates: Vec<u64> = Vec::new();
+        let mut candidates = scratch::take();
         let version = &state.version;
         // Lookups that waited for the disk so far: the first starts prefetching the later
         // lookups; a second confirms a cold page cache (one slow band alone may be this thread
         // losing the core on a busy machine) and the candidates' documents are prefetched too.
         let mut slow_lookups = 0u32;
+        // A slow band counts only once the thread is seen waiting for the disk (a major page
+        // fault): on a busy machine a warm query is often slow merely for losing its core, and
+        // prefetching its thousands of candidates (two `madvise` calls each) would then be
+        // most of its time.
+        let mut faulted = false;
         let record_bytes = self.params.sig_bytes();
         // A band's lookups (one per segment) take about a microsecond each from the page
         // cache; far longer means they waited for the disk.
@@ -144,7 +146,10 @@ impl Db {
                 if band == 0 && slow_lookups == 0 && i + 1 < version.segments.len() {
                     let now = Instant::now();
                     let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
-                    if now.duration_since(last) >= COLD_LOOKUP + decoding {
+                    if now.duration_since(last) >= COLD_LOOKUP + decoding
+                        && (faulted || disk_waited())
+                    {
+                        faulted = true;
                         slow_lookups += 1;
                         prefetch_lookups(version, band_keys, 0);
                     }
@@ -157,10 +162,11 @@ impl Db {
                 // cost).
                 let now = Instant::now();
                 let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
-                if now.duration_since(last) >= cold_band + decoding {
+                if now.duration_since(last) >= cold_band + decoding && (faulted || disk_waited()) {
                     // This band waited for the disk: the page cache may be cold. Ask for the
                     // pages of every later lookup now, level by level, so that their reads
                     // overlap instead of queueing one after another.
+                    faulted = true;
                     slow_lookups += 1;
                     if slow_lookups == 1 {
                         prefetch_lookups(version, band_keys, band + 1);
@@ -253,6 +259,7 @@ impl Db {
         if let Some(limit) = limit {
             matches.truncate(limit);
         }
+        scratch::give_back(candidates);
         Ok(QueryResult { matches, stats })
     }
 }
@@ -273,51 +280,85 @@ impl Verifier<'_> {
     /// estimates, in the order of `candidates`.
     fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<(u64, f64)>)> {
         let state = self.state;
+        let version = &state.version;
         let mut verified = 0;
         let mut matched = Vec::new();
-        let mut stored_of: Vec<(u64, &[u8])> = Vec::with_capacity(TOUCH_WINDOW);
-        // Verification waits on memory: each candidate's signature is a cache miss, and the
-        // comparison loop (with its early exits) takes them one after another. Finding a
-        // window's live signatures (a checked read each) and reading every cache line of them
-        // first issues those misses together, so they overlap.
-        for window in candidates.chunks(TOUCH_WINDOW) {
-            stored_of.clear();
-            for &docno in window {
-                if state.is_deleted(docno) {
-                    continue;
-                }
-                if let Some(stored) = state.signature_bytes(docno, self.record_bytes)? {
-                    stored_of.push((docno, stored));
-                }
-            }
-            if stored_of.len() > 1 {
-                let mut touched = 0u8;
-                for (_, stored) in &stored_of {
-                    // One byte of every cache line the comparison may read.
-                    for b in stored.iter().step_by(64) {
-                        touched ^= b;
-                    }
-                }
-                std::hint::black_box(touched);
-            }
-            for &(docno, stored) in &stored_of {
-                verified += 1;
-                let Ok(Some(equal)) = bbit::count_equal_packed_at_least(
-                    self.packed,
-                    stored,
-                    self.k,
-                    self.bits,
-                    self.min_equal,
-                ) else {
-                    continue;
-                };
+        let mut compare = |docno: u64, stored: &[u8]| {
+            verified += 1;
+            if let Ok(Some(equal)) = bbit::count_equal_packed_at_least(
+                self.packed,
+                stored,
+                self.k,
+                self.bits,
+                self.min_equal,
+            ) {
                 let jaccard = bbit::estimate_from_matches(equal, self.k, self.bits);
                 if jaccard >= self.threshold {
                     matched.push((docno, jaccard));
                 }
             }
+        };
+        // Committed documents (below the in-memory tables' range) are read segment by segment,
+        // each segment's run of candidates walked in step with its rows (candidates are
+        // ascending): no search for the segment or the whole doc table per candidate. A
+        // version-1 database keeps its signatures in the log: read one by one.
+        let memory_base = state.imm.as_ref().map_or(state.mem.base, |imm| imm.base);
+        let committed = if version.siglog.is_some() {
+            0
+        } else {
+            candidates.partition_point(|&d| d < memory_base)
+        };
+        let (in_segments, others) = candidates.split_at(committed);
+        let mut rest = in_segments;
+        for seg in &version.segments {
+            let seg = &seg.seg;
+            let end = rest.partition_point(|&d| d < seg.end_docno());
+            let (run, after) = rest.split_at(end);
+            rest = after;
+            seg.for_each_signature(run, |docno, stored| {
+                if !state.is_deleted(docno) {
+                    compare(docno, stored);
+                }
+                Ok(())
+            })?;
+        }
+        for &docno in others {
+            if state.is_deleted(docno) {
+                continue;
+            }
+            if let Some(stored) = state.signature_bytes(docno, self.record_bytes)? {
+                compare(docno, stored);
+            }
         }
         Ok((verified, matched))
+    }
+}
+
+/// The buffer a thread gathers its queries' candidates in, kept from one query to the next: a
+/// hot query gathers tens of thousands of postings, and a fresh vector for each would grow
+/// by copying, and be mapped and unmapped by the allocator, every time.
+mod scratch {
+    use std::cell::Cell;
+
+    /// Larger buffers are not kept (a rare huge query must not pin its memory).
+    const KEEP_MAX: usize = 1 << 20;
+
+    thread_local! {
+        static BUFFER: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+    }
+
+    /// The thread's buffer, empty (a fresh one if a query on this thread already holds it:
+    /// rayon may run a second query on a thread whose first waits for its parallel part).
+    pub(super) fn take() -> Vec<u64> {
+        BUFFER.with(Cell::take)
+    }
+
+    /// Returns the buffer for the thread's next query.
+    pub(super) fn give_back(mut buffer: Vec<u64>) {
+        if buffer.capacity() <= KEEP_MAX {
+            buffer.clear();
+            BUFFER.with(|b| b.set(buffer));
+        }
     }
 }
 
@@ -353,6 +394,18 @@ fn distinct_sorted(mut gathered: Vec<u64>) -> Vec<u64> {
         }
     }
     gathered
+}
+
+/// Whether the calling thread has waited for the disk (a major page fault) since it last
+/// asked; true where the system does not count them (then timing alone decides).
+fn disk_waited() -> bool {
+    thread_local! {
+        static SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    let Some(now) = crate::storage::thread_major_faults() else {
+        return true;
+    };
+    SEEN.with(|seen| seen.replace(now) < now)
 }
 
 /// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`
