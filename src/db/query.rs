@@ -132,6 +132,16 @@ impl Db {
         // Candidates gathered when the clock was last read.
         let mut gathered = 0usize;
         for (band, &bk) in band_keys.iter().enumerate() {
+            for seg in &version.segments {
+                seg.seg.cache_bucket_directory(band, bk);
+            }
+        }
+        for (band, &bk) in band_keys.iter().enumerate() {
+            if let Some(&next) = band_keys.get(band + 1) {
+                for seg in &version.segments {
+                    seg.seg.cache_bucket_entries(band + 1, next);
+                }
+            }
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
@@ -309,13 +319,19 @@ impl Verifier<'_> {
             candidates.partition_point(|&d| d < memory_base)
         };
         let (in_segments, others) = candidates.split_at(committed);
+        // A comparison reads a signature's 64-byte blocks until more fields differ than the
+        // threshold allows: the blocks every candidate needs are prefetched (not the whole
+        // signature: at a high threshold most candidates stop after a block or two).
+        let max_differing = self.k.saturating_sub(self.min_equal) + 1;
+        let slots_per_block = (512 / self.bits.max(1) as usize).max(1);
+        let prefetch_bytes = max_differing.div_ceil(slots_per_block) * 64;
         let mut rest = in_segments;
         for seg in &version.segments {
             let seg = &seg.seg;
             let end = rest.partition_point(|&d| d < seg.end_docno());
             let (run, after) = rest.split_at(end);
             rest = after;
-            seg.for_each_signature(run, |docno, stored| {
+            seg.for_each_signature(run, prefetch_bytes, |docno, stored| {
                 if !state.is_deleted(docno) {
                     compare(docno, stored);
                 }

@@ -260,9 +260,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// that order, reading each signature checked. The rows are found walking forward with the
     /// docnos: a row is where its docno says when the range has no holes, else searched for
     /// among the few rows after the previous one that it may be in (not the whole table).
+    /// The first `prefetch_bytes` of the signatures a few docnos ahead are asked of the CPU
+    /// early (what a comparison reads before it can stop; see `bbit`).
     pub fn for_each_signature(
         &self,
         docnos: &[u64],
+        prefetch_bytes: usize,
         mut f: impl FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let l = &self.layout;
@@ -276,18 +279,24 @@ impl<B: AsRef<[u8]>> Segment<B> {
         // Rows missing before the last row found: with them, a docno ahead says where its row
         // most likely is (exactly, unless more rows are missing in between).
         let mut missing = 0;
-        for (j, &docno) in docnos.iter().enumerate() {
-            // Each signature is a cache miss or several: start the reads of the signature a few
-            // candidates ahead, so that they overlap with this comparison.
-            if let Some(ahead) = docnos.get(j + SIGNATURE_PREFETCH)
-                && let Some(rel) = ahead.checked_sub(l.base + missing)
+        // Each signature is a cache miss or several: the reads of the signatures a few
+        // candidates ahead are started early, so that they overlap with the comparisons.
+        let prefetch = |docno: Option<&u64>, missing: u64| {
+            if let Some(rel) = docno.and_then(|d| d.checked_sub(l.base + missing))
                 && rel < l.doc_count
             {
                 let at = l.signatures + (rel as usize) * n;
-                if let Some(record) = data.get(at..at + n) {
+                // (A record need not start on a cache line: its last line is asked for too.)
+                if let Some(record) = data.get(at..at + n.min(prefetch_bytes + 63)) {
                     crate::storage::prefetch_lines(record);
                 }
             }
+        };
+        for ahead in docnos.iter().take(SIGNATURE_PREFETCH) {
+            prefetch(Some(ahead), 0);
+        }
+        for (j, &docno) in docnos.iter().enumerate() {
+            prefetch(docnos.get(j + SIGNATURE_PREFETCH), missing);
             if docno < l.base || docno >= self.end_docno() {
                 continue;
             }
