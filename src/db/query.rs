@@ -210,6 +210,7 @@ impl Db {
                 self.params.bits,
             ),
             threshold,
+            keys_now: !cold,
         };
         // A query with thousands of candidates is spread over every core; small ones stay on
         // the calling thread (a batch already keeps the cores busy with whole queries).
@@ -229,18 +230,23 @@ impl Db {
         };
         stats.verified = verified;
         if cold && matched.len() > 1 {
-            for &(docno, _) in &matched {
+            for &(docno, _, _) in &matched {
                 if let Some(seg) = version.segment_of(docno) {
                     seg.seg.prefetch_key(docno);
                 }
             }
         }
-        let resolve = |&(docno, jaccard): &(u64, f64)| -> Result<Option<Match>> {
-            Ok(state.key_of(docno)?.map(|key| Match {
-                key: key.to_vec(),
-                jaccard,
-            }))
-        };
+        let resolve =
+            |&(docno, jaccard, key): &(u64, f64, Option<&[u8]>)| -> Result<Option<Match>> {
+                let key = match key {
+                    Some(key) => Some(key),
+                    None => state.key_of(docno)?,
+                };
+                Ok(key.map(|key| Match {
+                    key: key.to_vec(),
+                    jaccard,
+                }))
+            };
         let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
             matched
                 .par_chunks(PARALLEL_CHUNK)
@@ -274,6 +280,9 @@ impl Db {
     }
 }
 
+/// A match as verification finds it: docno, estimate, and its key when already read.
+type Found<'a> = (u64, f64, Option<&'a [u8]>);
+
 /// Verifies candidates against a query's packed signature.
 struct Verifier<'a> {
     state: &'a State,
@@ -283,29 +292,32 @@ struct Verifier<'a> {
     bits: u32,
     min_equal: usize,
     threshold: f64,
+    /// Read each match's key as it is found (from the row the walk is on) rather than
+    /// afterwards (a cold query prefetches the keys of all its matches first instead).
+    keys_now: bool,
 }
 
-impl Verifier<'_> {
+impl<'a> Verifier<'a> {
     /// The number of live candidates compared, and those at or above the threshold with their
     /// estimates, in the order of `candidates`.
-    fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<(u64, f64)>)> {
+    fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<Found<'a>>)> {
         let state = self.state;
         let version = &state.version;
         let mut verified = 0;
         let mut matched = Vec::new();
-        let mut compare = |docno: u64, stored: &[u8]| {
+        // The estimate of a candidate that reaches the threshold.
+        let mut compare = |stored: &[u8]| {
             verified += 1;
-            if let Ok(Some(equal)) = bbit::count_equal_packed_at_least(
+            match bbit::count_equal_packed_at_least(
                 self.packed,
                 stored,
                 self.k,
                 self.bits,
                 self.min_equal,
             ) {
-                let jaccard = bbit::estimate_from_matches(equal, self.k, self.bits);
-                if jaccard >= self.threshold {
-                    matched.push((docno, jaccard));
-                }
+                Ok(Some(equal)) => Some(bbit::estimate_from_matches(equal, self.k, self.bits))
+                    .filter(|&jaccard| jaccard >= self.threshold),
+                _ => None,
             }
         };
         // Committed documents (below the in-memory tables' range) are read segment by segment,
@@ -331,9 +343,16 @@ impl Verifier<'_> {
             let end = rest.partition_point(|&d| d < seg.end_docno());
             let (run, after) = rest.split_at(end);
             rest = after;
-            seg.for_each_signature(run, prefetch_bytes, |docno, stored| {
-                if !state.is_deleted(docno) {
-                    compare(docno, stored);
+            seg.for_each_signature(run, prefetch_bytes, |docno, row, stored| {
+                if !state.is_deleted(docno)
+                    && let Some(jaccard) = compare(stored)
+                {
+                    let key = if self.keys_now {
+                        Some(seg.key_at_row(row)?)
+                    } else {
+                        None
+                    };
+                    matched.push((docno, jaccard, key));
                 }
                 Ok(())
             })?;
@@ -342,8 +361,10 @@ impl Verifier<'_> {
             if state.is_deleted(docno) {
                 continue;
             }
-            if let Some(stored) = state.signature_bytes(docno, self.record_bytes)? {
-                compare(docno, stored);
+            if let Some(stored) = state.signature_bytes(docno, self.record_bytes)?
+                && let Some(jaccard) = compare(stored)
+            {
+                matched.push((docno, jaccard, None));
             }
         }
         Ok((verified, matched))

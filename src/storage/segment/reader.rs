@@ -175,6 +175,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
         Ok((docno, key))
     }
 
+    /// The key of the document at row (ordinal) `row`, as [`Segment::for_each_signature`]
+    /// gives it.
+    pub fn key_at_row(&self, row: u64) -> Result<&[u8]> {
+        Ok(self.key_at(row)?.1)
+    }
+
     /// Ordinal of `docno` in the doc table.
     pub(super) fn ordinal_of(&self, docno: u64) -> Result<Option<u64>> {
         if docno < self.layout.base || docno >= self.end_docno() {
@@ -256,7 +262,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
     }
 
-    /// Calls `f(docno, signature)` for each of `docnos` (ascending) that the segment holds, in
+    /// Calls `f(docno, row, signature)` for each of `docnos` (ascending) that the segment holds, in
     /// that order, reading each signature checked. The rows are found walking forward with the
     /// docnos: a row is where its docno says when the range has no holes, else searched for
     /// among the few rows after the previous one that it may be in (not the whole table).
@@ -266,7 +272,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         &self,
         docnos: &[u64],
         prefetch_bytes: usize,
-        mut f: impl FnMut(u64, &[u8]) -> Result<()>,
+        mut f: impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let l = &self.layout;
         let n = l.record_bytes;
@@ -332,7 +338,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             let sig = data
                 .get(at..at + n)
                 .ok_or_else(|| self.err(at, "signature out of bounds"))?;
-            f(docno, sig)?;
+            f(docno, row, sig)?;
         }
         Ok(())
     }
