@@ -21,9 +21,6 @@ const COLD_LOOKUP: Duration = Duration::from_micros(20);
 /// taken for a cold page cache (which would turn every candidate into a `madvise` call).
 const POSTING_DECODE: Duration = Duration::from_nanos(50);
 
-/// Candidates whose signature reads are started together before they are verified.
-const TOUCH_WINDOW: usize = 32;
-
 /// Distinct candidates from which one query's verification is spread over every core (below,
 /// the cost of handing work to other threads, a few microseconds, is not worth it).
 const PARALLEL_CANDIDATES: usize = 2048;
@@ -33,6 +30,10 @@ const PARALLEL_MATCHES: usize = 1024;
 
 /// Candidates (or matches) per parallel task.
 const PARALLEL_CHUNK: usize = 512;
+
+/// A match decided: (docno, similarity reported, estimate, whether the similarity is exact,
+/// its key when verification read it on the way).
+type Decided<'a> = (u64, f64, f64, bool, Option<&'a [u8]>);
 
 /// What a query asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -137,22 +138,27 @@ impl Db {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
     }
 
-    pub(super) fn run_query(
+    pub(super) fn run_query<'s>(
         &self,
-        state: &State,
+        state: &'s State,
         band_keys: &[u64],
-        packed: &[u8],
+        packed: &'s [u8],
         threshold: f64,
         exact: Option<&[u32]>,
         limit: Option<usize>,
     ) -> Result<QueryResult> {
         let mut stats = QueryStats::default();
-        let mut candidates: Vec<u64> = Vec::new();
+        let mut candidates = scratch::take();
         let version = &state.version;
         // Lookups that waited for the disk so far: the first starts prefetching the later
         // lookups; a second confirms a cold page cache (one slow band alone may be this thread
         // losing the core on a busy machine) and the candidates' documents are prefetched too.
         let mut slow_lookups = 0u32;
+        // A slow band counts only once the thread is seen waiting for the disk (a major page
+        // fault): on a busy machine a warm query is often slow merely for losing its core, and
+        // prefetching its thousands of candidates (two `madvise` calls each) would then be
+        // most of its time.
+        let mut faulted = false;
         let record_bytes = self.params.sig_bytes();
         // A band's lookups (one per segment) take about a microsecond each from the page
         // cache; far longer means they waited for the disk.
@@ -161,6 +167,16 @@ impl Db {
         // Candidates gathered when the clock was last read.
         let mut gathered = 0usize;
         for (band, &bk) in band_keys.iter().enumerate() {
+            for seg in &version.segments {
+                seg.seg.cache_bucket_directory(band, bk);
+            }
+        }
+        for (band, &bk) in band_keys.iter().enumerate() {
+            if let Some(&next) = band_keys.get(band + 1) {
+                for seg in &version.segments {
+                    seg.seg.cache_bucket_entries(band + 1, next);
+                }
+            }
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
@@ -175,7 +191,10 @@ impl Db {
                 if band == 0 && slow_lookups == 0 && i + 1 < version.segments.len() {
                     let now = Instant::now();
                     let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
-                    if now.duration_since(last) >= COLD_LOOKUP + decoding {
+                    if now.duration_since(last) >= COLD_LOOKUP + decoding
+                        && (faulted || disk_waited())
+                    {
+                        faulted = true;
                         slow_lookups += 1;
                         prefetch_lookups(version, band_keys, 0);
                     }
@@ -188,10 +207,11 @@ impl Db {
                 // cost).
                 let now = Instant::now();
                 let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
-                if now.duration_since(last) >= cold_band + decoding {
+                if now.duration_since(last) >= cold_band + decoding && (faulted || disk_waited()) {
                     // This band waited for the disk: the page cache may be cold. Ask for the
                     // pages of every later lookup now, level by level, so that their reads
                     // overlap instead of queueing one after another.
+                    faulted = true;
                     slow_lookups += 1;
                     if slow_lookups == 1 {
                         prefetch_lookups(version, band_keys, band + 1);
@@ -228,6 +248,7 @@ impl Db {
             // Candidates that cannot reach the gate are dropped as soon as that shows.
             min_equal: bbit::min_matches_for(gate, k, bits),
             threshold: gate,
+            keys_now: !cold,
         };
         // A query with thousands of candidates is spread over every core; small ones stay on
         // the calling thread (a batch already keeps the cores busy with whole queries).
@@ -246,20 +267,19 @@ impl Db {
             verify.run(&candidates)?
         };
         stats.verified = verified;
-        // (docno, similarity reported, estimate, exact).
-        let matched: Vec<(u64, f64, f64, bool)> = match exact {
+        let matched: Vec<Decided<'s>> = match exact {
             Some(query_set) => {
                 stats.exact = true;
                 let sure = threshold + rerank_margin(threshold, k, bits);
-                stats.reranked = matched.iter().filter(|&&(_, e)| e < sure).count();
-                let rerank = |chunk: &[(u64, f64)]| -> Result<Vec<(u64, f64, f64, bool)>> {
+                stats.reranked = matched.iter().filter(|&&(_, e, _)| e < sure).count();
+                let rerank = |chunk: &[Found<'s>]| -> Result<Vec<Decided<'s>>> {
                     let mut out = Vec::new();
-                    for &(docno, estimate) in chunk {
+                    for &(docno, estimate, key) in chunk {
                         if estimate >= sure {
-                            out.push((docno, estimate, estimate, false));
+                            out.push((docno, estimate, estimate, false, key));
                         } else if let Some(j) = exact_at_least(state, docno, query_set, threshold)?
                         {
-                            out.push((docno, j, estimate, true));
+                            out.push((docno, j, estimate, true, key));
                         }
                     }
                     Ok(out)
@@ -274,7 +294,10 @@ impl Db {
                     rerank(&matched)?
                 }
             }
-            None => matched.into_iter().map(|(d, e)| (d, e, e, false)).collect(),
+            None => matched
+                .into_iter()
+                .map(|(d, e, key)| (d, e, e, false, key))
+                .collect(),
         };
         if cold && matched.len() > 1 {
             for &(docno, ..) in &matched {
@@ -284,8 +307,12 @@ impl Db {
             }
         }
         let resolve =
-            |&(docno, jaccard, estimate, exact): &(u64, f64, f64, bool)| -> Result<Option<Match>> {
-                Ok(state.key_of(docno)?.map(|key| Match {
+            |&(docno, jaccard, estimate, exact, key): &Decided<'_>| -> Result<Option<Match>> {
+                let key = match key {
+                    Some(key) => Some(key),
+                    None => state.key_of(docno)?,
+                };
+                Ok(key.map(|key| Match {
                     key: key.to_vec(),
                     jaccard,
                     estimate,
@@ -322,9 +349,13 @@ impl Db {
         if let Some(limit) = limit {
             matches.truncate(limit);
         }
+        scratch::give_back(candidates);
         Ok(QueryResult { matches, stats })
     }
 }
+
+/// A match as verification finds it: docno, estimate, and its key when already read.
+type Found<'a> = (u64, f64, Option<&'a [u8]>);
 
 /// Verifies candidates against a query's packed signature.
 struct Verifier<'a> {
@@ -335,58 +366,110 @@ struct Verifier<'a> {
     bits: u32,
     min_equal: usize,
     threshold: f64,
+    /// Read each match's key as it is found (from the row the walk is on) rather than
+    /// afterwards (a cold query prefetches the keys of all its matches first instead).
+    keys_now: bool,
 }
 
-impl Verifier<'_> {
+impl<'a> Verifier<'a> {
     /// The number of live candidates compared, and those at or above the threshold with their
     /// estimates, in the order of `candidates`.
-    fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<(u64, f64)>)> {
+    fn run(&self, candidates: &[u64]) -> Result<(usize, Vec<Found<'a>>)> {
         let state = self.state;
+        let version = &state.version;
         let mut verified = 0;
         let mut matched = Vec::new();
-        let mut stored_of: Vec<(u64, &[u8])> = Vec::with_capacity(TOUCH_WINDOW);
-        // Verification waits on memory: each candidate's signature is a cache miss, and the
-        // comparison loop (with its early exits) takes them one after another. Finding a
-        // window's live signatures (a checked read each) and reading every cache line of them
-        // first issues those misses together, so they overlap.
-        for window in candidates.chunks(TOUCH_WINDOW) {
-            stored_of.clear();
-            for &docno in window {
-                if state.is_deleted(docno) {
-                    continue;
-                }
-                if let Some(stored) = state.signature_bytes(docno, self.record_bytes)? {
-                    stored_of.push((docno, stored));
-                }
+        // The estimate of a candidate that reaches the threshold.
+        let mut compare = |stored: &[u8]| {
+            verified += 1;
+            match bbit::count_equal_packed_at_least(
+                self.packed,
+                stored,
+                self.k,
+                self.bits,
+                self.min_equal,
+            ) {
+                Ok(Some(equal)) => Some(bbit::estimate_from_matches(equal, self.k, self.bits))
+                    .filter(|&jaccard| jaccard >= self.threshold),
+                _ => None,
             }
-            if stored_of.len() > 1 {
-                let mut touched = 0u8;
-                for (_, stored) in &stored_of {
-                    // One byte of every cache line the comparison may read.
-                    for b in stored.iter().step_by(64) {
-                        touched ^= b;
-                    }
+        };
+        // Committed documents (below the in-memory tables' range) are read segment by segment,
+        // each segment's run of candidates walked in step with its rows (candidates are
+        // ascending): no search for the segment or the whole doc table per candidate. A
+        // version-1 database keeps its signatures in the log: read one by one.
+        let memory_base = state.imm.as_ref().map_or(state.mem.base, |imm| imm.base);
+        let committed = if version.siglog.is_some() {
+            0
+        } else {
+            candidates.partition_point(|&d| d < memory_base)
+        };
+        let (in_segments, others) = candidates.split_at(committed);
+        // A comparison reads a signature's 64-byte blocks until more fields differ than the
+        // threshold allows: the blocks every candidate needs are prefetched (not the whole
+        // signature: at a high threshold most candidates stop after a block or two).
+        let max_differing = self.k.saturating_sub(self.min_equal) + 1;
+        let slots_per_block = (512 / self.bits.max(1) as usize).max(1);
+        let prefetch_bytes = max_differing.div_ceil(slots_per_block) * 64;
+        let mut rest = in_segments;
+        for seg in &version.segments {
+            let seg = &seg.seg;
+            let end = rest.partition_point(|&d| d < seg.end_docno());
+            let (run, after) = rest.split_at(end);
+            rest = after;
+            seg.for_each_signature(run, prefetch_bytes, |docno, row, stored| {
+                if !state.is_deleted(docno)
+                    && let Some(jaccard) = compare(stored)
+                {
+                    let key = if self.keys_now {
+                        Some(seg.key_at_row(row)?)
+                    } else {
+                        None
+                    };
+                    matched.push((docno, jaccard, key));
                 }
-                std::hint::black_box(touched);
+                Ok(())
+            })?;
+        }
+        for &docno in others {
+            if state.is_deleted(docno) {
+                continue;
             }
-            for &(docno, stored) in &stored_of {
-                verified += 1;
-                let Ok(Some(equal)) = bbit::count_equal_packed_at_least(
-                    self.packed,
-                    stored,
-                    self.k,
-                    self.bits,
-                    self.min_equal,
-                ) else {
-                    continue;
-                };
-                let jaccard = bbit::estimate_from_matches(equal, self.k, self.bits);
-                if jaccard >= self.threshold {
-                    matched.push((docno, jaccard));
-                }
+            if let Some(stored) = state.signature_bytes(docno, self.record_bytes)?
+                && let Some(jaccard) = compare(stored)
+            {
+                matched.push((docno, jaccard, None));
             }
         }
         Ok((verified, matched))
+    }
+}
+
+/// The buffer a thread gathers its queries' candidates in, kept from one query to the next: a
+/// hot query gathers tens of thousands of postings, and a fresh vector for each would grow
+/// by copying, and be mapped and unmapped by the allocator, every time.
+mod scratch {
+    use std::cell::Cell;
+
+    /// Larger buffers are not kept (a rare huge query must not pin its memory).
+    const KEEP_MAX: usize = 1 << 20;
+
+    thread_local! {
+        static BUFFER: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+    }
+
+    /// The thread's buffer, empty (a fresh one if a query on this thread already holds it:
+    /// rayon may run a second query on a thread whose first waits for its parallel part).
+    pub(super) fn take() -> Vec<u64> {
+        BUFFER.with(Cell::take)
+    }
+
+    /// Returns the buffer for the thread's next query.
+    pub(super) fn give_back(mut buffer: Vec<u64>) {
+        if buffer.capacity() <= KEEP_MAX {
+            buffer.clear();
+            BUFFER.with(|b| b.set(buffer));
+        }
     }
 }
 
@@ -422,6 +505,18 @@ fn distinct_sorted(mut gathered: Vec<u64>) -> Vec<u64> {
         }
     }
     gathered
+}
+
+/// Whether the calling thread has waited for the disk (a major page fault) since it last
+/// asked; true where the system does not count them (then timing alone decides).
+fn disk_waited() -> bool {
+    thread_local! {
+        static SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    let Some(now) = crate::storage::thread_major_faults() else {
+        return true;
+    };
+    SEEN.with(|seen| seen.replace(now) < now)
 }
 
 /// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`

@@ -18,6 +18,7 @@ pub(crate) mod codec;
 pub(crate) mod deletions;
 pub(crate) mod manifest;
 mod mmap;
+pub(crate) use mmap::{prefetch_lines, thread_major_faults};
 pub(crate) mod names;
 pub mod segment;
 pub(crate) mod siglog;

@@ -109,26 +109,34 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
     /// (suffix, value) of entry `i`.
     pub(super) fn entry(&self, t: &Table, i: u64) -> Result<(u64, u64)> {
+        self.entry_in(self.data(), t, i)
+    }
+
+    /// (suffix, value) of entry `i`, read from `data` (the segment's bytes: a caller reading
+    /// many entries fetches them once, not once per entry through the map's indirection).
+    #[inline]
+    fn entry_in(&self, data: &[u8], t: &Table, i: u64) -> Result<(u64, u64)> {
         let width = t.width();
         let bit = i * width;
         let s = t.suffix_bits();
         self.check_bits(t.entries, bit, width.min(u64::from(u32::MAX)) as u32)?;
         if width <= 64 {
             // Suffix and value in one read.
-            return read_bits(self.data(), t.entries, bit, width as u32)
+            return read_bits(data, t.entries, bit, width as u32)
                 .map(|x| (x & low_mask(s), x >> s))
                 .ok_or_else(|| self.err(t.entries + (bit / 8) as usize, "entry out of bounds"));
         }
-        let suffix = read_bits(self.data(), t.entries, bit, s);
-        let value = read_bits(self.data(), t.entries, bit + u64::from(s), t.value_bits);
+        let suffix = read_bits(data, t.entries, bit, s);
+        let value = read_bits(data, t.entries, bit + u64::from(s), t.value_bits);
         match (suffix, value) {
             (Some(a), Some(b)) => Ok((a, b)),
             _ => Err(self.err(t.entries + (bit / 8) as usize, "entry out of bounds")),
         }
     }
 
-    /// Index range of the entries whose key is `key32`.
-    pub(super) fn lookup(&self, t: &Table, key32: u32) -> Result<(u64, u64)> {
+    /// The directory slot of `key32`, the key's suffix, and the slot's entry range (checked
+    /// against the table).
+    fn slot_of(&self, t: &Table, key32: u32) -> Result<(u64, u64, u64, u64)> {
         let s = t.suffix_bits();
         let slot = if t.prefix_bits == 0 {
             0
@@ -146,27 +154,74 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 ),
             ));
         }
-        let lower = |strict: bool| -> Result<u64> {
-            let (mut lo, mut hi) = (start, end);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                let (sfx, _) = self.entry(t, mid)?;
-                if sfx < suffix || (strict && sfx == suffix) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
+        Ok((slot, suffix, start, end))
+    }
+
+    /// Calls `f(index, value)` for each entry whose key is `key32`, in order: one lower-bound
+    /// search over the key's directory slot, then a scan that decodes each entry once.
+    #[inline]
+    pub(super) fn for_each_value_of(
+        &self,
+        t: &Table,
+        key32: u32,
+        mut f: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<()> {
+        let (slot, suffix, start, end) = self.slot_of(t, key32)?;
+        let data = self.data();
+        let (mut lo, mut hi) = (start, end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry_in(data, t, mid)?.0 < suffix {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
-            Ok(lo)
-        };
-        let (lo, hi) = (lower(false)?, lower(true)?);
-        if lo > hi {
-            return Err(self.err(
-                t.offset + slot as usize * 4,
-                format!("directory slot {slot}: entries not sorted"),
-            ));
         }
-        Ok((lo, hi))
+        // The scan reads no further than the slot's end: check those bytes once, not entry by
+        // entry (a hot bucket is thousands of entries).
+        let width = t.width();
+        if width <= 64 && lo < end {
+            let (from, to) = (
+                (lo * width / 8) as usize,
+                (end * width).div_ceil(8) as usize,
+            );
+            self.check(t.entries + from, to - from)?;
+        }
+        for i in lo..end {
+            let (sfx, value) = if width <= 64 {
+                let bit = i * width;
+                let x = read_bits(data, t.entries, bit, width as u32).ok_or_else(|| {
+                    self.err(t.entries + (bit / 8) as usize, "entry out of bounds")
+                })?;
+                (x & low_mask(t.suffix_bits()), x >> t.suffix_bits())
+            } else {
+                self.entry_in(data, t, i)?
+            };
+            if sfx != suffix {
+                if sfx < suffix {
+                    return Err(self.err(
+                        t.offset + slot as usize * 4,
+                        format!("directory slot {slot}: entries not sorted"),
+                    ));
+                }
+                break;
+            }
+            f(i, value)?;
+        }
+        Ok(())
+    }
+
+    /// Index range of the entries whose key is `key32`.
+    pub(super) fn lookup(&self, t: &Table, key32: u32) -> Result<(u64, u64)> {
+        let mut range: Option<(u64, u64)> = None;
+        self.for_each_value_of(t, key32, |i, _| {
+            range = Some(range.map_or((i, i + 1), |(lo, _)| (lo, i + 1)));
+            Ok(())
+        })?;
+        match range {
+            Some(r) => Ok(r),
+            None => Ok((0, 0)),
+        }
     }
 
     /// Calls `f(index, key32, value)` for every entry in order, checking the directory.

@@ -16,6 +16,10 @@ use super::prefix::Table;
 use crate::sketch::shingle_set::decode_into;
 use crate::{Error, Result};
 
+/// Candidates ahead of the one being verified whose signatures are prefetched: enough to cover
+/// a memory read's latency with the comparisons in between.
+const SIGNATURE_PREFETCH: usize = 8;
+
 /// A bucket that held more documents than the cap when its segment was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HotBucket {
@@ -172,6 +176,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
         Ok((docno, key))
     }
 
+    /// The key of the document at row (ordinal) `row`, as [`Segment::for_each_signature`]
+    /// gives it.
+    pub fn key_at_row(&self, row: u64) -> Result<&[u8]> {
+        Ok(self.key_at(row)?.1)
+    }
+
     /// Ordinal of `docno` in the doc table.
     pub(super) fn ordinal_of(&self, docno: u64) -> Result<Option<u64>> {
         if docno < self.layout.base || docno >= self.end_docno() {
@@ -210,10 +220,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// highest docno. O(log docs), no allocation.
     pub fn find_key(&self, key: &[u8]) -> Result<Option<u64>> {
         let t = self.layout.key_index;
-        let (lo, hi) = self.lookup(&t, key_hash32(key))?;
         let mut found = None;
-        for i in lo..hi {
-            let (_, ordinal) = self.entry(&t, i)?;
+        self.for_each_value_of(&t, key_hash32(key), |i, ordinal| {
             if ordinal >= self.layout.doc_count {
                 return Err(self.err(self.entry_offset(&t, i), "key index names a missing doc"));
             }
@@ -221,7 +229,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
             if k == key && found.is_none_or(|f| f < docno) {
                 found = Some(docno);
             }
-        }
+            Ok(())
+        })?;
         Ok(found)
     }
 
@@ -345,6 +354,87 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
     }
 
+    /// Calls `f(docno, row, signature)` for each of `docnos` (ascending) that the segment holds, in
+    /// that order, reading each signature checked. The rows are found walking forward with the
+    /// docnos: a row is where its docno says when the range has no holes, else searched for
+    /// among the few rows after the previous one that it may be in (not the whole table).
+    /// The first `prefetch_bytes` of the signatures a few docnos ahead are asked of the CPU
+    /// early (what a comparison reads before it can stop; see `bbit`).
+    pub fn for_each_signature(
+        &self,
+        docnos: &[u64],
+        prefetch_bytes: usize,
+        mut f: impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let l = &self.layout;
+        let n = l.record_bytes;
+        if n == 0 {
+            return Ok(());
+        }
+        let data = self.data();
+        let holes = l.span - l.doc_count;
+        let mut next_row = 0;
+        // Rows missing before the last row found: with them, a docno ahead says where its row
+        // most likely is (exactly, unless more rows are missing in between).
+        let mut missing = 0;
+        // Each signature is a cache miss or several: the reads of the signatures a few
+        // candidates ahead are started early, so that they overlap with the comparisons.
+        let prefetch = |docno: Option<&u64>, missing: u64| {
+            if let Some(rel) = docno.and_then(|d| d.checked_sub(l.base + missing))
+                && rel < l.doc_count
+            {
+                let at = l.signatures + (rel as usize) * n;
+                // (A record need not start on a cache line: its last line is asked for too.)
+                if let Some(record) = data.get(at..at + n.min(prefetch_bytes + 63)) {
+                    crate::storage::prefetch_lines(record);
+                }
+            }
+        };
+        for ahead in docnos.iter().take(SIGNATURE_PREFETCH) {
+            prefetch(Some(ahead), 0);
+        }
+        for (j, &docno) in docnos.iter().enumerate() {
+            prefetch(docnos.get(j + SIGNATURE_PREFETCH), missing);
+            if docno < l.base || docno >= self.end_docno() {
+                continue;
+            }
+            let rel = docno - l.base;
+            let row = if holes == 0 {
+                rel
+            } else {
+                let (mut lo, mut hi) = (
+                    rel.saturating_sub(holes).max(next_row),
+                    (rel + 1).min(l.doc_count),
+                );
+                let mut found = None;
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match self.docno_at(mid)?.cmp(&docno) {
+                        std::cmp::Ordering::Less => lo = mid + 1,
+                        std::cmp::Ordering::Greater => hi = mid,
+                        std::cmp::Ordering::Equal => {
+                            found = Some(mid);
+                            break;
+                        }
+                    }
+                }
+                match found {
+                    Some(row) => row,
+                    None => continue,
+                }
+            };
+            next_row = row + 1;
+            missing = rel - row;
+            let at = l.signatures + (row as usize) * n;
+            self.check(at, n)?;
+            let sig = data
+                .get(at..at + n)
+                .ok_or_else(|| self.err(at, "signature out of bounds"))?;
+            f(docno, row, sig)?;
+        }
+        Ok(())
+    }
+
     /// Every document `(docno, key)` in docno order.
     pub fn docs(&self) -> impl Iterator<Item = Result<(u64, &[u8])>> + '_ {
         (0..self.layout.doc_count).map(|i| self.key_at(i))
@@ -389,12 +479,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
     /// Appends the docnos of [`Segment::postings`] to `out`.
     pub fn postings_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) -> Result<()> {
-        let p = self.postings(band, band_key)?;
-        out.reserve(p.len());
-        for d in p {
-            out.push(d?);
-        }
-        Ok(())
+        let t = *self.band_table(band)?;
+        let base = self.layout.base;
+        self.for_each_value_of(&t, band_key32(band_key), |i, rel| {
+            let docno = base
+                .checked_add(rel)
+                .ok_or_else(|| self.err(self.entry_offset(&t, i), "docno overflows"))?;
+            out.push(docno);
+            Ok(())
+        })
     }
 
     // --- hot buckets --------------------------------------------------------------------------
