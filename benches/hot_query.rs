@@ -80,6 +80,7 @@ fn main() {
     let opts = QueryOptions {
         threshold: a.threshold,
         limit: None,
+        top: None,
     };
     // Warm the page cache and count the work once.
     let (mut candidates, mut verified, mut matches) = (0usize, 0usize, 0usize);

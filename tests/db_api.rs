@@ -182,6 +182,7 @@ fn top_k_and_threshold_options() {
             &QueryOptions {
                 threshold: Some(0.0),
                 limit: None,
+                top: None,
             },
         )
         .unwrap();
@@ -192,6 +193,7 @@ fn top_k_and_threshold_options() {
             &QueryOptions {
                 threshold: Some(0.0),
                 limit: Some(2),
+                top: None,
             },
         )
         .unwrap();
@@ -204,7 +206,8 @@ fn top_k_and_threshold_options() {
             &q,
             &QueryOptions {
                 threshold: Some(1.5),
-                limit: None
+                limit: None,
+                top: None,
             }
         )
         .is_err()

@@ -106,6 +106,7 @@ class Index:
         lowercase: bool = True,
         collapse_whitespace: bool = True,
         bits: int = 32,
+        band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
@@ -136,6 +137,7 @@ class Index:
         lowercase: bool = True,
         collapse_whitespace: bool = True,
         bits: int = 32,
+        band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
@@ -202,8 +204,10 @@ class Index:
         signature: Optional[_SignatureLike] = None,
         threshold: Optional[float] = None,
         limit: Optional[int] = None,
+        top: Optional[int] = None,
     ) -> list[_Match]:
-        """Documents similar to ``text`` or ``signature``, best first."""
+        """Documents similar to ``text`` or ``signature``, best first; with ``top``, the
+        ``top`` most similar (down to 0.3, or ``threshold``) without a threshold."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,
@@ -211,6 +215,7 @@ class Index:
         threshold: Optional[float] = None,
         limit: Optional[int] = None,
         batch_size: int = 1024,
+        top: Optional[int] = None,
     ) -> QueryIterator:
         """Streams one list of matches per input, in order."""
     @overload

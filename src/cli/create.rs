@@ -53,9 +53,11 @@ fn refuse_non_directory(dir: &Path) -> CliResult {
 pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
     refuse_non_directory(&args.db)?;
     let threshold = args.threshold;
-    let mut params = IndexParams::for_threshold(args.sketch.params(), args.bits, threshold)?;
+    let sketch = args.sketch.params();
+    let band_slots = args.band_slots.unwrap_or(sketch.num_perm);
+    let mut params = IndexParams::with_band_slots(sketch, args.bits, band_slots, threshold)?;
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
-        params.lsh = LshParams::new(b, r, args.sketch.perms)?;
+        params.lsh = LshParams::new(b, r, band_slots)?;
     }
     params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
     params.validate()?;

@@ -26,6 +26,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     let opts = QueryOptions {
         threshold: args.threshold,
         limit: args.limit,
+        top: args.top,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {

@@ -36,6 +36,7 @@ mod query;
 mod query_stream;
 mod state;
 mod stats;
+mod top_k;
 mod transfer;
 mod upgrade;
 mod version;
@@ -55,6 +56,7 @@ pub use options::{Durability, Options};
 pub use params::{DEFAULT_BUCKET_CAP, IndexParams};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use stats::{BandStats, Stats, VerifyReport};
+pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
 pub use upgrade::Upgraded;
 pub use write::WriteBatch;
 

@@ -38,8 +38,13 @@ const PARALLEL_CHUNK: usize = 512;
 pub struct QueryOptions {
     /// Minimum estimated Jaccard of a match; `None` uses the database's threshold.
     pub threshold: Option<f64>,
-    /// Keep only the best `limit` matches (top-k); `None` keeps all.
+    /// Keep only the best `limit` matches of those at or above the threshold; `None` keeps
+    /// all.
     pub limit: Option<usize>,
+    /// Top-k: the `top` most similar documents, best first, without a threshold: down to
+    /// `threshold` when one is given, else to [`TOP_K_FLOOR`](super::TOP_K_FLOOR). Probes
+    /// beyond the bands when they cannot be trusted for `top` documents (see `db/top_k.rs`).
+    pub top: Option<usize>,
 }
 
 /// One match.
@@ -62,6 +67,8 @@ pub struct QueryStats {
     pub hot_buckets: usize,
     /// Segments probed.
     pub segments: usize,
+    /// Top-k only: live documents scored by the exhaustive probe (0 when the bands sufficed).
+    pub probed: usize,
 }
 
 /// Matches, best first (ties by key), and diagnostics.
@@ -94,6 +101,12 @@ impl Db {
         let band_keys = self.banding.band_keys(sig.slots())?;
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
         let state = self.state.read();
+        if let Some(k) = opts.top {
+            let floor = opts.threshold.unwrap_or(super::TOP_K_FLOOR);
+            let mut result = self.run_top_k(&state, &band_keys, &packed, k, floor)?;
+            result.matches.truncate(opts.limit.unwrap_or(usize::MAX));
+            return Ok(result);
+        }
         self.run_query(&state, &band_keys, &packed, threshold, opts.limit)
     }
 
@@ -454,6 +467,7 @@ mod tests {
         let opts = QueryOptions {
             threshold: Some(0.5),
             limit: Some(5),
+            top: None,
         };
         let want: Vec<QueryResult> = texts
             .iter()
@@ -648,6 +662,7 @@ mod tests {
         let opts = QueryOptions {
             threshold: Some(0.0),
             limit: None,
+            top: None,
         };
         for q in ["", "   ", "\n"] {
             assert_eq!(db.query_text(q, &opts).unwrap(), QueryResult::default());
