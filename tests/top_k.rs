@@ -139,7 +139,12 @@ proptest! {
 #[test]
 fn probing_finds_what_the_bands_miss() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), IndexParams::default(), Options::default()).unwrap();
+    let db = Db::create(
+        dir.path().join("db"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap();
     let mut rng = SplitMix64(11);
     let base: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
     let mut live = Vec::new();
@@ -195,7 +200,12 @@ fn probing_finds_what_the_bands_miss() {
 #[test]
 fn near_duplicates_are_answered_from_the_bands() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), IndexParams::default(), Options::default()).unwrap();
+    let db = Db::create(
+        dir.path().join("db"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap();
     let mut rng = SplitMix64(3);
     let page = random_text(&mut rng, 400);
     let mut live = Vec::new();

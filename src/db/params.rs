@@ -323,6 +323,51 @@ mod tests {
         }
     }
 
+    /// Bands over fewer slots than the signature round-trip; a stored k_b above k_v, or
+    /// bands × rows above k_b, is corruption.
+    #[test]
+    fn band_slots_roundtrip_and_bad_values_are_corruption() {
+        let sketch = SketchParams {
+            num_perm: 512,
+            ..SketchParams::default()
+        };
+        let p = IndexParams::with_band_slots(sketch, 4, 128, 0.8).unwrap();
+        assert_eq!(p.band_slots, 128);
+        assert_eq!(
+            p.lsh,
+            tune(0.8, 128, &TuneOptions::default()).unwrap().params
+        );
+        let path = Path::new("x");
+        let encoded = |p: &IndexParams| {
+            let mut e = Encoder::default();
+            p.encode(&mut e, 2);
+            e.buf
+        };
+        let bytes = encoded(&p);
+        let mut d = Decoder::new(&bytes, path);
+        assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
+        for band_slots in [513, 0, 64] {
+            let bad = IndexParams { band_slots, ..p };
+            assert!(bad.validate().is_err(), "{bad:?}");
+            let bytes = encoded(&bad);
+            let mut d = Decoder::new(&bytes, path);
+            let err = IndexParams::decode(&mut d, path, 2).unwrap_err();
+            assert!(matches!(err, Error::Corruption { .. }), "{err}");
+        }
+        for band_slots in [0, 513] {
+            let err = IndexParams::with_band_slots(sketch, 8, band_slots, 0.8).unwrap_err();
+            assert!(err.to_string().contains("band_slots"), "{err}");
+        }
+        // k-permutation bands over a prefix too.
+        let kperm = SketchParams {
+            scheme: Scheme::KPerm,
+            num_perm: 256,
+            ..SketchParams::default()
+        };
+        let p = IndexParams::with_band_slots(kperm, 8, 64, 0.5).unwrap();
+        assert!(p.lsh.bands * p.lsh.rows <= 64);
+    }
+
     #[test]
     fn default_is_tuned_for_recall() {
         let p = IndexParams::default();

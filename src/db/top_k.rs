@@ -4,27 +4,27 @@
 //! Two stages. First the bands: every document sharing a band key with the query is scored.
 //! The bands find a document of Jaccard s with probability `P(s) = 1 − (1 − s^r)^b`, so their
 //! answer is trusted only when its K-th best score is at or above the *band-reliable
-//! similarity*: the least s with `P(s) ≥ 0.99` (0.81 for the default 18 bands × 7 rows over
-//! 128 slots). Otherwise — fewer than K candidates reach that — the query probes further,
-//! and the probe is exhaustive: every live stored signature is scored against the floor.
+//! similarity*: the least s with `P(s) ≥ 0.99` (0.842 for the default 13 bands × 7 rows).
+//! Otherwise — fewer than K candidates reach that — the query probes further, and the probe
+//! is exhaustive: every live stored signature is scored against the floor.
 //!
 //! Why not multi-probe LSH (Lv et al., "Multi-Probe LSH: Efficient Indexing for
 //! High-Dimensional Similarity Search", VLDB 2007) or an LSH Forest (Bawa et al., "LSH Forest:
-//! Self-Tuning Indexes for Similarity Search", WWW 2005)? Both were weighed against the
-//! floor of J = 0.3 the index promises. A band key is a hash of all r slot values, so the
-//! stored buckets have no notion of a *near* bucket: multi-probe for MinHash can only guess
-//! another value for one slot (the query's next-smallest hash in that bin), which matches the
-//! other document's slot with probability about s(1 − s)/2. With 7 rows that lifts one
-//! band's P(0.5) from 0.008 to 0.021, and the 18 bands' from 0.13 to 0.32: far from finding
+//! Self-Tuning Indexes for Similarity Search", WWW 2005)? Both were weighed against the floor
+//! of J = 0.3 the index promises. A band key is a hash of all r slot values, so the stored
+//! buckets have no notion of a *near* bucket: multi-probe for MinHash can only guess another
+//! value for one slot (the query's next-smallest hash in that bin), which matches the other
+//! document's slot with probability about s(1 − s)/2. With 7 rows that lifts one band's
+//! P(0.5) from 0.008 to 0.021, and the default 13 bands' from 0.10 to 0.25: far from finding
 //! the documents at 0.3–0.6 a top-k query wants. An LSH Forest needs keys whose prefixes are
 //! prefixes of the rows (a prefix tree per band); mhdb's band keys are one 64-bit hash of the
 //! whole band (`format/hashing.md` §8), so shorter prefixes would be a new index, a format
 //! change. Scoring every stored signature is exact in the estimate, costs one pass over the
-//! signatures (about 10 MB for 20,000 documents at 512 bytes), and is only taken by queries
-//! that have fewer than K neighbours the bands can be trusted for.
+//! signatures (2.5 MB for 10,000 documents at the default 256 bytes), and is only taken by
+//! queries that have fewer than K neighbours the bands can be trusted for.
 //!
-//! Every candidate, from either stage, is scored by ONE function (`Scorer`): today the b-bit
-//! estimate over all k_v slots.
+//! Every candidate, from either stage, is scored by ONE function (`Scorer`): today the
+//! b-bit estimate over all k_v slots; exact Jaccard when shingle sets are stored.
 
 use rayon::prelude::*;
 
