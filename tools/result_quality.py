@@ -143,9 +143,10 @@ def topk(a, work, corpus, queries, k=10):
     for line in open(truth_path):
         r = json.loads(line)
         truth[r["id"]] = r["top"]
-    db = work / f"db-{slug('default')}-{a.seeds[0]}"
+    db = work / f"db-{slug(a.topk_config)}-{a.seeds[0]}"
     if not db.exists():
-        run([MHDB, "create", db, "--threshold", a.threshold, "--seed", a.seeds[0]])
+        run([MHDB, "create", db, "--threshold", a.threshold, "--seed", a.seeds[0],
+             *CONFIGS[a.topk_config]])
         run([MHDB, "add", db, corpus])
         run([MHDB, "compact", db])
     t0 = time.perf_counter()
@@ -168,7 +169,7 @@ def topk(a, work, corpus, queries, k=10):
         tied += min(len(want), sum(1 for g in got if exact.get(g, 0) >= kth - 1e-9)) / len(want)
         counted += 1
         band_only += r["verified"] == r["candidates"]
-    print(f"\n## Top-{k} (floor 0.3), {counted} queries drawn from the corpus, default configuration, "
+    print(f"\n## Top-{k} (floor 0.3), {counted} queries drawn from the corpus, {a.topk_config}, "
           f"seed {a.seeds[0]}\n")
     print(f"- recall@{k} against brute-force top-{k} by exact Jaccard (ties by key): "
           f"**{strict / counted:.4f}**")
@@ -190,6 +191,7 @@ def main():
                     help="also score configurations with stored shingle sets (exact re-rank)")
     ap.add_argument("--topk-queries", type=int, default=400)
     ap.add_argument("--skip-topk", action="store_true")
+    ap.add_argument("--topk-config", default="default", help="the configuration top-k runs on")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--keep-dbs", action="store_true")
     a = ap.parse_args()
