@@ -49,7 +49,7 @@ const SCAN_CHUNK: usize = 1024;
 pub(super) type Scorer<'a> = dyn Fn(u64, f64) -> Result<Option<f64>> + Sync + 'a;
 
 /// The least similarity s (to 0.001) at which `lsh` makes a pair a candidate with probability
-/// at least [`BAND_RELIABLE_PROBABILITY`].
+/// at least 0.99.
 pub fn band_reliable_similarity(lsh: &LshParams) -> f64 {
     (0..=1000)
         .map(|i| f64::from(i) / 1000.0)
