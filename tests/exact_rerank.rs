@@ -298,3 +298,49 @@ fn a_damaged_stored_set_is_corruption() {
     assert!(matches!(err, mhdb::Error::Corruption { .. }), "{err}");
     assert!(db.verify().is_err() || !db.verify().unwrap().problems.is_empty());
 }
+
+/// Top-k in an index that stores sets ranks by exact Jaccard: the K best by the documents'
+/// true similarity, each reported exactly.
+#[test]
+fn top_k_ranks_by_exact_jaccard() {
+    let docs = corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::create(tmp.path().join("db"), params(0.8), Options::default()).unwrap();
+    for (k, t) in &docs {
+        db.insert_text(k, t).unwrap();
+    }
+    let sets: Vec<HashSet<Vec<u8>>> = docs.iter().map(|(_, t)| shingles(t)).collect();
+    for q in [0, 5, 17] {
+        let r = db
+            .query_text(
+                &docs[q].1,
+                &QueryOptions {
+                    top: Some(5),
+                    ..QueryOptions::default()
+                },
+            )
+            .unwrap();
+        assert!(r.stats.exact && !r.matches.is_empty());
+        let mut truth: Vec<(f64, &str)> = docs
+            .iter()
+            .zip(&sets)
+            .map(|((k, _), s)| (jaccard(&sets[q], s), k.as_str()))
+            .filter(|&(j, _)| j >= mhdb::db::TOP_K_FLOOR)
+            .collect();
+        truth.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        truth.truncate(5);
+        let got: Vec<(f64, String)> = r
+            .matches
+            .iter()
+            .map(|m| (m.jaccard, String::from_utf8(m.key.clone()).unwrap()))
+            .collect();
+        assert_eq!(got.len(), truth.len(), "query {q}: {got:?} vs {truth:?}");
+        for ((gj, gk), (tj, tk)) in got.iter().zip(&truth) {
+            assert!((gj - tj).abs() < 1e-3, "query {q}: {got:?} vs {truth:?}");
+            assert!(
+                gk == tk || (gj - tj).abs() < 1e-3,
+                "query {q}: {got:?} vs {truth:?}"
+            );
+        }
+    }
+}

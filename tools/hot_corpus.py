@@ -78,12 +78,18 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--queries", type=int, default=200,
                     help="also write this many family pages as hot queries to OUT.queries.jsonl")
+    ap.add_argument("--body-messages", default="6",
+                    help="messages in a family page's own body: N, or MIN-MAX drawn per page "
+                         "(a spread of body lengths spreads the family's similarities)")
     ap.add_argument("--paragraph-docs", type=int, default=0,
                     help="instead: this many documents, each 1-3 paragraphs drawn from a pool "
                          "of --paragraphs (the heavily duplicated dedup case)")
     ap.add_argument("--paragraphs", type=int, default=5300)
     a = ap.parse_args()
     rng = random.Random(a.seed)
+    body_lo, _, body_hi = a.body_messages.partition("-")
+    body_lo = int(body_lo)
+    body_hi = int(body_hi or body_lo)
     if a.paragraph_docs:
         return paragraph_corpus(a, rng)
     pools = {}
@@ -113,7 +119,9 @@ def main():
                 lang = rng.choices(langs, weights)[0]
                 c = chrome[lang]
                 cmd = f"{rng.choice(pools[lang]).split()[0]}-{i}"
-                body = rng.sample(pools[lang], 6)
+                # (A fixed length draws nothing: the default corpus stays the same.)
+                size = body_lo if body_lo == body_hi else rng.randint(body_lo, body_hi)
+                body = rng.sample(pools[lang], size)
                 options = " ".join(f"--opt-{rng.randrange(10**6)}" for _ in range(4))
                 text = "\n".join([
                     " ".join(c[:15]),

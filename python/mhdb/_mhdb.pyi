@@ -107,6 +107,7 @@ class Index:
         lowercase: bool = True,
         collapse_whitespace: bool = True,
         bits: int = 32,
+        band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
@@ -144,6 +145,7 @@ class Index:
         lowercase: bool = True,
         collapse_whitespace: bool = True,
         bits: int = 32,
+        band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         bucket_cap: Optional[int] = 10000,
@@ -215,11 +217,13 @@ class Index:
         threshold: Optional[float] = None,
         limit: Optional[int] = None,
         exact: bool = True,
+        top: Optional[int] = None,
     ) -> list[_Match]:
         """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
-        (the exact Jaccard in an index with ``store_sets=True``, unless ``exact=False``), or
-        for a SimHash index ``(key, distance, cosine)`` (``threshold`` is then a minimum
-        cosine)."""
+        (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
+        ``exact=False``), or for a SimHash index ``(key, distance, cosine)`` (``threshold`` is
+        then a minimum cosine); with ``top``, the ``top`` most similar (down to 0.3, or
+        ``threshold``) without a threshold."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,
@@ -227,6 +231,7 @@ class Index:
         threshold: Optional[float] = None,
         limit: Optional[int] = None,
         batch_size: int = 1024,
+        top: Optional[int] = None,
     ) -> QueryIterator:
         """Streams one list of matches per input, in order."""
     @overload

@@ -13,8 +13,8 @@ Install with ``pip install './python[spark]'`` (PySpark with its Arrow extras; J
 
 Parameters (``params``) are those of :meth:`mhdb.Index.create`, as a dict: either an index's
 ``Index.params`` or any subset of ``num_perm, scheme, seed, shingle, nfkc, lowercase,
-collapse_whitespace, bits, bands, rows, bucket_cap`` plus ``threshold``; bands and rows are
-tuned for the threshold exactly as ``Index.create`` tunes them. ``python/SPARK.md`` says what
+collapse_whitespace, bits, band_slots, bands, rows, bucket_cap`` plus ``threshold``; bands and
+rows are tuned for the threshold exactly as ``Index.create`` tunes them. ``python/SPARK.md`` says what
 storage a real cluster needs.
 """
 
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 _SKETCH_KEYS = ("num_perm", "scheme", "seed", "shingle", "nfkc", "lowercase", "collapse_whitespace")
-_INDEX_KEYS = _SKETCH_KEYS + ("bits", "bands", "rows", "bucket_cap")
+_INDEX_KEYS = _SKETCH_KEYS + ("bits", "band_slots", "bands", "rows", "bucket_cap")
 
 Params = Mapping[str, Any]
 

@@ -96,8 +96,8 @@ fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Optio
 
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
 /// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
-/// `bits`, `bands`, `rows`, `bucket_cap`, `store_sets`. An unknown name is an error, not
-/// ignored.
+/// `bits`, `band_slots`, `bands`, `rows`, `bucket_cap`, `store_sets`. An unknown name is an
+/// error, not ignored.
 pub(crate) fn index_params(
     py: Python<'_>,
     threshold: f64,
@@ -105,6 +105,7 @@ pub(crate) fn index_params(
 ) -> PyResult<IndexParams> {
     let mut sketch = SketchArgs::default();
     let mut bits = 32u32;
+    let mut band_slots: Option<usize> = None;
     let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
     let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
     let mut store_sets = false;
@@ -132,6 +133,7 @@ pub(crate) fn index_params(
             "lowercase" => sketch.lowercase = value.extract()?,
             "collapse_whitespace" => sketch.collapse_whitespace = value.extract()?,
             "bits" => bits = value.extract()?,
+            "band_slots" => band_slots = value.extract()?,
             "bands" => bands = value.extract()?,
             "rows" => rows = value.extract()?,
             "bucket_cap" => bucket_cap = value.extract()?,
@@ -139,8 +141,9 @@ pub(crate) fn index_params(
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "unexpected keyword argument {other:?} (index parameters: kind, num_perm, \
-                     scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, bands, \
-                     rows, bucket_cap, store_sets; for kind=\"simhash\": max_hamming, weighting)"
+                     scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, \
+                     band_slots, bands, rows, bucket_cap, store_sets; for kind=\"simhash\": \
+                     max_hamming, weighting)"
                 )));
             }
         }
@@ -199,12 +202,14 @@ pub(crate) fn index_params(
         }
     }
     let sketch = sketch.params(py)?;
-    let mut params = IndexParams::for_threshold(sketch, bits, threshold).or_raise(py)?;
+    let band_slots = band_slots.unwrap_or(sketch.num_perm);
+    let mut params =
+        IndexParams::with_band_slots(sketch, bits, band_slots, threshold).or_raise(py)?;
     if store_sets {
         params = params.with_stored_sets().or_raise(py)?;
     }
     match (bands, rows) {
-        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, sketch.num_perm).or_raise(py)?,
+        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, band_slots).or_raise(py)?,
         (None, None) => {}
         _ => {
             return Err(invalid(
@@ -230,6 +235,7 @@ pub(crate) fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bou
     d.set_item("lowercase", p.sketch.shingle.lowercase)?;
     d.set_item("collapse_whitespace", p.sketch.shingle.collapse_whitespace)?;
     d.set_item("bits", p.bits)?;
+    d.set_item("band_slots", p.band_slots)?;
     d.set_item("bands", p.lsh.bands)?;
     d.set_item("rows", p.lsh.rows)?;
     d.set_item("threshold", p.threshold)?;
@@ -311,6 +317,8 @@ impl PyIndex {
     ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
     ///         :class:`MinHasher`; the same defaults); and:
     ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64).
+    ///     band_slots: bands cover only the first ``band_slots`` of the ``num_perm`` slots;
+    ///         verification compares all of them (default: every slot).
     ///     bands, rows: override the tuned LSH bands × rows (give both).
     ///     bucket_cap: largest bucket kept by compaction (``None`` or 0: unlimited).
     ///     key_file: keyed hashing: shingles are hashed under the secret key in this file (32
@@ -561,6 +569,9 @@ impl PyIndex {
     /// Args:
     ///     threshold: minimum estimated Jaccard (default: the index's).
     ///     limit: keep only the best ``limit`` matches.
+    ///     top: top-k instead: the ``top`` most similar documents without a threshold (down
+    ///         to similarity 0.3, or to ``threshold`` when given), probing beyond the bands
+    ///         when they cannot be trusted for ``top``.
     ///
     /// In an index created with ``store_sets=True``, a query by text reports the exact
     /// Jaccard similarity (candidates near the threshold are re-ranked from the stored
@@ -568,7 +579,9 @@ impl PyIndex {
     ///
     /// Returns:
     ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None))]
+    // (Python's keyword arguments, one parameter each.)
+    #[allow(clippy::too_many_arguments)]
     fn query<'py>(
         &self,
         py: Python<'py>,
@@ -577,11 +590,13 @@ impl PyIndex {
         threshold: Option<f64>,
         limit: Option<usize>,
         exact: bool,
+        top: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let opts = QueryOptions {
             threshold: crate::convert::threshold(py, threshold)?,
             limit,
             estimate_only: !exact,
+            top,
         };
         let doc = Doc::one_of(py, text, signature)?;
         let db = self.db(py)?;
@@ -600,7 +615,8 @@ impl PyIndex {
     /// Give ``texts`` (an iterable of ``str``) or ``signatures`` (an iterable of signatures,
     /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
     /// is answered on every core with the GIL released.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None))]
+    #[allow(clippy::too_many_arguments)]
     fn query_many(
         &self,
         py: Python<'_>,
@@ -609,10 +625,12 @@ impl PyIndex {
         threshold: Option<f64>,
         limit: Option<usize>,
         batch_size: usize,
+        top: Option<usize>,
     ) -> PyResult<QueryIterator> {
         let opts = QueryOptions {
             threshold: crate::convert::threshold(py, threshold)?,
             limit,
+            top,
             ..QueryOptions::default()
         };
         let (source, by_text) = match (texts, signatures) {

@@ -210,6 +210,10 @@ pub struct CreateArgs {
     /// Bits per stored signature slot: 1, 2, 4, 8, 16, 32 or 64.
     #[arg(long, default_value_t = 32)]
     pub bits: u32,
+    /// Bands cover only the first KB slots (k_b ≤ --perms); verification compares all of them
+    /// (a verification sketch wider than the bands). Default: every slot.
+    #[arg(long, value_name = "KB")]
+    pub band_slots: Option<usize>,
     /// Similarity threshold in (0, 1] the bands are tuned for (and the default query threshold).
     #[arg(long, default_value_t = 0.8, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
@@ -322,12 +326,17 @@ pub struct QueryArgs {
     #[arg(long, conflicts_with = "threshold")]
     pub max_distance: Option<u32>,
     /// At most this many matches per query, best first.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "top")]
     pub limit: Option<usize>,
     /// In an index with stored shingle sets, decide and report by the signature estimate
     /// alone (no exact re-rank).
     #[arg(long)]
     pub no_exact: bool,
+    /// Top-k: the K most similar documents, best first, without a threshold (down to
+    /// similarity 0.3, or to --threshold when given); probes beyond the bands when they
+    /// cannot be trusted for K.
+    #[arg(long, value_name = "K")]
+    pub top: Option<usize>,
     /// JSON output (always on with --jsonl).
     #[arg(long)]
     pub json: bool,

@@ -58,13 +58,15 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
                     "--max-hamming and --weighting are for --kind simhash".to_string(),
                 ));
             }
+            let sketch = args.sketch.params();
+            let band_slots = args.band_slots.unwrap_or(sketch.num_perm);
             let mut params =
-                IndexParams::for_threshold(args.sketch.params(), args.bits, args.threshold)?;
+                IndexParams::with_band_slots(sketch, args.bits, band_slots, args.threshold)?;
             if args.store_sets {
                 params = params.with_stored_sets()?;
             }
             if let (Some(b), Some(r)) = (args.bands, args.rows) {
-                params.lsh = LshParams::new(b, r, args.sketch.perms)?;
+                params.lsh = LshParams::new(b, r, band_slots)?;
             }
             params
         }
@@ -79,6 +81,7 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
                 ("--bands/--rows", args.bands.is_some()),
                 ("--threshold", args.threshold != 0.8),
                 ("--store-sets", args.store_sets),
+                ("--band-slots", args.band_slots.is_some()),
             ];
             if let Some((flag, _)) = minhash_flags.iter().find(|(_, given)| *given) {
                 return Err(CliError::usage(format!(

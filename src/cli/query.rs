@@ -27,6 +27,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         threshold: threshold_arg(&db, args.threshold, args.max_distance)?,
         limit: args.limit,
         estimate_only: args.no_exact,
+        top: args.top,
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {

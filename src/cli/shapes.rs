@@ -157,6 +157,7 @@ pub fn params(p: &IndexParams) -> Value {
         "shingle": p.sketch.shingle.kind.to_string(),
         "nfkc": p.sketch.shingle.nfkc,
         "bits": p.bits,
+        "band_slots": p.band_slots,
         "bands": p.lsh.bands,
         "rows": p.lsh.rows,
         "threshold": p.threshold,
@@ -180,13 +181,14 @@ pub fn params_text(p: &IndexParams) -> String {
         );
     }
     format!(
-        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --bands {} --rows {} --threshold {} --bucket-cap {}{}",
+        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --band-slots {} --bands {} --rows {} --threshold {} --bucket-cap {}{}",
         p.sketch.num_perm,
         p.sketch.scheme,
         p.sketch.shingle.kind,
         if p.sketch.shingle.nfkc { " --nfkc" } else { "" },
         p.sketch.seed,
         p.bits,
+        p.band_slots,
         p.lsh.bands,
         p.lsh.rows,
         p.threshold,
@@ -251,6 +253,7 @@ mod write_answer_tests {
                         verified: 4700,
                         hot_buckets: n,
                         segments: 2,
+                        probed: 0,
                         exact,
                         reranked: 30 + n,
                     },

@@ -38,6 +38,7 @@ mod rerank;
 mod simhash;
 mod state;
 mod stats;
+mod top_k;
 mod transfer;
 mod upgrade;
 mod version;
@@ -59,6 +60,7 @@ pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use simhash::max_distance_for_threshold;
 pub use stats::{BandStats, Stats, VerifyReport};
+pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
 pub use upgrade::Upgraded;
 pub use write::WriteBatch;
 

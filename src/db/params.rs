@@ -20,7 +20,12 @@ pub struct IndexParams {
     pub sketch: SketchParams,
     /// Bits per slot of a stored signature (1, 2, 4, 8, 16, 32 or 64).
     pub bits: u32,
-    /// Bands × rows.
+    /// k_b: the bands cover signature slots `0 .. band_slots` (at most `sketch.num_perm`, the
+    /// k_v slots verification compares). A verification sketch wider than the bands (k_b <
+    /// k_v) estimates similarity more precisely for the same candidates: OPH signs every slot
+    /// in one pass over the shingles, so extra slots cost bytes, not ingest time.
+    pub band_slots: usize,
+    /// Bands × rows (`bands · rows ≤ band_slots`).
     pub lsh: LshParams,
     /// The default query threshold (and the one the bands were tuned for).
     pub threshold: f64,
@@ -88,6 +93,7 @@ impl Default for IndexParams {
             IndexParams {
                 sketch: SketchParams::default(),
                 bits: 32,
+                band_slots: SketchParams::default().num_perm,
                 lsh: LshParams { bands: 18, rows: 7 },
                 threshold: 0.8,
                 bucket_cap: Some(DEFAULT_BUCKET_CAP),
@@ -107,6 +113,21 @@ pub const DEFAULT_BUCKET_CAP: u32 = 10_000;
 /// reaches (the plain default asks for 0.95, since there the estimate also decides precision).
 pub const STORED_SETS_RECALL: f64 = 0.99;
 
+/// Checks `1 ≤ band_slots ≤ num_perm`. Any scheme may band over fewer slots than it
+/// verifies: OPH bins and k-permutation slots are each an unbiased Jaccard estimate, so the
+/// first k_b of them are as good a banding sketch as a k_b-slot signature.
+fn check_band_slots(band_slots: usize, num_perm: usize) -> Result<()> {
+    if band_slots == 0 || band_slots > num_perm {
+        return Err(Error::invalid(
+            "band_slots",
+            format!(
+                "must be in 1..={num_perm} (the signature's slots, num_perm), got {band_slots}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The manifest's index kind (format version 2) of a MinHash-LSH index.
 const INDEX_KIND_MINHASH: u8 = 1;
 
@@ -120,13 +141,28 @@ const SIMHASH_SCHEME_CODE: u8 = 0;
 const SIMHASH_SLOTS: usize = 64;
 
 impl IndexParams {
-    /// Parameters with bands × rows tuned for `threshold` by the default rule.
+    /// Parameters with bands over every slot (k_b = k_v) and bands × rows tuned for
+    /// `threshold` by the default rule.
     pub fn for_threshold(sketch: SketchParams, bits: u32, threshold: f64) -> Result<Self> {
+        IndexParams::with_band_slots(sketch, bits, sketch.num_perm, threshold)
+    }
+
+    /// Parameters with bands over the first `band_slots` slots (k_b ≤ k_v =
+    /// `sketch.num_perm`), bands × rows tuned for `threshold` over those k_b slots, and
+    /// verification over all k_v.
+    pub fn with_band_slots(
+        sketch: SketchParams,
+        bits: u32,
+        band_slots: usize,
+        threshold: f64,
+    ) -> Result<Self> {
         sketch.validate()?;
-        let tuning = tune(threshold, sketch.num_perm, &TuneOptions::default())?;
+        check_band_slots(band_slots, sketch.num_perm)?;
+        let tuning = tune(threshold, band_slots, &TuneOptions::default())?;
         let params = IndexParams {
             sketch,
             bits,
+            band_slots,
             lsh: tuning.params,
             threshold,
             bucket_cap: Some(DEFAULT_BUCKET_CAP),
@@ -146,7 +182,7 @@ impl IndexParams {
             min_recall_at_threshold: STORED_SETS_RECALL,
             ..TuneOptions::default()
         };
-        self.lsh = tune(self.threshold, self.sketch.num_perm, &options)?.params;
+        self.lsh = tune(self.threshold, self.band_slots, &options)?.params;
         self.store_sets = true;
         self.validate()?;
         Ok(self)
@@ -165,6 +201,7 @@ impl IndexParams {
                 ..SketchParams::default()
             },
             bits: 1,
+            band_slots: SIMHASH_SLOTS,
             lsh: LshParams {
                 bands: sim.block_count(),
                 rows: 0,
@@ -205,7 +242,8 @@ impl IndexParams {
         }
         self.sketch.validate()?;
         bbit::validate_bits(self.bits)?;
-        LshParams::new(self.lsh.bands, self.lsh.rows, self.sketch.num_perm)?;
+        check_band_slots(self.band_slots, self.sketch.num_perm)?;
+        LshParams::new(self.lsh.bands, self.lsh.rows, self.band_slots)?;
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {
             return Err(Error::invalid(
                 "threshold",
@@ -321,8 +359,7 @@ impl StoredParams for IndexParams {
         };
         e.u8(scheme_code).u32(s.num_perm as u32);
         if version >= 2 {
-            // Bands over all the slots: k_b = k_v.
-            e.u32(s.num_perm as u32);
+            e.u32(self.band_slots as u32);
         }
         e.u64(s.seed)
             .u8(kind)
@@ -383,14 +420,12 @@ impl StoredParams for IndexParams {
             })?
         };
         let num_perm = d.u32("num_perm")? as usize;
-        if version >= 2 {
-            let band_slots = d.u32("band_slots")? as usize;
-            if band_slots != num_perm {
-                return Err(unsupported(format!(
-                    "bands over {band_slots} of {num_perm} slots"
-                )));
-            }
-        }
+        // Version 1 always banded over every slot.
+        let band_slots = if version >= 2 {
+            d.u32("band_slots")? as usize
+        } else {
+            num_perm
+        };
         let seed = d.u64("seed")?;
         let kind = d.u8("shingle kind")?;
         let width = d.u8("shingle width")? as usize;
@@ -446,6 +481,7 @@ impl StoredParams for IndexParams {
                 },
             },
             bits,
+            band_slots,
             lsh: LshParams { bands, rows },
             threshold,
             bucket_cap: (cap != 0).then_some(cap),
@@ -520,6 +556,51 @@ mod tests {
             assert_eq!(IndexParams::decode(&mut d, path, version).unwrap(), p);
             d.expect_end().unwrap();
         }
+    }
+
+    /// Bands over fewer slots than the signature round-trip; a stored k_b above k_v, or
+    /// bands × rows above k_b, is corruption.
+    #[test]
+    fn band_slots_roundtrip_and_bad_values_are_corruption() {
+        let sketch = SketchParams {
+            num_perm: 512,
+            ..SketchParams::default()
+        };
+        let p = IndexParams::with_band_slots(sketch, 4, 128, 0.8).unwrap();
+        assert_eq!(p.band_slots, 128);
+        assert_eq!(
+            p.lsh,
+            tune(0.8, 128, &TuneOptions::default()).unwrap().params
+        );
+        let path = Path::new("x");
+        let encoded = |p: &IndexParams| {
+            let mut e = Encoder::default();
+            p.encode(&mut e, 2);
+            e.buf
+        };
+        let bytes = encoded(&p);
+        let mut d = Decoder::new(&bytes, path);
+        assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
+        for band_slots in [513, 0, 64] {
+            let bad = IndexParams { band_slots, ..p };
+            assert!(bad.validate().is_err(), "{bad:?}");
+            let bytes = encoded(&bad);
+            let mut d = Decoder::new(&bytes, path);
+            let err = IndexParams::decode(&mut d, path, 2).unwrap_err();
+            assert!(matches!(err, Error::Corruption { .. }), "{err}");
+        }
+        for band_slots in [0, 513] {
+            let err = IndexParams::with_band_slots(sketch, 8, band_slots, 0.8).unwrap_err();
+            assert!(err.to_string().contains("band_slots"), "{err}");
+        }
+        // k-permutation bands over a prefix too.
+        let kperm = SketchParams {
+            scheme: Scheme::KPerm,
+            num_perm: 256,
+            ..SketchParams::default()
+        };
+        let p = IndexParams::with_band_slots(kperm, 8, 64, 0.5).unwrap();
+        assert!(p.lsh.bands * p.lsh.rows <= 64);
     }
 
     #[test]

@@ -40,11 +40,16 @@ type Decided<'a> = (u64, f64, f64, bool, Option<&'a [u8]>);
 pub struct QueryOptions {
     /// Minimum estimated Jaccard of a match; `None` uses the database's threshold.
     pub threshold: Option<f64>,
-    /// Keep only the best `limit` matches (top-k); `None` keeps all.
+    /// Keep only the best `limit` matches of those at or above the threshold; `None` keeps
+    /// all.
     pub limit: Option<usize>,
     /// In an index that stores shingle sets, skip the exact re-rank: matches are decided and
     /// reported by the signature estimate alone (as in an index without sets).
     pub estimate_only: bool,
+    /// Top-k: the `top` most similar documents, best first, without a threshold: down to
+    /// `threshold` when one is given, else to [`TOP_K_FLOOR`](super::TOP_K_FLOOR). Probes
+    /// beyond the bands when they cannot be trusted for `top` documents (see `db/top_k.rs`).
+    pub top: Option<usize>,
 }
 
 /// One match.
@@ -85,6 +90,8 @@ pub struct QueryStats {
     /// Candidates whose exact Jaccard was computed (their estimate came within the re-rank
     /// margin of the threshold, either side, `rerank.rs`).
     pub reranked: usize,
+    /// Top-k only: live documents scored by the exhaustive probe (0 when the bands sufficed).
+    pub probed: usize,
 }
 
 /// Matches, best first (ties by key), and diagnostics.
@@ -125,6 +132,12 @@ impl Db {
             .filter(|_| self.params.store_sets && !opts.estimate_only)
             .map(|s| s.values());
         let state = self.state.read();
+        if let Some(k) = opts.top {
+            let floor = opts.threshold.unwrap_or(super::TOP_K_FLOOR);
+            let mut result = self.run_top_k(&state, &band_keys, &packed, k, floor, exact)?;
+            result.matches.truncate(opts.limit.unwrap_or(usize::MAX));
+            return Ok(result);
+        }
         self.run_query(&state, &band_keys, &packed, threshold, exact, opts.limit)
     }
 
