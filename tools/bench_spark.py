@@ -208,6 +208,31 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
+def _tree(root: int) -> list[int]:
+    kids, out, todo = _children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds used so far by the processes under this one (the JVM, the Python workers,
+    the CLI), with their reaped children: what a pipeline costs whatever the machine's load."""
+    ticks = 0
+    me = os.getpid()
+    for pid in _tree(me):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # utime stime cutime cstime; of this process only its reaped children (the CLI).
+        ticks += sum(int(x) for x in fields[13 if pid == me else 11 : 15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _rss(pid: int) -> tuple[str, int]:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -222,12 +247,13 @@ def _rss(pid: int) -> tuple[str, int]:
 
 
 class MemorySampler:
-    """Peak resident bytes of the JVM, of the Python workers (summed) and of both, sampled every
-    `every` seconds over the processes under this one."""
+    """Peak resident bytes of the JVM, of the Python workers (summed), of other processes (the
+    mhdb CLI) and of all, sampled every `every` seconds over the processes under this one.
+    The JVM outlives `spark.stop()`: for the CLI, read the peak of "other"."""
 
     def __init__(self, every: float = 0.25) -> None:
         self.every = every
-        self.peak = {"jvm": 0, "python_workers": 0, "total": 0}
+        self.peak = {"jvm": 0, "python_workers": 0, "other": 0, "total": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -244,6 +270,7 @@ class MemorySampler:
                 todo.extend(kids.get(pid, []))
             self.peak["jvm"] = max(self.peak["jvm"], sums["jvm"])
             self.peak["python_workers"] = max(self.peak["python_workers"], sums["python"])
+            self.peak["other"] = max(self.peak["other"], sums["other"])  # the mhdb CLI
             self.peak["total"] = max(self.peak["total"], sum(sums.values()))
             self._stop.wait(self.every)
 
@@ -259,7 +286,8 @@ class MemorySampler:
 class StageMetrics:
     """Sums of Spark's stage metrics (REST API of the driver UI) over the stages a block ran."""
 
-    FIELDS = ("shuffleWriteBytes", "shuffleReadBytes", "memoryBytesSpilled", "diskBytesSpilled")
+    FIELDS = ("shuffleWriteBytes", "shuffleReadBytes", "memoryBytesSpilled", "diskBytesSpilled",
+              "executorRunTime", "executorCpuTime", "jvmGcTime")
 
     def __init__(self, spark) -> None:  # noqa: ANN001
         sc = spark.sparkContext
@@ -283,11 +311,14 @@ class StageMetrics:
 def measured(name: str, spark, f):  # noqa: ANN001, ANN201
     metrics = StageMetrics(spark) if spark is not None else None
     before = metrics.snapshot() if metrics else set()
+    cpu = tree_cpu_seconds()
     with MemorySampler() as mem:
         t = time.perf_counter()
         extra = f() or {}
         wall = time.perf_counter() - t
-    out = {"pipeline": name, "wall_s": round(wall, 2), **{f"peak_rss_{k}": v for k, v in mem.peak.items()}}
+    out = {"pipeline": name, "wall_s": round(wall, 2),
+           "cpu_s": round(tree_cpu_seconds() - cpu, 1), "loadavg": round(os.getloadavg()[0], 1),
+           **{f"peak_rss_{k}": v for k, v in mem.peak.items()}}
     if metrics:
         out.update(metrics.since(before))
     out.update(extra)
