@@ -35,7 +35,7 @@ try:
     import pyarrow as pa
     import pyarrow.compute  # makes pa.compute available
     from pyspark import StorageLevel, TaskContext
-    from pyspark.sql import Column, DataFrame, Window
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - depends on the environment
@@ -491,27 +491,38 @@ def dedup(
 
     signed = df.select(*cols).mapInArrow(sign_batches, T.StructType(out_fields))
     node = F.struct(F.col("o"), F.col("id")) if order_col else F.col("id")
-    signed = signed.select(node.alias("node"), "id", "sig", "bkeys").persist(
-        StorageLevel.MEMORY_AND_DISK
+    # Hash-partitioned by node once and cached: the two verify joins and the final joins on
+    # node then shuffle only their other side, never the signatures again. The count
+    # materializes the cache before any job reads it: concurrent stages reading a cache
+    # not yet filled would each sign the corpus.
+    signed = (
+        signed.select(node.alias("node"), "id", "sig", "bkeys")
+        .repartition("node")
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
+    signed.count()
 
+    # Buckets by one hash aggregation over (band, key): no sort of the postings, and the
+    # single-document buckets (most of them) end there. A bucket keeps its first
+    # `bucket_cap` documents in order, as the engine's dedup does, and emits every pair of
+    # them; pairs stream out row by row (one row per first member), so a capped hot bucket
+    # never holds its cap² / 2 pairs in memory at once.
     postings = signed.select("node", F.posexplode("bkeys").alias("band", "key"))
+    members = F.array_sort(F.collect_list("node"))
     if cap is not None:
-        bucket = Window.partitionBy("band", "key").orderBy("node")
-        postings = (
-            postings.withColumn("rank", F.row_number().over(bucket))
-            .filter(F.col("rank") <= cap)
-            .drop("rank")
-        )
-    x, y = postings.alias("x"), postings.alias("y")
+        members = F.slice(members, 1, cap)
+    buckets = (
+        postings.groupBy("band", "key")
+        .agg(members.alias("n"))
+        .filter(F.size("n") > 1)
+        .select("n", F.posexplode("n").alias("i", "a"))
+    )
+    later = F.slice("n", F.col("i") + 2, F.size("n") - F.col("i") - 1)
     candidates = (
-        x.join(
-            y,
-            (F.col("x.band") == F.col("y.band"))
-            & (F.col("x.key") == F.col("y.key"))
-            & (F.col("x.node") < F.col("y.node")),
-        )
-        .select(F.col("x.node").alias("a"), F.col("y.node").alias("b"))
+        buckets.select("a", F.explode(later).alias("b"))
+        # Partitioned by a (as the signatures are by node): distinct needs no other shuffle
+        # and the join on a shuffles neither side again.
+        .repartition("a")
         .distinct()
     )
     sigs = signed.select("node", "sig")
