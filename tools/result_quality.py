@@ -51,6 +51,8 @@ CONFIGS = {
     "kv512-kb128-b4": ["--perms", "512", "--band-slots", "128", "--bits", "4"],
     "kv1024-kb128-b4": ["--perms", "1024", "--band-slots", "128", "--bits", "4"],
     "kv1024-kb128-b8": ["--perms", "1024", "--band-slots", "128", "--bits", "8"],
+    # Exact re-rank from stored shingle sets (bands re-tuned for P(t) >= 0.99).
+    "store-sets": ["--store-sets"],
 }
 
 
