@@ -3,7 +3,7 @@
 //! instead of estimating it from the signature (issue 15: Milvus's "refine" over raw data).
 //!
 //! The set holds the top 32 bits of each shingle hash ([`crate::sketch::MinHasher`] and
-//! `format/hashing.md` §13 "stored shingle sets"): 4 bytes instead of 8 before coding, and two
+//! `format/hashing.md` §14 "stored shingle sets"): 4 bytes instead of 8 before coding, and two
 //! distinct shingles of one pair of documents share 32 bits with probability 2⁻³², so the
 //! Jaccard of the stored sets differs from that of the shingle sets by less than
 //! n / 2³² (n = shingles in the pair), far below the estimate's own spread.
