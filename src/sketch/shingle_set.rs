@@ -128,15 +128,8 @@ pub fn jaccard_coded_at_least(
     coded: &[u8],
     threshold: f64,
 ) -> Result<Option<f64>, SetDecodeError> {
-    let mut pos = 0usize;
-    let count = get_varint(coded, &mut pos)?;
-    if count > (coded.len() - pos) as u64 {
-        return Err(SetDecodeError {
-            offset: 0,
-            detail: "count exceeds the bytes that follow",
-        });
-    }
-    let (na, nb) = (query.len() as u64, count);
+    let mut values = CodedValues::new(coded)?;
+    let (na, nb) = (query.len() as u64, values.count);
     if na == 0 || nb == 0 {
         return Ok((threshold <= 0.0).then_some(0.0));
     }
@@ -147,41 +140,26 @@ pub fn jaccard_coded_at_least(
     if (na.min(nb) as f64) < need {
         return Ok(None);
     }
-    let (mut i, mut common, mut prev) = (0usize, 0u64, None::<u64>);
-    for decoded in 0..nb {
-        if decoded % 64 == 0 {
-            let left = (na - i as u64).min(nb - decoded);
+    let (mut i, mut common) = (0usize, 0u64);
+    loop {
+        if values.read % 64 == 0 {
+            let left = (na - i as u64).min(nb - values.read);
             if ((common + left) as f64) < need {
                 return Ok(None);
             }
         }
-        let at = pos;
-        let gap = get_varint(coded, &mut pos)?;
-        let v = match prev {
-            None => gap,
-            Some(p) => p + 1 + gap,
+        let Some(v) = values.next_value()? else {
+            break;
         };
-        if v > u64::from(u32::MAX) {
-            return Err(SetDecodeError {
-                offset: at,
-                detail: "value beyond 32 bits",
-            });
-        }
-        prev = Some(v);
-        while query.get(i).is_some_and(|&q| u64::from(q) < v) {
+        while query.get(i).is_some_and(|&q| q < v) {
             i += 1;
         }
-        if query.get(i).is_some_and(|&q| u64::from(q) == v) {
+        if query.get(i).is_some_and(|&q| q == v) {
             common += 1;
             i += 1;
         }
     }
-    if pos != coded.len() {
-        return Err(SetDecodeError {
-            offset: pos,
-            detail: "bytes after the last value",
-        });
-    }
+    values.finish()?;
     let j = common as f64 / (na + nb - common) as f64;
     Ok((j >= threshold).then_some(j))
 }
@@ -204,22 +182,53 @@ pub fn jaccard_sorted(a: &[u32], b: &[u32]) -> f64 {
 /// Decodes one coded set into `out` (cleared first).
 pub fn decode_into(bytes: &[u8], out: &mut Vec<u32>) -> Result<(), SetDecodeError> {
     out.clear();
-    let mut pos = 0usize;
-    let count = get_varint(bytes, &mut pos)?;
-    // Every value takes at least one byte: a count beyond the bytes left is damage (and is
-    // refused before it reserves memory).
-    if count > (bytes.len() - pos) as u64 {
-        return Err(SetDecodeError {
-            offset: 0,
-            detail: "count exceeds the bytes that follow",
-        });
+    let mut values = CodedValues::new(bytes)?;
+    out.reserve(values.count as usize);
+    while let Some(v) = values.next_value()? {
+        out.push(v);
     }
-    out.reserve(count as usize);
-    let mut prev: Option<u64> = None;
-    for _ in 0..count {
-        let at = pos;
-        let gap = get_varint(bytes, &mut pos)?;
-        let v = match prev {
+    values.finish()
+}
+
+/// Reads one coded set value by value: the count first (checked against the bytes that
+/// follow, each value taking at least one), then each value, then (with
+/// [`CodedValues::finish`]) that nothing follows the last.
+struct CodedValues<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    count: u64,
+    read: u64,
+    prev: Option<u64>,
+}
+
+impl<'a> CodedValues<'a> {
+    fn new(bytes: &'a [u8]) -> Result<Self, SetDecodeError> {
+        let mut pos = 0usize;
+        let count = get_varint(bytes, &mut pos)?;
+        // A count beyond the bytes left is damage (refused before anything is reserved).
+        if count > (bytes.len() - pos) as u64 {
+            return Err(SetDecodeError {
+                offset: 0,
+                detail: "count exceeds the bytes that follow",
+            });
+        }
+        Ok(CodedValues {
+            bytes,
+            pos,
+            count,
+            read: 0,
+            prev: None,
+        })
+    }
+
+    /// The next value, or `None` after the last.
+    fn next_value(&mut self) -> Result<Option<u32>, SetDecodeError> {
+        if self.read == self.count {
+            return Ok(None);
+        }
+        let at = self.pos;
+        let gap = get_varint(self.bytes, &mut self.pos)?;
+        let v = match self.prev {
             None => gap,
             Some(p) => p + 1 + gap,
         };
@@ -229,16 +238,21 @@ pub fn decode_into(bytes: &[u8], out: &mut Vec<u32>) -> Result<(), SetDecodeErro
                 detail: "value beyond 32 bits",
             });
         }
-        out.push(v as u32);
-        prev = Some(v);
+        self.prev = Some(v);
+        self.read += 1;
+        Ok(Some(v as u32))
     }
-    if pos != bytes.len() {
-        return Err(SetDecodeError {
-            offset: pos,
-            detail: "bytes after the last value",
-        });
+
+    /// Checks that the bytes end with the last value.
+    fn finish(&self) -> Result<(), SetDecodeError> {
+        if self.pos != self.bytes.len() {
+            return Err(SetDecodeError {
+                offset: self.pos,
+                detail: "bytes after the last value",
+            });
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
