@@ -66,6 +66,16 @@ def resolve_params(
     neither gives one. Unknown names raise ``TypeError``."""
     given = dict(params or {})
     t = given.pop("threshold", None)
+    # ``Index.params`` also names the index kind and whether it stores shingle sets: this
+    # module builds and deduplicates MinHash indexes by their signatures only.
+    kind = given.pop("kind", "minhash")
+    if kind != "minhash":
+        raise ValueError(f"mhdb.spark works on MinHash indexes, not kind={kind!r}")
+    if given.pop("store_sets", False):
+        raise ValueError(
+            "mhdb.spark verifies by signature and does not carry shingle sets: "
+            "store_sets=True is not supported here"
+        )
     if threshold is not None:
         t = threshold
     unknown = sorted(set(given) - set(_INDEX_KEYS))
