@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 
 use crate::errors::{OrRaise, invalid};
-use crate::index::{index_params, params_dict};
+use crate::params::{index_params, params_dict};
 
 /// The parameters ``Index.create(path, threshold, **params)`` would store, as the dictionary
 /// ``Index.params`` returns (bands and rows tuned for ``threshold`` unless both are given).

@@ -12,6 +12,7 @@ pub mod errors;
 pub mod hasher;
 pub mod index;
 pub mod ingest;
+pub mod params;
 
 use pyo3::prelude::*;
 

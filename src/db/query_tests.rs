@@ -1,0 +1,278 @@
+//! Unit tests of `query.rs`.
+
+use super::*;
+use crate::db::{IndexParams, Options};
+
+/// The cold-query prefetch hints run on real file maps (not the simulated filesystem,
+/// where they do nothing): for any band key and any docno, in range or not, they neither
+/// fail nor change an answer.
+#[test]
+fn prefetch_hints_on_mapped_files_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, IndexParams::default(), Options::default()).unwrap();
+    let texts: Vec<String> = (0..300)
+        .map(|i| format!("document {} about {} and {}", i % 37, i, i * 7919 % 101))
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        db.insert_text(format!("k{i}"), t).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let db = Db::open_read_only(&path).unwrap();
+    let opts = QueryOptions::default();
+    let before: Vec<_> = texts
+        .iter()
+        .map(|t| db.query_text(t, &opts).unwrap())
+        .collect();
+    let state = db.state.read();
+    let version = &state.version;
+    assert!(!version.segments.is_empty());
+    let record_bytes = db.params.sig_bytes();
+    for t in &texts {
+        let sig = db.sketch_text(t).unwrap();
+        let keys = db.banding.band_keys(sig.slots()).unwrap();
+        for from in [0, 1, keys.len(), keys.len() + 1] {
+            prefetch_lookups(version, &keys, from);
+        }
+        prefetch_lookups(version, &[u64::MAX; 64], 0);
+    }
+    for docno in (0..400).chain([u64::MAX - 1, u64::MAX]) {
+        prefetch_document(version, docno, record_bytes);
+        if let Some(seg) = version.segment_of(docno) {
+            seg.seg.prefetch_key(docno);
+        }
+    }
+    drop(state);
+    let after: Vec<_> = texts
+        .iter()
+        .map(|t| db.query_text(t, &opts).unwrap())
+        .collect();
+    assert_eq!(before, after);
+    assert!(before.iter().all(|r| !r.matches.is_empty()));
+}
+
+fn small_db(dir: &std::path::Path) -> (Db, Vec<String>) {
+    let db = Db::create(dir.join("db"), IndexParams::default(), Options::default()).unwrap();
+    let texts: Vec<String> = (0..200)
+        .map(|i| format!("text {} with words {} and {}", i % 23, i, i * 31 % 97))
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        db.insert_text(format!("k{i}"), t).unwrap();
+    }
+    (db, texts)
+}
+
+/// Streams answer every query exactly as one-by-one queries do, in input order with their
+/// tags, whatever the window (0 is taken as 1).
+#[test]
+fn streams_answer_in_input_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, texts) = small_db(dir.path());
+    let opts = QueryOptions {
+        threshold: Some(0.5),
+        limit: Some(5),
+        ..QueryOptions::default()
+    };
+    let want: Vec<QueryResult> = texts
+        .iter()
+        .map(|t| db.query_text(t, &opts).unwrap())
+        .collect();
+    let sigs: Vec<Signature> = texts
+        .iter()
+        .map(|t| db.hasher().unwrap().sketch_text(t))
+        .collect();
+    for window in [0, 1, 3, 64, 199, 200, 1000] {
+        let got: Vec<(usize, QueryResult)> = db
+            .query_text_stream(texts.iter().enumerate(), &opts, window)
+            .map(|(i, r)| (i, r.unwrap()))
+            .collect();
+        assert_eq!(got.len(), texts.len());
+        for (n, (i, r)) in got.into_iter().enumerate() {
+            assert_eq!((i, &r), (n, &want[n]), "window {window}");
+        }
+        let got: Vec<QueryResult> = db
+            .query_stream(sigs.iter().cloned().map(|s| ((), s)), &opts, window)
+            .map(|((), r)| r.unwrap())
+            .collect();
+        assert_eq!(got, want, "window {window}");
+    }
+    assert_eq!(
+        db.query_text_stream(std::iter::empty::<((), &str)>(), &opts, 8)
+            .count(),
+        0
+    );
+}
+
+/// A stream reads no further than one window ahead of the answers taken, and a failed
+/// query yields its error in its place without ending the stream.
+#[test]
+fn streams_read_at_most_a_window_ahead() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let (db, texts) = small_db(dir.path());
+    let pulled = AtomicUsize::new(0);
+    let window = 7;
+    let input = texts.iter().enumerate().inspect(|_| {
+        pulled.fetch_add(1, Ordering::SeqCst);
+    });
+    let mut taken = 0;
+    for (i, r) in db.query_text_stream(input, &QueryOptions::default(), window) {
+        assert_eq!(i, taken);
+        assert!(r.is_ok());
+        taken += 1;
+        // The answered window holds at most `window` not yet taken, and one more window
+        // is read ahead.
+        let ahead = pulled.load(Ordering::SeqCst) - taken;
+        assert!(ahead < 2 * window, "{ahead} queries read ahead");
+    }
+    assert_eq!(taken, texts.len());
+    let wrong = Signature::from_slots(vec![1u64; 3]);
+    let good = db.hasher().unwrap().sketch_text(&texts[0]);
+    let sigs = [good.clone(), wrong, good];
+    let got: Vec<bool> = db
+        .query_stream(
+            sigs.into_iter().map(|s| ((), s)),
+            &QueryOptions::default(),
+            2,
+        )
+        .map(|(_, r)| r.is_ok())
+        .collect();
+    assert_eq!(got, [true, false, true]);
+}
+
+/// De-duplication gives the sorted distinct docnos on both paths: the bitmap (many entries
+/// over a dense range) and the sort (few entries, or a sparse range).
+#[test]
+fn distinct_candidates_are_sorted_and_unique() {
+    let mut state = 7u64;
+    let mut next = move |m: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    };
+    for (entries, range, base) in [
+        (0, 1, 0),
+        (5, 10, 0),
+        (5000, 3000, 0),
+        (5000, 3000, u64::MAX - 4000),
+        (3000, 1 << 40, 17),
+        (1024, 64, 1 << 20),
+    ] {
+        let gathered: Vec<u64> = (0..entries).map(|_| base + next(range)).collect();
+        let mut want = gathered.clone();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(distinct_sorted(gathered), want, "{entries} in {range}");
+    }
+}
+
+/// A query with thousands of candidates (a template shared by every document), verified
+/// on every core, finds exactly the documents that share a band with it and whose stored
+/// signature reaches the threshold, and counts each candidate once.
+#[test]
+fn hot_queries_find_exactly_the_similar_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let params =
+        IndexParams::for_threshold(crate::sketch::SketchParams::default(), 32, 0.5).unwrap();
+    let db = Db::create(dir.path().join("db"), params, Options::default()).unwrap();
+    let template: String = (0..60)
+        .map(|i| format!("shared line {i} of the page. "))
+        .collect();
+    let texts: Vec<String> = (0..6000)
+        .map(|i| {
+            let own: String = (0..(i % 40) * 6).map(|j| format!("w{i}x{j} ")).collect();
+            format!("{template} page {i}: {own}")
+        })
+        .collect();
+    // Half in a segment, half in memory; a few deleted.
+    let keyed: Vec<(String, &String)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("k{i:05}"), t))
+        .collect();
+    for (n, half) in keyed.chunks(keyed.len() / 2).enumerate() {
+        let mut batch = crate::db::WriteBatch::new();
+        for (key, t) in half {
+            batch.insert_text(key, t.as_str());
+        }
+        db.write(&batch).unwrap();
+        if n == 0 {
+            db.flush().unwrap();
+        }
+    }
+    let deleted = |i: usize| i % 97 == 3;
+    let mut batch = crate::db::WriteBatch::new();
+    for i in (0..texts.len()).filter(|&i| deleted(i)) {
+        batch.delete(format!("k{i:05}"));
+    }
+    db.write(&batch).unwrap();
+    let hasher = db.hasher().unwrap();
+    let (k, bits) = (db.params.sketch.num_perm, db.params.bits);
+    let q = hasher.sketch_text(&texts[40]);
+    let q_keys = db.banding.band_keys(q.slots()).unwrap();
+    let q_packed = bbit::pack(q.slots(), bits).unwrap();
+    let mut sharing = 0;
+    let mut want: Vec<(String, f64)> = Vec::new();
+    let mut sharing_deleted = 0;
+    for (i, t) in texts.iter().enumerate() {
+        let s = hasher.sketch_text(t);
+        let keys = db.banding.band_keys(s.slots()).unwrap();
+        if !keys.iter().zip(&q_keys).any(|(a, b)| a == b) {
+            continue;
+        }
+        if deleted(i) {
+            sharing_deleted += 1;
+            continue;
+        }
+        sharing += 1;
+        let packed = bbit::pack(s.slots(), bits).unwrap();
+        let j = bbit::estimate_packed(&q_packed, &packed, k, bits).unwrap();
+        if j >= 0.5 {
+            want.push((format!("k{i:05}"), j));
+        }
+    }
+    let got = db.query(&q, &QueryOptions::default()).unwrap();
+    assert!(
+        got.stats.candidates >= PARALLEL_CANDIDATES,
+        "{:?}",
+        got.stats
+    );
+    // Deleted documents are candidates (their postings remain), not verified.
+    assert!(sharing_deleted > 0);
+    assert_eq!(got.stats.candidates, sharing + sharing_deleted);
+    assert_eq!(got.stats.verified, sharing);
+    let mut got: Vec<(String, f64)> = got
+        .matches
+        .into_iter()
+        .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        want.len() > 100 && want.len() < sharing,
+        "{} of {sharing}",
+        want.len()
+    );
+    assert_eq!(got, want);
+}
+
+/// A text without shingles is similar to nothing, not even to stored empty texts.
+#[test]
+fn empty_texts_match_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, texts) = small_db(dir.path());
+    db.insert_text("empty-1", "").unwrap();
+    db.insert_text("empty-2", " \t\n ").unwrap();
+    let opts = QueryOptions {
+        threshold: Some(0.0),
+        limit: None,
+        ..QueryOptions::default()
+    };
+    for q in ["", "   ", "\n"] {
+        assert_eq!(db.query_text(q, &opts).unwrap(), QueryResult::default());
+    }
+    let stored = db.query_text(&texts[1], &opts).unwrap();
+    assert!(stored.matches.iter().all(|m| !m.key.starts_with(b"empty")));
+    assert!(!stored.matches.is_empty());
+}
