@@ -439,12 +439,8 @@ impl Db {
         let threshold = self.similarity_floor(threshold)?;
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
         let exact = self.params.store_sets && !opts.estimate_only;
-        let margin = super::rerank::rerank_margin(threshold, k, bits);
-        let gate = if exact {
-            (threshold - margin).max(0.0)
-        } else {
-            threshold
-        };
+        let window = super::rerank::RerankWindow::new(threshold, k, bits);
+        let gate = if exact { window.gate } else { threshold };
         Ok(Verifier {
             state,
             docnos,
@@ -455,7 +451,7 @@ impl Db {
             gate,
             threshold,
             exact,
-            sure: threshold + margin,
+            sure: window.sure,
             failed: parking_lot::Mutex::new(None),
         })
     }

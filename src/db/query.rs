@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::Db;
-use super::rerank::{exact_at_least, rerank_margin};
+use super::rerank::{RerankWindow, exact_at_least};
 use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
@@ -248,8 +248,9 @@ impl Db {
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
         // With exact re-rank, candidates within the margin below the threshold are kept for
         // their exact Jaccard to decide.
+        let window = RerankWindow::new(threshold, k, bits);
         let gate = match exact {
-            Some(_) => (threshold - rerank_margin(threshold, k, bits)).max(0.0),
+            Some(_) => window.gate,
             None => threshold,
         };
         let verify = Verifier {
@@ -283,7 +284,7 @@ impl Db {
         let matched: Vec<Decided<'s>> = match exact {
             Some(query_set) => {
                 stats.exact = true;
-                let sure = threshold + rerank_margin(threshold, k, bits);
+                let sure = window.sure;
                 stats.reranked = matched.iter().filter(|&&(_, e, _)| e < sure).count();
                 let rerank = |chunk: &[Found<'s>]| -> Result<Vec<Decided<'s>>> {
                     let mut out = Vec::new();

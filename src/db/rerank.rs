@@ -2,10 +2,11 @@
 //! sets, a candidate whose signature estimate comes within a margin of the threshold has its
 //! exact Jaccard computed from the stored sets, and that decides whether it matches.
 //!
-//! The margin is [`MARGIN_SIGMAS`] standard deviations of the b-bit estimate at the threshold:
-//! a pair exactly at the threshold estimates below `t − margin` with probability about
-//! 0.13 %, so re-ranking loses almost nothing the estimate alone would have found, and every
-//! reported similarity is exact.
+//! The margin is [`MARGIN_SIGMAS`] standard deviations of the b-bit estimate at the threshold,
+//! either side ([`RerankWindow`]): a pair exactly at the threshold estimates below
+//! `t − margin` with probability about 0.13 %, so re-ranking loses almost nothing the estimate
+//! alone would have found; a pair estimated at or above `t + margin` is below the threshold
+//! with about that probability too, and is accepted by its estimate, uncomputed.
 
 use super::state::State;
 use crate::sketch::shingle_set::{decode_into, jaccard_coded_at_least};
@@ -28,6 +29,24 @@ pub fn rerank_margin(t: f64, k: usize, bits: u32) -> f64 {
     let p = c + (1.0 - c) * t;
     let sd = (p * (1.0 - p) / k.max(1) as f64).sqrt() / (1.0 - c);
     MARGIN_SIGMAS * sd
+}
+
+/// Where the exact Jaccard decides at threshold `t`: estimates in `[gate, sure)`. Below
+/// `gate` a candidate is dropped; at or above `sure` its estimate accepts it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct RerankWindow {
+    pub(super) gate: f64,
+    pub(super) sure: f64,
+}
+
+impl RerankWindow {
+    pub(super) fn new(t: f64, k: usize, bits: u32) -> Self {
+        let m = rerank_margin(t, k, bits);
+        RerankWindow {
+            gate: (t - m).max(0.0),
+            sure: t + m,
+        }
+    }
 }
 
 /// The exact Jaccard of `docno`'s stored set with the sorted `query` values, if it reaches

@@ -30,7 +30,7 @@ use rayon::prelude::*;
 
 use super::Db;
 use super::query::{Match, QueryResult, QueryStats};
-use super::rerank::{exact_at_least, rerank_margin};
+use super::rerank::{RerankWindow, exact_at_least};
 use super::state::State;
 use crate::sketch::{LshParams, bbit};
 use crate::{Error, Result};
@@ -84,7 +84,7 @@ impl Db {
         // come within the re-rank margin of the bar; the exact value decides the rest.
         let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
         let exact_score = |docno: u64, at_least: f64| -> Result<Option<f64>> {
-            let gate = (at_least - rerank_margin(at_least, slots, bits)).max(0.0);
+            let gate = RerankWindow::new(at_least, slots, bits).gate;
             if estimate(docno, gate)?.is_none() {
                 return Ok(None);
             }
