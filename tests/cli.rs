@@ -112,7 +112,7 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     assert_eq!(v["present"], false); // 7 is odd: its key is doc-7
     let out = ok(&["get", s(&db), "doc-7", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["signature"].as_array().unwrap().len(), 128);
+    assert_eq!(v["signature"].as_array().unwrap().len(), 512);
     assert_eq!(ok(&["keys", s(&db)]).lines().count(), 200);
 
     // dedup: pairs are within families, each unordered pair once.
@@ -157,7 +157,10 @@ fn create_add_query_dedup_delete_compact_stats_verify() {
     let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&db), "--json"])).unwrap();
     assert_eq!(st["live_docs"], 196);
     assert_eq!(st["segments"], 1);
-    assert_eq!(st["params"]["perms"], 128);
+    // The default shape: 512 slots of 4 bits, bands over the first 128.
+    assert_eq!(st["params"]["perms"], 512);
+    assert_eq!(st["params"]["bits"], 4);
+    assert_eq!(st["params"]["band_slots"], 128);
     assert!(st["expected_recall_at_threshold"].as_f64().unwrap() >= 0.95);
     assert!(ok(&["stats", s(&db)]).contains("documents"));
     assert!(ok(&["verify", s(&db)]).starts_with("ok"));

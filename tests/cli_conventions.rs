@@ -128,7 +128,7 @@ fn every_result_has_json_and_one_shape_per_kind() {
     let get = json(&["get", s(&db), "doc-1"]);
     assert_eq!(get[0]["id"], "doc-1");
     assert_eq!(get[0]["present"], true);
-    assert_eq!(get[0]["signature"].as_array().unwrap().len(), 128);
+    assert_eq!(get[0]["signature"].as_array().unwrap().len(), 512);
     let tune = json(&["tune", "--threshold", "0.8"]);
     assert_eq!(tune[0]["choices"].as_array().unwrap().len(), 5);
     assert_eq!(tune[0]["s_curve"].as_array().unwrap().len(), 19);

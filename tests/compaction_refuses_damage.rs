@@ -8,6 +8,7 @@ mod common;
 use std::path::Path;
 
 use mhdb::db::{Db, Durability, IndexParams, Options};
+use mhdb::sketch::SketchParams;
 
 fn options() -> Options {
     Options {
@@ -18,9 +19,14 @@ fn options() -> Options {
 }
 
 /// A database of two segments and no deletions, with one bit of document 7's stored
-/// signature flipped (in the first segment's SIGNATURES section).
+/// signature flipped (in the first segment's SIGNATURES section). With 512-byte signatures
+/// (128 slots of 32 bits) that byte lies in a 4 KiB checksum block of its own, past the
+/// key directory's, so that only reads of that signature meet the damage (with the default
+/// 256-byte signatures the block also holds the directory, and every key lookup in the
+/// segment reports it).
 fn damaged(dir: &Path) {
-    let db = Db::create(dir, IndexParams::default(), options()).unwrap();
+    let params = IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap();
+    let db = Db::create(dir, params, options()).unwrap();
     for part in 0..2 {
         for i in 0..20 {
             db.insert_text(

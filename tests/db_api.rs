@@ -12,6 +12,13 @@ use mhdb::sketch::{MinHasher, Signature, SketchParams};
 
 use common::rng::XorShift64;
 
+/// 128 slots of 32 bits with bands over all of them (not the default shape): the tests below
+/// compare stored slots and estimates exactly, and size records and batches by 512-byte
+/// signatures.
+fn params() -> IndexParams {
+    IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap()
+}
+
 fn words(seed: u64, n: usize) -> Vec<String> {
     let mut rng = XorShift64::scrambled(seed);
     (0..n).map(|_| format!("w{}", rng.below(5000))).collect()
@@ -41,7 +48,7 @@ fn opts() -> Options {
 fn insert_query_delete_upsert_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    let db = Db::create(&path, params(), opts()).unwrap();
     let hasher = db.hasher().unwrap().clone();
     let mut batch = WriteBatch::new();
     for i in 0..50u64 {
@@ -94,7 +101,7 @@ fn queries_equal_brute_force_across_flushes_and_compaction() {
         merge_factor: 2,
         ..Options::default()
     };
-    let db = Db::create(&path, IndexParams::default(), options.clone()).unwrap();
+    let db = Db::create(&path, params(), options.clone()).unwrap();
     let hasher = db.hasher().unwrap().clone();
     let mut model: BTreeMap<String, Signature> = BTreeMap::new();
     for round in 0..6u64 {
@@ -168,7 +175,7 @@ fn queries_equal_brute_force_across_flushes_and_compaction() {
 #[test]
 fn top_k_and_threshold_options() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), IndexParams::default(), opts()).unwrap();
+    let db = Db::create(dir.path().join("db"), params(), opts()).unwrap();
     let base = text(1);
     let mut b = WriteBatch::new();
     for (i, every) in [100usize, 30, 12, 6, 4].iter().enumerate() {
@@ -218,7 +225,7 @@ fn top_k_and_threshold_options() {
 fn second_writer_is_locked_out_and_readers_work_beside_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    let db = Db::create(&path, params(), opts()).unwrap();
     db.insert_text("a", "hello world, hello everyone").unwrap();
     let err = Db::open(&path, opts()).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
@@ -255,7 +262,7 @@ fn second_writer_is_locked_out_and_readers_work_beside_the_writer() {
 fn read_only_open_changes_no_byte() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    let db = Db::create(&path, params(), opts()).unwrap();
     for i in 0..20u64 {
         db.insert_text(format!("d{i}"), &text(i)).unwrap();
     }
@@ -292,7 +299,7 @@ fn read_only_open_changes_no_byte() {
 fn bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, IndexParams::default(), opts()).unwrap();
+    let db = Db::create(&path, params(), opts()).unwrap();
     // Wrong signature length.
     let other = MinHasher::new(SketchParams {
         num_perm: 64,
@@ -316,7 +323,7 @@ fn bad_inputs_are_clear_errors() {
     assert!(err.to_string().contains("key"), "{err}");
     // Creating over an existing database.
     drop(db);
-    assert!(Db::create(&path, IndexParams::default(), opts()).is_err());
+    assert!(Db::create(&path, params(), opts()).is_err());
     // Opening something that is not a database.
     let err = Db::open(dir.path(), opts()).unwrap_err();
     assert!(err.to_string().contains("not an mhdb database"), "{err}");
@@ -341,7 +348,7 @@ fn bad_inputs_are_clear_errors() {
     // Invalid parameters.
     let p = IndexParams {
         bits: 3,
-        ..IndexParams::default()
+        ..params()
     };
     assert!(Db::create(dir.path().join("db2"), p, opts()).is_err());
 }
@@ -349,7 +356,7 @@ fn bad_inputs_are_clear_errors() {
 #[test]
 fn oversized_batch_is_refused_without_effect() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), IndexParams::default(), opts()).unwrap();
+    let db = Db::create(dir.path().join("db"), params(), opts()).unwrap();
     let hasher = db.hasher().unwrap().clone();
     let sig = hasher.sketch_text("some text that is long enough to have shingles");
     let mut b = WriteBatch::new();
@@ -369,7 +376,7 @@ fn oversized_batch_is_refused_without_effect() {
 fn reopening_without_writes_leaves_no_wal_files_behind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    drop(Db::create(&path, IndexParams::default(), opts()).unwrap());
+    drop(Db::create(&path, params(), opts()).unwrap());
     for _ in 0..5 {
         drop(Db::open(&path, opts()).unwrap());
     }
@@ -403,7 +410,7 @@ fn large_bulk_and_flush_batches_store_every_signature() {
         auto_compact: false,
         ..Options::default()
     };
-    let db = Db::create(&path, IndexParams::default(), bulk_opts.clone()).unwrap();
+    let db = Db::create(&path, params(), bulk_opts.clone()).unwrap();
     let k = db.params().sketch.num_perm;
     let sig = |seed: u64| Signature::from_slots(XorShift64::scrambled(seed).next_n(k));
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();

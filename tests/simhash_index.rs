@@ -453,7 +453,7 @@ fn the_wrong_kind_is_refused_clearly() {
         "{e}"
     );
     let e = sim.insert("x", &minhash_sig).unwrap_err();
-    assert!(e.to_string().contains("128-slot"), "{e}");
+    assert!(e.to_string().contains("512-slot"), "{e}");
     let e = min
         .query_simhash(SimHash(1), &QueryOptions::default())
         .unwrap_err();

@@ -99,14 +99,14 @@ class Index:
         path: _PathLike,
         threshold: float = 0.8,
         *,
-        num_perm: int = 128,
+        num_perm: Optional[int] = None,
         scheme: str = "oph",
         seed: int = 0,
         shingle: str = "char:5",
         nfkc: bool = False,
         lowercase: bool = True,
         collapse_whitespace: bool = True,
-        bits: int = 32,
+        bits: Optional[int] = None,
         band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
@@ -117,7 +117,10 @@ class Index:
         max_hamming: int = 3,
         weighting: Literal["tf", "logtf"] = "tf",
     ) -> Index:
-        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``); with
+        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``). Not given:
+        ``num_perm`` is 512 (128 with ``scheme="kperm"``), ``band_slots`` 128 (or
+        ``num_perm`` if fewer) and ``bits`` the width that makes a signature 256 bytes (4 to
+        32; 4 at 512 slots), as ``mhdb create`` chooses them. With
         ``key_file``, a keyed index (shingles hashed under that secret key). With
         ``kind="simhash"``: 64-bit SimHash fingerprints matched within ``max_hamming`` bits
         (``num_perm``, ``scheme``, ``bits``, ``bands``, ``rows``, ``threshold`` refused);
@@ -137,14 +140,14 @@ class Index:
         path: _PathLike,
         threshold: float = 0.8,
         *,
-        num_perm: int = 128,
+        num_perm: Optional[int] = None,
         scheme: str = "oph",
         seed: int = 0,
         shingle: str = "char:5",
         nfkc: bool = False,
         lowercase: bool = True,
         collapse_whitespace: bool = True,
-        bits: int = 32,
+        bits: Optional[int] = None,
         band_slots: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,

@@ -159,10 +159,12 @@ impl PyIndex {
     ///     threshold: the default query threshold; bands × rows are tuned for it.
     ///     **params: ``num_perm``, ``scheme``, ``seed``, ``shingle``, ``nfkc``,
     ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
-    ///         :class:`MinHasher`; the same defaults); and:
-    ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64).
+    ///         :class:`MinHasher`; the same defaults except ``num_perm``: 512 slots, or 128
+    ///         with ``scheme="kperm"``); and:
+    ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64; default:
+    ///         the width that makes a signature 256 bytes, 4 to 32, so 4 at 512 slots).
     ///     band_slots: bands cover only the first ``band_slots`` of the ``num_perm`` slots;
-    ///         verification compares all of them (default: every slot).
+    ///         verification compares all of them (default: 128, or every slot if fewer).
     ///     bands, rows: override the tuned LSH bands × rows (give both).
     ///     bucket_cap: largest bucket kept by compaction (``None`` or 0: unlimited).
     ///     key_file: keyed hashing: shingles are hashed under the secret key in this file (32

@@ -21,7 +21,8 @@ pub(crate) fn index_params(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<IndexParams> {
     let mut sketch = SketchArgs::default();
-    let mut bits = 32u32;
+    let mut num_perm: Option<usize> = None;
+    let mut bits: Option<u32> = None;
     let mut band_slots: Option<usize> = None;
     let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
     let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
@@ -42,7 +43,7 @@ pub(crate) fn index_params(
             "kind" => kind = value.extract()?,
             "max_hamming" => max_hamming = value.extract()?,
             "weighting" => weighting = value.extract()?,
-            "num_perm" => sketch.num_perm = value.extract()?,
+            "num_perm" => num_perm = value.extract()?,
             "scheme" => sketch.scheme = value.extract()?,
             "seed" => sketch.seed = value.extract()?,
             "shingle" => sketch.shingle = value.extract()?,
@@ -118,8 +119,13 @@ pub(crate) fn index_params(
             ));
         }
     }
+    // Not given: the engine's defaults for the scheme (512 OPH slots at 4 bits, bands over
+    // the first 128), as `mhdb create` chooses them.
+    let scheme: mhdb::sketch::Scheme = sketch.scheme.parse().or_raise(py)?;
+    sketch.num_perm = num_perm.unwrap_or_else(|| mhdb::db::default_slots(scheme));
     let sketch = sketch.params(py)?;
-    let band_slots = band_slots.unwrap_or(sketch.num_perm);
+    let band_slots = band_slots.unwrap_or_else(|| mhdb::db::default_band_slots(sketch.num_perm));
+    let bits = bits.unwrap_or_else(|| mhdb::db::default_bits(sketch.num_perm));
     let mut params =
         IndexParams::with_band_slots(sketch, bits, band_slots, threshold).or_raise(py)?;
     if store_sets {

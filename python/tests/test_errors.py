@@ -149,7 +149,7 @@ def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:
     with mhdb.Index.create(tmp_path / "idx") as idx:
         with pytest.raises(mhdb.ParameterMismatchError) as e:
             idx.merge([tmp_path / "other"])
-    assert e.value.parameter == "num_perm" and e.value.stored == "128" and e.value.requested == "64"
+    assert e.value.parameter == "num_perm" and e.value.stored == "512" and e.value.requested == "64"
 
 
 def test_read_only(tmp_index_path: pathlib.Path) -> None:

@@ -144,9 +144,10 @@ pub enum Command {
 // text.
 #[derive(clap::Args, Clone)]
 pub struct SketchArgs {
-    /// Number of MinHash slots k.
-    #[arg(long, default_value_t = 128)]
-    pub perms: usize,
+    /// Number of MinHash slots k (k_v, all compared by verification). Default: 512 with
+    /// --scheme oph, 128 with kperm.
+    #[arg(long)]
+    pub perms: Option<usize>,
     /// Signature scheme: oph (one-permutation hashing, default) or kperm.
     #[arg(long, default_value = "oph")]
     pub scheme: Scheme,
@@ -162,11 +163,17 @@ pub struct SketchArgs {
 }
 
 impl SketchArgs {
+    /// The slots: --perms, or the default for the scheme.
+    pub fn num_perm(&self) -> usize {
+        self.perms
+            .unwrap_or_else(|| mhdb::db::default_slots(self.scheme))
+    }
+
     /// The sketch parameters these flags select.
     pub fn params(&self) -> SketchParams {
         SketchParams {
             scheme: self.scheme,
-            num_perm: self.perms,
+            num_perm: self.num_perm(),
             seed: self.seed,
             shingle: ShingleConfig {
                 kind: self.shingle,
@@ -207,11 +214,12 @@ pub struct CreateArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub sketch: SketchArgs,
-    /// Bits per stored signature slot: 1, 2, 4, 8, 16, 32 or 64.
-    #[arg(long, default_value_t = 32)]
-    pub bits: u32,
+    /// Bits per stored signature slot: 1, 2, 4, 8, 16, 32 or 64. Default: the width that
+    /// makes a signature 256 bytes, 4 to 32 (512 slots: 4 bits; 128 slots: 16).
+    #[arg(long)]
+    pub bits: Option<u32>,
     /// Bands cover only the first KB slots (k_b ≤ --perms); verification compares all of them
-    /// (a verification sketch wider than the bands). Default: every slot.
+    /// (a verification sketch wider than the bands). Default: 128, or every slot if fewer.
     #[arg(long, value_name = "KB")]
     pub band_slots: Option<usize>,
     /// Similarity threshold in (0, 1] the bands are tuned for (and the default query threshold).
@@ -438,8 +446,8 @@ pub struct TuneArgs {
     /// Similarity threshold in (0, 1].
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
-    /// Number of MinHash slots k.
-    #[arg(long, default_value_t = 128)]
+    /// Slots the bands cover (k_b; a new index's default, 128).
+    #[arg(long, default_value_t = mhdb::db::DEFAULT_BAND_SLOTS)]
     pub perms: usize,
     /// How many alternatives to list.
     #[arg(long, default_value_t = 5)]

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use mhdb::db::{Db, IndexParams, Options};
+use mhdb::db::{Db, IndexParams, Options, default_band_slots, default_bits};
 use mhdb::sketch::{LshParams, SimParams, SketchParams, TuneOptions, tune_all};
 use serde_json::json;
 
@@ -59,9 +59,12 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
                 ));
             }
             let sketch = args.sketch.params();
-            let band_slots = args.band_slots.unwrap_or(sketch.num_perm);
+            let band_slots = args
+                .band_slots
+                .unwrap_or_else(|| default_band_slots(sketch.num_perm));
+            let bits = args.bits.unwrap_or_else(|| default_bits(sketch.num_perm));
             let mut params =
-                IndexParams::with_band_slots(sketch, args.bits, band_slots, args.threshold)?;
+                IndexParams::with_band_slots(sketch, bits, band_slots, args.threshold)?;
             if args.store_sets {
                 params = params.with_stored_sets()?;
             }
@@ -75,9 +78,9 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
             // is a MinHash setting a simhash index would silently ignore.
             let defaults = SketchParams::default();
             let minhash_flags = [
-                ("--perms", args.sketch.perms != defaults.num_perm),
+                ("--perms", args.sketch.perms.is_some()),
                 ("--scheme", args.sketch.scheme != defaults.scheme),
-                ("--bits", args.bits != 32),
+                ("--bits", args.bits.is_some()),
                 ("--bands/--rows", args.bands.is_some()),
                 ("--threshold", args.threshold != 0.8),
                 ("--store-sets", args.store_sets),

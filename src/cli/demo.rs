@@ -24,7 +24,10 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
         texts.push(read_text(p)?.map_err(CliError::other)?);
     }
     let signatures = hasher.sketch_batch(&texts);
-    let tuning = mhdb::sketch::tune(threshold, sketch.perms, &TuneOptions::default())?;
+    // The banding an index of these slots would get (over its first k_b slots); the pairs
+    // below compare every slot.
+    let band_slots = mhdb::db::default_band_slots(sketch.num_perm());
+    let tuning = mhdb::sketch::tune(threshold, band_slots, &TuneOptions::default())?;
     let name = |p: &PathBuf| {
         p.file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -64,7 +67,7 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
     outln!(
         "{} documents, {} {} slots, {}; LSH {} bands × {} rows for threshold {threshold}",
         paths.len(),
-        sketch.perms,
+        sketch.num_perm(),
         sketch.scheme,
         sketch.shingle,
         tuning.params.bands,

@@ -55,7 +55,10 @@ pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
 pub use open::CutTail;
 pub use options::{Durability, Options};
-pub use params::{DEFAULT_BUCKET_CAP, IndexKind, IndexParams, STORED_SETS_RECALL};
+pub use params::{
+    DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,
+    IndexParams, STORED_SETS_RECALL, default_band_slots, default_bits, default_slots,
+};
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use simhash::max_distance_for_threshold;

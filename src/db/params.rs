@@ -88,21 +88,73 @@ impl std::fmt::Display for IndexKind {
 }
 
 impl Default for IndexParams {
+    /// A MinHash index for threshold 0.8 with the default sketch shape
+    /// ([`IndexParams::defaults_for`]): 512 OPH slots at 4 bits, bands over the first 128.
     fn default() -> Self {
-        IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap_or_else(|_| {
-            IndexParams {
-                sketch: SketchParams::default(),
-                bits: 32,
-                band_slots: SketchParams::default().num_perm,
-                lsh: LshParams { bands: 18, rows: 7 },
-                threshold: 0.8,
-                bucket_cap: Some(DEFAULT_BUCKET_CAP),
-                key_fingerprint: KeyFingerprint::UNKEYED,
-                store_sets: false,
-                kind: IndexKind::MinHash,
-            }
+        let sketch = SketchParams {
+            num_perm: DEFAULT_OPH_SLOTS,
+            ..SketchParams::default()
+        };
+        IndexParams::defaults_for(sketch, 0.8).unwrap_or_else(|_| IndexParams {
+            sketch,
+            bits: default_bits(sketch.num_perm),
+            band_slots: default_band_slots(sketch.num_perm),
+            lsh: LshParams { bands: 13, rows: 7 },
+            threshold: 0.8,
+            bucket_cap: Some(DEFAULT_BUCKET_CAP),
+            key_fingerprint: KeyFingerprint::UNKEYED,
+            store_sets: false,
+            kind: IndexKind::MinHash,
         })
     }
+}
+
+/// The slots k_v a new OPH index verifies with when none are given. Chosen by
+/// `tools/result_quality.py` (BENCHMARKS.md, "Result quality at the threshold"): on a
+/// boilerplate-heavy corpus at t = 0.8, 512 slots at 4 bits kept recall ≥ 0.996 and precision
+/// (counting J ≥ 0.75 right) ≥ 0.997 on every seed, where 128 slots at 32 bits gave recall
+/// 0.957–0.990 and precision 0.877–0.959, in half the bytes. OPH signs every slot in one pass
+/// over the shingles, so the extra slots cost bytes, not ingest time.
+pub const DEFAULT_OPH_SLOTS: usize = 512;
+
+/// The slots of a new k-permutation index when none are given: there each slot costs one hash
+/// per shingle, so the wider verification sketch is not free.
+pub const DEFAULT_KPERM_SLOTS: usize = 128;
+
+/// The slots k_b the bands of a new index cover by default (the first of the k_v): the
+/// thresholds' tunings need no longer bands, and more would only lengthen them.
+pub const DEFAULT_BAND_SLOTS: usize = 128;
+
+/// The signature size the default bit width aims at: [`default_bits`].
+const DEFAULT_SIGNATURE_BITS: usize = 2048;
+
+/// The default slots of a new index signed by `scheme`: [`DEFAULT_OPH_SLOTS`] or
+/// [`DEFAULT_KPERM_SLOTS`].
+pub fn default_slots(scheme: Scheme) -> usize {
+    match scheme {
+        Scheme::Oph => DEFAULT_OPH_SLOTS,
+        // k-permutation, and datasketch's schemes (whose users bring their num_perm).
+        _ => DEFAULT_KPERM_SLOTS,
+    }
+}
+
+/// The default bits per stored slot for `num_perm` slots: the width that makes a signature 256
+/// bytes, at least 4 and at most 32 (512 slots → 4 bits, 256 → 8, 128 → 16, 64 → 32). Below 4
+/// bits the chance agreement of unequal slots (2^-b) costs more estimate precision than the
+/// extra slots buy; above 32 it is already negligible.
+pub fn default_bits(num_perm: usize) -> u32 {
+    let per_slot = DEFAULT_SIGNATURE_BITS / num_perm.max(1);
+    let mut bits = 4u32;
+    while bits < 32 && (bits as usize) < per_slot {
+        bits *= 2;
+    }
+    bits
+}
+
+/// The default k_b for `num_perm` slots: [`DEFAULT_BAND_SLOTS`], or every slot when there are
+/// fewer.
+pub fn default_band_slots(num_perm: usize) -> usize {
+    num_perm.min(DEFAULT_BAND_SLOTS)
 }
 
 /// Default bucket cap: far above any real near-duplicate cluster at sane thresholds, low enough
@@ -141,6 +193,18 @@ const SIMHASH_SCHEME_CODE: u8 = 0;
 const SIMHASH_SLOTS: usize = 64;
 
 impl IndexParams {
+    /// Parameters for `threshold` with the default bit width ([`default_bits`]) and band
+    /// slots ([`default_band_slots`]) for `sketch`'s slots, bands × rows tuned by the default
+    /// rule. `mhdb create` and Python's `Index.create` fill what is not given this way.
+    pub fn defaults_for(sketch: SketchParams, threshold: f64) -> Result<Self> {
+        IndexParams::with_band_slots(
+            sketch,
+            default_bits(sketch.num_perm),
+            default_band_slots(sketch.num_perm),
+            threshold,
+        )
+    }
+
     /// Parameters with bands over every slot (k_b = k_v) and bands × rows tuned for
     /// `threshold` by the default rule.
     pub fn for_threshold(sketch: SketchParams, bits: u32, threshold: f64) -> Result<Self> {
@@ -544,11 +608,13 @@ mod tests {
 
     #[test]
     fn encode_decode_roundtrip() {
-        let p = IndexParams {
-            bucket_cap: None,
-            ..IndexParams::default()
-        };
-        for version in [1, 2] {
+        // Version 1 has no band_slots: its bands cover every slot.
+        let v1 = IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap();
+        for (p, version) in [(v1, 1), (IndexParams::default(), 2)] {
+            let p = IndexParams {
+                bucket_cap: None,
+                ..p
+            };
             let mut e = Encoder::default();
             p.encode(&mut e, version);
             let path = Path::new("x");
@@ -652,6 +718,28 @@ mod tests {
     fn default_is_tuned_for_recall() {
         let p = IndexParams::default();
         assert!(p.lsh.probability(0.8) >= 0.95);
-        assert_eq!(p.sig_bytes(), 512);
+        assert!(p.lsh.bands * p.lsh.rows <= p.band_slots);
+        assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (512, 128, 4));
+        assert_eq!(p.sig_bytes(), 256);
+    }
+
+    #[test]
+    fn default_shape_follows_the_slots() {
+        let bits: Vec<u32> = [1024, 512, 256, 128, 64, 32, 1]
+            .iter()
+            .map(|&k| default_bits(k))
+            .collect();
+        assert_eq!(bits, [4, 4, 8, 16, 32, 32, 32]);
+        assert_eq!(default_band_slots(512), 128);
+        assert_eq!(default_band_slots(64), 64);
+        assert_eq!(default_slots(Scheme::Oph), 512);
+        assert_eq!(default_slots(Scheme::KPerm), 128);
+        let kperm = SketchParams {
+            scheme: Scheme::KPerm,
+            num_perm: default_slots(Scheme::KPerm),
+            ..SketchParams::default()
+        };
+        let p = IndexParams::defaults_for(kperm, 0.5).unwrap();
+        assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (128, 128, 16));
     }
 }

@@ -281,7 +281,8 @@ impl Db {
             return Err(Error::invalid(
                 "signature",
                 format!(
-                    "has {} slots, the database stores {}",
+                    "has {} slots, the database stores {} (sign with the database's own \
+                     parameters: `Db::hasher`, Python `Index.hasher()`)",
                     sig.len(),
                     self.params.sketch.num_perm
                 ),
