@@ -4,13 +4,13 @@ PySpark + datasketch MinHash-LSH pipeline (the text-dedup shape) and the `mhdb` 
 same documents in the same run.
 
 Usage:
-  python tools/bench_spark.py --docs 1000000 --run mhdb-dedup,build,cli   (BENCHMARKS.md, 1M)
-  python tools/bench_spark.py --docs 100000                       (all four, with the baseline)
+  python tools/bench_spark.py --docs 1000000           (BENCHMARKS.md, 1M: all four, ~25 min)
+  python tools/bench_spark.py --docs 100000 --run mhdb-dedup,build,cli
       [--master local[2]] [--driver-memory 6g] [--partitions 16] [--work /tmp/bench-spark]
   python tools/bench_spark.py --corpus messy --docs 3000 --repeat 3   (the small-corpus table)
 
-The baseline signs in Python at about 2-5 ms per document: at 1M documents it alone takes
-about an hour on two cores, hence the 100k run for it.
+The baseline signs in Python at about 0.5-5 ms per document: at 1M documents it alone took
+15 minutes on two cores lightly loaded (and about an hour under load average 10).
 
 Run it with a Python that has `pip install './python[spark]' datasketch` (and Java 17+).
 
@@ -537,7 +537,14 @@ def run_large(args: argparse.Namespace) -> None:
 
         def one_machine() -> dict:
             t = time.perf_counter()
-            cli("create", idx, "--threshold", str(THRESHOLD), "--seed", "7")
+            # The very parameters the Spark pipelines used (not the CLI's defaults, which
+            # may differ between the installed package and this build).
+            cli("create", idx, "--threshold", str(params["threshold"]),
+                "--seed", str(params["seed"]), "--scheme", params["scheme"],
+                "--shingle", params["shingle"], "--perms", str(params["num_perm"]),
+                "--bits", str(params["bits"]), "--band-slots", str(params["band_slots"]),
+                "--bands", str(params["bands"]), "--rows", str(params["rows"]),
+                "--bucket-cap", str(params["bucket_cap"] or 0))
             cli("add", idx, jsonl)
             t_add = time.perf_counter() - t
             out = cli("dedup", idx, "--format", "pairs").stdout
