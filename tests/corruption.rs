@@ -3,7 +3,8 @@
 //! `open` or `verify` report corruption naming that file, and never panic. The WAL's known
 //! limit (as in LevelDB): damage to its final batch reads as a torn tail and drops that batch,
 //! and a truncated WAL reads as one whose later appends never happened, so the state is a
-//! prefix of its batches. An unknown version is reported as such.
+//! prefix of its batches. An unknown version is reported as such. Damage inside a record
+//! whose checksum matches (a writer's bug, not a flipped bit) is located at its own byte.
 
 mod common;
 
@@ -231,5 +232,45 @@ fn a_missing_named_file_is_corruption_naming_it() {
             }
             Outcome::Clean(_) => panic!("{name} removed, yet the database opened clean"),
         }
+    }
+}
+
+/// A WAL record with a valid checksum but an unknown operation tag: recovery reports the
+/// WAL file and the file offset of that tag byte (header 24 bytes, record header 17, the op
+/// count 4: byte 45), not the record's start or the payload's.
+#[test]
+fn a_bad_op_inside_a_valid_wal_record_is_located_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, common::params::word_index(32, 16, 0.5), opts()).unwrap();
+    db.insert_text("a", &text(1)).unwrap();
+    db.insert_text("b", &text(2)).unwrap();
+    drop(db);
+    let wal = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .expect("a WAL file");
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let (record, tag) = (24usize, 45usize);
+    let payload_len = u32::from_le_bytes(bytes[record + 4..record + 8].try_into().unwrap());
+    let end = record + 17 + payload_len as usize;
+    assert_eq!(bytes[tag], 1, "the first op is an insert (tag 1)");
+    bytes[tag] = 9;
+    let crc = crc32fast::hash(&bytes[record + 4..end]);
+    bytes[record..record + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&wal, bytes).unwrap();
+    let err = Db::open(&path, opts())
+        .err()
+        .expect("recovery must refuse the record");
+    match &err {
+        Error::Corruption {
+            path: at, offset, ..
+        } => {
+            assert_eq!(at, &wal, "{err}");
+            assert_eq!(*offset, tag as u64, "{err}");
+            assert!(err.to_string().contains("op tag 9"), "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
     }
 }

@@ -455,13 +455,15 @@ fn replay_wal(
             }
             first_in_file = false;
             let store_sets = params.store_sets;
+            // `offset` is the record's; its payload (what the decoder's errors locate
+            // within) starts after the record header.
             decode_ops(
                 payload,
                 bands,
                 record_bytes,
                 store_sets,
                 path,
-                offset,
+                offset + crate::storage::wal::RECORD_HEADER_LEN as u64,
                 |op| match op {
                     OpRef::Insert {
                         docno,

@@ -131,6 +131,7 @@ pub(crate) fn decode_ops(
     let mut d = Decoder::with_base(payload, path, offset);
     let count = d.u32("op count")? as usize;
     for _ in 0..count {
+        let tag_at = d.offset();
         match d.u8("op tag")? {
             tag @ (TAG_INSERT | TAG_INSERT_WITH_SET) => {
                 if (tag == TAG_INSERT_WITH_SET) != store_sets {
@@ -174,7 +175,13 @@ pub(crate) fn decode_ops(
             TAG_DELETE => visit(OpRef::Delete {
                 docno: d.u64("docno")?,
             })?,
-            other => return Err(d.corruption(format!("unknown WAL op tag {other}"))),
+            other => {
+                return Err(Error::corruption(
+                    path,
+                    tag_at,
+                    format!("unknown WAL op tag {other}"),
+                ));
+            }
         }
     }
     d.expect_end()
