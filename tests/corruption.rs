@@ -260,9 +260,7 @@ fn a_bad_op_inside_a_valid_wal_record_is_located_exactly() {
     let crc = crc32fast::hash(&bytes[record + 4..end]);
     bytes[record..record + 4].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&wal, bytes).unwrap();
-    let err = Db::open(&path, opts())
-        .err()
-        .expect("recovery must refuse the record");
+    let err = Db::open(&path, opts()).expect_err("recovery must refuse the record");
     match &err {
         Error::Corruption {
             path: at, offset, ..
