@@ -2,7 +2,7 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Four base databases in the current format (version 2), each holding every file kind:
+Five base databases in the current format (version 2), each holding every file kind:
   golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
           deletes folded into a segment with hot buckets), then an `add` replacing stored keys
           (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
@@ -13,6 +13,7 @@ Four base databases in the current format (version 2), each holding every file k
           sections in a compacted and a flushed segment, a deletion list, two WAL files of
           inserts carrying their sets, op tag 3, the newest unsealed);
   sets-built  built like `built`, created with --store-sets;
+  simhash-built  built like `built`, a SimHash index (--kind simhash --max-hamming 6);
 snapshots taken on the way provide stale copies of files. `--bases golden-v1` sweeps the
 version-1 fixture itself (its signatures.log included; writers refuse it, exit 1).
 
@@ -319,13 +320,20 @@ def golden_base(runner, work, upgrade=True):
     return base
 
 
-def built_base(runner, work, name="built", store_sets=False):
+def built_base(runner, work, name="built", store_sets=False, simhash=False):
     """Built from samples/ with the CLI: two adds (two segments, the second replacing some
     documents of the first, so a deletion list), then two deletes (two WAL files); with
-    `store_sets`, the index stores shingle sets (`--store-sets`, SHINGLES sections)."""
+    `store_sets`, the index stores shingle sets (`--store-sets`, SHINGLES sections); with
+    `simhash`, it is a SimHash index (`--kind simhash`: 8-byte fingerprints as signatures,
+    the pigeonhole blocks as bands)."""
     corpus = read_jsonl(os.path.join(ROOT, "samples", "corpus.jsonl"))
     path = os.path.join(work, name)
-    must(runner, ["create", path, "--perms", "64", "--bits", "8", "--threshold", "0.6", "--bucket-cap", "3"] + (["--store-sets"] if store_sets else []))
+    if simhash:
+        flags = ["--kind", "simhash", "--max-hamming", "6", "--bucket-cap", "3"]
+    else:
+        flags = ["--perms", "64", "--bits", "8", "--threshold", "0.6", "--bucket-cap", "3"]
+        flags += ["--store-sets"] if store_sets else []
+    must(runner, ["create", path] + flags)
     p1 = corpus[:80]
     p2 = corpus[80:150] + [{"id": d["id"], "text": corpus[200 + i]["text"]} for i, d in enumerate(p1[:12])]
     snaps = []
@@ -893,7 +901,7 @@ def main(argv):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--allow-silent", action="store_true", help="silent wrong answers do not fail the run")
-    ap.add_argument("--bases", default="golden,built,sets,sets-built")
+    ap.add_argument("--bases", default="golden,built,sets,sets-built,simhash-built")
     ap.add_argument("--details", help="write every (mutation, command, outcome) as JSON lines here")
     ap.add_argument("--work", help="scratch directory (default: under /dev/shm when present)")
     args = ap.parse_args(argv)
@@ -914,8 +922,10 @@ def main(argv):
                 base = sets_base(runner, work)
             elif name == "sets-built":
                 base = built_base(runner, work, name, store_sets=True)
+            elif name == "simhash-built":
+                base = built_base(runner, work, name, simhash=True)
             else:
-                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built, sets, sets-built)")
+                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built, sets, sets-built, simhash-built)")
             bases.append(base)
         rng = random.Random(args.seed)
         todo = []
