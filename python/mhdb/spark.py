@@ -402,6 +402,45 @@ def _low_bits_dtype(bits: int) -> np.dtype:
     return np.dtype({64: np.uint64, 32: np.uint32, 16: np.uint16}.get(bits, np.uint8))
 
 
+def _packed_width(k: int, bits: int) -> int:
+    """Columns of :func:`_pack_low`'s matrix: ``k`` slots of ``bits`` bits, several to a byte
+    below 8 bits (the engine's 256-byte default signature stays 256 bytes here)."""
+    if bits >= 8:
+        return k
+    per = 8 // bits
+    return -(-k // per)
+
+
+def _pack_low(low: np.ndarray, bits: int) -> np.ndarray:
+    """The ``(n, k)`` low bits of the slots, ``8 // bits`` slots per byte below 8 bits (slot
+    ``i`` of a byte at bits ``i·bits``; padding slots zero), else as they are."""
+    if bits >= 8:
+        return low
+    per = 8 // bits
+    n, k = low.shape
+    padded = np.zeros((n, _packed_width(k, bits) * per), dtype=np.uint8)
+    padded[:, :k] = low
+    fields = padded.reshape(n, -1, per)
+    out = np.zeros(fields.shape[:2], dtype=np.uint8)
+    for i in range(per):
+        out |= fields[:, :, i] << np.uint8(i * bits)
+    return out
+
+
+def _equal_slots(sa: np.ndarray, sb: np.ndarray, k: int, bits: int) -> np.ndarray:
+    """How many of the ``k`` slots two :func:`_pack_low` matrices agree in, row by row."""
+    if bits >= 8:
+        return (sa == sb).sum(axis=1)
+    per = 8 // bits
+    x = sa ^ sb
+    field = np.uint8((1 << bits) - 1)
+    equal = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(per):
+        equal += (((x >> np.uint8(i * bits)) & field) == 0).sum(axis=1)
+    # The padding slots are zero on both sides: equal, but not slots.
+    return equal - (_packed_width(k, bits) * per - k)
+
+
 def _estimate(matches: np.ndarray, num_perm: int, bits: int) -> np.ndarray:
     """The b-bit Jaccard estimate from equal-slot counts, in the engine's float operations
     (``sketch::bbit::estimate_from_matches``), so comparisons with the threshold agree."""
@@ -485,7 +524,7 @@ def dedup(
                 .astype(np.uint32)
                 .view(np.int32)
             )
-            low = (sigs & mask).astype(dtype)
+            low = _pack_low((sigs & mask).astype(dtype), bits)
             # A text without shingles is similar to nothing (the engine does not store it):
             # it gets no band keys, hence no pair.
             shingled = ~_empty_sets(sigs)
@@ -550,9 +589,10 @@ def dedup(
 
     def verify(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in it:
-            sa = _matrix(batch.column("sa"), dtype, k)
-            sb = _matrix(batch.column("sb"), dtype, k)
-            j = _estimate((sa == sb).sum(axis=1), k, bits)
+            width = _packed_width(k, bits)
+            sa = _matrix(batch.column("sa"), dtype, width)
+            sb = _matrix(batch.column("sb"), dtype, width)
+            j = _estimate(_equal_slots(sa, sb, k, bits), k, bits)
             hit = pa.array(j >= t)
             yield pa.RecordBatch.from_arrays(
                 [
