@@ -9,7 +9,8 @@
 //! with about that probability too, and is accepted by its estimate, uncomputed.
 
 use super::state::State;
-use crate::sketch::shingle_set::{decode_into, jaccard_coded_at_least};
+use crate::sketch::set_intersect::jaccard_coded_at_least;
+use crate::sketch::shingle_set::decode_into;
 use crate::{Error, Result};
 
 /// How many standard deviations of the estimate below the threshold a candidate may fall and
