@@ -344,3 +344,62 @@ fn top_k_ranks_by_exact_jaccard() {
         }
     }
 }
+
+/// A page and many copies edited just enough to sit around the threshold: a query for the page
+/// re-ranks dozens of candidates, which is spread over the cores; the answer (matches, their
+/// order and every figure) is exactly the one-thread answer, whatever the thread count.
+#[test]
+fn a_parallel_re_rank_answers_exactly_as_a_serial_one() {
+    let base: Vec<String> = corpus()
+        .into_iter()
+        .filter(|(k, _)| !k.contains('v'))
+        .take(6)
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::create(tmp.path().join("db"), params(0.8), Options::default()).unwrap();
+    db.insert_text("base", &base.join(" ")).unwrap();
+    // Copy c replaces every n-th word (n from 40 down to 20, shifted): J from about 0.9 to
+    // 0.75.
+    for c in 0..64usize {
+        let every = 40 - c % 21;
+        let copy: Vec<String> = base
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if (i + c) % every == 0 {
+                    format!("x{c}y{i}")
+                } else {
+                    w.clone()
+                }
+            })
+            .collect();
+        db.insert_text(&format!("copy{c}"), &copy.join(" "))
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let query = db.sketch_text(&base.join(" ")).unwrap();
+    let answer = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| db.query(&query, &QueryOptions::default()).unwrap())
+    };
+    let serial = answer(1);
+    assert!(
+        serial.stats.exact && serial.stats.reranked >= 32,
+        "the query must re-rank many candidates: {:?}",
+        serial.stats
+    );
+    assert!(serial.matches.iter().any(|m| m.exact));
+    for threads in [2, 3, 4] {
+        for _ in 0..5 {
+            assert_eq!(answer(threads), serial, "{threads} threads");
+        }
+    }
+}
