@@ -378,8 +378,7 @@ fn a_parallel_re_rank_answers_exactly_as_a_serial_one() {
                 }
             })
             .collect();
-        db.insert_text(&format!("copy{c}"), &copy.join(" "))
-            .unwrap();
+        db.insert_text(format!("copy{c}"), &copy.join(" ")).unwrap();
     }
     db.flush().unwrap();
     let query = db.sketch_text(&base.join(" ")).unwrap();
