@@ -332,6 +332,7 @@ fn get_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, SetDecodeError> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::sketch::set_intersect::jaccard_coded_at_least;
     use proptest::prelude::*;
 
     #[test]
@@ -414,7 +415,7 @@ mod tests {
             let mut scratch = Vec::new();
             prop_assert_eq!(sa.jaccard_coded(&sb.encode(), &mut scratch).unwrap(), want);
             for t in [0.0, 0.1, 0.3, 0.5, 0.8, 1.0] {
-                let gated = super::super::set_intersect::jaccard_coded_at_least(sa.values(), &sb.encode(), t).unwrap();
+                let gated = jaccard_coded_at_least(sa.values(), &sb.encode(), t).unwrap();
                 let expect = (want >= t).then_some(want);
                 prop_assert_eq!(gated, expect, "t = {}", t);
             }
