@@ -496,3 +496,37 @@ fn dedup_over_large_buckets_agrees_with_queries() {
     );
     assert_eq!(got, want);
 }
+
+/// Top-k over dozens of near-copies computes exact Jaccards in rounds on every core against a
+/// rising bar; the answer is the one-thread answer, and each match is the exact Jaccard of the
+/// texts.
+#[test]
+fn top_k_against_a_rising_bar_answers_as_a_serial_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, base, copies) = near_copies_db(tmp.path(), 0.8);
+    let query = db.sketch_text(&base).unwrap();
+    let opts = QueryOptions {
+        top: Some(10),
+        ..QueryOptions::default()
+    };
+    let serial = in_pool(1, || db.query(&query, &opts).unwrap());
+    assert_eq!(serial.matches.len(), 10);
+    for m in &serial.matches {
+        let text = match std::str::from_utf8(&m.key).unwrap() {
+            "base" => &base,
+            k => &copies.iter().find(|(key, _)| key == k).unwrap().1,
+        };
+        assert!(
+            m.exact && (m.jaccard - exact(&base, text)).abs() < 1e-3,
+            "{m:?}"
+        );
+    }
+    for threads in [2, 4] {
+        for _ in 0..5 {
+            assert_eq!(
+                in_pool(threads, || db.query(&query, &opts).unwrap()),
+                serial
+            );
+        }
+    }
+}
