@@ -1,11 +1,12 @@
 //! What exact re-rank costs a query (issue 15: "query p50 at most 2× the query without
 //! re-rank"): on a database created with `--store-sets`, each query is answered with the
-//! re-rank and without it (`estimate_only`), alternately, one at a time on one thread, and the
-//! latency percentiles of both are printed with their ratio. Signing is excluded (the queries
-//! are signed, with their sets, before timing).
+//! re-rank and without it (`estimate_only`), alternately, one at a time, and the latency
+//! percentiles of both are printed with their ratio. Signing is excluded (the queries are
+//! signed, with their sets, before timing). The queries run in a pool of `--threads` threads
+//! (default 1): with more, a query that re-ranks many candidates spreads them over the pool.
 //!
 //! Run: `cargo bench --bench rerank_query -- --db DIR --queries FILE.jsonl [--threshold T]
-//! [--rounds N]` (`tools/rerank_quality.py --keep DIR` leaves such databases and a corpus).
+//! [--rounds N] [--limit N] [--threads N]` (`tools/rerank_quality.py --keep DIR` leaves such databases and a corpus).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ fn main() {
     let mut threshold = None;
     let mut rounds = 5usize;
     let mut limit = 500usize;
+    let mut threads = 1usize;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -32,12 +34,13 @@ fn main() {
             "--threshold" => threshold = it.next().and_then(|v| v.parse().ok()),
             "--rounds" => rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(rounds),
             "--limit" => limit = it.next().and_then(|v| v.parse().ok()).unwrap_or(limit),
+            "--threads" => threads = it.next().and_then(|v| v.parse().ok()).unwrap_or(threads),
             _ => {}
         }
     }
     if db_dir.as_os_str().is_empty() || queries.as_os_str().is_empty() {
         eprintln!(
-            "usage: rerank_query --db DIR --queries FILE.jsonl [--threshold T] [--rounds N] [--limit N]"
+            "usage: rerank_query --db DIR --queries FILE.jsonl [--threshold T] [--rounds N] [--limit N] [--threads N]"
         );
         return;
     }
@@ -60,7 +63,7 @@ fn main() {
         ..exact
     };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
+        .num_threads(threads.max(1))
         .build()
         .expect("a pool");
     let (mut with, mut without) = (Vec::new(), Vec::new());
@@ -98,7 +101,7 @@ fn main() {
     without.sort_unstable();
     let n = with.len().max(1);
     println!(
-        "{} queries × {rounds} rounds: {:.0} candidates re-ranked, {:.0} matches per query",
+        "{} queries × {rounds} rounds, {threads} thread(s): {:.0} candidates re-ranked, {:.0} matches per query",
         sigs.len(),
         reranked as f64 / n as f64,
         matches as f64 / n as f64

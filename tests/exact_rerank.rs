@@ -344,3 +344,189 @@ fn top_k_ranks_by_exact_jaccard() {
         }
     }
 }
+
+/// A long page (six paragraphs) and 64 copies of it with every n-th word replaced (n from 40
+/// down to 20, shifted): J to the page from about 0.9 to 0.75, and among the copies around
+/// and below, so that one query re-ranks dozens of candidates and one bucket holds dozens of
+/// members.
+fn near_copies() -> (String, Vec<(String, String)>) {
+    let base: Vec<String> = corpus()
+        .into_iter()
+        .filter(|(k, _)| !k.contains('v'))
+        .take(6)
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let copies = (0..64usize)
+        .map(|c| {
+            let every = 40 - c % 21;
+            let copy: Vec<String> = base
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    if (i + c) % every == 0 {
+                        format!("x{c}y{i}")
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            (format!("copy{c}"), copy.join(" "))
+        })
+        .collect();
+    (base.join(" "), copies)
+}
+
+fn near_copies_db(dir: &std::path::Path, threshold: f64) -> (Db, String, Vec<(String, String)>) {
+    let (base, copies) = near_copies();
+    let db = Db::create(dir.join("db"), params(threshold), Options::default()).unwrap();
+    db.insert_text("base", &base).unwrap();
+    for (k, t) in &copies {
+        db.insert_text(k, t).unwrap();
+    }
+    db.flush().unwrap();
+    (db, base, copies)
+}
+
+fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+/// A query for the page re-ranks dozens of candidates, which is spread over the cores; the
+/// answer (matches, their order and every figure) is exactly the one-thread answer, whatever
+/// the thread count.
+#[test]
+fn a_parallel_re_rank_answers_exactly_as_a_serial_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, base, _) = near_copies_db(tmp.path(), 0.8);
+    let query = db.sketch_text(&base).unwrap();
+    let answer = |threads| {
+        in_pool(threads, || {
+            db.query(&query, &QueryOptions::default()).unwrap()
+        })
+    };
+    let serial = answer(1);
+    assert!(
+        serial.stats.exact && serial.stats.reranked >= 32,
+        "the query must re-rank many candidates: {:?}",
+        serial.stats
+    );
+    assert!(serial.matches.iter().any(|m| m.exact));
+    for threads in [2, 3, 4] {
+        for _ in 0..5 {
+            assert_eq!(answer(threads), serial, "{threads} threads");
+        }
+    }
+}
+
+/// Dedup over buckets of dozens of members (verified many rows at a time, each later member's
+/// set decoded once for all of them) reports exactly the pairs, similarities and estimates
+/// that querying each document for the older ones finds (the same candidates, window and
+/// exact intersection), in the same order whatever the thread count.
+#[test]
+fn dedup_over_large_buckets_agrees_with_queries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = 0.8;
+    let (db, base, copies) = near_copies_db(tmp.path(), t);
+    let dedup = |threads| {
+        in_pool(threads, || {
+            let mut pairs = Vec::new();
+            db.dedup_pairs(
+                t,
+                |p| {
+                    pairs.push(p);
+                    Ok(())
+                },
+                |_, _| {},
+            )
+            .unwrap();
+            pairs
+        })
+    };
+    let pairs = dedup(1);
+    for threads in [2, 4] {
+        assert_eq!(dedup(threads), pairs, "{threads} threads");
+    }
+    let docs: Vec<(String, String)> = std::iter::once(("base".to_owned(), base))
+        .chain(copies)
+        .collect();
+    let mut want = Vec::new();
+    for (i, (key, text)) in docs.iter().enumerate() {
+        for m in db
+            .query_text(text, &QueryOptions::default())
+            .unwrap()
+            .matches
+        {
+            let older = docs
+                .iter()
+                .position(|(k, _)| k.as_bytes() == m.key)
+                .unwrap();
+            if older < i {
+                want.push((
+                    m.key.clone(),
+                    key.as_bytes().to_vec(),
+                    m.jaccard,
+                    m.estimate,
+                    m.exact,
+                ));
+            }
+        }
+    }
+    let mut got: Vec<_> = pairs
+        .into_iter()
+        .map(|p| (p.a, p.b, p.jaccard, p.estimate, p.exact))
+        .collect();
+    let order = |a: &(Vec<u8>, Vec<u8>, f64, f64, bool), b: &(Vec<u8>, Vec<u8>, f64, f64, bool)| {
+        (&a.0, &a.1).cmp(&(&b.0, &b.1))
+    };
+    got.sort_by(order);
+    want.sort_by(order);
+    assert!(
+        want.len() > 200 && want.iter().filter(|p| p.4).count() > 50,
+        "{} pairs, {} exact",
+        want.len(),
+        want.iter().filter(|p| p.4).count()
+    );
+    assert_eq!(got, want);
+}
+
+/// Top-k over dozens of near-copies computes exact Jaccards in rounds on every core against a
+/// rising bar; the answer is the one-thread answer, and each match is the exact Jaccard of the
+/// texts.
+#[test]
+fn top_k_against_a_rising_bar_answers_as_a_serial_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, base, copies) = near_copies_db(tmp.path(), 0.8);
+    let query = db.sketch_text(&base).unwrap();
+    let opts = QueryOptions {
+        top: Some(10),
+        ..QueryOptions::default()
+    };
+    let serial = in_pool(1, || db.query(&query, &opts).unwrap());
+    assert_eq!(serial.matches.len(), 10);
+    for m in &serial.matches {
+        let text = match std::str::from_utf8(&m.key).unwrap() {
+            "base" => &base,
+            k => &copies.iter().find(|(key, _)| key == k).unwrap().1,
+        };
+        assert!(
+            m.exact && (m.jaccard - exact(&base, text)).abs() < 1e-3,
+            "{m:?}"
+        );
+    }
+    for threads in [2, 4] {
+        for _ in 0..5 {
+            assert_eq!(
+                in_pool(threads, || db.query(&query, &opts).unwrap()),
+                serial
+            );
+        }
+    }
+}

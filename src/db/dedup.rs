@@ -18,8 +18,8 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::Db;
+use super::dedup_verify::{DecodedOnce, Verifier};
 use super::state::State;
-use crate::sketch::bbit;
 use crate::storage::segment::band_key32;
 use crate::{Error, Result};
 
@@ -76,6 +76,11 @@ const NO_BUCKET: u32 = u32::MAX;
 /// pairs held in memory whatever the size of a bucket.
 const PAIR_WINDOW: u64 = 1 << 18;
 
+/// Rows of a bucket verified together in a pass over pairs: their signatures and decoded sets
+/// are held, and each later member's stored set is decoded once for all of them instead of
+/// once per row.
+const ROW_TILE: u64 = 16;
+
 /// A center's candidates from which its verification is spread over every core.
 const PARALLEL_CANDIDATES: usize = 2048;
 
@@ -126,82 +131,53 @@ impl BucketIndex {
     }
 }
 
-/// Compares stored signatures at a threshold.
-struct Verifier<'a> {
-    state: &'a State,
-    docnos: &'a [u64],
-    record_bytes: usize,
-    k: usize,
-    bits: u32,
-    min_equal: usize,
-    /// The estimate a candidate must reach: the threshold, or with exact re-rank the
-    /// threshold less the margin (`rerank.rs`).
-    gate: f64,
-    threshold: f64,
-    /// Decide by the exact Jaccard of stored shingle sets...
-    exact: bool,
-    /// ...below this estimate (the threshold plus the re-rank margin); above it the
-    /// estimate decides.
-    sure: f64,
-    /// The first failed signature read (damage: a corruption error), returned by
-    /// [`Verifier::check`] before anything computed after it is emitted.
-    failed: parking_lot::Mutex<Option<crate::Error>>,
-}
+/// A row of a tile: its ordinal, its stored signature (`None` when it could not be read: the
+/// verifier holds the error) and its decoded set (with exact re-rank).
+type TileRow<'a> = (u32, Option<&'a [u8]>, Vec<u32>);
 
-impl Verifier<'_> {
-    fn signature(&self, ordinal: u32) -> Option<&[u8]> {
-        let docno = *self.docnos.get(ordinal as usize)?;
-        match self.state.signature_bytes(docno, self.record_bytes) {
-            Ok(sig) => sig,
-            Err(e) => {
-                self.failed.lock().get_or_insert(e);
-                None
+/// Rows `first..first + rows` of a bucket of `members` (ordinals, oldest first) compared with
+/// the members after them: per row, the comparisons made and the pairs found, in member order
+/// (as row by row). A pair is compared in the first band the two share.
+fn verify_rows(
+    verify: &Verifier<'_>,
+    index: &BucketIndex,
+    band: usize,
+    members: &[u32],
+    first: u32,
+    rows: u32,
+) -> Vec<RowResult> {
+    let first = first as usize;
+    let tile: Vec<TileRow<'_>> = members
+        .get(first..first + rows as usize)
+        .unwrap_or_default()
+        .iter()
+        .map(|&a| {
+            let sig = verify.signature(a);
+            let mut set = Vec::new();
+            if sig.is_some() {
+                verify.set(a, &mut set);
+            }
+            (a, sig, set)
+        })
+        .collect();
+    let mut results: Vec<RowResult> = vec![(0, Vec::new()); tile.len()];
+    let mut column = DecodedOnce::default();
+    for (col, &b) in members.iter().enumerate().skip(first + 1) {
+        column.clear();
+        for ((a, sig, set_a), (compared, out)) in tile.iter().zip(&mut results).take(col - first) {
+            let Some(sa) = sig else {
+                continue;
+            };
+            if index.share_earlier(*a, b, band) {
+                continue;
+            }
+            *compared += 1;
+            if let Some((j, e)) = verify.similar(sa, set_a, b, Some(&mut column)) {
+                out.push((*a, b, j, e));
             }
         }
     }
-
-    /// The first failed signature read so far, if any: comparisons that met it are incomplete.
-    fn check(&self) -> Result<()> {
-        match self.failed.lock().take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// The decoded stored set of ordinal `o` into `out` (with exact re-rank; else nothing).
-    fn set(&self, o: u32, out: &mut Vec<u32>) {
-        out.clear();
-        if !self.exact {
-            return;
-        }
-        let docno = self.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
-        if let Err(e) = super::rerank::decode_stored(self.state, docno, out) {
-            self.failed.lock().get_or_insert(e);
-        }
-    }
-
-    /// (similarity, estimate) of `a` (its signature, and its decoded set with exact
-    /// re-rank) against ordinal `b`, if they reach the threshold.
-    fn similar(&self, a: &[u8], a_set: &[u32], b: u32) -> Option<(f64, f64)> {
-        let sb = self.signature(b)?;
-        let equal =
-            bbit::count_equal_packed_at_least(a, sb, self.k, self.bits, self.min_equal).ok()??;
-        let estimate = bbit::estimate_from_matches(equal, self.k, self.bits);
-        if estimate < self.gate {
-            return None;
-        }
-        if !self.exact || estimate >= self.sure {
-            return Some((estimate, estimate));
-        }
-        let docno = self.docnos.get(b as usize).copied().unwrap_or(u64::MAX);
-        match super::rerank::exact_at_least(self.state, docno, a_set, self.threshold) {
-            Ok(j) => j.map(|j| (j, estimate)),
-            Err(e) => {
-                self.failed.lock().get_or_insert(e);
-                None
-            }
-        }
-    }
+    results
 }
 
 impl Db {
@@ -240,70 +216,53 @@ impl Db {
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
             progress(band, bands);
-            // Work units: (bucket, row); a row compares one member with the later ones. Units
-            // are verified a window of about PAIR_WINDOW comparisons at a time.
-            let mut window: Vec<(u32, u32)> = Vec::new();
+            // Work units: (bucket, first row, rows); a row compares one member with the later
+            // ones, and a unit's rows are verified together (`verify_rows`). Units are
+            // verified a window of about PAIR_WINDOW comparisons at a time.
+            let mut window: Vec<(u32, u32, u32)> = Vec::new();
             let mut comparisons = 0u64;
-            let mut flush = |window: &mut Vec<(u32, u32)>, stats: &mut DedupStats| -> Result<()> {
-                // Per row: the comparisons made and the pairs found.
-                let found: Vec<RowResult> = window
-                    .par_iter()
-                    .map(|&(bucket, row)| {
-                        let members = bb.bucket(bucket);
-                        let mut out = Vec::new();
-                        let mut compared = 0u64;
-                        let (Some(&a), Some(later)) =
-                            (members.get(row as usize), members.get(row as usize + 1..))
-                        else {
-                            return (0, out);
-                        };
-                        let Some(sa) = verify.signature(a) else {
-                            return (0, out);
-                        };
-                        let mut set_a = Vec::new();
-                        verify.set(a, &mut set_a);
-                        for &b in later {
-                            // Compared (and reported) in the first band the pair shares.
-                            if index.share_earlier(a, b, band) {
-                                continue;
-                            }
-                            compared += 1;
-                            if let Some((j, e)) = verify.similar(sa, &set_a, b) {
-                                out.push((a, b, j, e));
-                            }
+            let mut flush =
+                |window: &mut Vec<(u32, u32, u32)>, stats: &mut DedupStats| -> Result<()> {
+                    // Per row: the comparisons made and the pairs found.
+                    let found: Vec<RowResult> = window
+                        .par_iter()
+                        .flat_map_iter(|&(bucket, first, rows)| {
+                            verify_rows(&verify, &index, band, bb.bucket(bucket), first, rows)
+                        })
+                        .collect();
+                    verify.check()?;
+                    for (compared, pairs) in found {
+                        stats.compared += compared;
+                        for (a, b, similarity, estimate) in pairs {
+                            stats.pairs += 1;
+                            let (jaccard, distance, cosine) = self.describe_estimate(similarity);
+                            emit(DedupPair {
+                                a: key(a)?,
+                                b: key(b)?,
+                                jaccard,
+                                estimate: if distance.is_some() {
+                                    jaccard
+                                } else {
+                                    estimate
+                                },
+                                distance,
+                                cosine,
+                                exact: verify.exact && estimate < verify.sure,
+                            })?;
                         }
-                        (compared, out)
-                    })
-                    .collect();
-                verify.check()?;
-                for (compared, pairs) in found {
-                    stats.compared += compared;
-                    for (a, b, similarity, estimate) in pairs {
-                        stats.pairs += 1;
-                        let (jaccard, distance, cosine) = self.describe_estimate(similarity);
-                        emit(DedupPair {
-                            a: key(a)?,
-                            b: key(b)?,
-                            jaccard,
-                            estimate: if distance.is_some() {
-                                jaccard
-                            } else {
-                                estimate
-                            },
-                            distance,
-                            cosine,
-                            exact: verify.exact && estimate < verify.sure,
-                        })?;
                     }
-                }
-                window.clear();
-                Ok(())
-            };
+                    window.clear();
+                    Ok(())
+                };
             for bucket in 0..bb.buckets() as u32 {
                 let len = bb.bucket(bucket).len() as u64;
-                for row in 0..len.saturating_sub(1) {
-                    window.push((bucket, row as u32));
-                    comparisons += len - row - 1;
+                let mut first = 0u64;
+                while first + 1 < len {
+                    let rows = ROW_TILE.min(len - 1 - first);
+                    window.push((bucket, first as u32, rows as u32));
+                    // Rows first..first + rows compare with len - row - 1 later members each.
+                    comparisons += (first..first + rows).map(|row| len - row - 1).sum::<u64>();
+                    first += rows;
                     if comparisons >= PAIR_WINDOW {
                         flush(&mut window, &mut stats)?;
                         comparisons = 0;
@@ -402,7 +361,7 @@ impl Db {
                 chunk
                     .iter()
                     .copied()
-                    .filter(|&m| verify.similar(sc, &set_c, m).is_some())
+                    .filter(|&m| verify.similar(sc, &set_c, m, None).is_some())
                     .collect()
             };
             let mut members: Vec<u32> = if candidates.len() >= PARALLEL_CANDIDATES {
@@ -426,34 +385,6 @@ impl Db {
             emit(cluster)?;
         }
         Ok(stats)
-    }
-
-    fn verifier<'a>(
-        &self,
-        state: &'a State,
-        docnos: &'a [u64],
-        threshold: f64,
-        opts: DedupOptions,
-    ) -> Result<Verifier<'a>> {
-        // A SimHash index's threshold is a cosine: verification compares one-bit estimates.
-        let threshold = self.similarity_floor(threshold)?;
-        let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
-        let exact = self.params.store_sets && !opts.estimate_only;
-        let window = super::rerank::RerankWindow::new(threshold, k, bits);
-        let gate = if exact { window.gate } else { threshold };
-        Ok(Verifier {
-            state,
-            docnos,
-            record_bytes: self.params.sig_bytes(),
-            k,
-            bits,
-            min_equal: bbit::min_matches_for(gate, k, bits),
-            gate,
-            threshold,
-            exact,
-            sure: window.sure,
-            failed: parking_lot::Mutex::new(None),
-        })
     }
 
     /// Reads every band's buckets of live documents into a [`BucketIndex`], cutting buckets
@@ -558,7 +489,7 @@ mod tests {
 
     use super::*;
     use crate::db::{IndexParams, Options, WriteBatch};
-    use crate::sketch::SketchParams;
+    use crate::sketch::{SketchParams, bbit};
 
     /// A boilerplate-heavy corpus: pages that share most of one template and differ by a
     /// page-specific part of varying length, plus groups of exact and edited copies.

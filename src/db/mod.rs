@@ -26,6 +26,7 @@ mod commit;
 mod compaction;
 mod compaction_policy;
 mod dedup;
+mod dedup_verify;
 mod flush;
 mod group_commit;
 mod memtable;

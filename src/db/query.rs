@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::Db;
-use super::rerank::{RerankWindow, exact_at_least};
+use super::rerank::{RerankWindow, exact_at_least, rerank_chunk};
 use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
@@ -298,9 +298,9 @@ impl Db {
                     }
                     Ok(out)
                 };
-                if matched.len() >= PARALLEL_MATCHES {
+                if let Some(chunk) = rerank_chunk(matched.len(), stats.reranked) {
                     matched
-                        .par_chunks(PARALLEL_CHUNK / 4)
+                        .par_chunks(chunk)
                         .map(rerank)
                         .collect::<Result<Vec<_>>>()?
                         .concat()

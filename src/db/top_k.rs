@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use super::Db;
 use super::query::{Match, QueryResult, QueryStats};
 use super::rerank::{RerankWindow, exact_at_least};
+
 use super::state::State;
 use crate::sketch::{LshParams, bbit};
 use crate::{Error, Result};
@@ -43,6 +44,9 @@ const BAND_RELIABLE_PROBABILITY: f64 = 0.99;
 
 /// Documents per parallel task of the exhaustive probe.
 const SCAN_CHUNK: usize = 1024;
+
+/// Candidates whose exact Jaccard an exact top-k computes between two raises of its bar.
+const EXACT_ROUND: usize = 16;
 
 /// Scores one candidate: `Ok(Some(similarity))` when document `docno` is live and at least
 /// `at_least` similar to the query, `Ok(None)` otherwise (deleted, absent, or less similar).
@@ -80,23 +84,62 @@ impl Db {
         let Some(query_set) = exact else {
             return self.top_k_with(state, band_keys, k, floor, &estimate);
         };
-        // Stored sets: ranked by exact Jaccard. The estimate first rules out what cannot
-        // come within the re-rank margin of the bar; the exact value decides the rest.
-        let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
-        let exact_score = |docno: u64, at_least: f64| -> Result<Option<f64>> {
-            let gate = RerankWindow::new(at_least, slots, bits).gate;
-            if estimate(docno, gate)?.is_none() {
-                return Ok(None);
-            }
-            exact_at_least(state, docno, query_set, at_least)
+        self.exact_top_k(state, band_keys, k, floor, query_set, &estimate)
+    }
+
+    /// Top-k ranked by exact Jaccard from stored sets. The stages are those of
+    /// [`Db::top_k_with`]; within each, candidates are estimated first (one pass over their
+    /// signatures), then their exact Jaccards are computed best estimate first against a
+    /// rising bar: once K documents are known at least J_K similar, a candidate must reach
+    /// J_K (its exact intersection stops as soon as it cannot), and one whose estimate is
+    /// below J_K less the re-rank margin is not computed at all (the rule that keeps a
+    /// candidate estimated below the floor out, `rerank.rs`). Candidates are taken
+    /// [`EXACT_ROUND`] at a time, computed on every core, and the bar rises between rounds
+    /// only, so the answer does not depend on the thread count.
+    fn exact_top_k(
+        &self,
+        state: &State,
+        band_keys: &[u64],
+        k: usize,
+        floor: f64,
+        query_set: &[u32],
+        estimate: &Scorer<'_>,
+    ) -> Result<QueryResult> {
+        let mut stats = QueryStats {
+            segments: state.version.segments.len(),
+            exact: true,
+            ..QueryStats::default()
         };
-        let mut result = self.top_k_with(state, band_keys, k, floor, &exact_score)?;
-        result.stats.exact = true;
-        result.stats.reranked = result.stats.verified + result.stats.probed;
-        for m in &mut result.matches {
+        if k == 0 {
+            return Ok(QueryResult {
+                matches: Vec::new(),
+                stats,
+            });
+        }
+        let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
+        let gate = |bar: f64| RerankWindow::new(bar, slots, bits).gate;
+        let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<Vec<(u64, f64)>> {
+            let estimated = score_all(docnos, gate(floor), estimate)?;
+            let (scored, computed) = exact_best(state, query_set, estimated, k, floor, &gate)?;
+            stats.reranked += computed;
+            Ok(scored)
+        };
+        let candidates = band_candidates(state, band_keys)?;
+        stats.candidates = candidates.len();
+        stats.verified = candidates.len();
+        let mut scored = rank(&candidates, &mut stats)?;
+        let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
+        if kth_best(&mut scored, k).is_none_or(|s| s < reliable) {
+            let live = live_docnos(state)?;
+            stats.probed = live.len();
+            stats.reranked = 0;
+            scored = rank(&live, &mut stats)?;
+        }
+        let mut matches = best_by_key(state, scored, k)?;
+        for m in &mut matches {
             m.exact = true;
         }
-        Ok(result)
+        Ok(QueryResult { matches, stats })
     }
 
     /// The b-bit estimate over all k_v slots of the stored signature.
@@ -223,6 +266,48 @@ fn score_all(docnos: &[u64], floor: f64, score: &Scorer<'_>) -> Result<Vec<(u64,
         .into_iter()
         .flatten()
         .collect())
+}
+
+/// The exact Jaccards of the `estimated` candidates (docno, estimate) that can be among the
+/// best `k`, at least `floor`, and how many were computed: best estimate first, in rounds of
+/// [`EXACT_ROUND`], each against the bar the rounds before set (the k-th best exact value so
+/// far, at least `floor`); candidates estimated below `gate(bar)` are not computed.
+fn exact_best(
+    state: &State,
+    query_set: &[u32],
+    mut estimated: Vec<(u64, f64)>,
+    k: usize,
+    floor: f64,
+    gate: &(dyn Fn(f64) -> f64 + Sync),
+) -> Result<(Vec<(u64, f64)>, usize)> {
+    estimated.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let (mut found, mut computed, mut bar) = (Vec::new(), 0usize, floor);
+    for round in estimated.chunks(EXACT_ROUND) {
+        let least = gate(bar);
+        let due: Vec<u64> = round
+            .iter()
+            .take_while(|&&(_, e)| e >= least)
+            .map(|&(d, _)| d)
+            .collect();
+        if due.is_empty() {
+            // Estimates only fall from here on.
+            break;
+        }
+        computed += due.len();
+        let one = |&docno: &u64| -> Result<Option<(u64, f64)>> {
+            Ok(exact_at_least(state, docno, query_set, bar)?.map(|j| (docno, j)))
+        };
+        let exact: Vec<Option<(u64, f64)>> = if rayon::current_num_threads() > 1 {
+            due.par_iter().map(one).collect::<Result<_>>()?
+        } else {
+            due.iter().map(one).collect::<Result<_>>()?
+        };
+        found.extend(exact.into_iter().flatten());
+        if let Some(kth) = kth_best(&mut found, k) {
+            bar = bar.max(kth);
+        }
+    }
+    Ok((found, computed))
 }
 
 /// The k-th best similarity of `scored` (reordering it), if it has k entries.

@@ -8,6 +8,7 @@ pub mod bbit;
 pub mod keyed;
 pub mod lsh;
 pub mod minhash;
+pub mod set_intersect;
 pub mod shingle;
 pub mod shingle_set;
 pub mod simhash;

@@ -118,52 +118,6 @@ impl ShingleSet {
     }
 }
 
-/// The exact Jaccard of sorted distinct `query` values and a coded set, if it is at least
-/// `threshold` (`None` otherwise). Decodes and merges in one pass, and stops as soon as the
-/// threshold is out of reach: first by the sizes alone (J ≤ min/max), then whenever the
-/// values left could no longer make enough of the intersection. A coded set that is cut short
-/// before the answer is known is an error; one rejected early is not decoded to its end.
-pub fn jaccard_coded_at_least(
-    query: &[u32],
-    coded: &[u8],
-    threshold: f64,
-) -> Result<Option<f64>, SetDecodeError> {
-    let mut values = CodedValues::new(coded)?;
-    let (na, nb) = (query.len() as u64, values.count);
-    if na == 0 || nb == 0 {
-        return Ok((threshold <= 0.0).then_some(0.0));
-    }
-    // J ≥ t ⟺ common ≥ t·(|A| + |B|) / (1 + t).
-    // (Less a hair, so that rounding never rejects a pair exactly at the threshold: the last
-    // comparison, on J itself, decides.)
-    let need = threshold * (na + nb) as f64 / (1.0 + threshold) - 1e-9;
-    if (na.min(nb) as f64) < need {
-        return Ok(None);
-    }
-    let (mut i, mut common) = (0usize, 0u64);
-    loop {
-        if values.read % 64 == 0 {
-            let left = (na - i as u64).min(nb - values.read);
-            if ((common + left) as f64) < need {
-                return Ok(None);
-            }
-        }
-        let Some(v) = values.next_value()? else {
-            break;
-        };
-        while query.get(i).is_some_and(|&q| q < v) {
-            i += 1;
-        }
-        if query.get(i).is_some_and(|&q| q == v) {
-            common += 1;
-            i += 1;
-        }
-    }
-    values.finish()?;
-    let j = common as f64 / (na + nb - common) as f64;
-    Ok((j >= threshold).then_some(j))
-}
-
 /// Exact Jaccard of two sorted, distinct slices.
 pub fn jaccard_sorted(a: &[u32], b: &[u32]) -> f64 {
     if a.is_empty() || b.is_empty() {
@@ -184,25 +138,35 @@ pub fn decode_into(bytes: &[u8], out: &mut Vec<u32>) -> Result<(), SetDecodeErro
     out.clear();
     let mut values = CodedValues::new(bytes)?;
     out.reserve(values.count as usize);
-    while let Some(v) = values.next_value()? {
-        out.push(v);
+    let mut block = [0u32; DECODE_BLOCK];
+    loop {
+        let n = values.next_block(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(block.get(..n).unwrap_or_default());
     }
     values.finish()
 }
 
-/// Reads one coded set value by value: the count first (checked against the bytes that
-/// follow, each value taking at least one), then each value, then (with
+/// Values [`CodedValues::next_block`] decodes at a time.
+pub(crate) const DECODE_BLOCK: usize = 64;
+
+/// Reads one coded set value by value or block by block: the count first (checked against the
+/// bytes that follow, each value taking at least one), then the values, then (with
 /// [`CodedValues::finish`]) that nothing follows the last.
-struct CodedValues<'a> {
+pub(crate) struct CodedValues<'a> {
     bytes: &'a [u8],
     pos: usize,
-    count: u64,
-    read: u64,
+    /// The number of values the set holds.
+    pub(crate) count: u64,
+    /// Values read so far.
+    pub(crate) read: u64,
     prev: Option<u64>,
 }
 
 impl<'a> CodedValues<'a> {
-    fn new(bytes: &'a [u8]) -> Result<Self, SetDecodeError> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, SetDecodeError> {
         let mut pos = 0usize;
         let count = get_varint(bytes, &mut pos)?;
         // A count beyond the bytes left is damage (refused before anything is reserved).
@@ -221,8 +185,75 @@ impl<'a> CodedValues<'a> {
         })
     }
 
+    /// Decodes the next values (up to [`DECODE_BLOCK`]) into `out`; how many (0 after the
+    /// last).
+    ///
+    /// Most of a set decodes two numbers per 8-byte read without a branch on their lengths:
+    /// the continuation bits give both lengths at once, and a shift-and-mask gathers each
+    /// number's 7-bit groups (a set's gaps are mostly 3-4 bytes, mixed at random, so branching
+    /// on the length would mispredict often). Anything unusual (the last bytes, a number of
+    /// more than 5 bytes, a value past 32 bits) is left to [`CodedValues::next_value`], which
+    /// also reports where damage is.
+    pub(crate) fn next_block(
+        &mut self,
+        out: &mut [u32; DECODE_BLOCK],
+    ) -> Result<usize, SetDecodeError> {
+        let want = (self.count - self.read).min(DECODE_BLOCK as u64) as usize;
+        let mut n = 0usize;
+        // The previous value, wrapping so that the first value is its own gap.
+        let mut prev = self.prev.unwrap_or(u64::MAX);
+        let mut pos = self.pos;
+        while n + 2 <= want {
+            let Some(word) = self.bytes.get(pos..pos + 8) else {
+                break;
+            };
+            let Ok(word) = <[u8; 8]>::try_from(word) else {
+                break;
+            };
+            let x = u64::from_le_bytes(word);
+            // A byte without its continuation bit ends a number.
+            let mut ends = !x & 0x8080_8080_8080_8080;
+            let first = ends.trailing_zeros() / 8;
+            ends &= ends.wrapping_sub(1);
+            let second = ends.trailing_zeros() / 8;
+            if second >= 8 || first >= 5 || second - first > 5 {
+                break;
+            }
+            let g0 = gather7(x) & ((1u64 << (7 * (first + 1))) - 1);
+            let g1 = gather7(x >> (8 * (first + 1))) & ((1u64 << (7 * (second - first))) - 1);
+            let v0 = prev.wrapping_add(1 + g0);
+            let v1 = v0 + 1 + g1;
+            // Values only grow: checking the second checks both.
+            if v1 > u64::from(u32::MAX) {
+                break;
+            }
+            let Some([a, b]) = out.get_mut(n..n + 2) else {
+                break;
+            };
+            (*a, *b) = (v0 as u32, v1 as u32);
+            prev = v1;
+            pos += second as usize + 1;
+            n += 2;
+        }
+        if n > 0 {
+            self.prev = Some(prev);
+            self.pos = pos;
+            self.read += n as u64;
+        }
+        while n < want {
+            let Some(v) = self.next_value()? else {
+                break;
+            };
+            if let Some(slot) = out.get_mut(n) {
+                *slot = v;
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// The next value, or `None` after the last.
-    fn next_value(&mut self) -> Result<Option<u32>, SetDecodeError> {
+    pub(crate) fn next_value(&mut self) -> Result<Option<u32>, SetDecodeError> {
         if self.read == self.count {
             return Ok(None);
         }
@@ -244,7 +275,7 @@ impl<'a> CodedValues<'a> {
     }
 
     /// Checks that the bytes end with the last value.
-    fn finish(&self) -> Result<(), SetDecodeError> {
+    pub(crate) fn finish(&self) -> Result<(), SetDecodeError> {
         if self.pos != self.bytes.len() {
             return Err(SetDecodeError {
                 offset: self.pos,
@@ -253,6 +284,17 @@ impl<'a> CodedValues<'a> {
         }
         Ok(())
     }
+}
+
+/// The 7-bit groups of the first five bytes of `x`, gathered into one 35-bit number (the
+/// continuation bits dropped).
+#[inline(always)]
+fn gather7(x: u64) -> u64 {
+    (x & 0x7f)
+        | ((x >> 1) & 0x3f80)
+        | ((x >> 2) & 0x1f_c000)
+        | ((x >> 3) & 0xfe0_0000)
+        | ((x >> 4) & 0x7_f000_0000)
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -290,6 +332,7 @@ fn get_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, SetDecodeError> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::sketch::set_intersect::jaccard_coded_at_least;
     use proptest::prelude::*;
 
     #[test]
@@ -323,7 +366,37 @@ mod tests {
         assert!(ShingleSet::decode(&[2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0]).is_err());
     }
 
+    /// Decodes value by value only (the reference for the block decoder).
+    fn decode_one_by_one(bytes: &[u8]) -> Result<Vec<u32>, SetDecodeError> {
+        let mut values = CodedValues::new(bytes)?;
+        let mut out = Vec::new();
+        while let Some(v) = values.next_value()? {
+            out.push(v);
+        }
+        values.finish()?;
+        Ok(out)
+    }
+
     proptest! {
+        /// The block decoder reads exactly what the value-by-value reader reads, and refuses
+        /// damage with the same error at the same offset, wherever a byte is changed.
+        #[test]
+        fn block_decoding_equals_value_by_value(
+            hashes in proptest::collection::vec(any::<u64>(), 0..600),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            damage in any::<bool>(),
+        ) {
+            let mut coded = ShingleSet::from_hashes(hashes.iter().copied()).encode();
+            if damage {
+                let i = at.index(coded.len());
+                coded[i] = byte;
+            }
+            let mut blocks = Vec::new();
+            let got = decode_into(&coded, &mut blocks).map(|()| blocks);
+            prop_assert_eq!(got, decode_one_by_one(&coded));
+        }
+
         #[test]
         fn coding_round_trips(hashes in proptest::collection::vec(any::<u64>(), 0..300)) {
             let set = ShingleSet::from_hashes(hashes.iter().copied());
