@@ -29,6 +29,14 @@ struct Args {
     field: String,
     perms: Vec<usize>,
     passes: usize,
+    /// The phases to run (all when empty): a profile can then look at one alone.
+    phases: Vec<String>,
+}
+
+impl Args {
+    fn wants(&self, phase: &str) -> bool {
+        self.phases.is_empty() || self.phases.iter().any(|p| p == phase)
+    }
 }
 
 fn args() -> Args {
@@ -37,6 +45,7 @@ fn args() -> Args {
         field: "text".to_string(),
         perms: vec![512, 128],
         passes: 3,
+        phases: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -49,6 +58,14 @@ fn args() -> Args {
                     .unwrap_or_default()
                     .split(',')
                     .filter_map(|p| p.parse().ok())
+                    .collect()
+            }
+            "--phases" => {
+                a.phases = it
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::to_owned)
                     .collect()
             }
             "--passes" => a.passes = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.passes),
@@ -122,51 +139,57 @@ fn main() {
     };
 
     let cfg = base.params().shingle;
-    let mut digest = serde_json::Map::new();
-    let mut norm = Xxh3::new();
-    let mut buf = String::new();
-    for t in &texts {
-        cfg.normalize_into(t, &mut buf);
-        norm.update(buf.as_bytes());
-        norm.update(&[0xFF]);
-    }
-    digest.insert(
-        "normalized".into(),
-        format!("{:016x}", norm.digest()).into(),
-    );
-    for &k in &a.perms {
-        let hasher = MinHasher::new(SketchParams {
-            num_perm: k,
-            ..SketchParams::default()
-        })
-        .expect("valid params");
-        let mut d = Xxh3::new();
-        for t in &texts {
-            for s in hasher.sketch_text(t).slots() {
-                d.update(&s.to_le_bytes());
-            }
-        }
-        digest.insert(format!("oph{k}"), format!("{:016x}", d.digest()).into());
-    }
-    println!("{}", serde_json::json!({ "digest": digest }));
-    let (cpu, _) = best_of(a.passes, || {
+    if a.wants("digest") {
+        let mut digest = serde_json::Map::new();
+        let mut norm = Xxh3::new();
         let mut buf = String::new();
-        let mut n = 0u64;
         for t in &texts {
             cfg.normalize_into(t, &mut buf);
-            n += buf.len() as u64;
+            norm.update(buf.as_bytes());
+            norm.update(&[0xFF]);
         }
-        n
-    });
-    report("normalize", None, cpu);
-    let (cpu, _) = best_of(a.passes, || {
-        let mut acc = 0u64;
-        for t in &texts {
-            base.for_each_shingle_hash(t, |h| acc ^= h);
+        digest.insert(
+            "normalized".into(),
+            format!("{:016x}", norm.digest()).into(),
+        );
+        for &k in &a.perms {
+            let hasher = MinHasher::new(SketchParams {
+                num_perm: k,
+                ..SketchParams::default()
+            })
+            .expect("valid params");
+            let mut d = Xxh3::new();
+            for t in &texts {
+                for s in hasher.sketch_text(t).slots() {
+                    d.update(&s.to_le_bytes());
+                }
+            }
+            digest.insert(format!("oph{k}"), format!("{:016x}", d.digest()).into());
         }
-        acc
-    });
-    report("shingle", None, cpu);
+        println!("{}", serde_json::json!({ "digest": digest }));
+    }
+    if a.wants("normalize") {
+        let (cpu, _) = best_of(a.passes, || {
+            let mut buf = String::new();
+            let mut n = 0u64;
+            for t in &texts {
+                cfg.normalize_into(t, &mut buf);
+                n += buf.len() as u64;
+            }
+            n
+        });
+        report("normalize", None, cpu);
+    }
+    if a.wants("shingle") {
+        let (cpu, _) = best_of(a.passes, || {
+            let mut acc = 0u64;
+            for t in &texts {
+                base.for_each_shingle_hash(t, |h| acc ^= h);
+            }
+            acc
+        });
+        report("shingle", None, cpu);
+    }
 
     for &k in &a.perms {
         let sketch = SketchParams {
@@ -174,13 +197,18 @@ fn main() {
             ..SketchParams::default()
         };
         let hasher = MinHasher::new(sketch).expect("valid params");
-        let (cpu, _) = best_of(a.passes, || {
-            texts
-                .iter()
-                .map(|t| hasher.sketch_text(t).slots()[0])
-                .fold(0, |a, b| a ^ b)
-        });
-        report("oph", Some(k), cpu);
+        if a.wants("oph") {
+            let (cpu, _) = best_of(a.passes, || {
+                texts
+                    .iter()
+                    .map(|t| hasher.sketch_text(t).slots()[0])
+                    .fold(0, |a, b| a ^ b)
+            });
+            report("oph", Some(k), cpu);
+        }
+        if !a.wants("oph+pack") {
+            continue;
+        }
 
         let bits = default_bits(k);
         // The default bands at 0.8 over the default band slots: 13 × 7 (any shape banding

@@ -396,7 +396,7 @@ impl MinHasher {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn oph_update_one(raw: &mut [u64], k: usize, h: u64) {
     if let Some(slot) = raw.get_mut(reduce_high32(h, k)) {
         *slot = (*slot).min(h);
