@@ -6,6 +6,9 @@
 //! [--perms 512,128] [--passes 3]`. The texts are read and parsed before timing. Phases, each
 //! timed over every text on one thread (the fastest of `--passes`, in this thread's CPU time
 //! so that other processes on a shared machine do not inflate it):
+//! - `utf8`: checking that the texts are UTF-8 (`std::str::from_utf8`);
+//! - `json`: the JSON lines checked and parsed, their texts taken out (what `mhdb add` does
+//!   before signing);
 //! - `normalize`: Unicode lowercasing and whitespace collapsing into a buffer;
 //! - `shingle`: normalization and the hash of every char 5-gram;
 //! - `oph` (per `--perms`): the signature (`MinHasher::sketch_text`: the above, OPH binning
@@ -109,7 +112,6 @@ fn main() {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| v.get(&a.field)?.as_str().map(str::to_owned))
         .collect();
-    drop(raw);
     let bytes: usize = texts.iter().map(String::len).sum();
     let ascii = texts.iter().filter(|t| t.is_ascii()).count();
     let base = MinHasher::new(SketchParams::default()).expect("default params");
@@ -167,6 +169,34 @@ fn main() {
             digest.insert(format!("oph{k}"), format!("{:016x}", d.digest()).into());
         }
         println!("{}", serde_json::json!({ "digest": digest }));
+    }
+    if a.wants("utf8") {
+        // Checking that the text is UTF-8, as reading any JSON line does.
+        let (cpu, _) = best_of(a.passes, || {
+            texts
+                .iter()
+                .map(|t| u64::from(std::str::from_utf8(t.as_bytes()).is_ok()))
+                .sum()
+        });
+        report("utf8", None, cpu);
+    }
+    if a.wants("json") {
+        // Parsing every line into a JSON value and taking its text out, as `mhdb add` does.
+        let (cpu, _) = best_of(a.passes, || {
+            let mut n = 0u64;
+            for line in raw.lines() {
+                let Ok(text) = std::str::from_utf8(line.as_bytes()) else {
+                    continue;
+                };
+                if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text)
+                    && let Some(serde_json::Value::String(t)) = v.get_mut(&a.field)
+                {
+                    n += std::mem::take(t).len() as u64;
+                }
+            }
+            n
+        });
+        report("json", None, cpu);
     }
     if a.wants("normalize") {
         let (cpu, _) = best_of(a.passes, || {
