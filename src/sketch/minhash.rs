@@ -178,7 +178,7 @@ pub struct MinHasher {
 
 thread_local! {
     /// Per-thread scratch: the normalized text and, for k-permutation, the u32 minima.
-    static SCRATCH: RefCell<(String, Vec<u32>)> = const { RefCell::new((String::new(), Vec::new())) };
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Shingle hashes are folded into k-permutation minima in chunks of this many.
@@ -268,12 +268,14 @@ impl MinHasher {
 
     /// Normalizes `text` and returns its shingle hashes in text order (duplicates kept).
     pub fn shingle_hashes(&self, text: &str) -> Vec<u64> {
-        let mut normalized = String::new();
-        self.params.shingle.normalize_into(text, &mut normalized);
+        let mut normalized = Vec::new();
+        self.params
+            .shingle
+            .normalize_to_bytes(text, &mut normalized);
         let mut out = Vec::new();
         self.params
             .shingle
-            .for_each_shingle_hash(&normalized, self.shingle_hash, |h| out.push(h));
+            .for_each_shingle_hash_in(&normalized, self.shingle_hash, |h| out.push(h));
         out
     }
 
@@ -282,10 +284,12 @@ impl MinHasher {
     pub fn for_each_shingle_hash(&self, text: &str, f: impl FnMut(u64)) {
         // Borrow the per-thread buffer by taking it, so `f` may itself sketch (re-entrancy).
         let mut normalized = SCRATCH.with(|cell| std::mem::take(&mut cell.borrow_mut().0));
-        self.params.shingle.normalize_into(text, &mut normalized);
         self.params
             .shingle
-            .for_each_shingle_hash(&normalized, self.shingle_hash, f);
+            .normalize_to_bytes(text, &mut normalized);
+        self.params
+            .shingle
+            .for_each_shingle_hash_in(&normalized, self.shingle_hash, f);
         SCRATCH.with(|cell| cell.borrow_mut().0 = normalized);
     }
 
@@ -311,23 +315,24 @@ impl MinHasher {
         SCRATCH.with(|cell| {
             let mut guard = cell.borrow_mut();
             let (normalized, mins) = &mut *guard;
-            self.params.shingle.normalize_into(text, normalized);
+            self.params.shingle.normalize_to_bytes(text, normalized);
             match self.params.scheme {
                 Scheme::Oph => {
                     let raw = &mut partial.raw;
                     let k = raw.len();
-                    self.params
-                        .shingle
-                        .for_each_shingle_hash(normalized, self.shingle_hash, |h| {
-                            oph_update_one(raw, k, h)
-                        });
+                    self.params.shingle.for_each_shingle_hash_in(
+                        normalized,
+                        self.shingle_hash,
+                        |h| oph_update_one(raw, k, h),
+                    );
                 }
                 _ => {
                     let mut buf = [0u64; HASH_CHUNK];
                     let mut len = 0usize;
-                    self.params
-                        .shingle
-                        .for_each_shingle_hash(normalized, self.shingle_hash, |h| {
+                    self.params.shingle.for_each_shingle_hash_in(
+                        normalized,
+                        self.shingle_hash,
+                        |h| {
                             if let Some(slot) = buf.get_mut(len) {
                                 *slot = h;
                                 len += 1;
@@ -336,7 +341,8 @@ impl MinHasher {
                                 self.kperm_fold(&mut partial.raw, mins, &buf);
                                 len = 0;
                             }
-                        });
+                        },
+                    );
                     if let Some(rest) = buf.get(..len) {
                         self.kperm_fold(&mut partial.raw, mins, rest);
                     }
