@@ -4,6 +4,10 @@
 //! - `shingling`: normalize + xxh3 every 5-gram (`MinHasher::for_each_shingle_hash`), no Vec;
 //! - `kperm`: `sketch_text` with `Scheme::KPerm` (shingling + 128 multiply-add-min per shingle);
 //! - `oph`: `sketch_text` with `Scheme::Oph` (shingling + one bin update + densification);
+//! - `oph_512`: the same at 512 slots, the default shape of a new index (more bins to fill
+//!   and densify per document, the same work per shingle);
+//! - `oph_512_pack`: `oph_512` and the signature packed at 4 bits (the default index's
+//!   stored signature), what the default index does to a document besides its band keys;
 //! - `gaoya_minhash32`: gaoya 0.2.2 `MinHasher32::new(128).create_signature` over
 //!   `gaoya::text::shingle_text(text, 5)` (its own char 5-gram windows of the raw text, FNV-hashed,
 //!   no normalization, collected into a Vec of u32 hashes, then 128 `(a*x+b) % (2^31-1)` minima);
@@ -103,9 +107,13 @@ fn text(seed: u64, bytes: usize) -> String {
 }
 
 fn hasher(scheme: Scheme) -> MinHasher {
+    hasher_k(scheme, K)
+}
+
+fn hasher_k(scheme: Scheme, k: usize) -> MinHasher {
     MinHasher::new(SketchParams {
         scheme,
-        num_perm: K,
+        num_perm: k,
         seed: 0,
         shingle: ShingleConfig::chars(5),
     })
@@ -160,6 +168,29 @@ fn bench_single(c: &mut Criterion) {
         }
         g.finish();
     }
+
+    let oph512 = hasher_k(Scheme::Oph, 512);
+    let mut g = config(c, "oph_512");
+    for (name, doc) in &docs {
+        g.throughput(Throughput::Bytes(doc.len() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(name), doc, |b, doc| {
+            b.iter(|| oph512.sketch_text(black_box(doc)))
+        });
+    }
+    g.finish();
+    let mut g = config(c, "oph_512_pack");
+    let mut packed = vec![0u8; mhdb::sketch::packed_len(512, 4)];
+    for (name, doc) in &docs {
+        g.throughput(Throughput::Bytes(doc.len() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(name), doc, |b, doc| {
+            b.iter(|| {
+                let sig = oph512.sketch_text(black_box(doc));
+                mhdb::sketch::bbit::pack_into(sig.slots(), 4, &mut packed).expect("pack");
+                packed[0]
+            })
+        });
+    }
+    g.finish();
 
     let mut g = config(c, "gaoya_minhash32");
     g.sample_size(10);

@@ -8,11 +8,13 @@ pub mod bbit;
 pub mod keyed;
 pub mod lsh;
 pub mod minhash;
+mod normalize;
 pub mod set_intersect;
 pub mod shingle;
 pub mod shingle_set;
 pub mod simhash;
 pub mod spec;
+mod xxh3_short;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
 pub use keyed::{KEY_FILE_ENV, KEY_LEN, KeyFingerprint, SecretKey, ShingleHash};

@@ -5,10 +5,8 @@
 //! White_Space collapsed to one U+0020 and leading/trailing space removed. Shingles are byte
 //! ranges of the normalized buffer, hashed with xxh3 straight from it: no allocation per shingle.
 
-use unicode_normalization::UnicodeNormalization;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
-
 use super::keyed::ShingleHash;
+use super::xxh3_short::ShortXxh3;
 use crate::{Error, Result};
 
 /// The largest shingle width accepted.
@@ -126,268 +124,181 @@ impl ShingleConfig {
         Ok(())
     }
 
-    /// Normalizes `text` into `out` (cleared first), as spec §2 describes.
-    pub fn normalize_into(&self, text: &str, out: &mut String) {
-        out.clear();
-        if text.is_ascii() && !self.nfkc {
-            // ASCII fast path: NFKC and full case mapping are identities / ASCII-only here.
-            self.normalize_ascii(text.as_bytes(), out);
-            return;
-        }
-        self.normalize_unicode(text, out);
-    }
-
-    /// The general normalization (any text); the ASCII path must give the same result.
-    fn normalize_unicode(&self, text: &str, out: &mut String) {
-        let composed;
-        let text = if self.nfkc {
-            composed = text.nfkc().collect::<String>();
-            composed.as_str()
-        } else {
-            text
-        };
-        let lowered;
-        let text = if self.lowercase {
-            // str::to_lowercase applies Final_Sigma, as Python's str.lower does.
-            lowered = text.to_lowercase();
-            lowered.as_str()
-        } else {
-            text
-        };
-        if !self.collapse_whitespace {
-            out.push_str(text);
-            return;
-        }
-        for word in text.split(char::is_whitespace).filter(|w| !w.is_empty()) {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(word);
-        }
-    }
-
-    fn normalize_ascii(&self, bytes: &[u8], out: &mut String) {
-        let mut buf = std::mem::take(out).into_bytes();
-        buf.clear();
-        buf.resize(bytes.len(), 0);
-        // Unicode White_Space within ASCII is exactly TAB, LF, VT, FF, CR and SPACE.
-        let is_space = |b: u8| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ');
-        let collapse = self.collapse_whitespace;
-        let lowercase = self.lowercase;
-        // Branch-free: every byte is written at `len`, which advances unless the byte is a
-        // space following a space (or starting the text).
-        let mut len = 0usize;
-        let mut prev_space = true;
-        let one = |b: u8, buf: &mut Vec<u8>, len: &mut usize, prev_space: &mut bool| {
-            let space = collapse && is_space(b);
-            let v = if space {
-                b' '
-            } else if lowercase {
-                b.to_ascii_lowercase()
-            } else {
-                b
-            };
-            if let Some(slot) = buf.get_mut(*len) {
-                *slot = v;
-            }
-            *len += usize::from(!(space && *prev_space));
-            *prev_space = space;
-        };
-        // Eight bytes at a time (SWAR) where nothing collapses: no TAB..CR, no two adjacent
-        // spaces, no space continuing a run. Such a word is copied, lowercased by setting
-        // bit 5 of every byte in 'A'..='Z'. Other words go byte by byte.
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(word);
-            let x = u64::from_le_bytes(x);
-            let space = swar_in_range(x, b' ', b' ');
-            let fast = !collapse
-                || (swar_in_range(x, b'\t', b'\r') == 0
-                    && space & (space >> 8) == 0
-                    && !(prev_space && space & 0x80 != 0));
-            match buf.get_mut(len..len + 8) {
-                Some(dst) if fast => {
-                    let lowered = if lowercase {
-                        x | (swar_in_range(x, b'A', b'Z') >> 2)
-                    } else {
-                        x
-                    };
-                    dst.copy_from_slice(&lowered.to_le_bytes());
-                    len += 8;
-                    prev_space = collapse && space >> 63 != 0;
-                }
-                _ => {
-                    for &b in word {
-                        one(b, &mut buf, &mut len, &mut prev_space);
-                    }
-                }
-            }
-        }
-        for &b in words.remainder() {
-            one(b, &mut buf, &mut len, &mut prev_space);
-        }
-        if collapse && len > 0 && buf.get(len - 1) == Some(&b' ') {
-            len -= 1;
-        }
-        buf.truncate(len);
-        // Only ASCII bytes were written, so this cannot fail; fall back to empty just in case.
-        *out = String::from_utf8(buf).unwrap_or_default();
-    }
-
     /// Calls `f` with the hash of every shingle of already normalized text, in order: the
     /// XXH3 of spec §3 for a seed (a `u64` converts), or the keyed hash of spec §12.
     pub fn for_each_shingle_hash(
         &self,
         normalized: &str,
         hash: impl Into<ShingleHash>,
+        f: impl FnMut(u64),
+    ) {
+        self.for_each_shingle_hash_in(normalized.as_bytes(), hash.into(), f);
+    }
+
+    /// Calls `f` with the bytes of every shingle of already normalized text, in order (the
+    /// windows of spec §3, before hashing).
+    pub fn for_each_shingle(&self, normalized: &str, f: impl FnMut(&[u8])) {
+        self.for_each_shingle_in(normalized.as_bytes(), f);
+    }
+
+    /// [`ShingleConfig::for_each_shingle_hash`] on the bytes of normalized text (UTF-8, as
+    /// [`ShingleConfig::normalize_to_bytes`] writes them).
+    pub(crate) fn for_each_shingle_hash_in(
+        &self,
+        normalized: &[u8],
+        hash: ShingleHash,
         mut f: impl FnMut(u64),
     ) {
-        let seed = match hash.into() {
+        let seed = match hash {
             ShingleHash::Xxh3(seed) => seed,
             ShingleHash::Keyed(key) => {
-                self.for_each_shingle(normalized, |shingle| f(key.hash(shingle)));
+                self.for_each_shingle_in(normalized, |shingle| f(key.hash(shingle)));
                 return;
             }
         };
-        let bytes = normalized.as_bytes();
+        let xxh3 = ShortXxh3::new(seed);
+        match self.kind {
+            ShingleKind::Char(n)
+                if normalized.len() > n && (4..=8).contains(&n) && normalized.is_ascii() =>
+            {
+                // The common case (char 5-grams of ASCII): every window takes XXH3's 4-8 path.
+                for window in normalized.windows(n) {
+                    f(xxh3.hash_4to8(window));
+                }
+            }
+            // Other text in characters: the walk of `for_each_char_window`, written out so
+            // that hashing and `f` inline into the loop (through one more closure they did not).
+            ShingleKind::Char(n) if !normalized.is_ascii() => {
+                let mut starts = CharStarts::new(normalized);
+                let mut any = false;
+                while let Some(block) = starts.next_block(n) {
+                    for (i, &start) in block.iter().enumerate() {
+                        let Some(&end) = block.get(i + n) else { break };
+                        if let Some(window) = normalized.get(start..end) {
+                            f(xxh3.hash(window));
+                            any = true;
+                        }
+                    }
+                }
+                if !any && !normalized.is_empty() {
+                    f(xxh3.hash(normalized));
+                }
+            }
+            _ => self.for_each_shingle_in(normalized, |shingle| f(xxh3.hash(shingle))),
+        }
+    }
+
+    /// [`ShingleConfig::for_each_shingle`] on the bytes of normalized text.
+    pub(crate) fn for_each_shingle_in(&self, bytes: &[u8], mut f: impl FnMut(&[u8])) {
         if bytes.is_empty() {
             return;
         }
         match self.kind {
-            ShingleKind::Char(n) => {
-                if normalized.is_ascii() {
-                    if bytes.len() <= n {
-                        f(xxh3_64_with_seed(bytes, seed));
-                        return;
-                    }
-                    if (4..=8).contains(&n) {
-                        // The common case (char 5-grams): XXH3's 4-8 byte path, inlined.
-                        let short = Xxh3Short::new(seed);
-                        for window in bytes.windows(n) {
-                            f(short.hash(window));
-                        }
-                        return;
-                    }
-                    for window in bytes.windows(n) {
-                        f(xxh3_64_with_seed(window, seed));
-                    }
+            ShingleKind::Char(n) if bytes.is_ascii() => {
+                if bytes.len() <= n {
+                    f(bytes);
                 } else {
-                    for_each_char_window(normalized, n, |range| {
-                        if let Some(s) = bytes.get(range) {
-                            f(xxh3_64_with_seed(s, seed));
-                        }
-                    });
+                    bytes.windows(n).for_each(f);
                 }
             }
-            ShingleKind::Word(n) => for_each_word_window(normalized, n, |range| {
-                if let Some(s) = bytes.get(range) {
-                    f(xxh3_64_with_seed(s, seed));
+            ShingleKind::Char(n) => for_each_char_window(bytes, n, f),
+            ShingleKind::Word(n) => for_each_word_window(bytes, n, |range| {
+                if let Some(shingle) = bytes.get(range) {
+                    f(shingle);
                 }
             }),
         }
     }
 }
 
-impl ShingleConfig {
-    /// Calls `f` with the bytes of every shingle of already normalized text, in order (the
-    /// windows of spec §3, before hashing).
-    pub fn for_each_shingle(&self, normalized: &str, mut f: impl FnMut(&[u8])) {
-        let bytes = normalized.as_bytes();
-        if bytes.is_empty() {
-            return;
-        }
-        let mut emit = |range: std::ops::Range<usize>| {
-            if let Some(shingle) = bytes.get(range) {
-                f(shingle);
-            }
-        };
-        match self.kind {
-            ShingleKind::Char(n) if normalized.is_ascii() => {
-                if bytes.len() <= n {
-                    emit(0..bytes.len());
-                } else {
-                    for start in 0..=bytes.len() - n {
-                        emit(start..start + n);
-                    }
-                }
-            }
-            ShingleKind::Char(n) => for_each_char_window(normalized, n, emit),
-            ShingleKind::Word(n) => for_each_word_window(normalized, n, emit),
-        }
-    }
+/// Character start offsets of UTF-8 text, gathered a block at a time so that its char
+/// windows can be walked with no step depending on the one before (walking both ends of a
+/// window character by character chains a load, a count and an add per character). A byte
+/// starts a character unless it is a continuation byte `0b10xx_xxxx`.
+struct CharStarts<'a> {
+    bytes: &'a [u8],
+    starts: [usize; STARTS_BLOCK + MAX_SHINGLE_WIDTH + 1],
+    have: usize,
+    at: usize,
+    done: bool,
 }
 
-/// XXH3-64 with a seed for inputs of 4 to 8 bytes, specialised so that the per-seed work is
-/// done once and the per-input work inlines into the shingle loop. Equal to
-/// `xxh3_64_with_seed` on such inputs (checked by a test on random inputs and seeds).
-#[derive(Clone, Copy)]
-struct Xxh3Short {
-    bitflip: u64,
-}
+const STARTS_BLOCK: usize = 256;
 
-impl Xxh3Short {
-    /// Bytes 8..16 and 16..24 of XXH3's default secret, little-endian.
-    const SECRET_8: u64 = 0x1CAD_21F7_2C81_017C;
-    const SECRET_16: u64 = 0xDB97_9083_E96D_D4DE;
-    const PRIME_MX2: u64 = 0x9FB2_1C65_1E98_DF25;
-
-    fn new(seed: u64) -> Self {
-        let seed = seed ^ (u64::from((seed as u32).swap_bytes()) << 32);
-        Xxh3Short {
-            bitflip: (Self::SECRET_8 ^ Self::SECRET_16).wrapping_sub(seed),
+impl<'a> CharStarts<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        CharStarts {
+            bytes,
+            starts: [0; STARTS_BLOCK + MAX_SHINGLE_WIDTH + 1],
+            have: 0,
+            at: 0,
+            done: false,
         }
     }
 
+    /// The next block of offsets `w`, for windows of `n` characters: window `i` is
+    /// `w[i]..w[i + n]` for every `i + n < w.len()`; the last block ends with the text's
+    /// length. Blocks overlap by `n` offsets (the starts of windows not yet ended).
     #[inline(always)]
-    fn hash(self, input: &[u8]) -> u64 {
-        let len = input.len();
-        let read32 = |at: usize| -> u64 {
-            let mut b = [0u8; 4];
-            if let Some(src) = input.get(at..at + 4) {
-                b.copy_from_slice(src);
+    fn next_block(&mut self, n: usize) -> Option<&[usize]> {
+        if self.done {
+            return None;
+        }
+        let keep_from = self.have.saturating_sub(n);
+        self.starts.copy_within(keep_from..self.have, 0);
+        self.have -= keep_from;
+        let limit = self.starts.len() - 1;
+        // In locals: kept in the struct, the counters went through memory on every byte.
+        let (mut have, mut at) = (self.have, self.at);
+        for &b in self.bytes.get(at..).unwrap_or_default() {
+            if have >= limit {
+                break;
             }
-            u64::from(u32::from_le_bytes(b))
-        };
-        let input64 = read32(len - 4).wrapping_add(read32(0) << 32);
-        let mut h = input64 ^ self.bitflip;
-        h ^= h.rotate_left(49) ^ h.rotate_left(24);
-        h = h.wrapping_mul(Self::PRIME_MX2);
-        h ^= (h >> 35).wrapping_add(len as u64);
-        h = h.wrapping_mul(Self::PRIME_MX2);
-        h ^ (h >> 28)
+            if let Some(slot) = self.starts.get_mut(have) {
+                *slot = at;
+            }
+            have += usize::from(b & 0xC0 != 0x80);
+            at += 1;
+        }
+        (self.have, self.at) = (have, at);
+        self.done = self.at >= self.bytes.len();
+        if self.done
+            && let Some(slot) = self.starts.get_mut(self.have)
+        {
+            // `have` ≤ `limit`, so the end always fits.
+            *slot = self.bytes.len();
+            self.have += 1;
+        }
+        self.starts.get(..self.have)
     }
 }
 
-/// Byte ranges of every window of `n` scalar values; one range of the whole text if shorter.
-fn for_each_char_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<usize>)) {
-    // A ring of the last n+1 char start offsets; n ≤ MAX_SHINGLE_WIDTH keeps it on the stack.
-    let mut starts = [0usize; MAX_SHINGLE_WIDTH + 1];
-    let ring = n + 1;
-    let mut count = 0usize;
-    for (offset, _) in text.char_indices() {
-        starts[count % ring] = offset;
-        count += 1;
-        if count > n {
-            f(starts[(count - 1 - n) % ring]..offset);
+/// Calls `f` with every window of `n` characters of UTF-8 `bytes`; with the whole text if it
+/// is shorter.
+#[inline(always)]
+fn for_each_char_window(bytes: &[u8], n: usize, mut f: impl FnMut(&[u8])) {
+    let mut starts = CharStarts::new(bytes);
+    let mut any = false;
+    while let Some(block) = starts.next_block(n) {
+        for (i, &start) in block.iter().enumerate() {
+            let Some(&end) = block.get(i + n) else { break };
+            if let Some(window) = bytes.get(start..end) {
+                f(window);
+                any = true;
+            }
         }
     }
-    if count == 0 {
-        return;
-    }
-    if count < n {
-        f(0..text.len());
-    } else {
-        f(starts[(count - n) % ring]..text.len());
+    if !any && !bytes.is_empty() {
+        f(bytes);
     }
 }
 
 /// Byte ranges of every window of `n` words (split on single spaces); the whole text if shorter.
-fn for_each_word_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<usize>)) {
+fn for_each_word_window(text: &[u8], n: usize, mut f: impl FnMut(std::ops::Range<usize>)) {
     let mut starts = [0usize; MAX_SHINGLE_WIDTH];
     let mut count = 0usize;
     let mut pos = 0usize;
-    for word in text.split(' ') {
+    for word in text.split(|&b| b == b' ') {
         let start = pos;
         let end = start + word.len();
         pos = end + 1;
@@ -406,20 +317,10 @@ fn for_each_word_window(text: &str, n: usize, mut f: impl FnMut(std::ops::Range<
     }
 }
 
-/// For eight ASCII bytes (each below 0x80) packed little-endian in `x`: 0x80 in every byte
-/// that lies in `lo..=hi`, 0 elsewhere. Per byte, `b + (0x80 - c)` sets bit 7 exactly when
-/// `b >= c`, and cannot carry into the next byte since `b <= 0x7F`.
-#[inline(always)]
-fn swar_in_range(x: u64, lo: u8, hi: u8) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let ge_lo = x.wrapping_add(ONES * u64::from(0x80 - lo)) & HIGH;
-    let gt_hi = x.wrapping_add(ONES * u64::from(0x80 - hi - 1)) & HIGH;
-    ge_lo & !gt_hi
-}
-
 #[cfg(test)]
 mod tests {
+    use xxhash_rust::xxh3::xxh3_64_with_seed;
+
     use super::*;
 
     fn shingles(cfg: ShingleConfig, text: &str) -> Vec<String> {
@@ -428,10 +329,10 @@ mod tests {
         let mut out = Vec::new();
         let b = norm.as_bytes();
         match cfg.kind {
-            ShingleKind::Char(n) => for_each_char_window(&norm, n, |r| {
-                out.push(String::from_utf8(b[r].to_vec()).unwrap())
-            }),
-            ShingleKind::Word(n) => for_each_word_window(&norm, n, |r| {
+            ShingleKind::Char(n) => {
+                for_each_char_window(b, n, |w| out.push(String::from_utf8(w.to_vec()).unwrap()))
+            }
+            ShingleKind::Word(n) => for_each_word_window(norm.as_bytes(), n, |r| {
                 out.push(String::from_utf8(b[r].to_vec()).unwrap())
             }),
         }
@@ -483,34 +384,8 @@ mod tests {
         let mut fast = Vec::new();
         cfg.for_each_shingle_hash(&norm, 7, |h| fast.push(h));
         let mut slow = Vec::new();
-        for_each_char_window(&norm, 4, |r| {
-            slow.push(xxh3_64_with_seed(&norm.as_bytes()[r], 7))
-        });
+        for_each_char_window(norm.as_bytes(), 4, |w| slow.push(xxh3_64_with_seed(w, 7)));
         assert_eq!(fast, slow);
-    }
-
-    #[test]
-    fn short_xxh3_equals_the_library() {
-        let mut x = 0x1234_5678_9ABC_DEF0u64;
-        for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let seed = x.rotate_left(17) ^ 0xA5A5;
-            let bytes = x.to_le_bytes();
-            for len in 4..=8 {
-                let input = &bytes[..len];
-                assert_eq!(
-                    Xxh3Short::new(seed).hash(input),
-                    xxh3_64_with_seed(input, seed),
-                    "len {len} seed {seed:#x}"
-                );
-            }
-        }
-        assert_eq!(
-            Xxh3Short::new(0).hash(b"abcd"),
-            xxh3_64_with_seed(b"abcd", 0)
-        );
     }
 
     #[test]
@@ -524,69 +399,55 @@ mod tests {
         assert!("byte:3".parse::<ShingleKind>().is_err());
     }
 
+    /// Char windows and their hashes, on random text of many scripts (up to 1,150 characters)
+    /// and every width up to 9, equal the definition: every run of n consecutive scalar values (the whole text if
+    /// it has fewer), each hashed by the library's XXH3.
     #[test]
-    fn swar_range_is_exact_for_ascii() {
-        for (lo, hi) in [(b' ', b' '), (b'\t', b'\r'), (b'A', b'Z')] {
-            for b in 0u8..0x80 {
-                for pos in 0..8 {
-                    // The byte under test among neighbours at both ends of ASCII.
-                    let mut bytes = [if pos % 2 == 0 { 0x7F } else { 0x00 }; 8];
-                    bytes[pos] = b;
-                    let got = swar_in_range(u64::from_le_bytes(bytes), lo, hi);
-                    let want: u64 = bytes
-                        .iter()
-                        .enumerate()
-                        .filter(|&(_, c)| (lo..=hi).contains(c))
-                        .map(|(i, _)| 0x80u64 << (8 * i))
-                        .sum();
-                    assert_eq!(got, want, "{bytes:?} in {lo}..={hi}");
-                }
-            }
-        }
-    }
-
-    /// The ASCII path (eight bytes at a time where nothing collapses) equals the general
-    /// Unicode path on random ASCII: runs of every kind of whitespace at every offset,
-    /// upper and lower case, lengths around multiples of 8, every option combination.
-    #[test]
-    fn ascii_path_equals_unicode_path() {
-        let alphabet: &[u8] = b"aZ \t\n\x0b\x0c\r Mq09 .-_ \x01\x7f";
-        let mut state = 0x5EED_u64;
+    fn char_shingle_hashes_equal_the_definition() {
+        const POOL: &[char] = &[
+            'a', 'b', ' ', 'é', 'ж', '中', '한', '😀', 'x', 'y', 'z', '.',
+        ];
+        let mut state = 0xABCD_u64;
         let mut next = move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
         };
-        for round in 0..20_000 {
-            let len = (round % 40) as usize;
-            let spacey = next() % 3; // how often whitespace appears
+        for round in 0..5_000 {
+            // Mostly short texts, and every 50th long enough to span several blocks of
+            // character starts.
+            let len = if round % 50 == 0 {
+                250 + round % 900
+            } else {
+                round % 30
+            };
             let text: String = (0..len)
-                .map(|_| {
-                    let r = next();
-                    let b = if r % 4 < spacey {
-                        b" \t\n\x0b\x0c\r"[(r >> 8) as usize % 6]
-                    } else {
-                        alphabet[(r >> 8) as usize % alphabet.len()]
-                    };
-                    b as char
-                })
+                .map(|_| POOL[(next() >> 8) as usize % POOL.len()])
                 .collect();
-            for (lowercase, collapse_whitespace) in
-                [(true, true), (true, false), (false, true), (false, false)]
-            {
-                let cfg = ShingleConfig {
-                    lowercase,
-                    collapse_whitespace,
-                    ..ShingleConfig::default()
+            let offsets: Vec<usize> = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain([text.len()])
+                .collect();
+            let seed = next();
+            for n in 1..=9 {
+                let cfg = ShingleConfig::chars(n);
+                let chars = offsets.len() - 1;
+                let want: Vec<u64> = if chars == 0 {
+                    Vec::new()
+                } else if chars < n {
+                    vec![xxh3_64_with_seed(text.as_bytes(), seed)]
+                } else {
+                    (0..=chars - n)
+                        .map(|i| {
+                            xxh3_64_with_seed(&text.as_bytes()[offsets[i]..offsets[i + n]], seed)
+                        })
+                        .collect()
                 };
-                let (mut fast, mut general) = (String::new(), String::new());
-                cfg.normalize_ascii(text.as_bytes(), &mut fast);
-                cfg.normalize_unicode(&text, &mut general);
-                assert_eq!(
-                    fast, general,
-                    "{text:?} lowercase {lowercase} collapse {collapse_whitespace}"
-                );
+                let mut got = Vec::new();
+                cfg.for_each_shingle_hash(&text, seed, |h| got.push(h));
+                assert_eq!(got, want, "{text:?} n = {n}");
             }
         }
     }

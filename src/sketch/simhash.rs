@@ -246,7 +246,7 @@ pub struct SimHasher {
 
 thread_local! {
     /// Per-thread scratch: the normalized text.
-    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// Per-thread scratch: the shingle hashes of one text, to count (log-tf weighting).
     static HASHES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
@@ -320,10 +320,12 @@ impl SimHasher {
     fn for_each_shingle_hash(&self, text: &str, f: impl FnMut(u64)) {
         // Take the buffer so that `f` may itself sketch (re-entrancy).
         let mut normalized = SCRATCH.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
-        self.params.shingle.normalize_into(text, &mut normalized);
         self.params
             .shingle
-            .for_each_shingle_hash(&normalized, self.shingle_hash, f);
+            .normalize_to_bytes(text, &mut normalized);
+        self.params
+            .shingle
+            .for_each_shingle_hash_in(&normalized, self.shingle_hash, f);
         SCRATCH.with(|cell| *cell.borrow_mut() = normalized);
     }
 
