@@ -231,8 +231,8 @@ pub struct CreateArgs {
     /// Explicit rows per band (with --bands).
     #[arg(long, requires = "bands")]
     pub rows: Option<usize>,
-    /// Largest band bucket: a bucket over it keeps the documents whose keys hash lowest, when
-    /// a segment is written (what queries read) and in dedup (0 = unlimited).
+    /// Largest band bucket: a bucket over it keeps the documents whose keys hash lowest, in
+    /// segments, queries and dedup alike (0 = unlimited).
     #[arg(long, default_value_t = mhdb::db::DEFAULT_BUCKET_CAP)]
     pub bucket_cap: u32,
     /// Index kind: minhash (Jaccard of shingle sets, default) or simhash (64-bit SimHash

@@ -33,6 +33,7 @@ mod open;
 mod options;
 mod params;
 mod query;
+mod query_cap;
 mod query_stream;
 mod rerank;
 mod simhash;
