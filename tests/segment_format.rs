@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use mhdb::Error;
 use mhdb::storage::segment::{
-    Segment, SegmentBuilder, SegmentOptions, band_key32, combine_segments as merge,
+    Segment, SegmentBuilder, SegmentOptions, band_key32, cap_rank, combine_segments as merge,
 };
 
 use common::rng::SplitMix64;
@@ -77,6 +77,17 @@ fn model_buckets(docs: &[Doc], band: usize) -> BTreeMap<u32, Vec<u64>> {
     m
 }
 
+/// The `keep` of `docnos` a cap keeps: those whose keys hash lowest (ties: lower docno),
+/// ascending.
+fn lowest_ranked(docs: &[Doc], docnos: &[u64], keep: usize) -> Vec<u64> {
+    let key_of = |d: u64| &docs.iter().find(|x| x.docno == d).unwrap().key;
+    let mut ranked: Vec<(u64, u64)> = docnos.iter().map(|&d| (cap_rank(key_of(d)), d)).collect();
+    ranked.sort_unstable();
+    let mut kept: Vec<u64> = ranked[..keep].iter().map(|&(_, d)| d).collect();
+    kept.sort_unstable();
+    kept
+}
+
 fn postings(seg: &Segment, band: usize, key: u64) -> Vec<u64> {
     seg.postings(band, key)
         .unwrap()
@@ -123,7 +134,7 @@ fn check_against_model(seg: &Segment, docs: &[Doc], cap: Option<u32>, rng: &mut 
             let key = (u64::from(k32) << 32) | rng.below(1 << 32);
             assert_eq!(
                 postings(seg, band, key),
-                all[..keep],
+                lowest_ranked(docs, all, keep),
                 "band {band} key32 {k32:#x}"
             );
             assert_eq!(seg.hot_bucket(band, key).unwrap(), hot);
@@ -187,28 +198,43 @@ fn empty_segment_works() {
     assert_eq!(seg.bucket_stats(0).unwrap().quantile(0.99), 0);
 }
 
-#[test]
-fn caps_keep_lowest_docnos_and_flag_hot() {
-    let mut b = SegmentBuilder::new(2, 10).unwrap();
-    for docno in [10, 11, 13, 14, 15, 19] {
-        // Band 0: all in one bucket; band 1: one bucket per doc.
-        b.add(
+/// The six documents of one bucket, with docnos `docnos[i]` for key `d{i}`.
+fn six_in_one_bucket(docnos: &[u64; 6], cap: u32) -> (Segment, Vec<Doc>) {
+    let mut docs: Vec<Doc> = docnos
+        .iter()
+        .enumerate()
+        .map(|(i, &docno)| Doc {
             docno,
-            format!("d{docno}").as_bytes(),
-            &[5 << 32, docno << 32],
-        )
-        .unwrap();
-    }
-    let seg = Segment::open(
-        b.finish(&SegmentOptions {
-            bucket_cap: Some(4),
+            key: format!("d{i}").into_bytes(),
+            // Band 0: all in one bucket; band 1: one bucket per doc.
+            bands: vec![5 << 32, docno << 32],
         })
-        .unwrap(),
-        "c",
-    )
-    .unwrap();
+        .collect();
+    docs.sort_by_key(|d| d.docno);
+    let base = docs[0].docno;
+    let end = docs[5].docno + 1;
+    let bytes = build(2, base, end, &docs, Some(cap));
+    (Segment::open(bytes, "c").unwrap(), docs)
+}
+
+fn keys_of(docs: &[Doc], docnos: &[u64]) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = docnos
+        .iter()
+        .map(|&d| docs.iter().find(|x| x.docno == d).unwrap().key.clone())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn caps_keep_lowest_key_hashes_and_flag_hot() {
+    let (seg, docs) = six_in_one_bucket(&[10, 11, 13, 14, 15, 19], 4);
     seg.verify().unwrap();
-    assert_eq!(postings(&seg, 0, 5 << 32), [10, 11, 13, 14]);
+    let all: Vec<u64> = docs.iter().map(|d| d.docno).collect();
+    let kept = lowest_ranked(&docs, &all, 4);
+    // Not simply the lowest docnos, or this corpus would not test the rule.
+    assert_ne!(kept, [10, 11, 13, 14]);
+    assert_eq!(postings(&seg, 0, 5 << 32), kept);
     assert_eq!(seg.hot_bucket(0, 5 << 32).unwrap(), Some(6));
     assert_eq!(seg.hot_bucket(1, 19 << 32).unwrap(), None);
     assert_eq!(postings(&seg, 1, 19 << 32), [19]);
@@ -219,10 +245,18 @@ fn caps_keep_lowest_docnos_and_flag_hot() {
         (1, 4, 1, 6)
     );
 
-    // Deleting two kept docs and merging does not resurrect 15 or 19.
+    // The same keys inserted in another order (other docnos) keep the same documents.
+    let (other, other_docs) = six_in_one_bucket(&[40, 35, 33, 32, 31, 30], 4);
+    assert_eq!(
+        keys_of(&other_docs, &postings(&other, 0, 5 << 32)),
+        keys_of(&docs, &kept)
+    );
+
+    // Deleting two kept docs and merging does not resurrect the two the cap dropped.
+    let gone = [kept[0], kept[2]];
     let merged = merge(
         &[&seg],
-        |d| d != 11 && d != 13,
+        |d| !gone.contains(&d),
         &SegmentOptions {
             bucket_cap: Some(4),
         },
@@ -230,11 +264,12 @@ fn caps_keep_lowest_docnos_and_flag_hot() {
     .unwrap();
     let merged = Segment::open(merged, "m").unwrap();
     merged.verify().unwrap();
-    assert_eq!(postings(&merged, 0, 5 << 32), [10, 14]);
+    assert_eq!(postings(&merged, 0, 5 << 32), [kept[1], kept[3]]);
     // 2 live stored docs + 2 dropped by the earlier cap.
     assert_eq!(merged.hot_bucket(0, 5 << 32).unwrap(), Some(4));
-    assert_eq!(postings(&merged, 1, 15 << 32), [15]);
-    // A tighter cap re-applies over the survivors.
+    let dropped = all.iter().find(|d| !kept.contains(d)).unwrap();
+    assert_eq!(postings(&merged, 1, dropped << 32), [*dropped]);
+    // A tighter cap re-applies over the survivors, by the same rule.
     let tight = merge(
         &[&seg],
         |_| true,
@@ -244,7 +279,7 @@ fn caps_keep_lowest_docnos_and_flag_hot() {
     )
     .unwrap();
     let tight = Segment::open(tight, "t").unwrap();
-    assert_eq!(postings(&tight, 0, 5 << 32), [10, 11]);
+    assert_eq!(postings(&tight, 0, 5 << 32), lowest_ranked(&docs, &kept, 2));
     assert_eq!(tight.hot_bucket(0, 5 << 32).unwrap(), Some(6));
 }
 

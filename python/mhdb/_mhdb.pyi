@@ -30,6 +30,10 @@ def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
     """The parameters ``Index.create(path, threshold, **params)`` would store (as
     ``Index.params`` returns them), without creating anything."""
 
+def cap_ranks(keys: list[str]) -> npt.NDArray[np.uint64]:
+    """What a bucket cap ranks each key by (xxh3-64 of its UTF-8 bytes; a bucket over the cap
+    keeps the lowest), for ``mhdb.spark``."""
+
 @final
 class MinHasher:
     """Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies."""

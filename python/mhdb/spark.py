@@ -100,6 +100,13 @@ def _create_kwargs(p: Params) -> dict[str, Any]:
 # Arrow helpers: fixed-width binary columns <-> numpy matrices without a Python loop per row.
 
 
+def _cap_ranks(keys: list[str]) -> np.ndarray:
+    """The engine's bucket-cap rank of each key, as int64 ordered as the uint64 rank."""
+    from ._mhdb import cap_ranks
+
+    return (cap_ranks(keys) ^ np.uint64(1 << 63)).view(np.int64)
+
+
 def _texts(batch: pa.RecordBatch, text_col: str, id_col: str) -> list[str]:
     col = batch.column(text_col)
     if col.null_count:
@@ -471,8 +478,9 @@ def dedup(
     order), with the same parameters.
 
     Steps: signatures and 32-bit band keys per Arrow batch; postings ``(band, key, doc)``
-    shuffled by ``(band, key)``; each bucket keeps its first ``bucket_cap`` documents in
-    order, as the engine's dedup does; candidate pairs of a bucket are verified by a join
+    shuffled by ``(band, key)``; a bucket over ``bucket_cap`` keeps the ``bucket_cap``
+    documents whose keys (ids as strings) hash lowest, as the engine's segments and dedup do
+    (``format/segment.md``, "Bucket caps"); candidate pairs of a bucket are verified by a join
     against the b-bit signatures (the engine's estimate and ``threshold``, default
     ``params["threshold"]``); connected components by alternating large-star / small-star
     rounds; ``keep`` by the engine's greedy rule (documents in order: one with an unassigned
@@ -512,6 +520,9 @@ def dedup(
     out_fields += [
         T.StructField("sig", T.BinaryType(), False),
         T.StructField("bkeys", T.ArrayType(T.IntegerType(), False), False),
+        # What a bucket cap ranks the document by (the engine's: xxh3-64 of its key, the id
+        # as a string), as a signed long ordered as the unsigned hash.
+        T.StructField("rank", T.LongType(), False),
     ]
 
     def sign_batches(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -534,32 +545,39 @@ def dedup(
                 pa.array(offsets), pa.array(keys32[shingled].reshape(-1))
             )
             arrays = [batch.column(id_col)] + ([batch.column(order_col)] if order_col else [])
+            ranks = _cap_ranks(batch.column("_key").to_pylist())
             yield pa.RecordBatch.from_arrays(
-                arrays + [_fixed_binary(low), keys], names=[f.name for f in out_fields]
+                arrays + [_fixed_binary(low), keys, pa.array(ranks)],
+                names=[f.name for f in out_fields],
             )
 
-    signed = df.select(*cols).mapInArrow(sign_batches, T.StructType(out_fields))
+    keyed = df.select(*cols, F.col(id_col).cast("string").alias("_key"))
+    signed = keyed.mapInArrow(sign_batches, T.StructType(out_fields))
     node = F.struct(F.col("o"), F.col("id")) if order_col else F.col("id")
     # Hash-partitioned by node once and cached: the two verify joins and the final joins on
     # node then shuffle only their other side, never the signatures again. The count
     # materializes the cache before any job reads it: concurrent stages reading a cache
     # not yet filled would each sign the corpus.
     signed = (
-        signed.select(node.alias("node"), "id", "sig", "bkeys")
+        signed.select(node.alias("node"), "id", "sig", "bkeys", "rank")
         .repartition("node")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     signed.count()
 
     # Buckets by one hash aggregation over (band, key): no sort of the postings, and the
-    # single-document buckets (most of them) end there. A bucket keeps its first
-    # `bucket_cap` documents in order, as the engine's dedup does, and emits every pair of
+    # single-document buckets (most of them) end there. A bucket keeps at most `bucket_cap`
+    # documents, chosen as the engine chooses them, and emits every pair of
     # them; pairs stream out row by row (one row per first member), so a capped hot bucket
     # never holds its cap² / 2 pairs in memory at once.
-    postings = signed.select("node", F.posexplode("bkeys").alias("band", "key"))
-    members = F.array_sort(F.collect_list("node"))
-    if cap is not None:
-        members = F.slice(members, 1, cap)
+    postings = signed.select("node", "rank", F.posexplode("bkeys").alias("band", "key"))
+    if cap is None:
+        members = F.array_sort(F.collect_list("node"))
+    else:
+        # The `cap` members whose keys hash lowest (ties: the earlier node), as the engine
+        # keeps them, then in node order.
+        ranked = F.array_sort(F.collect_list(F.struct("rank", "node")))
+        members = F.array_sort(F.transform(F.slice(ranked, 1, cap), lambda x: x["node"]))
     buckets = (
         postings.groupBy("band", "key")
         .agg(members.alias("n"))

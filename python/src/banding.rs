@@ -5,8 +5,9 @@
 
 use mhdb::sketch::{Banding, LshParams, MinHasher};
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
@@ -61,4 +62,17 @@ pub fn band_keys<'py>(
     let array = Array2::from_shape_vec((n, bands), keys)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok(array.into_pyarray(py))
+}
+
+/// What a bucket cap ranks each key by (the engine's `cap_rank`: xxh3-64 of the key's UTF-8
+/// bytes; a bucket over the cap keeps its lowest), so that `mhdb.spark` caps the buckets the
+/// engine caps with the same documents.
+#[pyfunction]
+pub fn cap_ranks<'py>(py: Python<'py>, keys: Vec<PyBackedStr>) -> Bound<'py, PyArray1<u64>> {
+    let ranks: Vec<u64> = py.detach(|| {
+        keys.iter()
+            .map(|k| mhdb::storage::segment::cap_rank(k.as_bytes()))
+            .collect()
+    });
+    ranks.into_pyarray(py)
 }

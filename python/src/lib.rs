@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 fn _mhdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hasher::PyMinHasher>()?;
     m.add_function(wrap_pyfunction!(banding::index_params_for, m)?)?;
+    m.add_function(wrap_pyfunction!(banding::cap_ranks, m)?)?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::QueryIterator>()?;
     m.add("SPEC_VERSION", mhdb::sketch::SPEC_VERSION)?;

@@ -143,7 +143,8 @@ def test_dedup_equals_the_engine_in_insertion_order(spark: SparkSession, messy: 
     check_against(messy, result, ids_in_order)
     # The corpus exercises what could go wrong: capped buckets, many pairs, components that
     # chain (a component is not a star cluster) and a keep rule that needs several rounds.
-    # The banner's 40 copies share every bucket, which keeps its first 8: 28 pairs, not 780.
+    # The banner's 40 copies share every bucket, which keeps the 8 whose ids hash lowest (as
+    # the engine does, whatever the order): 28 pairs, not 780.
     banner = {d["id"] for d in messy.docs if "cookies" in d["text"].lower()}
     assert len(banner) == 40
     assert sum(1 for a, b in messy.pairs if a in banner and b in banner) == 8 * 7 // 2

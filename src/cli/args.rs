@@ -94,7 +94,7 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Every near-duplicate pair (or cluster, or the keys to drop) verified at a threshold.
     #[command(
-        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"});\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
+        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"}); every verified pair, so quadratic in the size\nof a near-duplicate cluster (up to cap*(cap-1)/2 per band bucket; see create --bucket-cap);\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
     )]
     Dedup(DedupArgs),
     /// Write a compacted, self-contained copy to ship (servers open it read-only).
@@ -231,7 +231,8 @@ pub struct CreateArgs {
     /// Explicit rows per band (with --bands).
     #[arg(long, requires = "bands")]
     pub rows: Option<usize>,
-    /// Largest bucket kept by compaction (0 = unlimited).
+    /// Largest band bucket: a bucket over it keeps the documents whose keys hash lowest, in
+    /// segments, queries and dedup alike (0 = unlimited).
     #[arg(long, default_value_t = mhdb::db::DEFAULT_BUCKET_CAP)]
     pub bucket_cap: u32,
     /// Index kind: minhash (Jaccard of shingle sets, default) or simhash (64-bit SimHash

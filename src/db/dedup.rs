@@ -15,12 +15,11 @@
 //! segments, which compaction already capped when it wrote them).
 
 use rayon::prelude::*;
-use xxhash_rust::xxh3::xxh3_64;
 
 use super::Db;
 use super::dedup_verify::{DecodedOnce, Verifier};
 use super::state::State;
-use crate::storage::segment::band_key32;
+use crate::storage::segment::{band_key32, cap_rank};
 use crate::{Error, Result};
 
 /// One verified near-duplicate pair (`a` is the older document).
@@ -60,7 +59,8 @@ pub struct DedupStats {
     pub compared: u64,
     /// Distinct pairs at or above the threshold.
     pub pairs: u64,
-    /// Band buckets larger than the bucket cap (each was cut to the cap).
+    /// Band buckets larger than the bucket cap (each was cut to the cap, here or when its
+    /// segment was written).
     pub capped_buckets: u64,
 }
 
@@ -432,9 +432,23 @@ impl Db {
         }
         let ordinal = |d: u64| docnos.binary_search(&d).unwrap_or(0) as u32;
         // Live keys are unique, and a document keeps its key wherever it is stored.
-        let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, xxh3_64)) };
+        let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, cap_rank)) };
+        // Buckets a segment already cut when it was written count as capped too (the same
+        // rule, so the count does not depend on what was flushed when).
+        let mut hot_keys: Vec<Vec<u32>> = vec![Vec::new(); bands];
+        for seg in &state.version.segments {
+            for h in seg.seg.hot_buckets() {
+                let h = h?;
+                if let Some(keys) = hot_keys.get_mut(h.band as usize) {
+                    keys.push(h.key32);
+                }
+            }
+        }
         let mut out = Vec::with_capacity(bands);
-        for postings in per_band {
+        for (postings, mut hot) in per_band.into_iter().zip(hot_keys) {
+            hot.sort_unstable();
+            hot.dedup();
+            stats.capped_buckets += hot.len() as u64;
             let mut bb = BandBuckets {
                 members: Vec::new(),
                 starts: vec![0],
@@ -446,7 +460,9 @@ impl Db {
                 }
                 let bucket = (bb.starts.len() - 1) as u32;
                 let mut members: Vec<u32> = if run.len() > cap {
-                    stats.capped_buckets += 1;
+                    if hot.binary_search(&run[0].0).is_err() {
+                        stats.capped_buckets += 1;
+                    }
                     let mut ranked: Vec<(u64, u64)> = run
                         .iter()
                         .map(|&(_, d)| Ok((key_rank(d)?, d)))
@@ -642,10 +658,16 @@ mod tests {
 
     /// A bucket over the cap keeps the same members whatever the insertion order (the choice
     /// depends on the keys only), fewer pairs are compared than without the cap, and the
-    /// pass says how many buckets it cut. (In memory: a segment's own cap, applied when it is
-    /// written, keeps the lowest docnos.)
+    /// pass says how many buckets it cut. Either all in memory, or half of it in a segment
+    /// (whose own cap, applied when it was written, follows the same rule).
     #[test]
     fn bucket_caps_are_honoured_and_decided_by_key() {
+        for flush in [false, true] {
+            caps_decided_by_key(flush);
+        }
+    }
+
+    fn caps_decided_by_key(flush: bool) {
         let texts = hot_texts(600);
         let forward: Vec<usize> = (0..texts.len()).collect();
         let backward: Vec<usize> = forward.iter().rev().copied().collect();
@@ -653,7 +675,7 @@ mod tests {
         let mut results = Vec::new();
         for order in [&forward, &backward] {
             let dir = tempfile::tempdir().unwrap();
-            let db = build(dir.path(), &texts, order, Some(cap), false);
+            let db = build(dir.path(), &texts, order, Some(cap), flush);
             let (pairs, stats) = pairs_of(&db, 0.5);
             assert!(stats.capped_buckets > 0);
             // No document pairs with more partners than the cap allows in all bands together.

@@ -34,6 +34,7 @@ mod open;
 mod options;
 mod params;
 mod query;
+mod query_cap;
 mod query_stream;
 mod rerank;
 mod simhash;

@@ -80,7 +80,8 @@ pub struct QueryStats {
     pub candidates: usize,
     /// Candidates whose signature was compared (live ones).
     pub verified: usize,
-    /// Band buckets hit that were capped by compaction (their lists are truncated).
+    /// Band buckets hit that were capped (cut to the bucket cap when a segment was written, or
+    /// here, where every source together held more): their lists are truncated.
     pub hot_buckets: usize,
     /// Segments probed.
     pub segments: usize,
@@ -190,6 +191,8 @@ impl Db {
                     seg.seg.cache_bucket_entries(band + 1, next);
                 }
             }
+            let band_start = candidates.len();
+            let mut band_hot = false;
             state.mem.bucket_into(band, bk, &mut candidates);
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
@@ -198,6 +201,7 @@ impl Db {
                 seg.seg.postings_into(band, bk, &mut candidates)?;
                 if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, bk)?.is_some() {
                     stats.hot_buckets += 1;
+                    band_hot = true;
                 }
                 // The first band's lookups are timed one by one, so that a cold query starts
                 // prefetching after its first disk wait even with many segments.
@@ -215,11 +219,17 @@ impl Db {
                     gathered = candidates.len();
                 }
             }
+            if let Some(cap) = self.params.bucket_cap
+                && super::query_cap::cap_band(state, &mut candidates, band_start, cap as usize)?
+                && !band_hot
+            {
+                stats.hot_buckets += 1;
+            }
             if slow_lookups < 2 {
                 // Then one clock read per band (clock reads are most of a warm query's fixed
                 // cost).
                 let now = Instant::now();
-                let decoding = POSTING_DECODE * (candidates.len() - gathered) as u32;
+                let decoding = POSTING_DECODE * candidates.len().saturating_sub(gathered) as u32;
                 if now.duration_since(last) >= cold_band + decoding && (faulted || disk_waited()) {
                     // This band waited for the disk: the page cache may be cold. Ask for the
                     // pages of every later lookup now, level by level, so that their reads

@@ -276,3 +276,55 @@ fn empty_texts_match_nothing() {
     assert!(stored.matches.iter().all(|m| !m.key.starts_with(b"empty")));
     assert!(!stored.matches.is_empty());
 }
+
+/// A bucket over the cap gives a query the same documents however the index was laid out
+/// (which half was flushed, in which order the documents came): each segment keeps its
+/// documents whose keys hash lowest, and the query cuts the union of every source by the
+/// same rule. The cap bites (fewer matches than without it) and is reported.
+#[test]
+fn bucket_caps_cut_queries_by_key_whatever_was_flushed() {
+    let template: String = (0..40)
+        .map(|i| format!("shared line {i} of the site. "))
+        .collect();
+    let texts: Vec<String> = (0..240)
+        .map(|i| format!("{template} page {i}: w{} w{}", i % 7, i % 11))
+        .collect();
+    let build = |order: &[usize], flush_every: usize, cap: Option<u32>| {
+        let dir = tempfile::tempdir().unwrap();
+        let params = IndexParams {
+            bucket_cap: cap,
+            ..IndexParams::default()
+        };
+        let db = Db::create(dir.path().join("db"), params, Options::default()).unwrap();
+        for (n, &i) in order.iter().enumerate() {
+            db.insert_text(format!("k{i:03}"), &texts[i]).unwrap();
+            if (n + 1) % flush_every == 0 {
+                db.flush().unwrap();
+            }
+        }
+        (dir, db)
+    };
+    let forward: Vec<usize> = (0..texts.len()).collect();
+    let backward: Vec<usize> = forward.iter().rev().copied().collect();
+    let layouts = [
+        build(&forward, 120, Some(30)),
+        build(&backward, 80, Some(30)),
+        build(&backward, 1000, Some(30)),
+    ];
+    let (_dir, uncapped) = build(&forward, 120, None);
+    let opts = QueryOptions::default();
+    for probe in [0, 17, 239] {
+        let answers: Vec<_> = layouts
+            .iter()
+            .map(|(_, db)| db.query_text(&texts[probe], &opts).unwrap())
+            .collect();
+        let keys = |r: &QueryResult| r.matches.iter().map(|m| m.key.clone()).collect::<Vec<_>>();
+        for a in &answers {
+            assert_eq!(keys(a), keys(&answers[0]), "probe {probe}");
+            assert!(a.stats.hot_buckets > 0);
+        }
+        let all = uncapped.query_text(&texts[probe], &opts).unwrap();
+        assert_eq!(all.stats.hot_buckets, 0);
+        assert!(answers[0].matches.len() < all.matches.len());
+    }
+}

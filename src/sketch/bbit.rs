@@ -256,6 +256,7 @@ fn differing_in_block(a: &[u8], b: &[u8], bits: u32) -> usize {
         n as usize
     }
     match bits {
+        4 => differing_nibbles(a, b),
         8 => lanes::<1>(a, b),
         16 => lanes::<2>(a, b),
         32 => lanes::<4>(a, b),
@@ -266,6 +267,28 @@ fn differing_in_block(a: &[u8], b: &[u8], bits: u32) -> usize {
             .map(|(wa, wb)| fold_fields(word(wa) ^ word(wb), bits).count_ones() as usize)
             .sum(),
     }
+}
+
+/// Differing 4-bit fields in at most 8 whole words (one 64-byte block), counted without a
+/// popcount instruction (the portable build has none, and its software popcount per word
+/// cost more than the rest of the comparison): each word's fields are folded onto their
+/// lowest bit and summed lane-wise (a nibble lane then holds at most 8), and the lanes are
+/// added up once per block.
+#[inline(always)]
+fn differing_nibbles(a: &[u8], b: &[u8]) -> usize {
+    const LOW: u64 = 0x1111_1111_1111_1111;
+    const NIBBLES: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    debug_assert!(a.len() <= 64 && b.len() <= 64);
+    let mut lanes = 0u64;
+    for (wa, wb) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let mut x = word(wa) ^ word(wb);
+        x |= x >> 1;
+        x |= x >> 2;
+        lanes += x & LOW;
+    }
+    // Nibbles (each <= 8) to bytes (each <= 16), then all bytes (<= 128) into the top one.
+    let bytes = (lanes & NIBBLES) + ((lanes >> 4) & NIBBLES);
+    (bytes.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
 
 /// Jaccard estimate from the number of equal b-bit slots. At b = 64 this is the plain
@@ -382,7 +405,7 @@ mod tests {
             z ^ (z >> 31)
         };
         for &bits in &SUPPORTED_BITS {
-            for num_perm in [1usize, 3, 7, 8, 31, 64, 100, 127, 128, 129, 256] {
+            for num_perm in [1usize, 3, 7, 8, 31, 64, 100, 127, 128, 129, 256, 512] {
                 for _ in 0..20 {
                     let a: Vec<u64> = (0..num_perm).map(|_| next()).collect();
                     // Agree on a random share of the slots, so counts spread over 0..=k.

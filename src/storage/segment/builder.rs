@@ -10,7 +10,8 @@ use crate::{Error, Result};
 /// Options shared by [`SegmentBuilder::finish`] and [`combine_segments`](super::combine_segments).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SegmentOptions {
-    /// Keep at most this many documents (the lowest docnos) per bucket; `None` keeps all.
+    /// Keep at most this many documents per bucket (those whose keys hash lowest,
+    /// [`cap_rank`](super::cap_rank)); `None` keeps all.
     pub bucket_cap: Option<u32>,
 }
 

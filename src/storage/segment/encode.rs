@@ -24,19 +24,20 @@ use crate::Result;
 /// One band encoded: table bytes, prefix bits, posting count, hot records.
 type EncodedBand = (Vec<u8>, u32, u64, Vec<HotRecord>);
 
-/// Sorts one band's postings, applies the cap (keep the `cap` lowest docnos per bucket) and
-/// appends the band's hot records to `hot`. `prior_hot` lists `(key32, documents dropped by
+/// Sorts one band's postings, applies the cap (a bucket over it keeps the `cap` documents
+/// whose keys hash lowest, [`cap_rank`]) and appends the band's hot
+/// records to `hot`. `prior_hot` lists `(key32, documents dropped by
 /// earlier caps)` for buckets that were hot in the inputs of a combine; such buckets stay hot.
 /// Returns `(key32, docno − base)` sorted.
 fn apply_cap(
+    draft: &Draft<'_>,
     band: u32,
     mut postings: Vec<(u32, u64)>,
     mut prior_hot: Vec<(u32, u64)>,
-    cap: u32,
-    base: u64,
-    sorted_runs: bool,
     hot: &mut Vec<HotRecord>,
 ) -> Vec<(u32, u64)> {
+    let (cap, base) = (draft.cap, draft.base);
+    let sorted_runs = draft.sorted_runs;
     sort_postings(&mut postings, base, sorted_runs);
     prior_hot.sort_unstable();
     // Sum the dropped counts of a bucket that was hot in several inputs.
@@ -73,8 +74,22 @@ fn apply_cap(
         } else {
             size
         };
-        let group = postings.get(i..i + keep as usize).unwrap_or_default();
-        kept.extend(group.iter().map(|&(k, d)| (k, d - base)));
+        let group = postings.get(i..j).unwrap_or_default();
+        if keep < size {
+            // Decided by the documents' keys, not their docnos: indexes built apart (shards,
+            // another insertion order) keep the same documents of a bucket.
+            let mut ranked: Vec<(u64, u64)> = group
+                .iter()
+                .map(|&(_, d)| (draft.cap_rank_of(d), d))
+                .collect();
+            ranked.sort_unstable();
+            ranked.truncate(keep as usize);
+            let mut docnos: Vec<u64> = ranked.into_iter().map(|(_, d)| d).collect();
+            docnos.sort_unstable();
+            kept.extend(docnos.into_iter().map(|d| (k, d - base)));
+        } else {
+            kept.extend(group.iter().map(|&(k, d)| (k, d - base)));
+        }
         if keep < size || extra.is_some() {
             record(k, size.saturating_add(extra.unwrap_or(0)));
         }
@@ -137,7 +152,27 @@ pub(super) struct Draft<'a> {
 
 pub(super) type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
 
+/// What a bucket cap ranks a document by: the xxh3-64 of its key (lowest kept first, ties by
+/// docno). The same rule everywhere a cap applies (segments, `dedup`, `mhdb.spark`), so that
+/// it depends on the documents, not on where or in which order they were inserted.
+pub fn cap_rank(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
+}
+
 impl Draft<'_> {
+    /// [`cap_rank`] of the key of `docno` (one of `docnos`).
+    fn cap_rank_of(&self, docno: u64) -> u64 {
+        let Ok(i) = self.docnos.binary_search(&docno) else {
+            return u64::MAX;
+        };
+        let start = i
+            .checked_sub(1)
+            .and_then(|p| self.key_ends.get(p))
+            .map_or(0, |&e| e as usize);
+        let end = self.key_ends.get(i).map_or(start, |&e| e as usize);
+        cap_rank(self.key_blob.get(start..end).unwrap_or_default())
+    }
+
     /// `band_input(band)` returns that band's postings `(key32, docno)` (any order) and the
     /// buckets already hot in the inputs, `(key32, documents dropped by earlier caps)`.
     /// Returns the file's bytes without the signatures, and the offset where they go.
@@ -216,15 +251,7 @@ impl Draft<'_> {
                     .map(|band| {
                         let (postings, prior_hot) = band_input(band)?;
                         let mut band_hot = Vec::new();
-                        let kept = apply_cap(
-                            band as u32,
-                            postings,
-                            prior_hot,
-                            self.cap,
-                            self.base,
-                            self.sorted_runs,
-                            &mut band_hot,
-                        );
+                        let kept = apply_cap(self, band as u32, postings, prior_hot, &mut band_hot);
                         let count = kept.len() as u64;
                         let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
                         Ok((bytes, p, count, band_hot))

@@ -15,8 +15,9 @@
 //! Band keys are truncated to their top 32 bits (`key32`). Two different band keys with the same
 //! top 32 bits therefore share a bucket: a rare false candidate that the database removes by
 //! verifying signatures. Buckets are capped deterministically: a bucket with more than `cap`
-//! documents keeps the `cap` lowest docnos and is recorded as hot together with its original
-//! size.
+//! documents keeps the `cap` whose keys hash lowest ([`cap_rank`]; not the lowest docnos, so
+//! that indexes built apart keep the same documents) and is recorded as hot together with its
+//! original size.
 //!
 //! The decoder never panics on any input: every read is bounds-checked and every failure is an
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
@@ -43,6 +44,7 @@ mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
 pub use combine::combine_segments;
+pub use encode::cap_rank;
 pub use format::{
     BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
     band_key32,

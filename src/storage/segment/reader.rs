@@ -465,7 +465,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
     /// The docnos (ascending) of the bucket of `band_key` in `band`. Only the top 32 bits of
     /// `band_key` are compared, so rare false candidates are possible. If the bucket is hot
-    /// ([`Segment::hot_bucket`]), only the lowest `cap` docnos are stored.
+    /// ([`Segment::hot_bucket`]), only the `cap` documents whose keys hash lowest
+    /// ([`cap_rank`](super::cap_rank)) are stored.
     pub fn postings(&self, band: usize, band_key: u64) -> Result<Postings<'_, B>> {
         let t = *self.band_table(band)?;
         let (lo, hi) = self.lookup(&t, band_key32(band_key))?;
