@@ -413,8 +413,10 @@ fn a_parallel_re_rank_answers_exactly_as_a_serial_one() {
         })
     };
     let serial = answer(1);
+    // (The parallel re-rank starts at 8 candidates in the window; the corpus is drawn from
+    // this repository's own documents, so the exact count moves when they are edited.)
     assert!(
-        serial.stats.exact && serial.stats.reranked >= 32,
+        serial.stats.exact && serial.stats.reranked >= 16,
         "the query must re-rank many candidates: {:?}",
         serial.stats
     );

@@ -208,4 +208,39 @@ fn compaction_and_export_refuse_a_stored_set_that_does_not_decode() {
     refused(db.compact_full(), "compact_full");
     refused(db.export(tmp.path().join("export")), "export");
     assert!(!db.verify().unwrap().is_ok());
+    drop(db);
+
+    // A query whose exact re-rank meets such a set reports corruption at the set's own bytes
+    // in the SHINGLES section (it used to say offset 0). Top-k computes the exact similarity
+    // of its best candidates, each text's own document first.
+    let reader = Db::open_read_only(&dir).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2-sets.expected.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut located = 0;
+    for doc in expected["live"].as_array().unwrap() {
+        let options = mhdb::db::QueryOptions {
+            top: Some(3),
+            ..Default::default()
+        };
+        match reader.query_text(doc["text"].as_str().unwrap(), &options) {
+            Ok(_) => {}
+            Err(Error::Corruption { path, offset, .. }) => {
+                assert_eq!(path, seg);
+                let offset = offset as usize;
+                assert!(
+                    coded <= offset && offset < sets.end,
+                    "{offset} not in {coded}..{}",
+                    sets.end
+                );
+                located += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(located > 0, "no query met a broken set");
 }

@@ -77,7 +77,7 @@ pub(super) fn exact_at_least(
     let Some(coded) = state.set_bytes(docno)? else {
         return Ok(None);
     };
-    jaccard_coded_at_least(query, coded, threshold).map_err(|e| damaged_set(state, docno, e))
+    jaccard_coded_at_least(query, coded, threshold).map_err(|e| damaged_set(state, docno, coded, e))
 }
 
 /// Decodes `docno`'s stored set into `out`; false when no table holds the document.
@@ -86,19 +86,26 @@ pub(super) fn decode_stored(state: &State, docno: u64, out: &mut Vec<u32>) -> Re
         out.clear();
         return Ok(false);
     };
-    decode_into(coded, out).map_err(|e| damaged_set(state, docno, e))?;
+    decode_into(coded, out).map_err(|e| damaged_set(state, docno, coded, e))?;
     Ok(true)
 }
 
-fn damaged_set(state: &State, docno: u64, e: crate::sketch::shingle_set::SetDecodeError) -> Error {
-    let path = state
-        .version
-        .segment_of(docno)
-        .map(|s| s.path.clone())
-        .unwrap_or_default();
+/// Corruption of `docno`'s stored set `coded`, at the byte of its segment where decoding
+/// failed.
+fn damaged_set(
+    state: &State,
+    docno: u64,
+    coded: &[u8],
+    e: crate::sketch::shingle_set::SetDecodeError,
+) -> Error {
+    let segment = state.version.segment_of(docno);
+    let path = segment.map(|s| s.path.clone()).unwrap_or_default();
+    let offset = segment
+        .and_then(|s| s.seg.offset_of(coded))
+        .map_or(0, |at| at + e.offset as u64);
     Error::corruption(
         &path,
-        0,
+        offset,
         format!("the shingle set of document {docno}: {e}"),
     )
 }

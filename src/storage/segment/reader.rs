@@ -60,6 +60,14 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.bytes.as_ref()
     }
 
+    /// The file offset of `bytes` if it is a slice of this segment (one this segment's
+    /// readers returned), so that damage found in it can be reported where it is.
+    pub fn offset_of(&self, bytes: &[u8]) -> Option<u64> {
+        let base = self.data().as_ptr() as usize;
+        let at = (bytes.as_ptr() as usize).checked_sub(base)?;
+        (at.checked_add(bytes.len())? <= self.data().len()).then_some(at as u64)
+    }
+
     /// The error for damage found at byte `offset` of this segment.
     pub(super) fn err(&self, offset: usize, detail: impl Into<String>) -> Error {
         corrupt(&self.path, offset as u64, detail)
