@@ -124,15 +124,12 @@ pub(crate) fn index_params(
     let scheme: mhdb::sketch::Scheme = sketch.scheme.parse().or_raise(py)?;
     sketch.num_perm = num_perm.unwrap_or_else(|| mhdb::db::default_slots(scheme));
     let sketch = sketch.params(py)?;
-    let band_slots = band_slots.unwrap_or_else(|| mhdb::db::default_band_slots(sketch.num_perm));
-    let bits = bits.unwrap_or_else(|| mhdb::db::default_bits(sketch.num_perm));
-    let mut params =
-        IndexParams::with_band_slots(sketch, bits, band_slots, threshold).or_raise(py)?;
+    let mut params = IndexParams::with_shape(sketch, bits, band_slots, threshold).or_raise(py)?;
     if store_sets {
         params = params.with_stored_sets().or_raise(py)?;
     }
     match (bands, rows) {
-        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, band_slots).or_raise(py)?,
+        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, params.band_slots).or_raise(py)?,
         (None, None) => {}
         _ => {
             return Err(invalid(

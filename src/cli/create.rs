@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use mhdb::db::{Db, IndexParams, Options, default_band_slots, default_bits};
+use mhdb::db::{Db, IndexParams, Options};
 use mhdb::sketch::{LshParams, SimParams, SketchParams, TuneOptions, tune_all};
 use serde_json::json;
 
@@ -59,17 +59,13 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
                 ));
             }
             let sketch = args.sketch.params();
-            let band_slots = args
-                .band_slots
-                .unwrap_or_else(|| default_band_slots(sketch.num_perm));
-            let bits = args.bits.unwrap_or_else(|| default_bits(sketch.num_perm));
             let mut params =
-                IndexParams::with_band_slots(sketch, bits, band_slots, args.threshold)?;
+                IndexParams::with_shape(sketch, args.bits, args.band_slots, args.threshold)?;
             if args.store_sets {
                 params = params.with_stored_sets()?;
             }
             if let (Some(b), Some(r)) = (args.bands, args.rows) {
-                params.lsh = LshParams::new(b, r, band_slots)?;
+                params.lsh = LshParams::new(b, r, params.band_slots)?;
             }
             params
         }

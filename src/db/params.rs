@@ -89,13 +89,13 @@ impl std::fmt::Display for IndexKind {
 
 impl Default for IndexParams {
     /// A MinHash index for threshold 0.8 with the default sketch shape
-    /// ([`IndexParams::defaults_for`]): 512 OPH slots at 4 bits, bands over the first 128.
+    /// ([`IndexParams::with_shape`]): 512 OPH slots at 4 bits, bands over the first 128.
     fn default() -> Self {
         let sketch = SketchParams {
             num_perm: DEFAULT_OPH_SLOTS,
             ..SketchParams::default()
         };
-        IndexParams::defaults_for(sketch, 0.8).unwrap_or_else(|_| IndexParams {
+        IndexParams::with_shape(sketch, None, None, 0.8).unwrap_or_else(|_| IndexParams {
             sketch,
             bits: default_bits(sketch.num_perm),
             band_slots: default_band_slots(sketch.num_perm),
@@ -193,14 +193,20 @@ const SIMHASH_SCHEME_CODE: u8 = 0;
 const SIMHASH_SLOTS: usize = 64;
 
 impl IndexParams {
-    /// Parameters for `threshold` with the default bit width ([`default_bits`]) and band
-    /// slots ([`default_band_slots`]) for `sketch`'s slots, bands × rows tuned by the default
-    /// rule. `mhdb create` and Python's `Index.create` fill what is not given this way.
-    pub fn defaults_for(sketch: SketchParams, threshold: f64) -> Result<Self> {
+    /// Parameters for `threshold` with `bits` and `band_slots` as given, or else the defaults
+    /// for `sketch`'s slots ([`default_bits`], [`default_band_slots`]), bands × rows tuned by
+    /// the default rule. `mhdb create` and Python's `Index.create` fill what is not given
+    /// this way.
+    pub fn with_shape(
+        sketch: SketchParams,
+        bits: Option<u32>,
+        band_slots: Option<usize>,
+        threshold: f64,
+    ) -> Result<Self> {
         IndexParams::with_band_slots(
             sketch,
-            default_bits(sketch.num_perm),
-            default_band_slots(sketch.num_perm),
+            bits.unwrap_or_else(|| default_bits(sketch.num_perm)),
+            band_slots.unwrap_or_else(|| default_band_slots(sketch.num_perm)),
             threshold,
         )
     }
@@ -308,15 +314,7 @@ impl IndexParams {
         bbit::validate_bits(self.bits)?;
         check_band_slots(self.band_slots, self.sketch.num_perm)?;
         LshParams::new(self.lsh.bands, self.lsh.rows, self.band_slots)?;
-        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
-            return Err(Error::invalid(
-                "threshold",
-                format!("must be in (0, 1], got {}", self.threshold),
-            ));
-        }
-        if self.bucket_cap == Some(0) {
-            return Err(Error::invalid("bucket_cap", "must be at least 1"));
-        }
+        self.check_threshold_and_cap()?;
         if self.store_sets && self.kind != IndexKind::MinHash {
             return Err(Error::invalid(
                 "store_sets",
@@ -331,6 +329,20 @@ impl IndexParams {
                     self.sketch.scheme
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// The checks both kinds share: the threshold in (0, 1], a cap of at least 1.
+    fn check_threshold_and_cap(&self) -> Result<()> {
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return Err(Error::invalid(
+                "threshold",
+                format!("must be in (0, 1], got {}", self.threshold),
+            ));
+        }
+        if self.bucket_cap == Some(0) {
+            return Err(Error::invalid("bucket_cap", "must be at least 1"));
         }
         Ok(())
     }
@@ -355,15 +367,7 @@ impl IndexParams {
             self.lsh.bands == sim.block_count() && self.lsh.rows == 0,
             format!("{} blocks (max_hamming + 1) and no rows", sim.block_count()),
         )?;
-        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
-            return Err(Error::invalid(
-                "threshold",
-                format!("must be in (0, 1], got {}", self.threshold),
-            ));
-        }
-        if self.bucket_cap == Some(0) {
-            return Err(Error::invalid("bucket_cap", "must be at least 1"));
-        }
+        self.check_threshold_and_cap()?;
         Ok(())
     }
 
@@ -739,7 +743,7 @@ mod tests {
             num_perm: default_slots(Scheme::KPerm),
             ..SketchParams::default()
         };
-        let p = IndexParams::defaults_for(kperm, 0.5).unwrap();
+        let p = IndexParams::with_shape(kperm, None, None, 0.5).unwrap();
         assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (128, 128, 16));
     }
 }
