@@ -387,11 +387,19 @@ fn exercise(seg: &Segment) {
         .chain(seg.base_docno()..seg.base_docno().saturating_add(50))
     {
         seg.prefetch_doc_entry(docno);
+        seg.prefetch_signature(docno);
         seg.prefetch_key(docno);
         if let Ok(Some(key)) = seg.key_of(docno) {
             let _ = seg.find_key(key);
         }
     }
+    let docnos: Vec<u64> = [0]
+        .into_iter()
+        .chain(seg.base_docno()..seg.base_docno().saturating_add(50))
+        .chain([u64::MAX])
+        .collect();
+    seg.prefetch_documents(&docnos, true);
+    seg.prefetch_keys(&docnos);
 }
 
 #[test]

@@ -251,9 +251,7 @@ impl Db {
         if cold {
             // Verification will read these candidates' signatures and (for matches) doc-table
             // entries: start those reads together, each candidate once.
-            for &docno in &candidates {
-                prefetch_document(version, docno, record_bytes);
-            }
+            version.prefetch_documents(&candidates, record_bytes);
         }
         let (k, bits) = (self.params.sketch.num_perm, self.params.bits);
         // With exact re-rank, candidates within the margin below the threshold are kept for
@@ -324,28 +322,26 @@ impl Db {
                 .collect(),
         };
         if cold && matched.len() > 1 {
-            for &(docno, ..) in &matched {
-                if let Some(seg) = version.segment_of(docno) {
-                    seg.seg.prefetch_key(docno);
-                }
-            }
+            let mut docnos: Vec<u64> = matched.iter().map(|&(docno, ..)| docno).collect();
+            docnos.sort_unstable();
+            version.prefetch_keys(&docnos);
         }
-        let resolve =
-            |&(docno, jaccard, estimate, exact, key): &Decided<'_>| -> Result<Option<Match>> {
-                let key = match key {
-                    Some(key) => Some(key),
-                    None => state.key_of(docno)?,
-                };
-                Ok(key.map(|key| Match {
-                    key: key.to_vec(),
-                    jaccard,
-                    estimate,
-                    distance: None,
-                    cosine: None,
-                    exact,
-                }))
+        // Keys are resolved (borrowed, not copied), the matches ranked, and only those kept
+        // copied out: ranking borrowed 40-byte rows is cheaper than ranking owned matches,
+        // and a `limit` then copies only what it keeps.
+        let resolve = |&(docno, jaccard, estimate, exact, key): &Decided<'s>| {
+            let key = match key {
+                Some(key) => Some(key),
+                None => state.key_of(docno)?,
             };
-        let mut matches: Vec<Match> = if matched.len() >= PARALLEL_MATCHES {
+            Ok(key.map(|key| Ranked {
+                jaccard,
+                key,
+                estimate,
+                exact,
+            }))
+        };
+        let mut ranked: Vec<Ranked<'s>> = if matched.len() >= PARALLEL_MATCHES {
             matched
                 .par_chunks(PARALLEL_CHUNK)
                 .map(|chunk| {
@@ -355,27 +351,65 @@ impl Db {
                         .collect::<Result<Vec<_>>>()
                 })
                 .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .flatten()
-                .collect()
+                .concat()
         } else {
             matched
                 .iter()
                 .filter_map(|m| resolve(m).transpose())
                 .collect::<Result<_>>()?
         };
-        // Live keys are unique, so the order is total and an unstable sort gives the same.
-        matches.sort_unstable_by(|a, b| {
-            b.jaccard
-                .total_cmp(&a.jaccard)
-                .then_with(|| a.key.cmp(&b.key))
-        });
+        rank(&mut ranked);
         if let Some(limit) = limit {
-            matches.truncate(limit);
+            ranked.truncate(limit);
         }
+        let to_match = |r: &Ranked<'_>| Match {
+            key: r.key.to_vec(),
+            jaccard: r.jaccard,
+            estimate: r.estimate,
+            distance: None,
+            cosine: None,
+            exact: r.exact,
+        };
+        let matches: Vec<Match> = if ranked.len() >= PARALLEL_MATCHES {
+            ranked
+                .par_iter()
+                .with_min_len(PARALLEL_CHUNK)
+                .map(to_match)
+                .collect()
+        } else {
+            ranked.iter().map(to_match).collect()
+        };
         scratch::give_back(candidates);
         Ok(QueryResult { matches, stats })
     }
+}
+
+/// A match with its key, before the key is copied out.
+#[derive(Clone, Copy, Debug)]
+struct Ranked<'a> {
+    jaccard: f64,
+    key: &'a [u8],
+    estimate: f64,
+    exact: bool,
+}
+
+/// Orders matches best first, ties by key (live keys are unique, so the order is total). The
+/// similarity is sorted on as an integer first; then only runs of equal similarity (estimates
+/// are counts of equal slots, so a hot query's matches share a few hundred values) compare
+/// keys.
+fn rank(ranked: &mut [Ranked<'_>]) {
+    ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.jaccard)));
+    for run in ranked.chunk_by_mut(|a, b| a.jaccard.to_bits() == b.jaccard.to_bits()) {
+        if run.len() > 1 {
+            run.sort_unstable_by(|a, b| a.key.cmp(b.key));
+        }
+    }
+}
+
+/// An integer in the order of [`f64::total_cmp`].
+fn total_order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// A match as verification finds it: docno, estimate, and its key when already read.
@@ -556,15 +590,6 @@ fn prefetch_lookups(version: &super::version::Version, band_keys: &[u64], from: 
         for seg in &version.segments {
             seg.seg.prefetch_bucket_entries(band, bk);
         }
-    }
-}
-
-/// Prefetches what verifying candidate `docno` reads: its signature, and the doc-table
-/// entries that lead to its key.
-fn prefetch_document(version: &super::version::Version, docno: u64, record_bytes: usize) {
-    version.prefetch_signature(docno, record_bytes);
-    if let Some(seg) = version.segment_of(docno) {
-        seg.seg.prefetch_doc_entry(docno);
     }
 }
 

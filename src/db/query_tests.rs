@@ -37,12 +37,17 @@ fn prefetch_hints_on_mapped_files_change_nothing() {
         }
         prefetch_lookups(version, &[u64::MAX; 64], 0);
     }
-    for docno in (0..400).chain([u64::MAX - 1, u64::MAX]) {
-        prefetch_document(version, docno, record_bytes);
+    let docnos: Vec<u64> = (0..400).chain([u64::MAX - 1, u64::MAX]).collect();
+    for docno in docnos.iter().copied() {
+        version.prefetch_documents(&[docno], record_bytes);
+        version.prefetch_keys(&[docno]);
         if let Some(seg) = version.segment_of(docno) {
+            seg.seg.prefetch_signature(docno);
             seg.seg.prefetch_key(docno);
         }
     }
+    version.prefetch_documents(&docnos, record_bytes);
+    version.prefetch_keys(&docnos);
     drop(state);
     let after: Vec<_> = texts
         .iter()
@@ -326,5 +331,43 @@ fn bucket_caps_cut_queries_by_key_whatever_was_flushed() {
         let all = uncapped.query_text(&texts[probe], &opts).unwrap();
         assert_eq!(all.stats.hot_buckets, 0);
         assert!(answers[0].matches.len() < all.matches.len());
+    }
+}
+
+proptest::proptest! {
+    /// `rank` (similarity as an integer, then runs of equal similarity by key) orders matches
+    /// exactly as the comparison it replaced: similarity by `f64::total_cmp`, best first, then
+    /// key — with few distinct similarities (ties, as estimates give), signed zeros and keys
+    /// that share prefixes.
+    #[test]
+    fn rank_orders_as_similarity_then_key(
+        rows in proptest::collection::vec(
+            (0usize..12, proptest::collection::vec(0u8..3, 0..6)),
+            0..200,
+        )
+    ) {
+        const VALUES: [f64; 12] =
+            [0.0, -0.0, 0.5, 0.5000000000000001, 0.8, 1.0, 0.25, 0.9375, 0.3, 0.7, 0.1, 0.6];
+        let mut keys: Vec<Vec<u8>> = rows.iter().map(|(_, k)| k.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        let rows: Vec<Ranked<'_>> = keys
+            .iter()
+            .zip(&rows)
+            .map(|(key, &(v, _))| Ranked {
+                jaccard: VALUES[v],
+                key,
+                estimate: 0.0,
+                exact: false,
+            })
+            .collect();
+        let mut expected = rows.clone();
+        expected.sort_by(|a, b| b.jaccard.total_cmp(&a.jaccard).then_with(|| a.key.cmp(b.key)));
+        let mut got = rows;
+        rank(&mut got);
+        let pairs = |v: &[Ranked<'_>]| -> Vec<(u64, Vec<u8>)> {
+            v.iter().map(|r| (r.jaccard.to_bits(), r.key.to_vec())).collect()
+        };
+        proptest::prop_assert_eq!(pairs(&got), pairs(&expected));
     }
 }

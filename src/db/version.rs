@@ -12,7 +12,7 @@ use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
 use crate::storage::segment::{SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, Segment};
 use crate::storage::siglog;
-use crate::storage::vfs::{Mapped, Prefetch, Vfs};
+use crate::storage::vfs::{Mapped, PrefetchBatch, Vfs};
 use crate::{Error, Result};
 
 /// The manifest as this layer reads it: with the index parameters.
@@ -61,14 +61,39 @@ impl Version {
         }
     }
 
-    /// Starts reading the stored signature of `docno` (a hint for cold queries).
-    pub(super) fn prefetch_signature(&self, docno: u64, record_bytes: usize) {
+    /// Starts reading what verifying each of `docnos` (ascending) reads: its signature and
+    /// the doc-table entries that lead to its key (a hint for cold queries), as few merged
+    /// ranges per file.
+    pub(super) fn prefetch_documents(&self, docnos: &[u64], record_bytes: usize) {
         if let Some(map) = &self.siglog {
-            if docno < self.manifest.siglog_records {
-                map.prefetch(siglog::offset(docno, record_bytes) as usize, record_bytes);
+            let mut batch = PrefetchBatch::default();
+            for &docno in docnos.iter().filter(|&&d| d < self.manifest.siglog_records) {
+                batch.add(siglog::offset(docno, record_bytes) as usize, record_bytes);
             }
-        } else if let Some(seg) = self.segment_of(docno) {
-            seg.seg.prefetch_signature(docno);
+            batch.issue(map);
+        }
+        let mut rest = docnos;
+        for seg in &self.segments {
+            let end = rest.partition_point(|&d| d < seg.meta.base + seg.meta.span);
+            let (run, after) = rest.split_at(end);
+            rest = after;
+            if !run.is_empty() {
+                seg.seg.prefetch_documents(run, self.siglog.is_none());
+            }
+        }
+    }
+
+    /// Starts reading the keys of committed documents `docnos` (ascending; a hint for cold
+    /// queries, after [`Version::prefetch_documents`]).
+    pub(super) fn prefetch_keys(&self, docnos: &[u64]) {
+        let mut rest = docnos;
+        for seg in &self.segments {
+            let end = rest.partition_point(|&d| d < seg.meta.base + seg.meta.span);
+            let (run, after) = rest.split_at(end);
+            rest = after;
+            if !run.is_empty() {
+                seg.seg.prefetch_keys(run);
+            }
         }
     }
 }

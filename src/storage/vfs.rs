@@ -87,6 +87,52 @@ pub trait Prefetch {
     fn prefetch(&self, offset: usize, len: usize);
 }
 
+/// Byte ranges of one file to prefetch, merged before they are asked for: a cold query
+/// prefetches thousands of records (signatures, doc-table entries, keys), most of them on the
+/// same or neighbouring pages, and one `madvise` call per record cost more than the reads it
+/// started (7,000 calls, ~10 ms, for a hot query's candidates).
+#[derive(Debug, Default)]
+pub struct PrefetchBatch {
+    ranges: Vec<(usize, usize)>,
+}
+
+impl PrefetchBatch {
+    /// Ranges this close are asked for as one: reading the pages between them costs less than
+    /// another call.
+    const MERGE_GAP: usize = 64 << 10;
+
+    /// Adds `offset..offset + len`.
+    pub fn add(&mut self, offset: usize, len: usize) {
+        if len > 0 {
+            self.ranges.push((offset, offset.saturating_add(len)));
+        }
+    }
+
+    /// Prefetches the ranges added, merged, from `bytes`, and forgets them.
+    pub fn issue(&mut self, bytes: &impl Prefetch) {
+        for (start, end) in self.merged() {
+            bytes.prefetch(start, end - start);
+        }
+        self.ranges.clear();
+    }
+
+    /// The ranges added, sorted, with those that overlap or lie within [`Self::MERGE_GAP`] of
+    /// each other joined.
+    fn merged(&mut self) -> Vec<(usize, usize)> {
+        self.ranges.sort_unstable();
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for &(start, end) in &self.ranges {
+            match out.last_mut() {
+                Some(last) if start <= last.1.saturating_add(Self::MERGE_GAP) => {
+                    last.1 = last.1.max(end);
+                }
+                _ => out.push((start, end)),
+            }
+        }
+        out
+    }
+}
+
 impl Prefetch for Mapped {
     fn prefetch(&self, offset: usize, len: usize) {
         let total = self.0.bytes().len();
@@ -269,4 +315,53 @@ pub(crate) fn read_file(vfs: &dyn Vfs, path: &Path) -> crate::Result<Vec<u8>> {
     file.read_exact_at(&mut buf, 0)
         .map_err(crate::Error::io_on(path, "read"))?;
     Ok(buf)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Records what it is asked to prefetch.
+    #[derive(Default)]
+    struct Recorder(RefCell<Vec<(usize, usize)>>);
+
+    impl Prefetch for Recorder {
+        fn prefetch(&self, offset: usize, len: usize) {
+            self.0.borrow_mut().push((offset, len));
+        }
+    }
+
+    /// A batch asks for every byte it was given, once per run of ranges closer than the merge
+    /// gap, in order; empty ranges ask for nothing; issuing empties it.
+    #[test]
+    fn prefetch_batch_merges_near_ranges_and_covers_every_byte() {
+        let gap = PrefetchBatch::MERGE_GAP;
+        let mut batch = PrefetchBatch::default();
+        let given = [
+            (5 * gap, 100),
+            (0, 256),
+            (100, 10),
+            (256 + gap, 8),
+            (256 + gap + 9, 0),
+            (5 * gap + 50, 10),
+            (20 * gap, 1),
+        ];
+        for &(o, l) in &given {
+            batch.add(o, l);
+        }
+        let rec = Recorder::default();
+        batch.issue(&rec);
+        let asked = rec.0.borrow().clone();
+        assert_eq!(
+            asked,
+            vec![(0, 256 + gap + 8), (5 * gap, 100), (20 * gap, 1)]
+        );
+        for &(o, l) in given.iter().filter(|&&(_, l)| l > 0) {
+            assert!(asked.iter().any(|&(a, n)| a <= o && o + l <= a + n));
+        }
+        batch.issue(&rec);
+        assert_eq!(rec.0.borrow().len(), 3);
+    }
 }

@@ -6,7 +6,7 @@
 use super::format::band_key32;
 use super::prefix::Table;
 use super::reader::Segment;
-use crate::storage::vfs::Prefetch;
+use crate::storage::vfs::{Prefetch, PrefetchBatch};
 
 /// The directory slot a lookup of `key32` in table `t` reads first.
 fn directory_slot(t: &Table, key32: u32) -> u64 {
@@ -61,11 +61,11 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
         }
     }
 
-    /// Prefetches the doc-table entries [`Segment::key_of`] searches for `docno`.
-    pub fn prefetch_doc_entry(&self, docno: u64) {
+    /// The doc-table entries [`Segment::key_of`] searches for `docno`, as a byte range.
+    fn doc_entry_range(&self, docno: u64) -> Option<(usize, usize)> {
         let l = &self.layout;
         if docno < l.base || docno >= self.end_docno() {
-            return;
+            return None;
         }
         let rel = docno - l.base;
         let holes = l.span.saturating_sub(l.doc_count);
@@ -74,36 +74,85 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
         let w = u64::from(l.docno_bits + l.end_bits);
         let byte = |i: u64| l.docs.saturating_add((i.saturating_mul(w) / 8) as usize);
         let (from, to) = (byte(lo), byte(hi));
-        self.bytes.prefetch(from, to - from + 16);
+        Some((from, to - from + 16))
+    }
+
+    /// The rows the stored signature of `docno` may be in, as a byte range: exact when the
+    /// docno range has no holes, else the few rows it may be in (none past 8 holes).
+    fn signature_range(&self, docno: u64) -> Option<(usize, usize)> {
+        let l = &self.layout;
+        if l.record_bytes == 0 || docno < l.base || docno >= self.end_docno() {
+            return None;
+        }
+        let rel = docno - l.base;
+        let holes = l.span.saturating_sub(l.doc_count);
+        let (lo, hi) = (rel.saturating_sub(holes), (rel + 1).min(l.doc_count));
+        if holes > 8 || lo >= hi {
+            return None;
+        }
+        let from = l.signatures.saturating_add(lo as usize * l.record_bytes);
+        Some((from, (hi - lo) as usize * l.record_bytes))
+    }
+
+    /// The key bytes of `docno` (reading its doc-table entry, which
+    /// [`Segment::prefetch_doc_entry`] should have asked for first).
+    fn key_range(&self, docno: u64) -> Option<(usize, usize)> {
+        match self.ordinal_of(docno) {
+            Ok(Some(i)) => self.doc_at(i).ok().map(|(_, s, e)| (s, e - s)),
+            _ => None,
+        }
+    }
+
+    /// Prefetches the doc-table entries [`Segment::key_of`] searches for `docno`.
+    pub fn prefetch_doc_entry(&self, docno: u64) {
+        if let Some((from, len)) = self.doc_entry_range(docno) {
+            self.bytes.prefetch(from, len);
+        }
     }
 
     /// Prefetches the key bytes of `docno` (reading its doc-table entry, which
     /// [`Segment::prefetch_doc_entry`] should have asked for first).
     pub fn prefetch_key(&self, docno: u64) {
-        if let Ok(Some(i)) = self.ordinal_of(docno)
-            && let Ok((_, s, e)) = self.doc_at(i)
-        {
-            self.bytes.prefetch(s, e - s);
+        if let Some((from, len)) = self.key_range(docno) {
+            self.bytes.prefetch(from, len);
         }
     }
 
     /// Prefetches the stored signature of `docno` (and the doc-table entries that find its
-    /// row): exact when the docno range has no holes, else the few rows it may be in.
+    /// row).
     pub fn prefetch_signature(&self, docno: u64) {
-        let l = &self.layout;
-        if l.record_bytes == 0 || docno < l.base || docno >= self.end_docno() {
-            return;
-        }
         self.prefetch_doc_entry(docno);
-        let rel = docno - l.base;
-        let holes = l.span.saturating_sub(l.doc_count);
-        let (lo, hi) = (rel.saturating_sub(holes), (rel + 1).min(l.doc_count));
-        if holes > 8 || lo >= hi {
-            return;
+        if let Some((from, len)) = self.signature_range(docno) {
+            self.bytes.prefetch(from, len);
         }
-        let from = l.signatures.saturating_add(lo as usize * l.record_bytes);
-        self.bytes
-            .prefetch(from, (hi - lo) as usize * l.record_bytes);
+    }
+
+    /// Prefetches what verifying each of `docnos` reads (its doc-table entries, and its
+    /// signature when `signatures`), as few merged ranges (one call per record cost more
+    /// than the reads it started).
+    pub fn prefetch_documents(&self, docnos: &[u64], signatures: bool) {
+        let mut batch = PrefetchBatch::default();
+        for &docno in docnos {
+            if let Some((from, len)) = self.doc_entry_range(docno) {
+                batch.add(from, len);
+            }
+            if signatures && let Some((from, len)) = self.signature_range(docno) {
+                batch.add(from, len);
+            }
+        }
+        batch.issue(&self.bytes);
+    }
+
+    /// Prefetches the keys of `docnos` (reading their doc-table entries, which
+    /// [`Segment::prefetch_documents`] should have asked for first), as few merged ranges.
+    pub fn prefetch_keys(&self, docnos: &[u64]) {
+        let mut batch = PrefetchBatch::default();
+        for &docno in docnos {
+            if let Some((from, len)) = self.key_range(docno) {
+                batch.add(from, len);
+            }
+        }
+        batch.issue(&self.bytes);
     }
 }
 
