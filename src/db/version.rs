@@ -72,27 +72,27 @@ impl Version {
             }
             batch.issue(map);
         }
-        let mut rest = docnos;
-        for seg in &self.segments {
-            let end = rest.partition_point(|&d| d < seg.meta.base + seg.meta.span);
-            let (run, after) = rest.split_at(end);
-            rest = after;
-            if !run.is_empty() {
-                seg.seg.prefetch_documents(run, self.siglog.is_none());
-            }
-        }
+        self.for_each_segment_run(docnos, |seg, run| {
+            seg.prefetch_documents(run, self.siglog.is_none());
+        });
     }
 
     /// Starts reading the keys of committed documents `docnos` (ascending; a hint for cold
     /// queries, after [`Version::prefetch_documents`]).
     pub(super) fn prefetch_keys(&self, docnos: &[u64]) {
+        self.for_each_segment_run(docnos, |seg, run| seg.prefetch_keys(run));
+    }
+
+    /// Calls `f` with each segment and the run of `docnos` (ascending) that falls in its
+    /// docno range, skipping segments with none.
+    fn for_each_segment_run(&self, docnos: &[u64], mut f: impl FnMut(&Segment<Mapped>, &[u64])) {
         let mut rest = docnos;
         for seg in &self.segments {
             let end = rest.partition_point(|&d| d < seg.meta.base + seg.meta.span);
             let (run, after) = rest.split_at(end);
             rest = after;
             if !run.is_empty() {
-                seg.seg.prefetch_keys(run);
+                f(&seg.seg, run);
             }
         }
     }
