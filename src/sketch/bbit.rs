@@ -4,6 +4,8 @@
 //! bit p lives in byte `p / 8` at bit position `p % 8` (least significant first). For b ≥ 8 each
 //! slot is therefore a little-endian integer of b/8 bytes. Padding bits of the last byte are 0.
 
+use multiversion::multiversion;
+
 use crate::{Error, Result};
 
 /// The supported bit widths.
@@ -170,6 +172,17 @@ pub fn min_matches_for(threshold: f64, num_perm: usize, bits: u32) -> usize {
 /// Counts b-bit fields that differ among the first `total_bits` bits of `a` and `b`, or `None`
 /// once more than `limit` fields differ (checked once per 64-byte block, so a signature is
 /// read no further than the block where that happens).
+///
+/// Every candidate of a query passes through here: `multiversion` compiles it for AVX-512,
+/// AVX2 (with `popcnt`) and the baseline and picks one at run time (the portable build has no
+/// `popcnt`, and its 64-byte blocks then take one SIMD register or two instead of eight words);
+/// all versions count the same fields.
+#[multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512vl+popcnt",
+    "x86_64+avx2+popcnt",
+    "x86_64+popcnt",
+    "aarch64+neon"
+))]
 fn count_differing_up_to(
     a: &[u8],
     b: &[u8],
