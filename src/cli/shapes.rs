@@ -74,6 +74,8 @@ pub fn write_answer(
     write!(out, "\"hot_buckets\":{},\"id\":", r.stats.hot_buckets)?;
     serde_json::to_writer(&mut *out, id)?;
     out.write_all(b",\"matches\":[")?;
+    let mut jaccard_text = Vec::with_capacity(24);
+    let mut last_jaccard = None;
     for (i, m) in r.matches.iter().enumerate() {
         out.write_all(if i == 0 { b"{" } else { b",{" })?;
         // A SimHash match: "cosine" and "distance" sort before "id"; a re-ranked one's
@@ -94,7 +96,14 @@ pub fn write_answer(
         }
         if m.distance.is_none() {
             out.write_all(b",\"jaccard\":")?;
-            serde_json::to_writer(&mut *out, &round6(m.jaccard))?;
+            // Matches come best first, so runs share a similarity (an estimate takes one of
+            // k + 1 values): each run's number is formatted once.
+            if last_jaccard != Some(m.jaccard.to_bits()) {
+                jaccard_text.clear();
+                serde_json::to_writer(&mut jaccard_text, &round6(m.jaccard))?;
+                last_jaccard = Some(m.jaccard.to_bits());
+            }
+            out.write_all(&jaccard_text)?;
         }
         out.write_all(b"}")?;
     }
