@@ -162,9 +162,7 @@ impl ShingleConfig {
                 if normalized.len() > n && (4..=8).contains(&n) && normalized.is_ascii() =>
             {
                 // The common case (char 5-grams of ASCII): every window takes XXH3's 4-8 path.
-                for window in normalized.windows(n) {
-                    f(xxh3.hash_4to8(window));
-                }
+                xxh3.for_each_window_hash_4to8(normalized, n, f);
             }
             // Other text in characters: the walk of `for_each_char_window`, written out so
             // that hashing and `f` inline into the loop (through one more closure they did not).
