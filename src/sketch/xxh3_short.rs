@@ -195,15 +195,19 @@ fn avalanche(mut h: u64) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn equals_the_library_for_every_short_length() {
-        let mut x = 0x1234_5678_9ABC_DEF0u64;
-        let mut next = move || {
+    /// A xorshift generator: test inputs that differ from run to run of the seed only.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    #[test]
+    fn equals_the_library_for_every_short_length() {
+        let mut next = xorshift(0x1234_5678_9ABC_DEF0);
         let mut bytes = [0u8; 40];
         for round in 0..20_000 {
             for b in bytes.chunks_mut(8) {
@@ -222,24 +226,13 @@ mod tests {
             }
         }
     }
-}
-
-#[cfg(test)]
-mod window_tests {
-    use super::*;
 
     /// Hashing the windows a block at a time gives, for every window width 4-8 and every text
     /// length around the block size and the end-of-text reads, the library's hash of each
     /// window, in order; other widths and texts shorter than a window give nothing.
     #[test]
     fn window_hashes_equal_the_library_window_by_window() {
-        let mut x = 0x0F1E_2D3C_4B5A_6978u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x0F1E_2D3C_4B5A_6978);
         let bytes: Vec<u8> = (0..300).map(|_| (next() % 95 + 32) as u8).collect();
         for seed in [0, 1, 0xFFFF_FFFF, next(), next()] {
             let hasher = ShortXxh3::new(seed);
