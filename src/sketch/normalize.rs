@@ -107,10 +107,10 @@ impl ShingleConfig {
             let fast = if collapse {
                 ascii_word(x, prev_space)
             } else {
-                Some(false)
+                Some((x, false))
             };
             match (fast, buf.get_mut(len..len + 8)) {
-                (Some(ends_in_space), Some(dst)) => {
+                (Some((x, ends_in_space)), Some(dst)) => {
                     let lowered = if lowercase { ascii_lower_word(x) } else { x };
                     dst.copy_from_slice(&lowered.to_le_bytes());
                     len += 8;
@@ -140,15 +140,20 @@ fn is_ascii_space(b: u8) -> bool {
 }
 
 /// For eight ASCII bytes `x` (little-endian) met after a space (`prev_space`) or not: when
-/// collapsing would change none of them (no TAB..CR, no two adjacent spaces, no space
-/// continuing a run), `Some(whether the last byte is a space)`.
+/// collapsing would only turn lone TAB..CR bytes into spaces (no two adjacent white-space
+/// bytes, none continuing a run), `Some((the bytes with those spaces, whether the last byte
+/// is white space))`. (A line break between words is the common case in wrapped text; it
+/// took the byte-by-byte path when any TAB..CR did.)
 #[inline(always)]
-fn ascii_word(x: u64, prev_space: bool) -> Option<bool> {
-    let space = swar_in_range(x, b' ', b' ');
-    let plain = swar_in_range(x, b'\t', b'\r') == 0
-        && space & (space >> 8) == 0
-        && !(prev_space && space & 0x80 != 0);
-    plain.then_some(space >> 63 != 0)
+fn ascii_word(x: u64, prev_space: bool) -> Option<(u64, bool)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // 0x01 in each byte in TAB..CR, then 0xFF: those bytes are replaced by spaces.
+    let breaks = swar_in_range(x, b'\t', b'\r') >> 7;
+    let spaced = (x & !(breaks * 0xFF)) | (breaks * u64::from(b' '));
+    let space = swar_in_range(spaced, b' ', b' ');
+    let plain = space & (space >> 8) == 0 && !(prev_space && space & 0x80 != 0);
+    debug_assert!(breaks & !ONES == 0);
+    plain.then_some((spaced, space >> 63 != 0))
 }
 
 /// Eight ASCII bytes lowercased: bit 5 set in every byte in 'A'..='Z'.
@@ -182,7 +187,7 @@ fn normalize_mixed(text: &str, buf: &mut Vec<u8>) {
             let x = u64::from_le_bytes(*word);
             if x & HIGH == 0 {
                 match ascii_word(x, prev_space) {
-                    Some(ends_in_space) => {
+                    Some((x, ends_in_space)) => {
                         buf.extend_from_slice(&ascii_lower_word(x).to_le_bytes());
                         prev_space = ends_in_space;
                     }
