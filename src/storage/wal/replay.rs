@@ -184,6 +184,13 @@ fn find_record(
 }
 
 impl WalReader {
+    /// Whether `bytes` begins with one whole record whose checksum holds. (A reader that
+    /// found a torn tail while a writer in another process appends may find the record
+    /// finished when it looks again.)
+    pub fn starts_with_record(bytes: &[u8]) -> bool {
+        parse_at(bytes, 0).is_some()
+    }
+
     /// Calls `apply(seq, offset, payload)` for every valid record in order. A damaged or
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
