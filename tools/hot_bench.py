@@ -56,7 +56,8 @@ def timed(cmd, stdout=subprocess.DEVNULL):
     """Runs `cmd`: (wall s, user s, peak RSS MB, stdout text or None), the wall time from the
     monotonic clock and the rest from the child's own resource usage (wait4), so that runs of a
     tenth of a second are timed to the microsecond rather than to /usr/bin/time's 10 ms."""
-    out = tempfile.TemporaryFile() if stdout == subprocess.PIPE else subprocess.DEVNULL
+    # PIPE: captured and returned; an open file: written there; DEVNULL: dropped.
+    out = tempfile.TemporaryFile() if stdout == subprocess.PIPE else stdout
     err = tempfile.TemporaryFile()
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=out, stderr=err)
