@@ -470,13 +470,14 @@ impl<'a> Verifier<'a> {
         let slots_per_block = (512 / self.bits.max(1) as usize).max(1);
         let prefetch_bytes = max_differing.div_ceil(slots_per_block) * 64;
         let mut rest = in_segments;
+        let deletes = state.deletes_committed();
         for seg in &version.segments {
             let seg = &seg.seg;
             let end = rest.partition_point(|&d| d < seg.end_docno());
             let (run, after) = rest.split_at(end);
             rest = after;
             seg.for_each_signature(run, prefetch_bytes, |docno, row, stored| {
-                if !state.is_deleted(docno)
+                if !(deletes && state.is_deleted(docno))
                     && let Some(jaccard) = compare(stored)
                 {
                     let key = if self.keys_now {
@@ -535,7 +536,7 @@ mod scratch {
 /// over a dense range (a hot query: thousands of candidates, each in many bands) are
 /// de-duplicated through a bitmap of the range, in linear time; others are sorted.
 fn distinct_sorted(mut gathered: Vec<u64>) -> Vec<u64> {
-    const BITMAP_MIN_ENTRIES: usize = 1024;
+    const BITMAP_MIN_ENTRIES: usize = 128;
     let (Some(&lo), Some(&hi)) = (gathered.iter().min(), gathered.iter().max()) else {
         return gathered;
     };

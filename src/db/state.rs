@@ -28,6 +28,18 @@ impl State {
     }
 
     /// True if `docno` is deleted (or was never a live document).
+    /// Whether any committed document (below the in-memory tables' range) is deleted: when
+    /// none is, [`State::is_deleted`] is false for all of them, and a query's walk over its
+    /// segment candidates skips the question.
+    pub(super) fn deletes_committed(&self) -> bool {
+        !self.mem.deleted_older.is_empty()
+            || self
+                .imm
+                .as_ref()
+                .is_some_and(|imm| !imm.deleted_older.is_empty())
+            || self.version.deletions.len() > 0
+    }
+
     pub(super) fn is_deleted(&self, docno: u64) -> bool {
         if docno >= self.mem.base {
             return !self.mem.doc(docno).is_some_and(|d| d.live);

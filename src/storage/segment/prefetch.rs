@@ -52,7 +52,7 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
             return;
         };
         let slot = directory_slot(t, band_key32(band_key));
-        if let (Ok(start), Ok(end)) = (self.dir(t, slot), self.dir(t, slot + 1))
+        if let Some((start, end)) = self.dir_range_unchecked(t, slot)
             && start < end
             && end <= t.count
         {
@@ -183,7 +183,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             return;
         };
         let slot = directory_slot(t, band_key32(band_key));
-        if let (Ok(start), Ok(end)) = (self.dir(t, slot), self.dir(t, slot + 1))
+        if let Some((start, end)) = self.dir_range_unchecked(t, slot)
             && start < end
             && end <= t.count
         {

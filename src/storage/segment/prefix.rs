@@ -107,6 +107,20 @@ impl<B: AsRef<[u8]>> Segment<B> {
             .ok_or_else(|| self.err(at, "directory out of bounds"))
     }
 
+    /// Where directory slot `slot`'s entries start and end, read without checking the bytes
+    /// against their block checksum: only for prefetch hints (a damaged directory then asks
+    /// the CPU for the wrong lines; the lookup itself checks what it reads).
+    pub(super) fn dir_range_unchecked(&self, t: &Table, slot: u64) -> Option<(u64, u64)> {
+        let at = t
+            .offset
+            .checked_add(usize::try_from(slot).ok()?.checked_mul(4)?)?;
+        let data = self.data();
+        Some((
+            u64::from(read_u32(data, at)?),
+            u64::from(read_u32(data, at.checked_add(4)?)?),
+        ))
+    }
+
     /// (suffix, value) of entry `i`.
     pub(super) fn entry(&self, t: &Table, i: u64) -> Result<(u64, u64)> {
         self.entry_in(self.data(), t, i)
@@ -144,7 +158,14 @@ impl<B: AsRef<[u8]>> Segment<B> {
             u64::from(key32 >> s)
         };
         let suffix = u64::from(key32) & low_mask(s);
-        let (start, end) = (self.dir(t, slot)?, self.dir(t, slot + 1)?);
+        // The slot's start and the next slot's (its end), adjacent: one check, two reads.
+        let at = t.offset + (slot as usize) * 4;
+        self.check(at, 8)?;
+        let data = self.data();
+        let (start, end) = match (read_u32(data, at), read_u32(data, at + 4)) {
+            (Some(start), Some(end)) => (u64::from(start), u64::from(end)),
+            _ => return Err(self.err(at, "directory out of bounds")),
+        };
         if start > end || end > t.count {
             return Err(self.err(
                 t.offset + slot as usize * 4,
@@ -168,24 +189,35 @@ impl<B: AsRef<[u8]>> Segment<B> {
     ) -> Result<()> {
         let (slot, suffix, start, end) = self.slot_of(t, key32)?;
         let data = self.data();
+        let width = t.width();
+        // The search and the scan read no further than the slot's entries: their bytes are
+        // checked once here, not entry by entry (each check is a bitmap test, and the search
+        // reads several entries of a lookup that finds none or a few).
+        if width <= 64 && start < end {
+            let (from, to) = (
+                (start * width / 8) as usize,
+                (end * width).div_ceil(8) as usize,
+            );
+            self.check(t.entries + from, to - from)?;
+        }
+        let suffix_at = |i: u64| -> Result<u64> {
+            if width <= 64 {
+                let bit = i * width;
+                read_bits(data, t.entries, bit, width as u32)
+                    .map(|x| x & low_mask(t.suffix_bits()))
+                    .ok_or_else(|| self.err(t.entries + (bit / 8) as usize, "entry out of bounds"))
+            } else {
+                Ok(self.entry_in(data, t, i)?.0)
+            }
+        };
         let (mut lo, mut hi) = (start, end);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.entry_in(data, t, mid)?.0 < suffix {
+            if suffix_at(mid)? < suffix {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
-        }
-        // The scan reads no further than the slot's end: check those bytes once, not entry by
-        // entry (a hot bucket is thousands of entries).
-        let width = t.width();
-        if width <= 64 && lo < end {
-            let (from, to) = (
-                (lo * width / 8) as usize,
-                (end * width).div_ceil(8) as usize,
-            );
-            self.check(t.entries + from, to - from)?;
         }
         for i in lo..end {
             let (sfx, value) = if width <= 64 {
