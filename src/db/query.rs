@@ -464,11 +464,13 @@ impl<'a> Verifier<'a> {
         };
         let (in_segments, others) = candidates.split_at(committed);
         // A comparison reads a signature's 64-byte blocks until more fields differ than the
-        // threshold allows: the blocks every candidate needs are prefetched (not the whole
-        // signature: at a high threshold most candidates stop after a block or two).
+        // threshold allows: the blocks a candidate differing in every field would need, and one
+        // more, are prefetched (a candidate shares a band with the query, so it is rarely that
+        // different: most need the next block too; not the whole signature, though: at a high
+        // threshold most candidates stop after a block or two).
         let max_differing = self.k.saturating_sub(self.min_equal) + 1;
         let slots_per_block = (512 / self.bits.max(1) as usize).max(1);
-        let prefetch_bytes = max_differing.div_ceil(slots_per_block) * 64;
+        let prefetch_bytes = (max_differing.div_ceil(slots_per_block) + 1) * 64;
         let mut rest = in_segments;
         let deletes = state.deletes_committed();
         for seg in &version.segments {
