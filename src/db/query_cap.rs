@@ -34,7 +34,10 @@ pub(super) fn cap_band(
     }
     let cut = ranked.len() > cap;
     if cut {
-        ranked.sort_unstable();
+        // Only which documents are kept matters (the candidates are sorted and de-duplicated
+        // later): the `cap` lowest (rank, docno) pairs, a total order, are selected in linear
+        // time instead of sorting the whole bucket.
+        ranked.select_nth_unstable(cap);
         ranked.truncate(cap);
     }
     candidates.truncate(from);
