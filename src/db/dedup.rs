@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::Db;
 use super::dedup_verify::{DecodedOnce, Verifier};
 use super::state::State;
-use crate::storage::segment::{band_key32, cap_rank};
+use crate::storage::segment::{band_key32, cap_rank, keep_lowest_ranked};
 use crate::{Error, Result};
 
 /// One verified near-duplicate pair (`a` is the older document).
@@ -467,8 +467,7 @@ impl Db {
                         .iter()
                         .map(|&(_, d)| Ok((key_rank(d)?, d)))
                         .collect::<Result<_>>()?;
-                    ranked.sort_unstable();
-                    ranked.truncate(cap);
+                    keep_lowest_ranked(&mut ranked, cap);
                     ranked.into_iter().map(|(_, d)| ordinal(d)).collect()
                 } else {
                     run.iter().map(|&(_, d)| ordinal(d)).collect()

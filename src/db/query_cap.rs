@@ -7,7 +7,7 @@
 
 use super::state::State;
 use crate::Result;
-use crate::storage::segment::cap_rank;
+use crate::storage::segment::{cap_rank, keep_lowest_ranked};
 
 /// Cuts `candidates[from..]` (one band's bucket, gathered from every source) to the `cap`
 /// live documents whose keys hash lowest, if it holds more; deleted ones are dropped first,
@@ -33,13 +33,8 @@ pub(super) fn cap_band(
         }
     }
     let cut = ranked.len() > cap;
-    if cut {
-        // Only which documents are kept matters (the candidates are sorted and de-duplicated
-        // later): the `cap` lowest (rank, docno) pairs, a total order, are selected in linear
-        // time instead of sorting the whole bucket.
-        ranked.select_nth_unstable(cap);
-        ranked.truncate(cap);
-    }
+    // (The candidates are sorted and de-duplicated later.)
+    keep_lowest_ranked(&mut ranked, cap);
     candidates.truncate(from);
     candidates.extend(ranked.into_iter().map(|(_, d)| d));
     Ok(cut)

@@ -82,8 +82,7 @@ fn apply_cap(
                 .iter()
                 .map(|&(_, d)| (draft.cap_rank_of(d), d))
                 .collect();
-            ranked.sort_unstable();
-            ranked.truncate(keep as usize);
+            keep_lowest_ranked(&mut ranked, keep as usize);
             let mut docnos: Vec<u64> = ranked.into_iter().map(|(_, d)| d).collect();
             docnos.sort_unstable();
             kept.extend(docnos.into_iter().map(|d| (k, d - base)));
@@ -157,6 +156,17 @@ pub(super) type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
 /// it depends on the documents, not on where or in which order they were inserted.
 pub fn cap_rank(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
+}
+
+/// Keeps the `keep` lowest of `ranked` ([`cap_rank`], docno) pairs, in no particular order:
+/// which documents a cap keeps, chosen in linear time (every caller sorts what it keeps by
+/// docno afterwards, so the whole bucket need not be sorted). The pairs are distinct, so the
+/// choice is the same whatever their order.
+pub(crate) fn keep_lowest_ranked(ranked: &mut Vec<(u64, u64)>, keep: usize) {
+    if ranked.len() > keep {
+        ranked.select_nth_unstable(keep);
+        ranked.truncate(keep);
+    }
 }
 
 impl Draft<'_> {

@@ -45,6 +45,7 @@ mod verify;
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
 pub use combine::combine_segments;
 pub use encode::cap_rank;
+pub(crate) use encode::keep_lowest_ranked;
 pub use format::{
     BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
     band_key32,
