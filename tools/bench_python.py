@@ -76,7 +76,7 @@ def peak_rss_mib() -> float:
 
 # The clock of the per-call figures: wall time, or with --cpu-time the calling thread's CPU
 # time (steady on a loaded machine; it leaves out work done on other threads, which a single
-# query does only above 2,048 candidates).
+# query does only above 8,192 candidates).
 CALL_CLOCK = time.thread_time if os.environ.get("BENCH_PYTHON_CLOCK") == "thread" else time.perf_counter
 
 

@@ -21,12 +21,16 @@ const COLD_LOOKUP: Duration = Duration::from_micros(20);
 /// taken for a cold page cache (which would turn every candidate into a `madvise` call).
 const POSTING_DECODE: Duration = Duration::from_nanos(50);
 
-/// Distinct candidates from which one query's verification is spread over every core (below,
-/// the cost of handing work to other threads, a few microseconds, is not worth it).
-const PARALLEL_CANDIDATES: usize = 2048;
+/// Distinct candidates from which one query's verification is spread over every core. Below,
+/// handing work to the other threads costs more than it saves: waking a sleeping worker from a
+/// caller outside the pool took 0.1-0.3 ms on the project's 2-core VM, while verifying a
+/// candidate takes ~50-150 ns (measured: 3,600-candidate queries ran 1.2× faster one at a time
+/// with 8,192 here than with 2,048; BENCHMARKS.md, "Hot data, fifth round").
+const PARALLEL_CANDIDATES: usize = 8192;
 
-/// Matches from which one query resolves its keys on every core.
-const PARALLEL_MATCHES: usize = 1024;
+/// Matches from which one query resolves its keys on every core (a key costs ~100 ns: the same
+/// reasoning as [`PARALLEL_CANDIDATES`]).
+const PARALLEL_MATCHES: usize = 4096;
 
 /// Candidates (or matches) per parallel task.
 const PARALLEL_CHUNK: usize = 512;

@@ -185,7 +185,7 @@ fn hot_queries_find_exactly_the_similar_candidates() {
     let template: String = (0..60)
         .map(|i| format!("shared line {i} of the page. "))
         .collect();
-    let texts: Vec<String> = (0..6000)
+    let texts: Vec<String> = (0..18000)
         .map(|i| {
             let own: String = (0..(i % 40) * 6).map(|j| format!("w{i}x{j} ")).collect();
             format!("{template} page {i}: {own}")
@@ -254,6 +254,8 @@ fn hot_queries_find_exactly_the_similar_candidates() {
         .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
         .collect();
     got.sort_by(|a, b| a.0.cmp(&b.0));
+    // Enough matches that their keys are resolved on every core too.
+    assert!(want.len() >= PARALLEL_MATCHES, "{} matches", want.len());
     assert!(
         want.len() > 100 && want.len() < sharing,
         "{} of {sharing}",
