@@ -24,7 +24,7 @@ const POSTING_DECODE: Duration = Duration::from_nanos(50);
 /// Distinct candidates from which one query's verification is spread over every core. Below,
 /// handing work to the other threads costs more than it saves: waking a sleeping worker from a
 /// caller outside the pool took 0.1-0.3 ms on the project's 2-core VM, while verifying a
-/// candidate takes ~50-150 ns (measured: 3,600-candidate queries ran 1.2× faster one at a time
+/// candidate takes ~50-150 ns (measured: 3,600-candidate queries ran 1.4-1.9× faster one at a time
 /// with 8,192 here than with 2,048; BENCHMARKS.md, "Hot data, fifth round").
 const PARALLEL_CANDIDATES: usize = 8192;
 
