@@ -3,12 +3,12 @@
 
 Builds the index of tools/bench_python.py (its corpus and queries, k = 128, threshold 0.8,
 insert_many with commit_every=10,000) in a temporary directory, then runs `idx.query(text)`
-(`text`), `idx.query(signature=...)` (`sig`) or `idx.hasher.sketch(text)` (`sketch`) over the
-2,000 queries PASSES times and prints the fastest pass per call, in the calling thread's CPU
+(`text`), `idx.query(signature=...)` (`sig`), the same on an empty index (`empty`: the fixed
+cost of a call) or `idx.hasher.sketch(text)` (`sketch`) over the 2,000 queries PASSES times and prints the fastest pass per call, in the calling thread's CPU
 time. On a noisy machine the best of many passes moves far less than one pass: two builds
 can then be compared by alternating two virtualenvs.
 
-Usage: python tools/python_query_loop.py [text|sig|sketch] [PASSES]
+Usage: python tools/python_query_loop.py [text|sig|empty|sketch] [PASSES]
 """
 
 import os
@@ -30,9 +30,11 @@ def main() -> None:
         idx = mhdb.Index.create(os.path.join(d, "idx"), 0.8, num_perm=128)
         idx.insert_many(docs, commit_every=10_000)
         sigs = list(idx.hasher.sketch_many(qs))
+        empty = mhdb.Index.create(os.path.join(d, "empty"), 0.8, num_perm=128)
         calls = {
             "text": lambda: [idx.query(q) for q in qs],
             "sig": lambda: [idx.query(signature=s) for s in sigs],
+            "empty": lambda: [empty.query(signature=s) for s in sigs],
             "sketch": lambda: [idx.hasher.sketch(q) for q in qs],
         }
         best = float("inf")
@@ -41,6 +43,7 @@ def main() -> None:
             calls[mode]()
             best = min(best, (time.thread_time() - t0) / len(qs) * 1e6)
         idx.close()
+        empty.close()
     print(f"{mode}: {best:.2f} µs per call (best of {passes} passes, thread CPU)")
 
 
