@@ -189,6 +189,9 @@ impl Db {
                 seg.seg.cache_bucket_directory(band, bk);
             }
         }
+        // Where each segment's postings of the current band start and end in `candidates`.
+        let mut from_segments: Vec<(usize, usize, usize)> =
+            Vec::with_capacity(version.segments.len());
         for (band, &bk) in band_keys.iter().enumerate() {
             if let Some(&next) = band_keys.get(band + 1) {
                 for seg in &version.segments {
@@ -201,8 +204,11 @@ impl Db {
             if let Some(imm) = &state.imm {
                 imm.bucket_into(band, bk, &mut candidates);
             }
+            from_segments.clear();
             for (i, seg) in version.segments.iter().enumerate() {
+                let seg_start = candidates.len();
                 seg.seg.postings_into(band, bk, &mut candidates)?;
+                from_segments.push((i, seg_start, candidates.len()));
                 if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, bk)?.is_some() {
                     stats.hot_buckets += 1;
                     band_hot = true;
@@ -224,7 +230,14 @@ impl Db {
                 }
             }
             if let Some(cap) = self.params.bucket_cap
-                && super::query_cap::cap_band(state, &mut candidates, band_start, cap as usize)?
+                && super::query_cap::cap_band(
+                    state,
+                    &mut candidates,
+                    band_start,
+                    cap as usize,
+                    (band, bk),
+                    &from_segments,
+                )?
                 && !band_hot
             {
                 stats.hot_buckets += 1;

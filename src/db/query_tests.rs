@@ -336,6 +336,84 @@ fn bucket_caps_cut_queries_by_key_whatever_was_flushed() {
     }
 }
 
+/// The cap ranks of a segment's hot buckets are kept for later queries: answers from kept
+/// ranks equal answers computed afresh by an identical index that never queried, for two
+/// families of pages (different hot buckets, of the same size, in every band), before and
+/// after documents the cap had kept are deleted. The cap bites: fewer matches than uncapped.
+#[test]
+fn kept_cap_ranks_answer_as_fresh_ones() {
+    let template = |family: usize| -> String {
+        (0..40)
+            .map(|i| format!("shared line {i} of site {family}. "))
+            .collect()
+    };
+    let templates = [template(0), template(1)];
+    let texts: Vec<String> = (0..480)
+        .map(|i| format!("{} page {i}: w{} w{}", templates[i % 2], i % 7, i % 11))
+        .collect();
+    let build = |cap: Option<u32>| {
+        let dir = tempfile::tempdir().unwrap();
+        let params = IndexParams {
+            bucket_cap: cap,
+            ..IndexParams::default()
+        };
+        let db = Db::create(dir.path().join("db"), params, Options::default()).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            db.insert_text(format!("k{i:04}"), t).unwrap();
+            if (i + 1) % 160 == 0 {
+                db.flush().unwrap();
+            }
+        }
+        (dir, db)
+    };
+    let opts = QueryOptions::default();
+    let keys = |r: &QueryResult| r.matches.iter().map(|m| m.key.clone()).collect::<Vec<_>>();
+    let probes = [0, 1, 200, 479];
+    // The truth for a probe: the first query of an index that has answered nothing else (no
+    // rank kept yet), with the documents of `gone` deleted.
+    let afresh = |p: usize, gone: &[Vec<u8>]| {
+        let (_dir, db) = build(Some(30));
+        for k in gone {
+            db.delete(k).unwrap();
+        }
+        keys(&db.query_text(&texts[p], &opts).unwrap())
+    };
+    let (_warm_dir, warm) = build(Some(30));
+    let (_all_dir, uncapped) = build(None);
+    let mut first = Vec::new();
+    for &p in &probes {
+        let a = warm.query_text(&texts[p], &opts).unwrap();
+        assert!(a.stats.hot_buckets > 0);
+        let all = uncapped.query_text(&texts[p], &opts).unwrap();
+        assert!(a.matches.len() < all.matches.len(), "the cap bites");
+        first.push(keys(&a));
+    }
+    let kept: usize = warm
+        .state
+        .read()
+        .version
+        .segments
+        .iter()
+        .map(|s| s.cap_ranks.len())
+        .sum();
+    assert!(kept > 0, "no ranks kept");
+    // Every probe again, in the other order, from kept ranks.
+    for (&p, a) in probes.iter().zip(&first).rev() {
+        assert_eq!(keys(&warm.query_text(&texts[p], &opts).unwrap()), *a);
+        assert_eq!(afresh(p, &[]), *a);
+    }
+    // Delete documents the cap kept.
+    let gone: Vec<Vec<u8>> = first[0].iter().take(10).cloned().collect();
+    for k in &gone {
+        warm.delete(k).unwrap();
+    }
+    for &p in probes.iter().rev() {
+        let w = keys(&warm.query_text(&texts[p], &opts).unwrap());
+        assert_eq!(w, afresh(p, &gone));
+        assert!(w.iter().all(|k| !gone.contains(k)));
+    }
+}
+
 proptest::proptest! {
     /// `rank` (similarity as an integer, then runs of equal similarity by key) orders matches
     /// exactly as the comparison it replaced: similarity by `f64::total_cmp`, best first, then

@@ -23,6 +23,8 @@ pub(super) struct LoadedSegment {
     pub(super) meta: SegmentMeta,
     pub(super) seg: Segment<Mapped>,
     pub(super) path: PathBuf,
+    /// Cap ranks of its hot buckets, kept for later queries.
+    pub(super) cap_ranks: super::query_cap::CapRankCache,
 }
 
 /// An immutable view of the committed files.
@@ -230,7 +232,12 @@ pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Resu
         ));
     }
     let seg = Segment::open(map, &path)?;
-    Ok(LoadedSegment { meta, seg, path })
+    Ok(LoadedSegment {
+        meta,
+        seg,
+        path,
+        cap_ranks: Default::default(),
+    })
 }
 
 /// A segment must be of its database's format and shape: a version-2 database's segments
