@@ -27,7 +27,6 @@ impl State {
         }
     }
 
-    /// True if `docno` is deleted (or was never a live document).
     /// Whether any committed document (below the in-memory tables' range) is deleted: when
     /// none is, [`State::is_deleted`] is false for all of them, and a query's walk over its
     /// segment candidates skips the question.
@@ -40,6 +39,7 @@ impl State {
             || self.version.deletions.len() > 0
     }
 
+    /// True if `docno` is deleted (or was never a live document).
     pub(super) fn is_deleted(&self, docno: u64) -> bool {
         if docno >= self.mem.base {
             return !self.mem.doc(docno).is_some_and(|d| d.live);

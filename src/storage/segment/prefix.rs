@@ -161,11 +161,9 @@ impl<B: AsRef<[u8]>> Segment<B> {
         // The slot's start and the next slot's (its end), adjacent: one check, two reads.
         let at = t.offset + (slot as usize) * 4;
         self.check(at, 8)?;
-        let data = self.data();
-        let (start, end) = match (read_u32(data, at), read_u32(data, at + 4)) {
-            (Some(start), Some(end)) => (u64::from(start), u64::from(end)),
-            _ => return Err(self.err(at, "directory out of bounds")),
-        };
+        let (start, end) = self
+            .dir_range_unchecked(t, slot)
+            .ok_or_else(|| self.err(at, "directory out of bounds"))?;
         if start > end || end > t.count {
             return Err(self.err(
                 t.offset + slot as usize * 4,
@@ -200,35 +198,28 @@ impl<B: AsRef<[u8]>> Segment<B> {
             );
             self.check(t.entries + from, to - from)?;
         }
-        let suffix_at = |i: u64| -> Result<u64> {
+        // (suffix, value) of entry `i`, its bytes checked above.
+        let entry_at = |i: u64| -> Result<(u64, u64)> {
             if width <= 64 {
                 let bit = i * width;
                 read_bits(data, t.entries, bit, width as u32)
-                    .map(|x| x & low_mask(t.suffix_bits()))
+                    .map(|x| (x & low_mask(t.suffix_bits()), x >> t.suffix_bits()))
                     .ok_or_else(|| self.err(t.entries + (bit / 8) as usize, "entry out of bounds"))
             } else {
-                Ok(self.entry_in(data, t, i)?.0)
+                self.entry_in(data, t, i)
             }
         };
         let (mut lo, mut hi) = (start, end);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if suffix_at(mid)? < suffix {
+            if entry_at(mid)?.0 < suffix {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
         for i in lo..end {
-            let (sfx, value) = if width <= 64 {
-                let bit = i * width;
-                let x = read_bits(data, t.entries, bit, width as u32).ok_or_else(|| {
-                    self.err(t.entries + (bit / 8) as usize, "entry out of bounds")
-                })?;
-                (x & low_mask(t.suffix_bits()), x >> t.suffix_bits())
-            } else {
-                self.entry_in(data, t, i)?
-            };
+            let (sfx, value) = entry_at(i)?;
             if sfx != suffix {
                 if sfx < suffix {
                     return Err(self.err(
