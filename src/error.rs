@@ -185,11 +185,22 @@ impl fmt::Display for Error {
                 "{} is not an mhdb database (no CURRENT file)",
                 path.display()
             ),
-            Error::Locked { path } => write!(
-                f,
-                "database is locked by another writer (lock file {})",
-                path.display()
-            ),
+            Error::Locked { path } => {
+                // The lock is taken on the directory, then on its LOCK file: name the database.
+                let db = match path.file_name() {
+                    Some(name) if name == crate::storage::names::LOCK => {
+                        path.parent().unwrap_or(path)
+                    }
+                    _ => path,
+                };
+                write!(
+                    f,
+                    "database {} is locked by another writer: another process has it open for \
+                     writing (lock on {})",
+                    db.display(),
+                    path.display()
+                )
+            }
             Error::PreviousIo => write!(
                 f,
                 "an earlier I/O error left the database read-only until it is reopened"

@@ -219,8 +219,25 @@ fn export_and_merge() {
     let c = dir.path().join("c");
     ok(&["create", s(&c), "--perms", "64"]);
     let out = run(&["merge", s(&m), s(&c)]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("num_perm"));
+    // A mismatched later source is found before anything is merged: a new DEST is not even
+    // created, an existing one is unchanged, and the message names the source.
+    let fresh = dir.path().join("fresh");
+    let out = run(&["merge", s(&fresh), s(&a), s(&c)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot merge {}", c.display()))
+            && err.contains("num_perm")
+            && err.contains("nothing was merged"),
+        "{err}"
+    );
+    assert!(!fresh.exists());
+    let before = ok(&["stats", s(&m), "--json"]);
+    let out = run(&["merge", s(&m), s(&a), s(&c)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(ok(&["stats", s(&m), "--json"]), before);
 
     ok(&["export", s(&m), s(&e)]);
     let st: serde_json::Value = serde_json::from_str(&ok(&["stats", s(&e), "--json"])).unwrap();
@@ -277,6 +294,47 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
         "{err}"
     );
     assert_eq!(ok(&["keys", s(&db)]).lines().count(), 3);
+    // The JSON parser's position is a column of the named line (its own "line 1" is not).
+    assert!(
+        err.contains("bad.jsonl:3: invalid JSON at column 2:"),
+        "{err}"
+    );
+    assert!(!err.contains("at line 1"), "{err}");
+    // A key longer than a database holds is an invalid line like any other: named, the lines
+    // before it committed, skipped with --skip-invalid.
+    let long = dir.path().join("long.jsonl");
+    std::fs::write(
+        &long,
+        format!(
+            "{{\"id\": \"ok1\", \"text\": \"zeta eta theta\"}}\n{{\"id\": \"{}\", \"text\": \"iota\"}}\n{{\"id\": \"ok3\", \"text\": \"kappa lambda\"}}\n",
+            "k".repeat(mhdb::db::MAX_KEY_LEN + 1)
+        ),
+    )
+    .unwrap();
+    let out = run(&["add", s(&db), s(&long)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "long.jsonl:2: field \"id\" is {} bytes long, at most {} allowed",
+            mhdb::db::MAX_KEY_LEN + 1,
+            mhdb::db::MAX_KEY_LEN
+        )),
+        "{err}"
+    );
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 4);
+    let out = run(&["add", s(&db), s(&long), "--skip-invalid"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ok(&["keys", s(&db)]).lines().count(), 5);
+    // A UTF-8 byte-order mark before the first line is not part of the record.
+    let bom = dir.path().join("bom.jsonl");
+    std::fs::write(
+        &bom,
+        b"\xEF\xBB\xBF{\"id\": \"b1\", \"text\": \"mu nu xi omicron\"}\r\n",
+    )
+    .unwrap();
+    ok(&["add", s(&db), s(&bom)]);
+    assert!(ok(&["keys", s(&db)]).lines().any(|k| k == "b1"));
     // Non-UTF-8 line.
     std::fs::write(&data, b"{\"id\": 9, \"text\": \"\xff\xfe\"}\n").unwrap();
     let out = run(&["add", s(&db), s(&data)]);

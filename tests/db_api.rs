@@ -92,6 +92,35 @@ fn insert_query_delete_upsert_reopen() {
     assert!((res.matches[0].jaccard - 1.0).abs() < 1e-9);
 }
 
+/// `stats` counts a deleted document (or an upsert's old version) while it still takes a row
+/// somewhere, and no longer once compaction has dropped it.
+#[test]
+fn stats_count_deleted_rows_until_compaction_drops_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), params(), opts()).unwrap();
+    let mut batch = WriteBatch::new();
+    for i in 0..20u64 {
+        batch.insert_text(format!("doc{i}"), text(i));
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    for key in ["doc1", "doc2", "doc3"] {
+        assert!(db.delete(key).unwrap());
+    }
+    db.insert_text("doc4", &text(444)).unwrap();
+    let counts = |db: &Db| {
+        let s = db.stats().unwrap();
+        (s.live_docs, s.deleted_docs, s.memtable_docs)
+    };
+    assert_eq!(counts(&db), (17, 4, 1));
+    db.flush().unwrap();
+    assert_eq!(counts(&db), (17, 4, 0));
+    db.compact_full().unwrap();
+    assert_eq!(counts(&db), (17, 0, 0));
+    db.insert_text("doc5", &text(555)).unwrap();
+    assert_eq!(counts(&db), (17, 1, 1));
+}
+
 #[test]
 fn queries_equal_brute_force_across_flushes_and_compaction() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,8 @@
 //! every later write is refused until the database is reopened (errors are sticky: a failed
 //! fsync is never retried as if it had worked), and reopening — on the live files and on a
 //! power-loss image of them — yields exactly the acknowledged batches, plus at most the one
-//! that failed, whole or not at all.
+//! that failed, whole or not at all. Reopening for writing also removes the files that failed
+//! writes left behind.
 
 mod common;
 
@@ -118,7 +119,7 @@ fn run(
 }
 
 fn check(fs: Arc<dyn mhdb::storage::vfs::Vfs>, models: &[Model], acked: usize, what: &str) {
-    let db = match Db::open_with_vfs(fs, Path::new("/db"), opts(), false) {
+    let db = match Db::open_with_vfs(fs.clone(), Path::new("/db"), opts(), false) {
         Ok(db) => db,
         Err(e) => {
             assert_eq!(
@@ -136,6 +137,17 @@ fn check(fs: Arc<dyn mhdb::storage::vfs::Vfs>, models: &[Model], acked: usize, w
         acked + 1
     );
     assert!(db.verify().unwrap().is_ok(), "{what}: verify failed");
+    // A writer's open removes what failed writes left behind: every segment file is one the
+    // manifest references, and at most one deletions file is left (the referenced one), so
+    // that failures on a full disk do not pile up partial files retry after retry.
+    let names = fs.list_dir(Path::new("/db")).unwrap();
+    let count = |prefix: &str| names.iter().filter(|n| n.starts_with(prefix)).count();
+    assert_eq!(
+        count("seg-"),
+        db.stats().unwrap().segments,
+        "{what}: unreferenced segment files after a writer's open: {names:?}"
+    );
+    assert!(count("del-") <= 1, "{what}: {names:?}");
 }
 
 #[test]

@@ -25,6 +25,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use mhdb::db::MAX_KEY_LEN;
 use serde_json::Value;
 
 /// `key` as one line of text (without the line's `\n`), escaped as the module describes.
@@ -105,6 +106,19 @@ pub fn parse_key_text(line: &[u8]) -> Result<Vec<u8>, String> {
         };
         key.push(byte);
     }
+    within_key_limit(key).map_err(|e| format!("the key {e}"))
+}
+
+/// `key` if a database can hold it (at most [`MAX_KEY_LEN`] bytes), else why not, so that it
+/// is refused as the input record it came from (file and line), not later as a whole
+/// command's parameter.
+fn within_key_limit(key: Vec<u8>) -> Result<Vec<u8>, String> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(format!(
+            "is {} bytes long, at most {MAX_KEY_LEN} allowed",
+            key.len()
+        ));
+    }
     Ok(key)
 }
 
@@ -134,7 +148,7 @@ pub fn key_json(key: &[u8]) -> Value {
 /// to prefix with the field and line.
 pub fn key_from_json(value: &Value) -> Result<Vec<u8>, String> {
     match value {
-        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        Value::String(s) => within_key_limit(s.as_bytes().to_vec()),
         Value::Object(o) if o.len() == 1 && o.contains_key("hex") => {
             let hex = o.get("hex").and_then(Value::as_str).unwrap_or("?");
             let digits = hex.as_bytes();
@@ -144,13 +158,15 @@ pub fn key_from_json(value: &Value) -> Result<Vec<u8>, String> {
                     o.get("hex").map_or(Value::Null, Clone::clone)
                 ));
             }
-            Ok(digits
-                .chunks(2)
-                .map(|p| {
-                    let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-                    nibble(p[0]) << 4 | nibble(p[1])
-                })
-                .collect())
+            within_key_limit(
+                digits
+                    .chunks(2)
+                    .map(|p| {
+                        let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                        nibble(p[0]) << 4 | nibble(p[1])
+                    })
+                    .collect(),
+            )
         }
         // Not echoed: serde_json would print `1e3` as `1000.0`, which is not what was written.
         Value::Number(_) => Err(
@@ -273,6 +289,20 @@ mod tests {
             key_from_json(&serde_json::json!(null))
                 .unwrap_err()
                 .ends_with("got null")
+        );
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        assert_eq!(
+            key_from_json(&serde_json::json!(long)).unwrap_err(),
+            format!(
+                "is {} bytes long, at most {MAX_KEY_LEN} allowed",
+                MAX_KEY_LEN + 1
+            )
+        );
+        assert!(key_from_json(&serde_json::json!(&long[1..])).is_ok());
+        assert!(
+            parse_key_text(long.as_bytes())
+                .unwrap_err()
+                .starts_with("the key is")
         );
     }
 }

@@ -164,6 +164,9 @@ impl fmt::Display for At<'_> {
     }
 }
 
+/// The UTF-8 encoding of U+FEFF, the byte-order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// One parsed JSON Lines record. Its errors are whole messages naming the line.
 pub struct JsonLine<'a> {
     value: Value,
@@ -173,9 +176,22 @@ pub struct JsonLine<'a> {
 impl<'a> JsonLine<'a> {
     /// Checks that the line is UTF-8 and parses its JSON value.
     pub fn parse(bytes: &[u8], at: At<'a>) -> Result<Self, String> {
+        // A byte-order mark that some editors put at the start of a UTF-8 file is not part of
+        // the first record (JSON cannot start with it).
+        let bytes = match bytes.strip_prefix(UTF8_BOM) {
+            Some(rest) if at.line == 1 => rest,
+            _ => bytes,
+        };
         let text = std::str::from_utf8(bytes)
             .map_err(|e| format!("{at}: not UTF-8 (byte {} of the line)", e.valid_up_to()))?;
-        let value = serde_json::from_str(text).map_err(|e| format!("{at}: invalid JSON: {e}"))?;
+        let value = serde_json::from_str(text).map_err(|e| {
+            // serde_json places the error in the text it was given, always line 1 here: only
+            // its column says more than the file's own line number.
+            let position = format!(" at line {} column {}", e.line(), e.column());
+            let what = e.to_string();
+            let what = what.strip_suffix(&position).unwrap_or(&what);
+            format!("{at}: invalid JSON at column {}: {what}", e.column())
+        })?;
         Ok(JsonLine { value, at })
     }
 
@@ -345,8 +361,18 @@ mod tests {
             err(b"{\"text\": \"a\xffb\"}\n"),
             "in.jsonl:7: not UTF-8 (byte 11 of the line)"
         );
-        assert!(err(b"not json\n").starts_with("in.jsonl:7: invalid JSON: "));
-        assert!(err(b"{\"id\": 1} x").contains("trailing characters"));
+        assert_eq!(
+            err(b"not json\n"),
+            "in.jsonl:7: invalid JSON at column 2: expected ident"
+        );
+        assert_eq!(
+            err(b"{\"id\": 1} x"),
+            "in.jsonl:7: invalid JSON at column 11: trailing characters"
+        );
+        // A byte-order mark is skipped on the first line only.
+        assert!(err(b"\xEF\xBB\xBF{}").starts_with("in.jsonl:7: invalid JSON at column 1"));
+        let first = At { line: 1, ..at };
+        assert!(JsonLine::parse(b"\xEF\xBB\xBF{\"id\": \"a\"}", first).is_ok());
         // Any JSON value parses; a non-object has no fields.
         let arr = JsonLine::parse(b"[1, 2]", at).unwrap();
         assert_eq!(

@@ -7,7 +7,7 @@ use mhdb::db::{Db, Options, Stats, Upgraded};
 use serde_json::json;
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, UpgradeArgs};
-use super::output::{CliResult, message, outln};
+use super::output::{CliError, CliResult, message, outln};
 use super::shapes;
 
 /// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
@@ -114,13 +114,50 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
 }
 
 /// `mhdb merge`: DEST takes the first source's parameters when it is created. What it did on
-/// stderr (`--json`: on stdout).
+/// stderr (`--json`: on stdout). Every source is checked against DEST's parameters before
+/// anything is written: a source that cannot be merged is refused with nothing merged (and
+/// DEST not created); each source's merge is then atomic on its own.
 pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
     let mut total = 0u64;
-    let first = Db::open_read_only(&args.srcs[0])?;
-    let target = Db::open_or_create(&args.dest, *first.params(), Options::default())?;
+    let existing = match Db::open(&args.dest, Options::default()) {
+        Ok(db) => Some(db),
+        Err(mhdb::Error::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let params = match &existing {
+        Some(db) => *db.params(),
+        None => *Db::open_read_only(&args.srcs[0])?.params(),
+    };
+    for src in &args.srcs {
+        let s = Db::open_read_only(src)?;
+        if let Err(e) = params.check_mergeable(s.params()) {
+            let mhdb::Error::ParameterMismatch {
+                name,
+                stored,
+                requested,
+            } = &e
+            else {
+                return Err(e.into());
+            };
+            let dest_has = if existing.is_some() {
+                "has"
+            } else {
+                "would take the first source's"
+            };
+            return Err(CliError::usage(format!(
+                "cannot merge {} into {}: its parameter `{name}` is {requested}, and {} {dest_has} \
+                 {stored}; nothing was merged",
+                src.display(),
+                args.dest.display(),
+                args.dest.display(),
+            )));
+        }
+    }
+    let target = match existing {
+        Some(db) => db,
+        None => Db::open_or_create(&args.dest, params, Options::default())?,
+    };
     super::output::report_recovery(&target);
-    drop(first);
     let mut sources = Vec::new();
     for src in &args.srcs {
         let s = Db::open_read_only(src)?;
@@ -234,7 +271,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
     }
     outln!("kind          minhash");
     outln!(
-        "recall       P(candidate | J = {}) = {:.4}",
+        "recall        P(candidate | J = {}) = {:.4}",
         p.threshold,
         s.expected_recall_at_threshold
     );

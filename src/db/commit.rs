@@ -63,13 +63,23 @@ pub(super) fn write_new_file_parts(
     mode: OpenMode,
 ) -> Result<()> {
     let file = vfs.open(path, mode).map_err(Error::io_on(path, "create"))?;
-    let mut at = 0u64;
-    for part in parts {
-        file.write_all_at(part, at)
-            .map_err(Error::io_on(path, "write"))?;
-        at += part.len() as u64;
+    let written = (|| {
+        let mut at = 0u64;
+        for part in parts {
+            file.write_all_at(part, at)
+                .map_err(Error::io_on(path, "write"))?;
+            at += part.len() as u64;
+        }
+        file.sync_data().map_err(Error::io_on(path, "fsync"))
+    })();
+    if written.is_err() && mode == OpenMode::CreateNew {
+        // Nothing refers to a file until its write returns, so a failed one is only a partial
+        // copy taking space (on a full disk, the space a retry needs). Removed best effort: a
+        // file left behind is removed when the database is next opened for writing.
+        drop(file);
+        let _ = vfs.remove_file(path);
     }
-    file.sync_data().map_err(Error::io_on(path, "fsync"))
+    written
 }
 
 /// The packed signatures of new documents, one record per docno of the range (dead numbers'
@@ -260,8 +270,17 @@ impl Db {
         })
     }
 
-    /// Deletes files the durable manifest no longer references (and leftovers of crashes).
+    /// [`Db::remove_obsolete_files_at`] once the writer is running.
     pub(super) fn remove_obsolete_files(&self) -> Result<()> {
+        self.remove_obsolete_files_at(false)
+    }
+
+    /// Deletes files the durable manifest no longer references (and leftovers of crashes).
+    /// `at_open`: called as the writer opens, before it has numbered any file of its own, so
+    /// that a segment or deletions file numbered past the manifest's counter is also a
+    /// leftover (of a write that failed or was cut off before its commit); later, such a file
+    /// may be one this process is writing.
+    pub(super) fn remove_obsolete_files_at(&self, at_open: bool) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
@@ -279,10 +298,11 @@ impl Db {
             let obsolete = match names::classify(&name) {
                 Some(FileKind::Manifest(g)) => g < manifest.generation,
                 Some(FileKind::Segment(id)) => {
-                    id < manifest.next_file_id && !manifest.segments.iter().any(|s| s.id == id)
+                    (at_open || id < manifest.next_file_id)
+                        && !manifest.segments.iter().any(|s| s.id == id)
                 }
                 Some(FileKind::Deletions(id)) => {
-                    id < manifest.next_file_id && id != manifest.deletions.id
+                    (at_open || id < manifest.next_file_id) && id != manifest.deletions.id
                 }
                 Some(FileKind::Wal(id)) => id < manifest.wal_start && Some(id) != wal_id,
                 Some(FileKind::CurrentTmp) => true,

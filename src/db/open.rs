@@ -174,7 +174,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         cut_tails,
     };
     if !read_only {
-        db.remove_obsolete_files()?;
+        db.remove_obsolete_files_at(true)?;
     }
     Ok(db)
 }
@@ -220,10 +220,18 @@ pub(super) fn lock_writer(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Box<dyn VfsLo
     let mut locks = Vec::with_capacity(2);
     for path in [dir.to_path_buf(), dir.join(names::LOCK)] {
         let lock = vfs.lock(&path, LockMode::Exclusive).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::WouldBlock {
-                Error::Locked { path: path.clone() }
-            } else {
-                Error::io(&path, "lock", e)
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock => Error::Locked { path: path.clone() },
+                // A shipped read-only copy: say what still works.
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    Error::io(
+                        &path,
+                        "lock for writing (this copy is not writable: commands that only read \
+                         it, such as query, stats, verify and export, work)",
+                        e,
+                    )
+                }
+                _ => Error::io(&path, "lock", e),
             }
         })?;
         locks.push(lock);

@@ -604,6 +604,55 @@ impl IndexParams {
         }
         Ok(())
     }
+
+    /// Errors with [`Error::ParameterMismatch`] (this index's value as `stored`, `src`'s as
+    /// `requested`) unless `src`'s documents can be merged into this index as they are
+    /// stored: the same kind, signatures, bit width, key, stored sets and banding.
+    pub fn check_mergeable(&self, src: &IndexParams) -> Result<()> {
+        let (a, b) = (self, src);
+        let mismatch = |name: &'static str, x: String, y: String| Error::ParameterMismatch {
+            name,
+            stored: x,
+            requested: y,
+        };
+        if a.kind != b.kind {
+            return Err(mismatch("kind", a.kind.to_string(), b.kind.to_string()));
+        }
+        if a.sim_params().is_none() {
+            self.check_compatible(&src.sketch)?;
+        } else if a.sketch != b.sketch {
+            return Err(mismatch(
+                "seed/shingle",
+                format!("seed {} {:?}", a.sketch.seed, a.sketch.shingle),
+                format!("seed {} {:?}", b.sketch.seed, b.sketch.shingle),
+            ));
+        }
+        if a.bits != b.bits {
+            return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
+        }
+        if a.key_fingerprint != b.key_fingerprint {
+            return Err(mismatch(
+                "key",
+                a.key_fingerprint.to_string(),
+                b.key_fingerprint.to_string(),
+            ));
+        }
+        if a.store_sets != b.store_sets {
+            return Err(mismatch(
+                "store_sets",
+                a.store_sets.to_string(),
+                b.store_sets.to_string(),
+            ));
+        }
+        if a.lsh != b.lsh {
+            return Err(mismatch(
+                "bands/rows",
+                format!("{}×{}", a.lsh.bands, a.lsh.rows),
+                format!("{}×{}", b.lsh.bands, b.lsh.rows),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

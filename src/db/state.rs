@@ -121,6 +121,18 @@ impl State {
     /// The number of live documents, counted from the deletion lists rather than document by
     /// document: segments' documents less the durable deletions that fall in them, less the
     /// deletions still in memory that fall in them, plus the in-memory tables' live documents.
+    /// Documents stored, live or deleted: the rows of every segment and of the in-memory
+    /// tables (compaction drops deleted rows; numbering never goes back).
+    pub(super) fn stored_count(&self) -> u64 {
+        let seg_docs: u64 = self
+            .version
+            .segments
+            .iter()
+            .map(|s| s.seg.doc_count())
+            .sum();
+        seg_docs + self.imm.as_ref().map_or(0, |i| i.len() as u64) + self.mem.len() as u64
+    }
+
     pub(super) fn live_count(&self) -> u64 {
         let version = &self.version;
         let seg_docs: u64 = version.segments.iter().map(|s| s.seg.doc_count()).sum();

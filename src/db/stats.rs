@@ -122,12 +122,12 @@ impl Db {
             };
             *bytes.entry(kind).or_insert(0) += len;
         }
-        let total_docs = state.mem.next_docno();
+        let stored = state.stored_count();
         Ok(Stats {
             format_version: version.manifest.format_version,
             params: self.params,
             live_docs: live,
-            deleted_docs: total_docs.saturating_sub(live),
+            deleted_docs: stored.saturating_sub(live),
             memtable_docs: state.mem.len() as u64,
             segments: version.segments.len(),
             bytes,

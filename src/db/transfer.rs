@@ -113,48 +113,7 @@ impl Db {
     /// the last shard win). Atomic, and durable when this returns. Returns the number of
     /// documents added.
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
-        let (a, b) = (&self.params, &src.params);
-        let mismatch = |name: &'static str, x: String, y: String| Error::ParameterMismatch {
-            name,
-            stored: x,
-            requested: y,
-        };
-        if a.kind != b.kind {
-            return Err(mismatch("kind", a.kind.to_string(), b.kind.to_string()));
-        }
-        if a.sim_params().is_none() {
-            self.params.check_compatible(&src.params.sketch)?;
-        } else if a.sketch != b.sketch {
-            return Err(mismatch(
-                "seed/shingle",
-                format!("seed {} {:?}", a.sketch.seed, a.sketch.shingle),
-                format!("seed {} {:?}", b.sketch.seed, b.sketch.shingle),
-            ));
-        }
-        if a.bits != b.bits {
-            return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
-        }
-        if a.key_fingerprint != b.key_fingerprint {
-            return Err(mismatch(
-                "key",
-                a.key_fingerprint.to_string(),
-                b.key_fingerprint.to_string(),
-            ));
-        }
-        if a.store_sets != b.store_sets {
-            return Err(mismatch(
-                "store_sets",
-                a.store_sets.to_string(),
-                b.store_sets.to_string(),
-            ));
-        }
-        if a.lsh != b.lsh {
-            return Err(mismatch(
-                "bands/rows",
-                format!("{}×{}", a.lsh.bands, a.lsh.rows),
-                format!("{}×{}", b.lsh.bands, b.lsh.rows),
-            ));
-        }
+        self.params.check_mergeable(&src.params)?;
         // One bulk insert: a merge is atomic (all of `src` or, after a crash, none of it).
         let snapshot = src.state.read().snapshot();
         let mut all = Batch::with_capacity(0, self.params.lsh.bands, self.params.sig_bytes());
