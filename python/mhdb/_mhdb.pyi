@@ -185,7 +185,9 @@ class Index:
     def insert(
         self, key: _Key, text: Optional[str] = None, signature: Optional[_SignatureLike] = None
     ) -> None:
-        """Inserts (or replaces) one document by text or signature; durable on return."""
+        """Inserts (or replaces) one document by text or signature; durable on return. A text
+        without shingles (empty or white space only) could never be found and is refused with
+        :class:`InvalidParameterError` naming the key, as ``mhdb add`` refuses it."""
     @overload
     def insert_many(
         self,
@@ -197,7 +199,11 @@ class Index:
     ) -> int:
         """Inserts (or replaces) documents from ``(key, text_or_signature)`` pairs, committing
         ``commit_every`` at a time (each batch durable, then ``on_commit(total)``); batches
-        are signed and written without the GIL while the next one is read."""
+        are signed and written without the GIL while the next one is read. A bad document (a
+        text without shingles: :class:`InvalidParameterError`; a value of the wrong type:
+        ``TypeError``; both naming its position and key, ``items[7] (key "a")``) stops the
+        call: the batches committed before its batch stay, its batch (also the documents
+        before it there) and everything after are not committed."""
     @overload
     def insert_many(
         self,
@@ -207,7 +213,8 @@ class Index:
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
     ) -> int:
-        """As above, with the keys and the texts (or signatures) from two iterables."""
+        """As above, with the keys and the texts (or signatures) from two iterables (errors
+        name ``texts[7]``)."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
@@ -230,7 +237,8 @@ class Index:
         (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
         ``exact=False``), or for a SimHash index ``(key, distance, cosine)`` (``threshold`` is
         then a minimum cosine); with ``top``, the ``top`` most similar (down to 0.3, or
-        ``threshold``) without a threshold."""
+        ``threshold``) without a threshold. ``threshold`` is in (0, 1]; ``limit`` and ``top``
+        are non-negative and exclude each other (else :class:`InvalidParameterError`)."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,
@@ -240,7 +248,8 @@ class Index:
         batch_size: int = 1024,
         top: Optional[int] = None,
     ) -> QueryIterator:
-        """Streams one list of matches per input, in order."""
+        """Streams one list of matches per input, in order (``threshold``, ``limit``, ``top``
+        as for :meth:`query`)."""
     @overload
     def dedup(
         self, threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"

@@ -5,7 +5,7 @@ use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyInt, PyString};
 
 use crate::errors::{OrRaise, invalid};
 
@@ -123,14 +123,52 @@ impl SketchArgs {
     }
 }
 
-/// A query threshold: `None` (the index's) or a number in [0, 1].
+/// A query threshold: `None` (the index's) or a number in (0, 1], as everywhere else
+/// (`Index.create`, the command-line tool), with the same message.
 pub fn threshold(py: Python<'_>, t: Option<f64>) -> PyResult<Option<f64>> {
     match t {
-        Some(t) if !(0.0..=1.0).contains(&t) => Err(invalid(
+        Some(t) if !(t > 0.0 && t <= 1.0) => Err(invalid(
             py,
             "threshold",
-            format!("must be in [0, 1], got {t}"),
+            format!("must be in (0, 1], got {t}"),
         )),
         _ => Ok(t),
+    }
+}
+
+/// A count given as `name` (`limit=`, `top=`): `None`, or a non-negative int. A negative int
+/// is an `InvalidParameterError` naming the parameter (not Python's `OverflowError`).
+pub fn count(
+    py: Python<'_>,
+    name: &'static str,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<usize>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract().map(Some).map_err(|_| {
+        let reason = if value.lt(0).unwrap_or(false) {
+            format!("must be a non-negative integer, got {value}")
+        } else {
+            format!("{value} is too large")
+        };
+        invalid(py, name, reason)
+    })
+}
+
+/// A text given as `name` (`text=` of `insert` and `query`, an item of `texts=`): a `str`.
+pub fn text_from_py(value: &Bound<'_, PyAny>, name: &str) -> PyResult<PyBackedStr> {
+    match value.cast::<PyString>() {
+        Ok(s) => s.extract(),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{name} must be a str, not {}",
+            value.get_type().name()?
+        ))),
     }
 }

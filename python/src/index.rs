@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mhdb::db::{Db, IndexParams, Match, Options, QueryOptions, Stats};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 
-use crate::convert::{key_from_py, key_to_py, signature_from_py};
+use crate::convert::{count, key_from_py, key_to_py, signature_from_py, text_from_py};
 use crate::errors::{self, OrRaise, invalid};
-use crate::ingest::{self, Doc, Source};
+use crate::ingest::{self, Doc, Origin, Source, located};
 use crate::params::{index_params, params_dict};
 
 /// A persistent, crash-safe MinHash-LSH index in a directory.
@@ -123,6 +122,35 @@ fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     )?;
     d.set_item("torn_tails", s.torn_tails)?;
     Ok(d)
+}
+
+/// The options of `query` and `query_many`, checked as the command-line tool checks them: a
+/// threshold in (0, 1], counts that are non-negative ints, and `top` or `limit`, not both.
+fn query_options(
+    py: Python<'_>,
+    threshold: Option<f64>,
+    limit: Option<&Bound<'_, PyAny>>,
+    top: Option<&Bound<'_, PyAny>>,
+) -> PyResult<QueryOptions> {
+    let threshold = crate::convert::threshold(py, threshold)?;
+    let limit = count(py, "limit", limit)?;
+    let top = count(py, "top", top)?;
+    if let (Some(limit), Some(top)) = (limit, top) {
+        return Err(invalid(
+            py,
+            "limit",
+            format!(
+                "limit={limit} cannot be used with top={top}: they exclude each other (top=K \
+                 is at most K matches already)"
+            ),
+        ));
+    }
+    Ok(QueryOptions {
+        threshold,
+        limit,
+        top,
+        ..QueryOptions::default()
+    })
 }
 
 fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py, PyList>> {
@@ -309,23 +337,29 @@ impl PyIndex {
     /// ``signature`` (a 1-D ``uint64`` array of ``num_perm`` slots, e.g. from
     /// :meth:`MinHasher.sketch` with the index's parameters). Durable when it returns.
     ///
+    /// A text without shingles (empty, or white space only) is refused, as ``mhdb add``
+    /// refuses it: it is similar to nothing, so no query could ever find it.
+    ///
     /// Raises:
-    ///     InvalidParameterError: neither or both of ``text`` and ``signature``, a key longer
-    ///         than the maximum, or a signature of the wrong length.
+    ///     InvalidParameterError: neither or both of ``text`` and ``signature``, a text
+    ///         without shingles (the error names the key), a key longer than the maximum, or
+    ///         a signature of the wrong length.
+    ///     TypeError: ``text`` is not a ``str``.
     ///     ReadOnlyError: the index is open read-only.
     #[pyo3(signature = (key, text = None, signature = None))]
     fn insert(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        text: Option<PyBackedStr>,
+        text: Option<&Bound<'_, PyAny>>,
         signature: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let key = key_from_py(key)?;
         let doc = Doc::one_of(py, text, signature)?;
         let db = self.db(py)?;
         let docs = vec![(key, doc)];
-        py.detach(|| ingest::commit(&db, &docs)).or_raise(py)
+        py.detach(|| ingest::commit(&db, &docs, Origin::Insert))
+            .or_raise(py)
     }
 
     /// Inserts (or replaces) many documents, streaming from any iterable in bounded memory.
@@ -341,11 +375,24 @@ impl PyIndex {
     /// the write-ahead log. After each commit, ``on_commit(n)`` (if given) is called with the
     /// number of documents committed so far: those are durable, whatever happens next.
     /// Batches are committed in order, each only after the ``on_commit`` of the one before
-    /// returned. If an error interrupts the call (from the iterable, a commit or
-    /// ``on_commit``), the batches committed before it stay and nothing later is committed.
+    /// returned. If an error interrupts the call (from the iterable, a bad document, a commit
+    /// or ``on_commit``), the batches committed before it stay and nothing later is
+    /// committed: the batch holding a bad document is not committed, not even the documents
+    /// before it in that batch (``on_commit`` has reported exactly how many are durable).
+    ///
+    /// A text without shingles (empty, or white space only) is a bad document, refused as
+    /// ``mhdb add`` refuses it: it is similar to nothing, so no query could ever find it.
     ///
     /// Returns:
     ///     the number of documents inserted.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: a text without shingles (named by its position in the
+    ///         input and its key: ``items[7] (key "a")``, or ``texts[7] (key "a")`` with
+    ///         ``texts``), a key longer than the maximum, a signature of the wrong length.
+    ///     TypeError: an item is not a ``(key, text)`` or ``(key, signature)`` tuple, a key
+    ///         is not ``str`` or ``bytes``, or a value is neither a text (``str``) nor a
+    ///         signature (named by position, and key when it was read).
     #[pyo3(signature = (items, texts = None, *, commit_every = 10_000, on_commit = None))]
     fn insert_many(
         &self,
@@ -413,11 +460,12 @@ impl PyIndex {
     /// Documents similar to ``text`` (or to a precomputed ``signature``), best first.
     ///
     /// Args:
-    ///     threshold: minimum estimated Jaccard (default: the index's).
+    ///     threshold: minimum estimated Jaccard, in (0, 1] (default: the index's).
     ///     limit: keep only the best ``limit`` matches.
     ///     top: top-k instead: the ``top`` most similar documents without a threshold (down
     ///         to similarity 0.3, or to ``threshold`` when given), probing beyond the bands
-    ///         when they cannot be trusted for ``top``.
+    ///         when they cannot be trusted for ``top``. ``top`` and ``limit`` exclude each
+    ///         other.
     ///
     /// In an index created with ``store_sets=True``, a query by text reports the exact
     /// Jaccard similarity (candidates near the threshold are re-ranked from the stored
@@ -431,18 +479,16 @@ impl PyIndex {
     fn query<'py>(
         &self,
         py: Python<'py>,
-        text: Option<PyBackedStr>,
+        text: Option<&Bound<'py, PyAny>>,
         signature: Option<&Bound<'py, PyAny>>,
         threshold: Option<f64>,
-        limit: Option<usize>,
+        limit: Option<&Bound<'py, PyAny>>,
         exact: bool,
-        top: Option<usize>,
+        top: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let opts = QueryOptions {
-            threshold: crate::convert::threshold(py, threshold)?,
-            limit,
             estimate_only: !exact,
-            top,
+            ..query_options(py, threshold, limit, top)?
         };
         let doc = Doc::one_of(py, text, signature)?;
         let db = self.db(py)?;
@@ -460,7 +506,8 @@ impl PyIndex {
     ///
     /// Give ``texts`` (an iterable of ``str``) or ``signatures`` (an iterable of signatures,
     /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
-    /// is answered on every core with the GIL released.
+    /// is answered on every core with the GIL released. ``threshold``, ``limit`` and ``top``
+    /// are those of :meth:`query`.
     #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None))]
     #[allow(clippy::too_many_arguments)]
     fn query_many(
@@ -469,16 +516,11 @@ impl PyIndex {
         texts: Option<&Bound<'_, PyAny>>,
         signatures: Option<&Bound<'_, PyAny>>,
         threshold: Option<f64>,
-        limit: Option<usize>,
+        limit: Option<&Bound<'_, PyAny>>,
         batch_size: usize,
-        top: Option<usize>,
+        top: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<QueryIterator> {
-        let opts = QueryOptions {
-            threshold: crate::convert::threshold(py, threshold)?,
-            limit,
-            top,
-            ..QueryOptions::default()
-        };
+        let opts = query_options(py, threshold, limit, top)?;
         let (source, by_text) = match (texts, signatures) {
             (Some(t), None) => (t.try_iter()?, true),
             (None, Some(s)) => (s.try_iter()?, false),
@@ -496,6 +538,7 @@ impl PyIndex {
             by_text,
             opts,
             batch_size: batch_size.max(1),
+            read: 0,
             ready: VecDeque::new(),
         })
     }
@@ -688,6 +731,8 @@ pub struct QueryIterator {
     by_text: bool,
     opts: QueryOptions,
     batch_size: usize,
+    /// How many inputs were read: the position of the next one.
+    read: usize,
     ready: VecDeque<Vec<Match>>,
 }
 
@@ -720,11 +765,16 @@ impl QueryIterator {
             match source.next() {
                 Some(item) => {
                     let item = item?;
+                    let at = self.read;
                     docs.push(if self.by_text {
-                        Doc::Text(item.extract()?)
+                        Doc::Text(text_from_py(&item, &format!("texts[{at}]"))?)
                     } else {
-                        Doc::Sig(signature_from_py(&item)?)
+                        Doc::Sig(
+                            signature_from_py(&item)
+                                .map_err(|e| located(py, e, format!("signatures[{at}]")))?,
+                        )
                     });
+                    self.read += 1;
                 }
                 None => {
                     self.source = None;

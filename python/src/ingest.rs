@@ -7,13 +7,14 @@ use std::thread::ScopedJoinHandle;
 
 use mhdb::db::{Db, WriteBatch};
 use mhdb::sketch::Signature;
+use numpy::PyUntypedArray;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyIterator, PyString, PyTuple};
+use pyo3::types::{PyIterator, PySequence, PyString, PyTuple};
 use rayon::prelude::*;
 
-use crate::convert::{key_from_py, signature_from_py};
+use crate::convert::{key_from_py, signature_from_py, text_from_py};
 use crate::errors::{OrRaise, invalid};
 
 /// A batch of at least this many documents is committed as a bulk insert: written straight
@@ -32,11 +33,11 @@ impl Doc {
     /// The document of `text=` or `signature=` (exactly one must be given).
     pub fn one_of(
         py: Python<'_>,
-        text: Option<PyBackedStr>,
+        text: Option<&Bound<'_, PyAny>>,
         signature: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Doc> {
         match (text, signature) {
-            (Some(t), None) => Ok(Doc::Text(t)),
+            (Some(t), None) => Ok(Doc::Text(text_from_py(t, "text")?)),
             (None, Some(s)) => Ok(Doc::Sig(signature_from_py(s)?)),
             _ => Err(invalid(
                 py,
@@ -46,13 +47,20 @@ impl Doc {
         }
     }
 
-    /// A `str` is a text, anything else a signature.
+    /// A `str` is a text, an array or a sequence a signature; anything else is neither (and
+    /// the error says both were possible).
     pub fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Doc> {
         if value.is_instance_of::<PyString>() {
-            Ok(Doc::Text(value.extract()?))
-        } else {
-            Ok(Doc::Sig(signature_from_py(value)?))
+            return Ok(Doc::Text(value.extract()?));
         }
+        if value.cast::<PyUntypedArray>().is_err() && value.cast::<PySequence>().is_err() {
+            return Err(PyTypeError::new_err(format!(
+                "expected a text (str) or a signature (a 1-D numpy uint64/uint32 array or a \
+                 sequence of non-negative ints), not {}",
+                value.get_type().name()?
+            )));
+        }
+        Ok(Doc::Sig(signature_from_py(value)?))
     }
 
     /// The signature: computed for a text, copied for a given one.
@@ -68,15 +76,51 @@ impl Doc {
 /// (a worker hands its batch back), not on a thread without it.
 pub type Docs = Vec<(Vec<u8>, Doc)>;
 
+/// Where documents come from, for the error that refuses one of them.
+#[derive(Clone, Copy)]
+pub enum Origin {
+    /// `insert(key, text)`.
+    Insert,
+    /// `insert_many`: the input named `param` (`items`, or `texts` beside keys), the batch's
+    /// first document at position `first` in it.
+    Many { param: &'static str, first: usize },
+}
+
 /// Signs `docs` (on every core when there are several: for one document, handing it to the
-/// thread pool would cost more than it saves).
-fn sign<'a>(db: &Db, docs: &'a Docs) -> mhdb::Result<Vec<(&'a [u8], Signature)>> {
+/// thread pool would cost more than it saves). A text without shingles is refused, as
+/// `mhdb add` refuses it and by the same rule ([`mhdb::db::IndexParams::has_no_shingles`]): it
+/// could never be found. The error names the first such document by key (and position).
+fn sign<'a>(db: &Db, docs: &'a Docs, origin: Origin) -> mhdb::Result<Vec<(&'a [u8], Signature)>> {
     let one = |(key, doc): &'a (Vec<u8>, Doc)| Ok((key.as_slice(), doc.signature(db)?));
-    if docs.len() > 1 {
-        docs.par_iter().map(one).collect()
+    let signed: Vec<_> = if docs.len() > 1 {
+        docs.par_iter().map(one).collect::<mhdb::Result<_>>()?
     } else {
-        docs.iter().map(one).collect()
+        docs.iter().map(one).collect::<mhdb::Result<_>>()?
+    };
+    let shingleless = docs.iter().zip(&signed).position(|((_, doc), (_, sig))| {
+        matches!(doc, Doc::Text(_)) && db.params().has_no_shingles(sig)
+    });
+    match shingleless {
+        Some(i) => Err(no_shingles(docs[i].0.as_slice(), origin, i)),
+        None => Ok(signed),
     }
+}
+
+/// The error for the `i`-th of a batch's documents, a text without shingles with `key`; the
+/// words are those of `mhdb add`.
+fn no_shingles(key: &[u8], origin: Origin, i: usize) -> mhdb::Error {
+    let key = String::from_utf8_lossy(key);
+    let (param, doc) = match origin {
+        Origin::Insert => ("text", format!("key {key:?}")),
+        Origin::Many { param, first } => (param, format!("{param}[{}] (key {key:?})", first + i)),
+    };
+    mhdb::Error::invalid(
+        param,
+        format!(
+            "{doc}: the text has no shingles (it is empty or white space only); such a text is \
+             similar to nothing, so it is not stored"
+        ),
+    )
 }
 
 /// Commits signed documents atomically and durably.
@@ -93,8 +137,8 @@ fn write(db: &Db, signed: Vec<(&[u8], Signature)>) -> mhdb::Result<()> {
 }
 
 /// Signs `docs` and commits them atomically and durably.
-pub fn commit(db: &Db, docs: &Docs) -> mhdb::Result<()> {
-    write(db, sign(db, docs)?)
+pub fn commit(db: &Db, docs: &Docs, origin: Origin) -> mhdb::Result<()> {
+    write(db, sign(db, docs, origin)?)
 }
 
 /// The documents of `insert_many`: `(key, value)` pairs from one iterable, or keys and values
@@ -103,6 +147,8 @@ pub struct Source<'py> {
     items: Bound<'py, PyIterator>,
     values: Option<Bound<'py, PyIterator>>,
     exhausted: bool,
+    /// How many documents were read: the position of the next one.
+    read: usize,
 }
 
 impl<'py> Source<'py> {
@@ -111,7 +157,25 @@ impl<'py> Source<'py> {
             items: items.try_iter()?,
             values: values.map(|v| v.try_iter()).transpose()?,
             exhausted: false,
+            read: 0,
         })
+    }
+
+    /// Where the documents of the batch just read (`n` of them) come from.
+    pub fn origin(&self, n: usize) -> Origin {
+        Origin::Many {
+            param: self.values_param(),
+            first: self.read - n,
+        }
+    }
+
+    /// The name of the input the texts (or signatures) come from.
+    fn values_param(&self) -> &'static str {
+        if self.values.is_some() {
+            "texts"
+        } else {
+            "items"
+        }
     }
 
     /// Up to `n` documents; fewer only at the end (and none after it: the iterables are not
@@ -138,9 +202,11 @@ impl<'py> Source<'py> {
                 (None, Some(item)) => {
                     let pair = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2);
                     let Some(pair) = pair else {
-                        return Err(PyTypeError::new_err(
-                            "items must be (key, text) or (key, signature) tuples",
-                        ));
+                        return Err(PyTypeError::new_err(format!(
+                            "items[{}]: expected a (key, text) or (key, signature) tuple, not {}",
+                            self.read,
+                            describe(&item)?
+                        )));
                     };
                     (pair.get_item(0)?, pair.get_item(1)?)
                 }
@@ -149,10 +215,41 @@ impl<'py> Source<'py> {
                     break;
                 }
             };
-            docs.push((key_from_py(&key)?, Doc::from_py(&value)?));
+            let at = self.read;
+            let key = key_from_py(&key).map_err(|e| located(py, e, format!("items[{at}]")))?;
+            let doc = Doc::from_py(&value).map_err(|e| {
+                let key = String::from_utf8_lossy(&key);
+                located(
+                    py,
+                    e,
+                    format!("{}[{at}] (key {key:?})", self.values_param()),
+                )
+            })?;
+            docs.push((key, doc));
+            self.read += 1;
         }
         Ok(docs)
     }
+}
+
+/// A value's type for an error, with its length for a tuple (`tuple of 3`).
+fn describe(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let name = value.get_type().name()?;
+    Ok(match value.cast::<PyTuple>() {
+        Ok(t) => format!("{name} of {}", t.len()),
+        Err(_) => name.to_string(),
+    })
+}
+
+/// A `TypeError` about one input, prefixed with where it is (`items[3] (key "a")`); other
+/// errors are passed on as they are.
+pub fn located(py: Python<'_>, e: PyErr, place: String) -> PyErr {
+    if !e.is_instance_of::<PyTypeError>(py) {
+        return e;
+    }
+    let err = PyTypeError::new_err(format!("{place}: {}", e.value(py)));
+    err.set_cause(py, Some(e));
+    err
 }
 
 /// What a batch's worker hands back: the batch (to be dropped where the GIL is held) and the
@@ -188,9 +285,10 @@ pub fn insert_many<'py>(
                     return end_or_error.map(|_| total);
                 }
             };
+            let origin = source.origin(docs.len());
             let (go, wait) = sync_channel::<()>(1);
             let worker = scope.spawn(move || {
-                let signed = sign(db, &docs);
+                let signed = sign(db, &docs, origin);
                 // `go` is dropped unsent if the batch before failed.
                 let committed = wait.recv().ok().map(|()| signed.and_then(|s| write(db, s)));
                 (docs, committed)

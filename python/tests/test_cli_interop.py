@@ -66,3 +66,26 @@ def test_cli_built_index_opens_in_python(cli: pathlib.Path, tmp_path: pathlib.Pa
         idx.insert("from-python", QUERIES[0])
     hits = cli_answers(cli, path, tmp_path)[0]
     assert ("from-python", 1.0) in hits
+
+
+def test_python_refuses_the_texts_the_cli_refuses(cli: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """One rule for "the text has no shingles": `mhdb add --skip-invalid` stores exactly the
+    texts Python's insert accepts, in either kind of index."""
+    texts = ["", " ", "\t\n\r ", "\u00a0\u3000", "\u200b", "x", " y ", "two words"]
+    for kind in ("minhash", "simhash"):
+        path = tmp_path / kind
+        run(cli, "create", path, "--kind", kind)
+        corpus = tmp_path / f"{kind}.jsonl"
+        corpus.write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+        run(cli, "add", path, corpus, "--skip-invalid")
+        with mhdb.Index.open(path) as idx:
+            stored_by_cli = set(idx.keys())
+            accepted = set()
+            for i, t in enumerate(texts):
+                try:
+                    idx.insert(f"py{i}", t)
+                    accepted.add(f"t{i}")
+                except mhdb.InvalidParameterError:
+                    pass
+        assert stored_by_cli == accepted, kind
+        assert {"t0", "t1", "t2"}.isdisjoint(accepted) and {"t5", "t6", "t7"} <= accepted

@@ -144,6 +144,73 @@ def test_invalid_parameters(tmp_index_path: pathlib.Path) -> None:
             idx.query(signature=__import__("numpy").zeros((2, 2), dtype="uint64"))
 
 
+def test_query_threshold_is_checked_as_everywhere(tmp_path: pathlib.Path) -> None:
+    """A threshold is in (0, 1] for query, query_many and dedup, as for create and the CLI,
+    with the same message."""
+    with pytest.raises(mhdb.InvalidParameterError) as created:
+        mhdb.Index.create(tmp_path / "zero", threshold=0)
+    with mhdb.Index.create(tmp_path / "idx") as idx:
+        idx.insert("a", TEXT)
+        for call in (
+            lambda t: idx.query(TEXT, threshold=t),
+            lambda t: idx.query_many(texts=[TEXT], threshold=t),
+            lambda t: idx.dedup(threshold=t),
+        ):
+            with pytest.raises(mhdb.InvalidParameterError) as e:
+                call(0.0)
+            assert e.value.parameter == "threshold"
+            assert str(e.value) == str(created.value) == "invalid parameter `threshold`: must be in (0, 1], got 0"
+            for bad in (-0.1, 1.5, float("nan")):
+                with pytest.raises(mhdb.InvalidParameterError):
+                    call(bad)
+        assert idx.query(TEXT, threshold=1.0) == [("a", 1.0)]
+
+
+def test_query_top_and_limit_exclude_each_other(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path) as idx:
+        idx.insert_many([(f"d{i}", f"{TEXT} {i}") for i in range(5)])
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.query(TEXT, top=3, limit=2)
+        assert e.value.parameter == "limit" and "top=3" in str(e.value)
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query_many(texts=[TEXT], top=3, limit=2)
+        assert len(idx.query(TEXT, top=3)) == 3 and len(idx.query(TEXT, limit=2)) == 2
+
+
+def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path) as idx:
+        # A bad text in a (key, text) pair: what was expected, where, and which key.
+        with pytest.raises(TypeError) as e:
+            idx.insert_many([("d", "hello there world"), ("e", 3)])
+        assert str(e.value).startswith('items[1] (key "e"): expected a text (str) or a signature')
+        assert str(e.value).endswith("not int")
+        with pytest.raises(TypeError, match=r'^texts\[1\] \(key "e"\): expected a text'):
+            idx.insert_many(["d", "e"], ["hello there world", 3.5])
+        with pytest.raises(TypeError, match=r"^items\[1\]: a key must be str or bytes, not int"):
+            idx.insert_many([("d", TEXT), (7, TEXT)])
+        with pytest.raises(TypeError, match=r"^items\[0\]: expected a \(key, text\) or \(key, signature\) tuple, not list"):
+            idx.insert_many([["d", TEXT]])
+        with pytest.raises(TypeError, match=r'^items\[0\] \(key "d"\): a signature must be'):
+            idx.insert_many([("d", [1, -2])])
+        # Negative counts: InvalidParameterError naming the parameter, not OverflowError.
+        for name in ("limit", "top"):
+            with pytest.raises(mhdb.InvalidParameterError) as e:
+                idx.query(TEXT, **{name: -1})
+            assert e.value.parameter == name and "non-negative" in str(e.value)
+            with pytest.raises(mhdb.InvalidParameterError):
+                idx.query_many(texts=[TEXT], **{name: -1})
+            with pytest.raises(TypeError, match=f"^{name} must be an int, not float"):
+                idx.query(TEXT, **{name: 1.5})
+        # A text of the wrong type names the parameter.
+        with pytest.raises(TypeError, match="^text must be a str, not int"):
+            idx.query(123)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="^text must be a str, not int"):
+            idx.insert("k", 123)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^texts\[1\] must be a str, not int"):
+            list(idx.query_many(texts=[TEXT, 5]))  # type: ignore[list-item]
+        assert len(idx) == 0
+
+
 def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:
     mhdb.Index.create(tmp_path / "other", num_perm=64).close()
     with mhdb.Index.create(tmp_path / "idx") as idx:

@@ -178,6 +178,42 @@ def test_insert_many_stops_at_the_first_error(tmp_path: pathlib.Path) -> None:
         assert acks == [100, 200] and len(idx) == 200 and "doc-199" in idx and "doc-200" not in idx
 
 
+def test_insert_refuses_a_text_without_shingles(tmp_path: pathlib.Path) -> None:
+    """As `mhdb add` does: a text with no shingles could never be found, so it is not stored."""
+    for kind in ("minhash", "simhash"):
+        with mhdb.Index.create(tmp_path / kind, kind=kind) as idx:
+            for text in ("", " \t\n "):
+                with pytest.raises(mhdb.InvalidParameterError) as e:
+                    idx.insert("k", text)
+                assert e.value.parameter == "text"
+                assert 'key "k": the text has no shingles' in str(e.value)
+                assert "k" not in idx and len(idx) == 0
+            idx.insert("k", "x")  # one character is a shingle
+            assert "k" in idx
+
+
+def test_insert_many_refuses_a_text_without_shingles(tmp_path: pathlib.Path) -> None:
+    """The error names the position and the key; the batches committed before the bad
+    document's batch stay (as on_commit said), its batch and the rest are not committed."""
+    docs = corpus(9)
+    acks: list[int] = []
+    with mhdb.Index.create(tmp_path / "pairs") as idx:
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert_many(docs[:5] + [("blank", " \n ")] + docs[5:], commit_every=2, on_commit=acks.append)
+        assert e.value.parameter == "items"
+        assert 'items[5] (key "blank"): the text has no shingles' in str(e.value)
+        assert acks == [2, 4] and sorted(idx.keys()) == [k for k, _ in docs[:4]]
+        assert "doc-4" not in idx and "blank" not in idx
+    with mhdb.Index.create(tmp_path / "two") as idx:
+        keys, texts = ["a", "b", "c"], [A, C, ""]
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert_many(iter(keys), iter(texts))
+        assert e.value.parameter == "texts" and 'texts[2] (key "c")' in str(e.value)
+        assert len(idx) == 0
+        # A signature is stored as given (the rule is about texts).
+        assert idx.insert_many([("s", idx.hasher.sketch(A))]) == 1
+
+
 def test_query_many_streams_in_order(tmp_index_path: pathlib.Path) -> None:
     docs = corpus(100)
     with mhdb.Index.create(tmp_index_path) as idx:

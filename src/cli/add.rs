@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::ProgressBar;
-use mhdb::db::{Db, Durability, Options};
+use mhdb::db::{Db, Durability, IndexParams, Options};
 use mhdb::sketch::{MinHasher, Signature, SimHasher};
 use rayon::prelude::*;
 
@@ -258,7 +258,13 @@ fn load_jsonl(loader: &mut Loader<'_>) -> CliResult {
 
 /// Signs texts for the index being loaded: MinHash signatures, or SimHash fingerprints (as
 /// their one-bit signatures).
-enum Signer<'a> {
+struct Signer<'a> {
+    /// The database's parameters: what makes a signature that of a text without shingles.
+    params: &'a IndexParams,
+    hasher: Hasher<'a>,
+}
+
+enum Hasher<'a> {
     MinHash(&'a MinHasher),
     /// An index that stores sets: signatures carry their shingle sets.
     MinHashWithSets(&'a MinHasher),
@@ -267,25 +273,26 @@ enum Signer<'a> {
 
 impl<'a> Signer<'a> {
     fn of(db: &'a Db) -> CliResult<Self> {
-        Ok(match db.params().sim_params() {
-            Some(_) => Signer::SimHash(db.simhasher()?),
-            None if db.params().store_sets => Signer::MinHashWithSets(db.hasher()?),
-            None => Signer::MinHash(db.hasher()?),
+        let hasher = match db.params().sim_params() {
+            Some(_) => Hasher::SimHash(db.simhasher()?),
+            None if db.params().store_sets => Hasher::MinHashWithSets(db.hasher()?),
+            None => Hasher::MinHash(db.hasher()?),
+        };
+        Ok(Signer {
+            params: db.params(),
+            hasher,
         })
     }
 
-    /// The signature of `text`; `None` for a text without shingles (whose SimHash
-    /// fingerprint is 0).
+    /// The signature of `text`; `None` for a text without shingles
+    /// ([`IndexParams::has_no_shingles`], the rule the Python binding refuses texts by too).
     fn sign(&self, text: &str) -> Option<Signature> {
-        match self {
-            Signer::MinHash(h) => Some(h.sketch_text(text)).filter(|s| !s.is_empty_set()),
-            Signer::MinHashWithSets(h) => {
-                Some(h.sketch_text_with_set(text)).filter(|s| !s.is_empty_set())
-            }
-            Signer::SimHash(h) => Some(h.sketch_text(text))
-                .filter(|fp| fp.bits() != 0)
-                .map(|fp| fp.to_signature()),
-        }
+        let sig = match self.hasher {
+            Hasher::MinHash(h) => h.sketch_text(text),
+            Hasher::MinHashWithSets(h) => h.sketch_text_with_set(text),
+            Hasher::SimHash(h) => h.sketch_text(text).to_signature(),
+        };
+        Some(sig).filter(|s| !self.params.has_no_shingles(s))
     }
 }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use crate::sketch::{
     Banding, KeyFingerprint, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig,
-    ShingleKind, SimParams, SimWeighting, SketchParams, TuneOptions, bbit, cosine_from_hamming,
-    tune,
+    ShingleKind, Signature, SimParams, SimWeighting, SketchParams, TuneOptions, bbit,
+    cosine_from_hamming, tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::StoredParams;
@@ -302,6 +302,18 @@ impl IndexParams {
                 weighting,
                 max_hamming,
             }),
+        }
+    }
+
+    /// Whether `sig`, the signature of a text in an index with these parameters
+    /// ([`Db::sketch_text`](crate::db::Db::sketch_text)), is that of a text without shingles
+    /// (empty, or white space only): the empty-set signature ([`Signature::is_empty_set`]) or,
+    /// in a SimHash index, the fingerprint 0. Such a document is similar to nothing, so no
+    /// query could ever find it: `mhdb add` and the Python binding refuse to store it.
+    pub fn has_no_shingles(&self, sig: &Signature) -> bool {
+        match self.kind {
+            IndexKind::MinHash => sig.is_empty_set(),
+            IndexKind::SimHash { .. } => sig.slots().iter().all(|&bit| bit == 0),
         }
     }
 
@@ -658,6 +670,23 @@ impl IndexParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule `mhdb add` and the Python binding refuse texts by: a text without shingles,
+    /// in either kind of index, and no other text.
+    #[test]
+    fn has_no_shingles_is_the_empty_text_of_either_kind() {
+        let minhash = IndexParams::default();
+        let h = minhash.hasher().unwrap();
+        let sim = SimParams::default();
+        let simhash = IndexParams::simhash(sim).unwrap();
+        let s = crate::sketch::SimHasher::new(sim).unwrap();
+        for text in ["", " \t\n "] {
+            assert!(minhash.has_no_shingles(&h.sketch_text(text)), "{text:?}");
+            assert!(simhash.has_no_shingles(&s.sketch_text(text).to_signature()));
+        }
+        assert!(!minhash.has_no_shingles(&h.sketch_text("x")));
+        assert!(!simhash.has_no_shingles(&s.sketch_text("some words").to_signature()));
+    }
 
     #[test]
     fn encode_decode_roundtrip() {
