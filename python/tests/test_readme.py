@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
+import mhdb
 from conftest import REPO
 
 
@@ -36,7 +39,14 @@ def test_python_example(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[st
     assert "1001 True 1001" in capsys.readouterr().out
 
 
-def test_migration_example(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_migration_example(tmp_path: pathlib.Path) -> None:
+    """Twice, each in a fresh interpreter as a user runs it: the example leaves its index open
+    (as datasketch code would), and the second run finds the documents the first stored."""
     pytest.importorskip("datasketch")
-    run_in(tmp_path, example("python-migration"))
-    assert "m1" in capsys.readouterr().out
+    code = example("python-migration")
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert "m1" in done.stdout
+    with mhdb.Index.open(tmp_path / "lsh-idx", read_only=True) as idx:
+        assert len(idx) == 2
