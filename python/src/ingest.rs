@@ -5,7 +5,7 @@
 use std::sync::mpsc::sync_channel;
 use std::thread::ScopedJoinHandle;
 
-use mhdb::db::{Db, WriteBatch};
+use mhdb::db::{Db, MAX_KEY_LEN, WriteBatch};
 use mhdb::sketch::Signature;
 use numpy::PyUntypedArray;
 use pyo3::exceptions::PyTypeError;
@@ -217,6 +217,18 @@ impl<'py> Source<'py> {
             };
             let at = self.read;
             let key = key_from_py(&key).map_err(|e| located(py, e, format!("items[{at}]")))?;
+            // Checked here, where its position is known; the commit would refuse it too, but
+            // only as one of a batch.
+            if key.len() > MAX_KEY_LEN {
+                return Err(invalid(
+                    py,
+                    "key",
+                    format!(
+                        "items[{at}]: is {} bytes long, at most {MAX_KEY_LEN} allowed",
+                        key.len()
+                    ),
+                ));
+            }
             let doc = Doc::from_py(&value).map_err(|e| {
                 let key = String::from_utf8_lossy(&key);
                 located(

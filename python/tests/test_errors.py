@@ -192,6 +192,12 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
             idx.insert_many([["d", TEXT]])
         with pytest.raises(TypeError, match=r'^items\[0\] \(key "d"\): a signature must be'):
             idx.insert_many([("d", [1, -2])])
+        # A key too long to store: named by its position before anything of its batch is signed.
+        too_long = "k" * (mhdb.MAX_KEY_LEN + 1)
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert_many([("d", TEXT), (too_long, TEXT)])
+        assert e.value.parameter == "key"
+        assert f"items[1]: is {mhdb.MAX_KEY_LEN + 1} bytes long" in str(e.value)
         # Negative counts: InvalidParameterError naming the parameter, not OverflowError.
         for name in ("limit", "top"):
             with pytest.raises(mhdb.InvalidParameterError) as e:
