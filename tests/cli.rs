@@ -257,7 +257,16 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     // Missing database: not found, exit code 1 (as documented; it used to be 2).
     let out = run(&["stats", s(&db)]);
     assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no such database (the directory does not exist)")
+    );
+    // A directory that holds no database is named as such.
+    std::fs::create_dir(&db).unwrap();
+    let out = run(&["stats", s(&db)]);
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an mhdb database"));
+    std::fs::remove_dir(&db).unwrap();
     // Wrong parameters.
     let out = run(&["create", s(&db), "--bits", "3"]);
     assert_eq!(out.status.code(), Some(2));

@@ -72,8 +72,18 @@ impl From<mhdb::Error> for CliError {
         };
         let broken_pipe = matches!(&e, mhdb::Error::Io { source, .. }
             if source.kind() == std::io::ErrorKind::BrokenPipe);
+        let msg = match &e {
+            // "not an mhdb database (no CURRENT file)" misleads when nothing is there at all.
+            mhdb::Error::NotFound { path } if !path.exists() => {
+                format!(
+                    "{}: no such database (the directory does not exist)",
+                    path.display()
+                )
+            }
+            _ => e.to_string(),
+        };
         CliError {
-            msg: e.to_string(),
+            msg,
             code,
             broken_pipe,
         }
