@@ -121,6 +121,43 @@ fn stats_count_deleted_rows_until_compaction_drops_them() {
     assert_eq!(counts(&db), (17, 1, 1));
 }
 
+/// A writer's open removes segment and deletions files no manifest names, whatever their
+/// numbers (leftovers of writes cut off by a crash or a full disk), and nothing a reader open
+/// beside it uses.
+#[test]
+fn a_writers_open_removes_leftovers_and_leaves_readers_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, params(), opts()).unwrap();
+    let hasher = db.hasher().unwrap().clone();
+    let mut batch = WriteBatch::new();
+    for i in 0..30u64 {
+        batch.insert_text(format!("doc{i}"), text(i));
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let reader = Db::open_read_only(&path).unwrap();
+    let q = hasher.sketch_text(&text(7));
+    let answer = |db: &Db| db.query(&q, &QueryOptions::default()).unwrap().matches;
+    let before = answer(&reader);
+    assert_eq!(before[0].key, b"doc7");
+    let leftovers = ["seg-00000000000000ff.seg", "del-0000000000000100.del"];
+    for name in leftovers {
+        std::fs::write(path.join(name), b"cut off before its commit").unwrap();
+    }
+    let writer = Db::open(&path, opts()).unwrap();
+    for name in leftovers {
+        assert!(!path.join(name).exists(), "{name} left behind");
+    }
+    assert!(writer.verify().unwrap().is_ok());
+    assert_eq!(answer(&reader), before);
+    writer.insert_text("late", &text(7)).unwrap();
+    writer.flush().unwrap();
+    reader.refresh().unwrap();
+    assert!(answer(&reader).iter().any(|m| m.key == b"late"));
+}
+
 #[test]
 fn queries_equal_brute_force_across_flushes_and_compaction() {
     let dir = tempfile::tempdir().unwrap();

@@ -141,8 +141,9 @@ pub(super) struct NewDocs<'a> {
 }
 
 impl Db {
-    /// A fresh file id (ids are never reused: a file with an id at or above the durable
-    /// manifest's `next_file_id` may be an in-flight write).
+    /// A fresh file id. Ids named by a manifest are never reused; a file with an id at or
+    /// above the durable manifest's `next_file_id` may be an in-flight write (or, at a
+    /// writer's open, a leftover that open removes, whose id may then be handed out again).
     pub(super) fn new_file_id(&self) -> u64 {
         self.next_file_id.fetch_add(1, Ordering::SeqCst)
     }
@@ -276,7 +277,7 @@ impl Db {
     }
 
     /// Deletes files the durable manifest no longer references (and leftovers of crashes).
-    /// `at_open`: called as the writer opens, before it has numbered any file of its own, so
+    /// `at_open`: called as the writer opens, before it numbers any segment or deletions file, so
     /// that a segment or deletions file numbered past the manifest's counter is also a
     /// leftover (of a write that failed or was cut off before its commit); later, such a file
     /// may be one this process is writing.

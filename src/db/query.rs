@@ -354,6 +354,7 @@ impl Db {
             Ok(key.map(|key| Ranked {
                 jaccard,
                 key,
+                key_head: key_head(key),
                 estimate,
                 exact,
             }))
@@ -406,8 +407,22 @@ impl Db {
 struct Ranked<'a> {
     jaccard: f64,
     key: &'a [u8],
+    /// [`key_head`] of `key`.
+    key_head: u128,
     estimate: f64,
     exact: bool,
+}
+
+/// The first 16 bytes of `key` as a big-endian integer (zero-padded): two keys whose heads
+/// differ are ordered as their heads are, so ranking compares whole keys only on equal heads
+/// (a key that is a prefix of another pads with zeros, so the heads may tie, never invert).
+fn key_head(key: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    let n = key.len().min(16);
+    if let (Some(to), Some(from)) = (head.get_mut(..n), key.get(..n)) {
+        to.copy_from_slice(from);
+    }
+    u128::from_be_bytes(head)
 }
 
 /// Orders matches best first, ties by key (live keys are unique, so the order is total). The
@@ -418,7 +433,7 @@ fn rank(ranked: &mut [Ranked<'_>]) {
     ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.jaccard)));
     for run in ranked.chunk_by_mut(|a, b| a.jaccard.to_bits() == b.jaccard.to_bits()) {
         if run.len() > 1 {
-            run.sort_unstable_by(|a, b| a.key.cmp(b.key));
+            run.sort_unstable_by(|a, b| a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key)));
         }
     }
 }

@@ -414,6 +414,38 @@ fn kept_cap_ranks_answer_as_fresh_ones() {
     }
 }
 
+/// Keys whose first 16 bytes tie (a key and its zero-padded extensions, long keys with one
+/// head) are still ordered by their whole bytes.
+#[test]
+fn ranking_falls_back_to_whole_keys_when_heads_tie() {
+    let long = |tail: &[u8]| [&[b'x'; 16][..], tail].concat();
+    let keys: Vec<Vec<u8>> = vec![
+        long(b"b"),
+        b"a\0".to_vec(),
+        long(b""),
+        b"a".to_vec(),
+        long(b"a"),
+        Vec::new(),
+        b"a\0\0".to_vec(),
+        long(b"a\0"),
+    ];
+    let mut rows: Vec<Ranked<'_>> = keys
+        .iter()
+        .map(|key| Ranked {
+            jaccard: 0.5,
+            key,
+            key_head: key_head(key),
+            estimate: 0.5,
+            exact: false,
+        })
+        .collect();
+    rank(&mut rows);
+    let mut expected = keys.clone();
+    expected.sort();
+    let got: Vec<Vec<u8>> = rows.iter().map(|r| r.key.to_vec()).collect();
+    assert_eq!(got, expected);
+}
+
 proptest::proptest! {
     /// `rank` (similarity as an integer, then runs of equal similarity by key) orders matches
     /// exactly as the comparison it replaced: similarity by `f64::total_cmp`, best first, then
@@ -422,7 +454,7 @@ proptest::proptest! {
     #[test]
     fn rank_orders_as_similarity_then_key(
         rows in proptest::collection::vec(
-            (0usize..12, proptest::collection::vec(0u8..3, 0..6)),
+            (0usize..12, proptest::collection::vec(0u8..3, 0..20)),
             0..200,
         )
     ) {
@@ -437,6 +469,7 @@ proptest::proptest! {
             .map(|(key, &(v, _))| Ranked {
                 jaccard: VALUES[v],
                 key,
+                key_head: key_head(key),
                 estimate: 0.0,
                 exact: false,
             })
