@@ -44,17 +44,23 @@ fn opts() -> Options {
     }
 }
 
+/// A new database at `path` holding `doc0`, `doc1`, … with `text(i)`, written as one batch.
+fn db_with_docs(path: &std::path::Path, n: u64) -> Db {
+    let db = Db::create(path, params(), opts()).unwrap();
+    let mut batch = WriteBatch::new();
+    for i in 0..n {
+        batch.insert_text(format!("doc{i}"), text(i));
+    }
+    db.write(&batch).unwrap();
+    db
+}
+
 #[test]
 fn insert_query_delete_upsert_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, params(), opts()).unwrap();
+    let db = db_with_docs(&path, 50);
     let hasher = db.hasher().unwrap().clone();
-    let mut batch = WriteBatch::new();
-    for i in 0..50u64 {
-        batch.insert_text(format!("doc{i}"), text(i));
-    }
-    db.write(&batch).unwrap();
     assert!(db.contains("doc7").unwrap());
     assert!(!db.contains("nope").unwrap());
 
@@ -97,12 +103,7 @@ fn insert_query_delete_upsert_reopen() {
 #[test]
 fn stats_count_deleted_rows_until_compaction_drops_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), params(), opts()).unwrap();
-    let mut batch = WriteBatch::new();
-    for i in 0..20u64 {
-        batch.insert_text(format!("doc{i}"), text(i));
-    }
-    db.write(&batch).unwrap();
+    let db = db_with_docs(&dir.path().join("db"), 20);
     db.flush().unwrap();
     for key in ["doc1", "doc2", "doc3"] {
         assert!(db.delete(key).unwrap());
@@ -128,13 +129,8 @@ fn stats_count_deleted_rows_until_compaction_drops_them() {
 fn a_writers_open_removes_leftovers_and_leaves_readers_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Db::create(&path, params(), opts()).unwrap();
+    let db = db_with_docs(&path, 30);
     let hasher = db.hasher().unwrap().clone();
-    let mut batch = WriteBatch::new();
-    for i in 0..30u64 {
-        batch.insert_text(format!("doc{i}"), text(i));
-    }
-    db.write(&batch).unwrap();
     db.flush().unwrap();
     drop(db);
     let reader = Db::open_read_only(&path).unwrap();

@@ -342,6 +342,31 @@ fn top_k_ranks_by_exact_jaccard() {
                 "query {q}: {got:?} vs {truth:?}"
             );
         }
+        // Beside each exact value, the signature's own estimate: the one the same query
+        // reports without the re-rank.
+        let estimated: std::collections::HashMap<Vec<u8>, f64> = db
+            .query_text(
+                &docs[q].1,
+                &QueryOptions {
+                    top: Some(docs.len()),
+                    threshold: Some(0.0),
+                    estimate_only: true,
+                    ..QueryOptions::default()
+                },
+            )
+            .unwrap()
+            .matches
+            .into_iter()
+            .map(|m| (m.key, m.estimate))
+            .collect();
+        for m in &r.matches {
+            assert_eq!(Some(&m.estimate), estimated.get(&m.key), "query {q}: {m:?}");
+        }
+        assert!(
+            r.matches.iter().any(|m| m.estimate != m.jaccard),
+            "query {q}: every estimate equals its exact value: {:?}",
+            r.matches
+        );
     }
 }
 

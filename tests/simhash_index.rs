@@ -151,6 +151,48 @@ proptest! {
 }
 
 /// Families of near-duplicate texts (one word changed per member).
+/// Top-k in a SimHash index: the k nearest of the documents within `max_hamming` (the ones
+/// its blocks can find), nearest first, ties by key; with a limit too, the smaller of the two.
+#[test]
+fn top_k_returns_the_nearest_within_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), params(4), Options::default()).unwrap();
+    let center = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = SplitMix64(7);
+    let mut model = BTreeMap::new();
+    for d in 0..=6u32 {
+        for copy in 0..2 {
+            let key = format!("d{d}-{copy}");
+            let fp = SimHash(flip_bits(center, d, &mut rng));
+            db.insert_simhash(&key, fp).unwrap();
+            model.insert(key, fp);
+        }
+    }
+    let q = SimHash(center);
+    let nearest = |n: usize| {
+        let mut all: Vec<(u32, String)> = brute_force(&model, q, 4)
+            .into_iter()
+            .map(|(k, d)| (d, k))
+            .collect();
+        all.sort();
+        let mut kept: Vec<(String, u32)> = all.into_iter().take(n).map(|(d, k)| (k, d)).collect();
+        kept.sort();
+        kept
+    };
+    for k in [0, 1, 3, 5, 10, 20] {
+        let top = QueryOptions {
+            top: Some(k),
+            ..QueryOptions::default()
+        };
+        assert_eq!(answer(&db, q, &top), nearest(k), "top {k}");
+        let both = QueryOptions {
+            limit: Some(2),
+            ..top
+        };
+        assert_eq!(answer(&db, q, &both), nearest(k.min(2)), "top {k}, limit 2");
+    }
+}
+
 fn text(seed: u64) -> String {
     let family = seed / 4;
     let mut words: Vec<String> = (0..40).map(|i| format!("f{family}w{i}")).collect();

@@ -343,7 +343,8 @@ pub struct QueryArgs {
     pub no_exact: bool,
     /// Top-k: the K most similar documents, best first, without a threshold (down to
     /// similarity 0.3, or to --threshold when given); probes beyond the bands when they
-    /// cannot be trusted for K.
+    /// cannot be trusted for K. In a SimHash index: the K nearest within --max-hamming (or
+    /// --max-distance).
     #[arg(long, value_name = "K")]
     pub top: Option<usize>,
     /// JSON output (always on with --jsonl).

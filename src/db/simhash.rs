@@ -168,7 +168,14 @@ impl Db {
         let band_keys = self.banding.band_keys(sig.slots())?;
         let packed = fp.bits().to_le_bytes();
         let state = self.state.read();
-        let mut result = self.run_query(&state, &band_keys, &packed, floor, None, opts.limit)?;
+        // Top-k: the k nearest within the index's reach (every document within
+        // `max_hamming` is a candidate; none beyond it can be found), best first like any
+        // answer, so the first k of them.
+        let limit = match (opts.top, opts.limit) {
+            (Some(k), Some(l)) => Some(k.min(l)),
+            (top, limit) => top.or(limit),
+        };
+        let mut result = self.run_query(&state, &band_keys, &packed, floor, None, limit)?;
         for m in &mut result.matches {
             let (similarity, distance, cosine) = self.describe_estimate(m.jaccard);
             m.jaccard = similarity;

@@ -118,24 +118,36 @@ impl Db {
         }
         let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
         let gate = |bar: f64| RerankWindow::new(bar, slots, bits).gate;
-        let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<Vec<(u64, f64)>> {
+        // Exact Jaccards of the best, and every candidate's estimate by docno (reported beside
+        // the exact value).
+        type Ranked = (Vec<(u64, f64)>, Vec<(u64, f64)>);
+        let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<Ranked> {
             let estimated = score_all(docnos, gate(floor), estimate)?;
+            let mut by_docno = estimated.clone();
+            by_docno.sort_unstable_by_key(|&(docno, _)| docno);
             let (scored, computed) = exact_best(state, query_set, estimated, k, floor, &gate)?;
             stats.reranked += computed;
-            Ok(scored)
+            Ok((scored, by_docno))
         };
         let candidates = band_candidates(state, band_keys)?;
         stats.candidates = candidates.len();
         stats.verified = candidates.len();
-        let mut scored = rank(&candidates, &mut stats)?;
+        let (mut scored, mut estimates) = rank(&candidates, &mut stats)?;
         let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
         if kth_best(&mut scored, k).is_none_or(|s| s < reliable) {
             let live = live_docnos(state)?;
             stats.probed = live.len();
             stats.reranked = 0;
-            scored = rank(&live, &mut stats)?;
+            (scored, estimates) = rank(&live, &mut stats)?;
         }
-        let mut matches = best_by_key(state, scored, k)?;
+        let estimate_of = |docno: u64, exact: f64| {
+            estimates
+                .binary_search_by_key(&docno, |&(d, _)| d)
+                .ok()
+                .and_then(|i| estimates.get(i))
+                .map_or(exact, |&(_, e)| e)
+        };
+        let mut matches = best_by_key(state, scored, k, &estimate_of)?;
         for m in &mut matches {
             m.exact = true;
         }
@@ -199,7 +211,7 @@ impl Db {
             stats.probed = live.len();
             scored = score_all(&live, floor, score)?;
         }
-        let matches = best_by_key(state, scored, k)?;
+        let matches = best_by_key(state, scored, k, &|_, estimate| estimate)?;
         Ok(QueryResult { matches, stats })
     }
 }
@@ -320,8 +332,14 @@ fn kth_best(scored: &mut [(u64, f64)], k: usize) -> Option<f64> {
 }
 
 /// The best `k` of `scored` as matches, best first, ties broken by key: every document tied
-/// with the k-th best has its key read, so the cut at k is by key too.
-fn best_by_key(state: &State, mut scored: Vec<(u64, f64)>, k: usize) -> Result<Vec<Match>> {
+/// with the k-th best has its key read, so the cut at k is by key too. `estimate_of(docno,
+/// score)` is the signature estimate reported beside the score.
+fn best_by_key(
+    state: &State,
+    mut scored: Vec<(u64, f64)>,
+    k: usize,
+    estimate_of: &dyn Fn(u64, f64) -> f64,
+) -> Result<Vec<Match>> {
     if let Some(kth) = kth_best(&mut scored, k) {
         scored.retain(|&(_, s)| s >= kth);
     }
@@ -331,9 +349,7 @@ fn best_by_key(state: &State, mut scored: Vec<(u64, f64)>, k: usize) -> Result<V
             matches.push(Match {
                 key: key.to_vec(),
                 jaccard,
-                // (The scorer's one figure: the estimate, or the exact Jaccard when ranked
-                // by stored sets.)
-                estimate: jaccard,
+                estimate: estimate_of(docno, jaccard),
                 distance: None,
                 cosine: None,
                 exact: false,
