@@ -6,11 +6,12 @@
 //! happens, so sketches built in pieces equal one built at once).
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use multiversion::multiversion;
 use rayon::prelude::*;
 
+use super::first_probes::FirstProbes;
 use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
 use super::shingle::ShingleConfig;
 use super::shingle_set::ShingleSet;
@@ -174,6 +175,9 @@ pub struct MinHasher {
     densify_seed: u64,
     perm_mul: Vec<u32>,
     perm_add: Vec<u32>,
+    /// OPH: the densification table for sketches with few filled bins, built on first need
+    /// (see `first_probes`).
+    first_probes: OnceLock<Arc<FirstProbes>>,
 }
 
 thread_local! {
@@ -212,6 +216,7 @@ impl MinHasher {
             densify_seed: derive_seed(params.scheme, params.seed, Purpose::Densify),
             perm_mul,
             perm_add,
+            first_probes: OnceLock::new(),
         })
     }
 
@@ -366,7 +371,20 @@ impl MinHasher {
     /// Turns raw minima into a signature; for OPH, fills empty bins by optimal densification.
     pub fn finish(&self, partial: &PartialSketch) -> Signature {
         match self.params.scheme {
-            Scheme::Oph => Signature::from_slots(densify(&partial.raw, self.densify_seed)),
+            Scheme::Oph => {
+                let raw = &partial.raw;
+                let (k, filled) = (raw.len(), raw.iter().filter(|&&v| v != EMPTY_SLOT).count());
+                // A short text fills few bins, and probing for them costs about k²/filled
+                // hashes: by table instead (the same bins, `first_probes`).
+                let slots = if FirstProbes::pays(filled, k) {
+                    self.first_probes
+                        .get_or_init(|| Arc::new(FirstProbes::new(self.densify_seed, k)))
+                        .densify(raw, self.densify_seed)
+                } else {
+                    densify(raw, self.densify_seed)
+                };
+                Signature::from_slots(slots)
+            }
             _ => Signature::from_slots(partial.raw.clone()),
         }
     }
@@ -638,23 +656,7 @@ mod tests {
     /// sketches of many sizes (one non-empty bin among thousands, every bin but one empty, …).
     #[test]
     fn densify_in_rounds_equals_the_definition() {
-        let by_definition = |raw: &[u64], seed: u64| -> Vec<u64> {
-            let k = raw.len();
-            if raw.iter().all(|&v| v == EMPTY_SLOT) {
-                return raw.to_vec();
-            }
-            (0..k)
-                .map(|i| {
-                    if raw[i] != EMPTY_SLOT {
-                        return raw[i];
-                    }
-                    (1u64..)
-                        .map(|t| raw[reduce_high32(mix64(seed ^ ((i as u64) << 32) ^ t), k)])
-                        .find(|&v| v != EMPTY_SLOT)
-                        .unwrap()
-                })
-                .collect()
-        };
+        let by_definition = super::super::first_probes::by_definition;
         let mut x = 0x0DE5_17F7_u64;
         for round in 0..1_000u64 {
             x = mix64(x);
