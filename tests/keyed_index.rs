@@ -162,4 +162,35 @@ fn the_cli_takes_the_key_file_at_create_and_from_the_environment_after() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    // A key file named in the environment where it is not used is said, not silently
+    // ignored: create takes a key only from --key-file, and an unkeyed index signs without.
+    let plain = tmp.path().join("plain");
+    let plain_s = plain.to_str().unwrap();
+    let out = run(&["create", plain_s], true);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("MHDB_KEY_FILE is set, but create takes a key only from --key-file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for args in [
+        &["add", plain_s, docs.to_str().unwrap()][..],
+        &["query", plain_s, "--text", TEXTS[1]],
+    ] {
+        let out = run(args, true);
+        assert!(out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("MHDB_KEY_FILE is set, but this index is not keyed"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&["query", plain_s, "--text", TEXTS[1]], false);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -158,6 +158,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         },
     )?;
     super::output::report_recovery(&db);
+    super::output::warn_unused_key(&db);
     let mut loader = Loader {
         db: &db,
         args,

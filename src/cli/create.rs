@@ -114,6 +114,13 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
         Some(path) => Some(mhdb::sketch::SecretKey::from_file(path)?),
         None => None,
     };
+    if key.is_none() && std::env::var_os(mhdb::sketch::keyed::KEY_FILE_ENV).is_some() {
+        warn(format_args!(
+            "{} is set, but create takes a key only from --key-file: {} is not keyed",
+            mhdb::sketch::keyed::KEY_FILE_ENV,
+            args.db.display()
+        ));
+    }
     let created = Db::create(
         &args.db,
         params,

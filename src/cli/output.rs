@@ -151,6 +151,20 @@ pub fn warn(msg: impl fmt::Display) {
     eprintln!("mhdb: warning: {msg}");
 }
 
+/// For the commands that sign text: a key file named in the environment for an index that is
+/// not keyed is not used, which the user who set it should hear (not an error: the variable
+/// may be set for other indexes).
+pub fn warn_unused_key(db: &mhdb::db::Db) {
+    if db.params().key_fingerprint.is_unkeyed()
+        && std::env::var_os(mhdb::sketch::keyed::KEY_FILE_ENV).is_some()
+    {
+        warn(format_args!(
+            "{} is set, but this index is not keyed: the key is not used",
+            mhdb::sketch::keyed::KEY_FILE_ENV
+        ));
+    }
+}
+
 /// Tells the user what opening `db` as a writer cut from its WAL and kept aside: the last
 /// write before a crash may have been lost or damaged (`Db::cut_tails`).
 pub fn report_recovery(db: &mhdb::db::Db) {

@@ -23,6 +23,7 @@ const WINDOW: usize = 2048;
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
+    super::output::warn_unused_key(&db);
     let opts = QueryOptions {
         threshold: threshold_arg(&db, args.threshold, args.max_distance)?,
         limit: args.limit,

@@ -325,7 +325,21 @@ impl IndexParams {
         self.sketch.validate()?;
         bbit::validate_bits(self.bits)?;
         check_band_slots(self.band_slots, self.sketch.num_perm)?;
-        LshParams::new(self.lsh.bands, self.lsh.rows, self.band_slots)?;
+        let (bands, rows) = (self.lsh.bands, self.lsh.rows);
+        if self.band_slots < self.sketch.num_perm && bands.saturating_mul(rows) > self.band_slots {
+            // (LshParams would say "signatures have only band_slots", which they do not.)
+            return Err(Error::invalid(
+                "bands/rows",
+                format!(
+                    "{bands} bands × {rows} rows = {} slots, but the bands cover only the first \
+                     {} of the signature's {} slots (band_slots)",
+                    bands.saturating_mul(rows),
+                    self.band_slots,
+                    self.sketch.num_perm
+                ),
+            ));
+        }
+        LshParams::new(bands, rows, self.band_slots)?;
         self.check_threshold_and_cap()?;
         if self.store_sets && self.kind != IndexKind::MinHash {
             return Err(Error::invalid(
@@ -670,6 +684,19 @@ impl IndexParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Too many bands for the slots they cover names the cover (band_slots), not the
+    /// signature's length.
+    #[test]
+    fn bands_beyond_their_slots_name_band_slots() {
+        let mut p = IndexParams::default();
+        (p.lsh.bands, p.lsh.rows) = (20, 20);
+        let err = p.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("cover only the first 128 of the signature's 512 slots (band_slots)"),
+            "{err}"
+        );
+    }
 
     /// The rule `mhdb add` and the Python binding refuse texts by: a text without shingles,
     /// in either kind of index, and no other text.

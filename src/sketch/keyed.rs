@@ -170,8 +170,8 @@ impl KeyFingerprint {
         };
         let requested = match given {
             None => format!(
-                "no key (the index is keyed: give its key file, e.g. with --key-file or \
-                 {KEY_FILE_ENV})"
+                "no key (the index is keyed: name its key file in {KEY_FILE_ENV}, or pass \
+                 the key itself from the library or Python)"
             ),
             Some(_) if self.is_unkeyed() => {
                 format!(
