@@ -493,3 +493,57 @@ fn closed_stdout_ends_quietly() {
         );
     }
 }
+
+/// A query or dedup threshold below the one the bands were tuned for is answered, with a
+/// warning that pairs there are found only with the bands' chance; top-k (which probes
+/// further) and higher thresholds are not warned about.
+#[test]
+fn a_threshold_below_the_tuning_is_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idx");
+    ok(&["create", s(&db)]);
+    let stderr = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let warned = "were tuned for J ≥ 0.8: a pair at J = 0.5 becomes a candidate with probability";
+    assert!(
+        stderr(&[
+            "query",
+            s(&db),
+            "--text",
+            "some words",
+            "--threshold",
+            "0.5"
+        ])
+        .contains(warned)
+    );
+    assert!(stderr(&["dedup", s(&db), "--threshold", "0.5"]).contains(warned));
+    let quiet = [
+        "query",
+        s(&db),
+        "--text",
+        "some words",
+        "--threshold",
+        "0.9",
+    ];
+    assert!(stderr(&quiet).is_empty());
+    let top = [
+        "query",
+        s(&db),
+        "--text",
+        "w",
+        "--top",
+        "3",
+        "--threshold",
+        "0.5",
+    ];
+    assert!(!stderr(&top).contains("tuned for"));
+    // Zero matches asked for is a usage error, not an empty answer.
+    for flag in ["--top", "--limit"] {
+        let out = run(&["query", s(&db), "--text", "w", flag, "0"]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("at least 1"));
+    }
+}

@@ -102,6 +102,14 @@ fn a_key_for_an_unkeyed_index_and_a_merge_across_keys_are_refused() {
         matches!(err, mhdb::Error::ParameterMismatch { name: "key", .. }),
         "{err}"
     );
+    // Named by fingerprint, as `stats` names it, never the key's bytes.
+    let fp = mhdb::sketch::KeyFingerprint::of(Some(&key(7))).short();
+    assert!(
+        err.to_string().contains(&format!(
+            "database has unkeyed, caller asked for keyed (key fingerprint {fp})"
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -517,12 +517,19 @@ fn the_wrong_kind_is_refused_clearly() {
         matches!(e, Error::ParameterMismatch { name: "kind", .. }),
         "{e}"
     );
-    // Another maximum distance is another kind of index too.
+    // Another maximum distance is another index too, refused naming it.
     let other = Db::create(dir.path().join("h4"), params(4), Options::default()).unwrap();
-    assert!(matches!(
-        other.merge_from(&sim),
-        Err(Error::ParameterMismatch { name: "kind", .. })
-    ));
+    let e = other.merge_from(&sim).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ParameterMismatch {
+                name: "max_hamming",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]

@@ -48,6 +48,14 @@ pub fn threshold(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A count of matches to keep (`--limit`, `--top`): at least 1 (0 would answer nothing).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("must be a whole number of at least 1, got {s:?}")),
+    }
+}
+
 #[derive(clap::Parser)]
 #[command(
     name = "mhdb",
@@ -335,7 +343,7 @@ pub struct QueryArgs {
     #[arg(long, conflicts_with = "threshold")]
     pub max_distance: Option<u32>,
     /// At most this many matches per query, best first.
-    #[arg(long, conflicts_with = "top")]
+    #[arg(long, conflicts_with = "top", value_parser = at_least_one)]
     pub limit: Option<usize>,
     /// In an index with stored shingle sets, decide and report by the signature estimate
     /// alone (no exact re-rank).
@@ -345,7 +353,7 @@ pub struct QueryArgs {
     /// similarity 0.3, or to --threshold when given); probes beyond the bands when they
     /// cannot be trusted for K. In a SimHash index: the K nearest within --max-hamming (or
     /// --max-distance).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = at_least_one)]
     pub top: Option<usize>,
     /// JSON output (always on with --jsonl).
     #[arg(long)]

@@ -15,8 +15,9 @@ use super::shapes;
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
-    let t = super::query::threshold_arg(&db, args.threshold, args.max_distance)?
-        .unwrap_or(db.params().threshold);
+    let t = super::query::threshold_arg(&db, args.threshold, args.max_distance)?;
+    super::query::warn_below_tuning(&db, t);
+    let t = t.unwrap_or(db.params().threshold);
     // What the threshold means, for the summary lines.
     let at = match db.params().sim_params() {
         Some(sim) => format!(

@@ -264,7 +264,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
         let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
         let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
         outln!(
-            "buckets       p99 {p99}, max {max}, hot (capped) {}",
+            "buckets       p99 {p99}, max {max}, capped in segments {}",
             s.hot_buckets
         );
         return Ok(());
@@ -278,7 +278,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
     let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
     let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
     outln!(
-        "buckets       p99 {p99}, max {max}, hot (capped) {}",
+        "buckets       p99 {p99}, max {max}, capped in segments {}",
         s.hot_buckets
     );
     outln!(

@@ -30,6 +30,9 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         estimate_only: args.no_exact,
         top: args.top,
     };
+    if args.top.is_none() {
+        warn_below_tuning(&db, opts.threshold);
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
         return query_jsonl(&db, &opts, args, path, &mut out);
@@ -80,6 +83,27 @@ pub fn threshold_arg(
             sim.max_hamming, sim.max_hamming
         ))),
         Some(_) => Ok(Some(mhdb::sketch::cosine_from_hamming(d))),
+    }
+}
+
+/// A MinHash threshold below the one the bands were tuned for finds its pairs only with the
+/// bands' chance at it, which may be small: said once, since the answer looks complete.
+pub fn warn_below_tuning(db: &Db, t: Option<f64>) {
+    let Some(t) = t else {
+        return;
+    };
+    let p = db.params();
+    if p.sim_params().is_some() || t >= p.threshold {
+        return;
+    }
+    let chance = p.lsh.probability(t);
+    if chance < 0.9 {
+        super::output::warn(format_args!(
+            "the index's bands ({} × {}) were tuned for J ≥ {}: a pair at J = {t} becomes a \
+             candidate with probability {chance:.2} only, so matches below {} may be missed \
+             (an index created with --threshold {t} finds them; --top K probes further)",
+            p.lsh.bands, p.lsh.rows, p.threshold, p.threshold
+        ));
     }
 }
 

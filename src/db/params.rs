@@ -641,8 +641,23 @@ impl IndexParams {
             stored: x,
             requested: y,
         };
-        if a.kind != b.kind {
-            return Err(mismatch("kind", a.kind.to_string(), b.kind.to_string()));
+        match (a.kind, b.kind) {
+            (
+                IndexKind::SimHash {
+                    max_hamming: x,
+                    weighting: wx,
+                },
+                IndexKind::SimHash {
+                    max_hamming: y,
+                    weighting: wy,
+                },
+            ) if x != y && wx == wy => {
+                return Err(mismatch("max_hamming", x.to_string(), y.to_string()));
+            }
+            (ka, kb) if ka != kb => {
+                return Err(mismatch("kind", ka.to_string(), kb.to_string()));
+            }
+            _ => {}
         }
         if a.sim_params().is_none() {
             self.check_compatible(&src.sketch)?;
@@ -657,10 +672,18 @@ impl IndexParams {
             return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
         }
         if a.key_fingerprint != b.key_fingerprint {
+            // Fingerprints, never keys: shown as `stats` shows them.
+            let describe = |fp: &KeyFingerprint| {
+                if fp.is_unkeyed() {
+                    "unkeyed".to_string()
+                } else {
+                    format!("keyed (key fingerprint {})", fp.short())
+                }
+            };
             return Err(mismatch(
                 "key",
-                a.key_fingerprint.to_string(),
-                b.key_fingerprint.to_string(),
+                describe(&a.key_fingerprint),
+                describe(&b.key_fingerprint),
             ));
         }
         if a.store_sets != b.store_sets {
