@@ -132,6 +132,12 @@ fn every_result_has_json_and_one_shape_per_kind() {
     let tune = json(&["tune", "--threshold", "0.8"]);
     assert_eq!(tune[0]["choices"].as_array().unwrap().len(), 5);
     assert_eq!(tune[0]["s_curve"].as_array().unwrap().len(), 19);
+    // Six decimals at most, the similarities too (0.15, not 0.15000000000000002).
+    for point in tune[0]["s_curve"].as_array().unwrap() {
+        let j = point["jaccard"].as_f64().unwrap();
+        assert!(point["jaccard"].to_string().len() <= 8, "{point}");
+        assert_eq!(j, (j * 1e6).round() / 1e6);
+    }
     let verify = json(&["verify", s(&db)]);
     assert_eq!(verify[0]["ok"], true);
     assert_eq!(verify[0]["problems"], serde_json::json!([]));

@@ -157,10 +157,19 @@ fn the_cli_takes_the_key_file_at_create_and_from_the_environment_after() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("d1"));
-    // Without the key: a clear refusal (exit 2, parameter mismatch), no answer.
+    // Without the key: a clear refusal (exit 2, parameter mismatch), no answer; for a file
+    // of queries too, without blaming its first line.
     let out = run(&["query", db_s, "--text", TEXTS[1]], false);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("key"));
+    assert!(out.stdout.is_empty());
+    let out = run(&["query", db_s, "--jsonl", docs.to_str().unwrap()], false);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("MHDB_KEY_FILE") && !err.contains("docs.jsonl:1"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
     // Reads that need no signing work without it.
     let out = run(&["keys", db_s], false);

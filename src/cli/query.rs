@@ -33,6 +33,9 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     if args.top.is_none() {
         warn_below_tuning(&db, opts.threshold);
     }
+    // A keyed index without its key cannot sign any text: refused as a whole here, not as
+    // the first input line's fault.
+    db.sketch_text("")?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
         return query_jsonl(&db, &opts, args, path, &mut out);

@@ -211,7 +211,7 @@ pub fn params_text(p: &IndexParams) -> String {
 pub fn s_curve(lsh: &LshParams, points: &[f64]) -> Value {
     lsh.curve(points)
         .iter()
-        .map(|(s, p)| json!({"jaccard": s, "probability": round6(*p)}))
+        .map(|(s, p)| json!({"jaccard": round6(*s), "probability": round6(*p)}))
         .collect()
 }
 
