@@ -540,6 +540,15 @@ fn a_threshold_below_the_tuning_is_warned() {
         "0.5",
     ];
     assert!(!stderr(&top).contains("tuned for"));
+    // tune checks the slots as create does.
+    let out = run(&["tune", "--threshold", "0.8", "--perms", "100000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be in 1..=8192"));
+    // --store-sets bands short of P(t) >= 0.99 are said at create.
+    let sets = dir.path().join("sets");
+    let out = run(&["create", s(&sets), "--store-sets", "--threshold", "0.01"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("with --store-sets the bands"));
     // Zero matches asked for is a usage error, not an empty answer.
     for flag in ["--top", "--limit"] {
         let out = run(&["query", s(&db), "--text", "w", flag, "0"]);

@@ -101,6 +101,16 @@ fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
     params.validate()?;
     if params.sim_params().is_none() {
         warn_weak_banding(&params.lsh, args.threshold);
+        let p = params.lsh.probability(args.threshold);
+        let floor = mhdb::db::STORED_SETS_RECALL;
+        if params.store_sets && (0.5..floor).contains(&p) {
+            warn(format_args!(
+                "with --store-sets the bands are meant to make ≥ {floor} of the pairs at the \
+                 threshold candidates; over {} band slots the best for J = {} is {p:.4} \
+                 (more --band-slots, up to --perms, reach further)",
+                params.band_slots, args.threshold
+            ));
+        }
     }
     Ok(params)
 }
@@ -182,6 +192,13 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
         alternatives,
         ..
     } = args;
+    // The slots a signature can have, as `create` checks them.
+    let max = mhdb::sketch::spec::MAX_NUM_PERM;
+    if perms == 0 || perms > max {
+        return Err(CliError::usage(format!(
+            "invalid parameter `num_perm`: must be in 1..={max}, got {perms}"
+        )));
+    }
     let mut all = tune_all(threshold, perms, &TuneOptions::default())?;
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
         let given = LshParams::new(b, r, perms)?;
