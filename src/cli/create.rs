@@ -192,13 +192,12 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
         alternatives,
         ..
     } = args;
-    // The slots a signature can have, as `create` checks them.
-    let max = mhdb::sketch::spec::MAX_NUM_PERM;
-    if perms == 0 || perms > max {
-        return Err(CliError::usage(format!(
-            "invalid parameter `num_perm`: must be in 1..={max}, got {perms}"
-        )));
+    // The slots a signature can have, checked as `create` checks them.
+    SketchParams {
+        num_perm: perms,
+        ..SketchParams::default()
     }
+    .validate()?;
     let mut all = tune_all(threshold, perms, &TuneOptions::default())?;
     if let (Some(b), Some(r)) = (args.bands, args.rows) {
         let given = LshParams::new(b, r, perms)?;

@@ -25,6 +25,7 @@ mod bulk;
 mod commit;
 mod compaction;
 mod compaction_policy;
+mod compatibility;
 mod dedup;
 mod dedup_verify;
 mod flush;

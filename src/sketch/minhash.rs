@@ -372,18 +372,13 @@ impl MinHasher {
     pub fn finish(&self, partial: &PartialSketch) -> Signature {
         match self.params.scheme {
             Scheme::Oph => {
-                let raw = &partial.raw;
-                let (k, filled) = (raw.len(), raw.iter().filter(|&&v| v != EMPTY_SLOT).count());
-                // A short text fills few bins, and probing for them costs about k²/filled
-                // hashes: by table instead (the same bins, `first_probes`).
-                let slots = if FirstProbes::pays(filled, k) {
-                    self.first_probes
-                        .get_or_init(|| Arc::new(FirstProbes::new(self.densify_seed, k)))
-                        .densify(raw, self.densify_seed)
-                } else {
-                    densify(raw, self.densify_seed)
+                let (raw, seed) = (&partial.raw, self.densify_seed);
+                let table = || {
+                    &**self
+                        .first_probes
+                        .get_or_init(|| Arc::new(FirstProbes::new(seed, raw.len())))
                 };
-                Signature::from_slots(slots)
+                Signature::from_slots(densify(raw, seed, Some(&table)))
             }
             _ => Signature::from_slots(partial.raw.clone()),
         }
@@ -443,9 +438,11 @@ fn oph_update(raw: &mut [u64], hashes: &[u64]) {
 /// each bin to the end chained a hash per probe and mispredicted a branch per bin and probe
 /// (with 512 slots, short texts leave a third of the bins empty: this was most of their
 /// signing time).
-fn densify(raw: &[u64], seed: u64) -> Vec<u64> {
+///
+/// With few bins filled (a short text), probing costs about k² / filled hashes: `table`, when
+/// given, provides the [`FirstProbes`] of this seed and k, which find the same bins by lookup.
+fn densify<'t>(raw: &[u64], seed: u64, table: Option<&dyn Fn() -> &'t FirstProbes>) -> Vec<u64> {
     let k = raw.len();
-    let mut out = raw.to_vec();
     let mut pending: Vec<u32> = vec![0; k];
     let mut len = 0usize;
     for (i, &v) in raw.iter().enumerate() {
@@ -455,8 +452,12 @@ fn densify(raw: &[u64], seed: u64) -> Vec<u64> {
         len += usize::from(v == EMPTY_SLOT);
     }
     if len == k {
-        return out;
+        return raw.to_vec();
     }
+    if let Some(table) = table.filter(|_| FirstProbes::pays(k - len, k)) {
+        return table().densify(raw, seed);
+    }
+    let mut out = raw.to_vec();
     let mut probes: Vec<u32> = vec![0; len];
     let mut t: u64 = 1;
     while len > 0 {
@@ -677,7 +678,7 @@ mod tests {
             }
             let seed = mix64(round);
             assert_eq!(
-                densify(&raw, seed),
+                densify(&raw, seed, None),
                 by_definition(&raw, seed),
                 "k {k}, round {round}"
             );
