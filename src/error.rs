@@ -83,13 +83,26 @@ pub enum Error {
         /// The lock file.
         path: PathBuf,
     },
-    /// An earlier I/O error left the database in a state where it refuses writes until reopened.
-    PreviousIo,
+    /// An earlier I/O error (or damage found while writing) left this handle refusing writes
+    /// until the database is reopened: its durable state was no longer known. What was
+    /// committed before stays committed; reopening recovers.
+    PreviousIo {
+        /// The error that latched the handle, as it was reported (empty where not known).
+        cause: String,
+    },
     /// The database was opened read-only and a write was attempted.
     ReadOnly,
 }
 
 impl Error {
+    /// [`Error::PreviousIo`] where the latched error is not at hand (a layer below the
+    /// database handle, which puts its own record of the cause in: `Db::fail`).
+    pub(crate) fn previous_io_unknown() -> Self {
+        Error::PreviousIo {
+            cause: String::new(),
+        }
+    }
+
     /// Shorthand for [`Error::InvalidParameter`].
     pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidParameter {
@@ -201,9 +214,14 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
-            Error::PreviousIo => write!(
+            Error::PreviousIo { cause } if cause.is_empty() => write!(
                 f,
                 "an earlier I/O error left the database read-only until it is reopened"
+            ),
+            Error::PreviousIo { cause } => write!(
+                f,
+                "an earlier error left the database read-only until it is reopened \
+                 (what was committed before it is kept): {cause}"
             ),
             Error::ReadOnly => write!(f, "the database is open read-only"),
         }

@@ -98,7 +98,7 @@ fn run(
         }
         if let Err(e) = result {
             assert!(
-                matches!(e, Error::Io { .. } | Error::PreviousIo),
+                matches!(e, Error::Io { .. } | Error::PreviousIo { .. }),
                 "unexpected error kind: {e}"
             );
             // Sticky: every later write, commit or flush is refused.

@@ -96,10 +96,14 @@ class IoError(Error, OSError):
 
     ``path`` names the file, ``op`` what mhdb was doing (e.g. ``"fsync"``), and ``errno``
     the OS error number when there is one. After an I/O failure during a write, the handle
-    refuses further writes until it is reopened (which recovers).
+    refuses further writes until it is reopened (which recovers): those refusals carry
+    ``cause``, the message of the failure that latched the handle. A write that committed
+    returns normally even if the upkeep after it (a flush, an automatic compaction) failed;
+    that failure is latched, and the next write raises with it as ``cause``.
     """
 
     op: Optional[str] = None
+    cause: Optional[str] = None
 
 
 for _cls in (

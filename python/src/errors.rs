@@ -44,7 +44,7 @@ fn build(py: Python<'_>, e: &mhdb::Error) -> PyResult<PyErr> {
         E::InvalidParameter { .. } => "InvalidParameterError",
         E::ParameterMismatch { name: "scheme", .. } => "SchemeMismatchError",
         E::ParameterMismatch { .. } => "ParameterMismatchError",
-        E::Io { .. } | E::PreviousIo => "IoError",
+        E::Io { .. } | E::PreviousIo { .. } => "IoError",
         E::Corruption { .. } => "CorruptionError",
         E::UnsupportedVersion { .. } => "UnsupportedVersionError",
         E::NotFound { .. } => "NotFoundError",
@@ -91,8 +91,9 @@ fn build(py: Python<'_>, e: &mhdb::Error) -> PyResult<PyErr> {
                 set("errno", errno.into_pyobject(py)?.into_any())?;
             }
         }
-        E::PreviousIo => {
+        E::PreviousIo { cause } => {
             set("detail", e.to_string().into_pyobject(py)?.into_any())?;
+            set("cause", cause.into_pyobject(py)?.into_any())?;
         }
         E::Corruption {
             path: p,

@@ -185,6 +185,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         "added {} documents ({} invalid skipped, {} duplicates skipped)",
         loader.committed, loader.skipped_invalid, loader.skipped_duplicates
     ));
+    super::output::warn_write_failure(&db);
     Ok(ExitCode::SUCCESS)
 }
 

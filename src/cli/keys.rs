@@ -140,5 +140,6 @@ pub fn delete(args: &DeleteArgs) -> CliResult<ExitCode> {
     } else {
         message(format_args!("deleted {present} of {} keys", all.len()));
     }
+    super::output::warn_write_failure(&db);
     Ok(ExitCode::SUCCESS)
 }

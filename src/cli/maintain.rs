@@ -177,6 +177,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
             args.dest.display()
         ));
     }
+    super::output::warn_write_failure(&target);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -151,6 +151,18 @@ pub fn warn(msg: impl fmt::Display) {
     eprintln!("mhdb: warning: {msg}");
 }
 
+/// For the commands that write: everything they report done is committed, but the upkeep
+/// after the last commit (a flush, removing obsolete files, an automatic compaction) may have
+/// failed, a full disk say; the user should hear of it (`Db::write_failure`).
+pub fn warn_write_failure(db: &mhdb::db::Db) {
+    if let Some(cause) = db.write_failure() {
+        warn(format_args!(
+            "what is reported done is committed, but the upkeep after it failed ({cause}); the \
+             next command that opens the database for writing finishes it"
+        ));
+    }
+}
+
 /// For the commands that sign text: a key file named in the environment for an index that is
 /// not keyed is not used, which the user who set it should hear (not an error: the variable
 /// may be set for other indexes).

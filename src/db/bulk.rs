@@ -178,10 +178,12 @@ impl Db {
         }
         drop(_order);
         drop(_maint);
-        self.remove_obsolete_files()?;
-        if self.opts.auto_compact {
-            self.compact_step()?;
-        }
-        Ok(())
+        // Committed: what follows is upkeep.
+        self.after_commit(self.remove_obsolete_files().and_then(|()| {
+            if self.opts.auto_compact {
+                self.compact_step()?;
+            }
+            Ok(())
+        }))
     }
 }

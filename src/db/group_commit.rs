@@ -144,7 +144,7 @@ impl GroupCommit {
                 return Ok(());
             }
             if failed.load(Ordering::SeqCst) {
-                return Err(Error::PreviousIo);
+                return Err(Error::previous_io_unknown());
             }
             if w.syncing {
                 self.synced.wait(&mut guard);

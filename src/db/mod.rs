@@ -123,6 +123,8 @@ pub struct Db {
     next_file_id: AtomicU64,
     /// Set by the first failed write or sync: from then on writes are refused.
     failed: AtomicBool,
+    /// The error that set `failed`, as reported: every refusal after it names it.
+    failure: parking_lot::Mutex<Option<String>>,
     /// What this handle's recovery cut from WAL files and kept aside.
     cut_tails: Vec<CutTail>,
 }
@@ -358,17 +360,58 @@ impl Db {
             return Err(Error::ReadOnly);
         }
         if self.failed.load(Ordering::SeqCst) {
-            return Err(Error::PreviousIo);
+            return Err(self.previous_io());
         }
         Ok(())
     }
 
-    /// Latches an I/O or corruption error: the handle refuses writes from then on (the
-    /// durable state is unknown; only a reopen, which recovers, may write again).
-    fn fail<T>(&self, e: Error) -> Result<T> {
-        if matches!(e, Error::Io { .. } | Error::Corruption { .. }) {
-            self.failed.store(true, Ordering::SeqCst);
+    /// The error that made this handle refuse writes (until the database is reopened), as it
+    /// was reported; `None` while it may write. A write whose commit succeeded returns `Ok`
+    /// even when the upkeep after it (a flush, removing obsolete files, an automatic
+    /// compaction) failed: that failure is latched here instead, and the next write refuses
+    /// with it ([`Error::PreviousIo`]).
+    pub fn write_failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::SeqCst) {
+            return None;
         }
-        Err(e)
+        Some(self.failure.lock().clone().unwrap_or_default())
+    }
+
+    fn previous_io(&self) -> Error {
+        Error::PreviousIo {
+            cause: self.failure.lock().clone().unwrap_or_default(),
+        }
+    }
+
+    /// Latches `e` as this handle's failure: writes are refused from then on, naming it.
+    fn latch(&self, e: &Error) {
+        if !matches!(e, Error::PreviousIo { .. }) {
+            self.failure.lock().get_or_insert_with(|| e.to_string());
+        }
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    /// Latches an I/O or corruption error: the handle refuses writes from then on (the
+    /// durable state is unknown; only a reopen, which recovers, may write again). A refusal
+    /// from below for an earlier failure is given its cause.
+    fn fail<T>(&self, e: Error) -> Result<T> {
+        match e {
+            Error::PreviousIo { .. } => Err(self.previous_io()),
+            Error::Io { .. } | Error::Corruption { .. } => {
+                self.latch(&e);
+                Err(e)
+            }
+            e => Err(e),
+        }
+    }
+
+    /// The end of a write whose commit succeeded: a failure of the upkeep after it is latched
+    /// (the next write refuses, naming it) rather than returned, so that an error always
+    /// means the write did not commit (or, after a failed fsync, may not have).
+    fn after_commit<T>(&self, upkeep: Result<T>) -> Result<()> {
+        if let Err(e) = upkeep {
+            self.latch(&e);
+        }
+        Ok(())
     }
 }

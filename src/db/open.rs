@@ -171,6 +171,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         maintenance: Mutex::new(()),
         next_file_id,
         failed: AtomicBool::new(false),
+        failure: parking_lot::Mutex::new(None),
         cut_tails,
     };
     if !read_only {

@@ -208,7 +208,9 @@ impl Db {
         } else if let Err(e) = self.group_commit.write_if_large() {
             return self.fail(e);
         }
-        self.maybe_flush()
+        // Committed (with `Durability::Sync`; queued otherwise, and then a failed flush is
+        // reported by the next commit): what follows is upkeep.
+        self.after_commit(self.maybe_flush())
     }
 
     /// Inserts (or replaces) one document by signature.

@@ -247,7 +247,7 @@ impl WalWriter {
         let mut buf = Vec::new();
         for p in payloads {
             if inner.failed {
-                return Err(Error::PreviousIo);
+                return Err(Error::previous_io_unknown());
             }
             if inner.sealed {
                 return Err(Error::invalid("wal", "the WAL file is sealed"));
@@ -269,7 +269,7 @@ impl WalWriter {
             inner.sync(start)?;
         }
         if inner.failed {
-            return Err(Error::PreviousIo);
+            return Err(Error::previous_io_unknown());
         }
         Ok(())
     }
@@ -282,7 +282,7 @@ impl WalWriter {
     pub fn seal(&self) -> Result<()> {
         let mut inner = self.inner.lock();
         if inner.failed {
-            return Err(Error::PreviousIo);
+            return Err(Error::previous_io_unknown());
         }
         if inner.sealed {
             return Ok(());
