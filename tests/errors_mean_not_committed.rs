@@ -1,5 +1,6 @@
 //! An error from a write means the write did not commit: with the N-th I/O call failing, for
-//! every N, the state a power loss leaves is exactly the acknowledged writes (batches through
+//! every N (writes and syncs; then also maps and directory listings, which loading a new
+//! version makes), the state a power loss leaves is exactly the acknowledged writes (batches through
 //! the WAL, bulk inserts), never one more that was reported as failed. Once a write's commit
 //! point is passed, a failure of the upkeep after it (the flush a full memtable starts, the
 //! removal of obsolete files, an automatic compaction) is latched instead of returned: the
@@ -180,11 +181,25 @@ fn an_error_means_not_committed_and_upkeep_failures_are_latched_not_returned() {
     let clean = run(Arc::new(probe.clone()), &steps);
     assert!(!clean.failed && !clean.latched && clean.acked == steps.len());
     let total = probe.io_count();
+    let loads_probe = FaultFs::with_loads(Arc::new(SimFs::new()), 0, 12);
+    run(Arc::new(loads_probe.clone()), &steps);
+    let total_with_loads = loads_probe.io_count();
     let mut latched_runs = 0;
-    for errno in [5, 28] {
-        for n in 1..=total {
+    // Writes and syncs failing with EIO and ENOSPC; then also maps and directory listings
+    // failing (ENOMEM), which a new version's loading meets.
+    for (errno, loads, calls) in [
+        (5, false, total),
+        (28, false, total),
+        (12, true, total_with_loads),
+    ] {
+        for n in 1..=calls {
             let sim = Arc::new(SimFs::new());
-            let seen = run(Arc::new(FaultFs::new(sim.clone(), n, errno, false)), &steps);
+            let fs = if loads {
+                FaultFs::with_loads(sim.clone(), n, errno)
+            } else {
+                FaultFs::new(sim.clone(), n, errno, false)
+            };
+            let seen = run(Arc::new(fs), &steps);
             latched_runs += usize::from(seen.latched);
             let what = format!("errno {errno}, failing call {n}");
             let image = Arc::new(sim.crash_image(CrashMode::DurableOnly));

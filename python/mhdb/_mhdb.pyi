@@ -200,7 +200,8 @@ class Index:
         """Inserts (or replaces) documents from ``(key, text_or_signature)`` pairs, committing
         ``commit_every`` at a time (each batch durable, then ``on_commit(total)``); batches
         are signed and written without the GIL while the next one is read. A bad document (a
-        text without shingles: :class:`InvalidParameterError`; a value of the wrong type:
+        text without shingles, or a signature of the wrong length:
+        :class:`InvalidParameterError`; a value of the wrong type:
         ``TypeError``; both naming its position and key, ``items[7] (key "a")``) stops the
         call: the batches committed before its batch stay, its batch (also the documents
         before it there) and everything after are not committed."""
@@ -238,7 +239,7 @@ class Index:
         ``exact=False``), or for a SimHash index ``(key, distance, cosine)`` (``threshold`` is
         then a minimum cosine); with ``top``, the ``top`` most similar (down to 0.3, or
         ``threshold``) without a threshold. ``threshold`` is in (0, 1]; ``limit`` and ``top``
-        are non-negative and exclude each other (else :class:`InvalidParameterError`)."""
+        are positive and exclude each other (else :class:`InvalidParameterError`)."""
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,

@@ -136,8 +136,9 @@ pub fn threshold(py: Python<'_>, t: Option<f64>) -> PyResult<Option<f64>> {
     }
 }
 
-/// A count given as `name` (`limit=`, `top=`): `None`, or a non-negative int. A negative int
-/// is an `InvalidParameterError` naming the parameter (not Python's `OverflowError`).
+/// A count given as `name` (`limit=`, `top=`): `None`, or a positive int. Zero or a negative
+/// int is an `InvalidParameterError` naming the parameter (not Python's `OverflowError`; zero
+/// asks for nothing, surely a mistake, and `mhdb query` refuses it too).
 pub fn count(
     py: Python<'_>,
     name: &'static str,
@@ -152,14 +153,22 @@ pub fn count(
             value.get_type().name()?
         )));
     }
-    value.extract().map(Some).map_err(|_| {
+    let n: usize = value.extract().map_err(|_| {
         let reason = if value.lt(0).unwrap_or(false) {
-            format!("must be a non-negative integer, got {value}")
+            format!("must be a positive integer (None for no bound), got {value}")
         } else {
             format!("{value} is too large")
         };
         invalid(py, name, reason)
-    })
+    })?;
+    if n == 0 {
+        return Err(invalid(
+            py,
+            name,
+            "must be a positive integer (None for no bound), got 0",
+        ));
+    }
+    Ok(Some(n))
 }
 
 /// A text given as `name` (`text=` of `insert` and `query`, an item of `texts=`): a `str`.

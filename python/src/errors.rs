@@ -93,7 +93,9 @@ fn build(py: Python<'_>, e: &mhdb::Error) -> PyResult<PyErr> {
         }
         E::PreviousIo { cause } => {
             set("detail", e.to_string().into_pyobject(py)?.into_any())?;
-            set("cause", cause.into_pyobject(py)?.into_any())?;
+            if !cause.is_empty() {
+                set("cause", cause.into_pyobject(py)?.into_any())?;
+            }
         }
         E::Corruption {
             path: p,

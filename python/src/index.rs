@@ -125,7 +125,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
 }
 
 /// The options of `query` and `query_many`, checked as the command-line tool checks them: a
-/// threshold in (0, 1], counts that are non-negative ints, and `top` or `limit`, not both.
+/// threshold in (0, 1], counts that are positive ints, and `top` or `limit`, not both.
 fn query_options(
     py: Python<'_>,
     threshold: Option<f64>,
@@ -387,9 +387,10 @@ impl PyIndex {
     ///     the number of documents inserted.
     ///
     /// Raises:
-    ///     InvalidParameterError: a text without shingles (named by its position in the
-    ///         input and its key: ``items[7] (key "a")``, or ``texts[7] (key "a")`` with
-    ///         ``texts``), a key longer than the maximum, a signature of the wrong length.
+    ///     InvalidParameterError: a text without shingles or a signature of the wrong
+    ///         length (named by its position in the input and its key: ``items[7] (key
+    ///         "a")``, or ``texts[7] (key "a")`` with ``texts``), a key longer than the
+    ///         maximum (named by its position).
     ///     TypeError: an item is not a ``(key, text)`` or ``(key, signature)`` tuple, a key
     ///         is not ``str`` or ``bytes``, or a value is neither a text (``str``) nor a
     ///         signature (named by position, and key when it was read).

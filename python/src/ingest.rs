@@ -91,6 +91,21 @@ pub enum Origin {
 /// `mhdb add` refuses it and by the same rule ([`mhdb::db::IndexParams::has_no_shingles`]): it
 /// could never be found. The error names the first such document by key (and position).
 fn sign<'a>(db: &Db, docs: &'a Docs, origin: Origin) -> mhdb::Result<Vec<(&'a [u8], Signature)>> {
+    // A given signature of the wrong shape is named by its position (the commit would refuse
+    // it too, but only as one of the batch).
+    for (i, (key, doc)) in docs.iter().enumerate() {
+        if let Doc::Sig(sig) = doc
+            && let Err(e) = db.check_signature(sig)
+        {
+            return Err(match e {
+                mhdb::Error::InvalidParameter { name, reason } => mhdb::Error::invalid(
+                    name,
+                    format!("{}: {reason}", place(key, origin, i, "signature").1),
+                ),
+                e => e,
+            });
+        }
+    }
     let one = |(key, doc): &'a (Vec<u8>, Doc)| Ok((key.as_slice(), doc.signature(db)?));
     let signed: Vec<_> = if docs.len() > 1 {
         docs.par_iter().map(one).collect::<mhdb::Result<_>>()?
@@ -109,11 +124,7 @@ fn sign<'a>(db: &Db, docs: &'a Docs, origin: Origin) -> mhdb::Result<Vec<(&'a [u
 /// The error for the `i`-th of a batch's documents, a text without shingles with `key`; the
 /// words are those of `mhdb add`.
 fn no_shingles(key: &[u8], origin: Origin, i: usize) -> mhdb::Error {
-    let key = String::from_utf8_lossy(key);
-    let (param, doc) = match origin {
-        Origin::Insert => ("text", format!("key {key:?}")),
-        Origin::Many { param, first } => (param, format!("{param}[{}] (key {key:?})", first + i)),
-    };
+    let (param, doc) = place(key, origin, i, "text");
     mhdb::Error::invalid(
         param,
         format!(
@@ -121,6 +132,16 @@ fn no_shingles(key: &[u8], origin: Origin, i: usize) -> mhdb::Error {
              similar to nothing, so it is not stored"
         ),
     )
+}
+
+/// The parameter that held a batch's `i`-th document with `key`, and the document named by
+/// its position and key (`items[7] (key "a")`; for `insert`, `single` names the parameter).
+fn place(key: &[u8], origin: Origin, i: usize, single: &'static str) -> (&'static str, String) {
+    let key = String::from_utf8_lossy(key);
+    match origin {
+        Origin::Insert => (single, format!("key {key:?}")),
+        Origin::Many { param, first } => (param, format!("{param}[{}] (key {key:?})", first + i)),
+    }
 }
 
 /// Commits signed documents atomically and durably.

@@ -198,13 +198,15 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
             idx.insert_many([("d", TEXT), (too_long, TEXT)])
         assert e.value.parameter == "key"
         assert f"items[1]: is {mhdb.MAX_KEY_LEN + 1} bytes long" in str(e.value)
-        # Negative counts: InvalidParameterError naming the parameter, not OverflowError.
+        # Counts below one: InvalidParameterError naming the parameter, not OverflowError
+        # (and not an empty answer for 0, which `mhdb query --limit 0` refuses too).
         for name in ("limit", "top"):
-            with pytest.raises(mhdb.InvalidParameterError) as e:
-                idx.query(TEXT, **{name: -1})
-            assert e.value.parameter == name and "non-negative" in str(e.value)
-            with pytest.raises(mhdb.InvalidParameterError):
-                idx.query_many(texts=[TEXT], **{name: -1})
+            for bad in (-1, 0):
+                with pytest.raises(mhdb.InvalidParameterError) as e:
+                    idx.query(TEXT, **{name: bad})
+                assert e.value.parameter == name and f"positive integer (None for no bound), got {bad}" in str(e.value)
+                with pytest.raises(mhdb.InvalidParameterError):
+                    idx.query_many(texts=[TEXT], **{name: bad})
             with pytest.raises(TypeError, match=f"^{name} must be an int, not float"):
                 idx.query(TEXT, **{name: 1.5})
         # A text of the wrong type names the parameter.
@@ -214,7 +216,19 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
             idx.insert("k", 123)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"^texts\[1\] must be a str, not int"):
             list(idx.query_many(texts=[TEXT, 5]))  # type: ignore[list-item]
-        assert len(idx) == 0
+        # A signature of the wrong length: named by its position and key, nothing of its batch
+        # committed (earlier batches are).
+        good = idx.hasher.sketch(TEXT)
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert_many([("a", good), ("b", good), ("c", good[:64])], commit_every=2)
+        assert e.value.parameter == "signature"
+        assert f'items[2] (key "c"): has 64 slots, the database stores {len(good)}' in str(e.value)
+        assert sorted(idx.keys()) == ["a", "b"]
+        with pytest.raises(mhdb.InvalidParameterError, match=r'`signature`: texts\[1\] \(key "y"\): has 3 slots'):
+            idx.insert_many(["x", "y"], [good, [1, 2, 3]])
+        with pytest.raises(mhdb.InvalidParameterError, match=r'`signature`: key "k": has 64 slots'):
+            idx.insert("k", signature=good[:64])
+        assert sorted(idx.keys()) == ["a", "b"]
 
 
 def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:

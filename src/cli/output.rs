@@ -157,8 +157,9 @@ pub fn warn(msg: impl fmt::Display) {
 pub fn warn_write_failure(db: &mhdb::db::Db) {
     if let Some(cause) = db.write_failure() {
         warn(format_args!(
-            "what is reported done is committed, but the upkeep after it failed ({cause}); the \
-             next command that opens the database for writing finishes it"
+            "what is reported done is committed, but the upkeep after it (a flush or a \
+             compaction) failed: {cause}; nothing committed is lost, and later writes flush and \
+             compact as usual"
         ));
     }
 }

@@ -179,11 +179,6 @@ impl Db {
         drop(_order);
         drop(_maint);
         // Committed: what follows is upkeep.
-        self.after_commit(self.remove_obsolete_files().and_then(|()| {
-            if self.opts.auto_compact {
-                self.compact_step()?;
-            }
-            Ok(())
-        }))
+        self.after_commit(self.upkeep())
     }
 }

@@ -239,17 +239,19 @@ impl Db {
             deletions,
             segments,
         };
-        self.vfs
-            .sync_dir(&self.dir)
-            .map_err(Error::io_on(&self.dir, "fsync directory"))?;
-        write_manifest(vfs, &self.dir, &manifest)?;
-
-        // Published: install the new version for queries.
+        // The new version is loaded (its files mapped and checked) before the commit point, so
+        // that nothing after it can fail: an error from here on means not committed.
         let added = match new_segment {
             Some(meta) => Some(Arc::new(load_segment(vfs, &self.dir, meta)?)),
             None => None,
         };
         let version = old.successor(vfs, &self.dir, manifest, added)?;
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(Error::io_on(&self.dir, "fsync directory"))?;
+        write_manifest(vfs, &self.dir, &version.manifest)?;
+
+        // Published: install the new version for queries.
         let mut state = self.state.write();
         state.version = Arc::new(version);
         after(&mut state);
@@ -271,9 +273,21 @@ impl Db {
         })
     }
 
-    /// [`Db::remove_obsolete_files_at`] once the writer is running.
-    pub(super) fn remove_obsolete_files(&self) -> Result<()> {
-        self.remove_obsolete_files_at(false)
+    /// What follows a commit: obsolete files removed, and a compaction step when they are
+    /// automatic. (Its failure does not undo the commit: callers pass it to `after_commit`.)
+    pub(super) fn upkeep(&self) -> Result<()> {
+        self.remove_obsolete_files();
+        if self.opts.auto_compact {
+            self.compact_step()?;
+        }
+        Ok(())
+    }
+
+    /// [`Db::remove_obsolete_files_at`] once the writer is running, as a best effort: a file
+    /// not removed now (the directory could not be listed, a removal failed) is an orphan the
+    /// next writer's open removes, and nothing committed depends on it.
+    pub(super) fn remove_obsolete_files(&self) {
+        let _ = self.remove_obsolete_files_at(false);
     }
 
     /// Deletes files the durable manifest no longer references (and leftovers of crashes).

@@ -41,7 +41,8 @@ impl Db {
             Err(e) => return self.fail(e),
         }
         drop(_maint);
-        self.remove_obsolete_files()
+        self.remove_obsolete_files();
+        Ok(())
     }
 
     /// One merge chosen by the policy; returns whether one happened.
@@ -69,7 +70,7 @@ impl Db {
             return self.fail(e);
         }
         drop(_maint);
-        self.remove_obsolete_files()?;
+        self.remove_obsolete_files();
         Ok(true)
     }
 
@@ -130,13 +131,14 @@ impl Db {
             next_file_id: self.file_ids_used(),
             ..version.manifest.clone()
         };
-        self.vfs
-            .sync_dir(&self.dir)
-            .map_err(Error::io_on(&self.dir, "fsync directory"))?;
-        write_manifest(self.vfs.as_ref(), &self.dir, &manifest)?;
+        // Loaded before the commit point, so that nothing after it can fail.
         let rewritten = Arc::new(LoadedSegment { meta, ..merged });
         let new_version =
             version.successor(self.vfs.as_ref(), &self.dir, manifest, Some(rewritten))?;
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(Error::io_on(&self.dir, "fsync directory"))?;
+        write_manifest(self.vfs.as_ref(), &self.dir, &new_version.manifest)?;
         let mut state = self.state.write();
         // A flush cannot have run meanwhile (maintenance lock), so only this changed.
         state.version = Arc::new(new_version);

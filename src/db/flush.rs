@@ -66,11 +66,8 @@ impl Db {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
         }?;
-        self.remove_obsolete_files()?;
-        if self.opts.auto_compact {
-            self.compact_step()?;
-        }
-        Ok(())
+        // Committed: what follows is upkeep.
+        self.after_commit(self.upkeep())
     }
 
     fn write_flush(&self, imm: &MemTable, new_wal: (u64, u64)) -> Result<()> {

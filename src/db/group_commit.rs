@@ -143,12 +143,14 @@ impl GroupCommit {
             if w.synced_seq >= seq {
                 return Ok(());
             }
-            if failed.load(Ordering::SeqCst) {
-                return Err(Error::previous_io_unknown());
-            }
+            // A group being written may hold this batch: its outcome is this batch's, even if
+            // the handle failed meanwhile (an upkeep failure latched by another thread).
             if w.syncing {
                 self.synced.wait(&mut guard);
                 continue;
+            }
+            if failed.load(Ordering::SeqCst) {
+                return Err(Error::previous_io_unknown());
             }
             // Become the leader. Writers that are about to queue join this group if they do so
             // within a fraction of an fsync (group commit); then write outside the lock.

@@ -274,8 +274,9 @@ impl Db {
     }
 
     /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
-    /// fingerprint's 64 one-bit slots).
-    pub(super) fn check_signature(&self, sig: &Signature) -> Result<()> {
+    /// fingerprint's 64 one-bit slots): whether it may be stored or queried here (a caller
+    /// with many can name the bad one before any is written).
+    pub fn check_signature(&self, sig: &Signature) -> Result<()> {
         if self.params.sim_params().is_some() {
             return super::simhash::fingerprint_of(sig).map(|_| ());
         }

@@ -451,6 +451,8 @@ pub struct FaultFs<V: Vfs> {
     fail_at: u64,
     sticky: bool,
     errno: i32,
+    /// Also counts (and fails) the calls that load files: mapping one, listing a directory.
+    loads: bool,
 }
 
 impl<V: Vfs> FaultFs<V> {
@@ -463,6 +465,20 @@ impl<V: Vfs> FaultFs<V> {
             fail_at,
             sticky,
             errno,
+            loads: false,
+        })
+    }
+
+    /// As [`FaultFs::new`] (not sticky), counting the calls that load files too: mapping a
+    /// file (ENOMEM or too many maps, say) and listing a directory.
+    pub fn with_loads(inner: V, fail_at: u64, errno: i32) -> Arc<Self> {
+        Arc::new(FaultFs {
+            inner,
+            calls: AtomicU64::new(0),
+            fail_at,
+            sticky: false,
+            errno,
+            loads: true,
         })
     }
 
@@ -530,6 +546,9 @@ impl<V: Vfs> Vfs for Arc<FaultFs<V>> {
         }))
     }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        if self.loads {
+            self.tick()?;
+        }
         self.inner.list_dir(dir)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -555,6 +574,9 @@ impl<V: Vfs> Vfs for Arc<FaultFs<V>> {
         self.inner.lock(path, mode)
     }
     fn map_readonly(&self, path: &Path) -> io::Result<Mapped> {
+        if self.loads {
+            self.tick()?;
+        }
         self.inner.map_readonly(path)
     }
 }
