@@ -99,7 +99,7 @@ class IoError(Error, OSError):
     refuses further writes until it is reopened (which recovers): those refusals carry
     ``cause``, the message of the failure that latched the handle. A write that committed
     returns normally even if the upkeep after it (a flush, an automatic compaction) failed;
-    that failure is latched, and the next write raises with it as ``cause``.
+    that failure is latched (``Index.write_failure``), and the next write raises with it as ``cause``.
     """
 
     op: Optional[str] = None

@@ -177,6 +177,12 @@ class Index:
     def read_only(self) -> bool:
         """Whether the index was opened read-only."""
     @property
+    def write_failure(self) -> Optional[str]:
+        """``None`` while the index may write; else the message of the I/O failure that
+        made it refuse writes until reopened (a failure of the upkeep after a committed
+        write is kept here, and the next write raises :class:`IoError` with it as
+        ``cause``)."""
+    @property
     def params(self) -> dict[str, Any]:
         """The stored parameters."""
     @property

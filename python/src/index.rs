@@ -316,6 +316,15 @@ impl PyIndex {
         self.read_only
     }
 
+    /// ``None`` while the index may write; else the message of the I/O failure that made it
+    /// refuse writes until it is reopened. A write that committed returns normally even if the
+    /// upkeep after it (a flush, an automatic compaction) failed: that failure is kept here,
+    /// and the next write raises :class:`IoError` with it as ``cause``.
+    #[getter]
+    fn write_failure(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.db(py)?.write_failure())
+    }
+
     /// The stored parameters (scheme, num_perm, seed, shingle, nfkc, lowercase,
     /// collapse_whitespace, bits, bands, rows, threshold, bucket_cap) as a dictionary.
     #[getter]

@@ -240,7 +240,9 @@ def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:
 
 
 def test_read_only(tmp_index_path: pathlib.Path) -> None:
-    mhdb.Index.create(tmp_index_path).close()
+    with mhdb.Index.create(tmp_index_path) as idx:
+        idx.insert("k", TEXT)
+        assert idx.write_failure is None  # no I/O failure latched
     with mhdb.Index.open(tmp_index_path, read_only=True) as idx:
         for write in (
             lambda: idx.insert("k", TEXT),
