@@ -494,6 +494,64 @@ fn closed_stdout_ends_quietly() {
     }
 }
 
+/// Output that cannot be written (standard output or standard error on a full disk:
+/// `/dev/full`) is not taken for a database failure: a full stdout is exit 1 with a message
+/// that says the output failed and the committed write stays, a full stderr changes nothing
+/// (no panic, exit code 101); either way the write is committed.
+#[test]
+fn full_output_is_not_a_database_failure() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("SKIPPED: no /dev/full");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let data = dir.path().join("docs.jsonl");
+    corpus(&data, 50);
+    let db_s = db.to_str().unwrap();
+    ok(&["create", db_s]);
+    ok(&["add", db_s, data.to_str().unwrap()]);
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    // stdout full: the delete is done, the output is what failed.
+    let out = bin()
+        .args(["delete", db_s, &key(1), "--json"])
+        .stdout(full().unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output: No space left on device")
+            && stderr.contains("what the command committed stays committed"),
+        "{stderr}"
+    );
+    // stderr full: success, as if it were not there.
+    let out = bin()
+        .args(["delete", db_s, &key(2)])
+        .stderr(full().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        "{\"id\": \"new-1\", \"text\": \"a new text of a few words\"}\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["add", db_s, more.to_str().unwrap()])
+        .stdout(full().unwrap())
+        .stderr(full().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    for k in [key(1), key(2)] {
+        let out = run(&["get", db_s, &k]);
+        assert_eq!(out.status.code(), Some(1), "{k} should be deleted");
+    }
+    assert_eq!(run(&["get", db_s, "new-1"]).status.code(), Some(0));
+}
+
 /// A query or dedup threshold below the one the bands were tuned for is answered, with a
 /// warning that pairs there are found only with the bands' chance; top-k (which probes
 /// further) and higher thresholds are not warned about.

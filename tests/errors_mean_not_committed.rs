@@ -5,7 +5,8 @@
 //! point is passed, a failure of the upkeep after it (the flush a full memtable starts, the
 //! removal of obsolete files, an automatic compaction) is latched instead of returned: the
 //! write succeeds, `Db::write_failure` names the failure, and the next write is refused with
-//! `PreviousIo` naming it too.
+//! `PreviousIo` naming it too. A handle whose WAL write failed refuses to export (its memory
+//! may hold the failed batch).
 
 mod common;
 
@@ -157,6 +158,14 @@ fn run(fs: Arc<dyn mhdb::storage::vfs::Vfs>, steps: &[Step]) -> Run {
                         assert!(!cause.is_empty(), "a refusal that does not name its cause")
                     }
                     other => panic!("write after an error: {other:?}"),
+                }
+                // After a failed WAL batch its memory may hold the batch: no durable copy is
+                // made of it.
+                if matches!(step, Step::Batch(_)) {
+                    assert!(
+                        matches!(db.export("/copy"), Err(Error::PreviousIo { .. })),
+                        "export from a handle whose WAL write failed"
+                    );
                 }
                 seen.failed = true;
                 return seen;

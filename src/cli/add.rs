@@ -49,6 +49,9 @@ struct Loader<'a> {
     last_id: Option<Key>,
     skipped_invalid: u64,
     skipped_duplicates: u64,
+    /// The load stopped at a bad input line, whose error names it (and says that the lines
+    /// before it are committed).
+    stopped_at_line: bool,
     progress: Option<ProgressBar>,
 }
 
@@ -83,8 +86,8 @@ impl Loader<'_> {
                     "last_id": last_id.as_deref().map(key_json),
                 });
                 let mut out = std::io::stdout().lock();
-                writeln!(out, "{line}")?;
-                out.flush()?;
+                writeln!(out, "{line}").map_err(CliError::stdout)?;
+                out.flush().map_err(CliError::stdout)?;
             }
         }
         Ok(())
@@ -102,6 +105,7 @@ impl Loader<'_> {
                 }
                 // Everything before the bad record is committed before stopping.
                 self.commit()?;
+                self.stopped_at_line = true;
                 return Err(CliError::other(msg));
             }
         };
@@ -110,6 +114,7 @@ impl Loader<'_> {
         {
             if self.args.on_duplicate == OnDuplicate::Error {
                 self.commit()?;
+                self.stopped_at_line = true;
                 let origin = match line {
                     Some(line) => At { name: input, line }.to_string(),
                     None => key_text(&id).into_owned(),
@@ -170,16 +175,30 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         last_id: None,
         skipped_invalid: 0,
         skipped_duplicates: 0,
+        stopped_at_line: false,
         progress: progress(None, "{spinner} {pos} documents  {per_sec}  {elapsed}"),
     };
-    if args.files {
-        load_files(&mut loader)?;
+    let loaded = if args.files {
+        load_files(&mut loader)
     } else {
-        load_jsonl(&mut loader)?;
+        load_jsonl(&mut loader)
     }
-    loader.commit()?;
+    .and_then(|()| loader.commit());
     if let Some(bar) = &loader.progress {
         bar.finish_and_clear();
+    }
+    if let Err(e) = loaded {
+        // A failure that is not a bad line's (whose error says the lines before it are in):
+        // say how much of the input is committed (in input order, every document up to the
+        // last committed id; --json has printed each commit).
+        if !e.is_broken_pipe() && !loader.stopped_at_line {
+            message(format_args!(
+                "added {} documents before stopping ({} invalid skipped, {} duplicates \
+                 skipped); nothing after them was added",
+                loader.committed, loader.skipped_invalid, loader.skipped_duplicates
+            ));
+        }
+        return Err(e);
     }
     message(format_args!(
         "added {} documents ({} invalid skipped, {} duplicates skipped)",

@@ -89,7 +89,7 @@ pub fn verify(args: &JsonDbArgs) -> CliResult<ExitCode> {
         outln!("ok: {} files checked", report.files_checked);
     } else {
         for p in &report.problems {
-            eprintln!("{p}");
+            super::output::to_stderr(p);
         }
     }
     Ok(ExitCode::from(match (report.is_ok(), corrupt) {

@@ -37,6 +37,18 @@ impl CliError {
         }
     }
 
+    /// A failure to write standard output (exit code 1; a closed pipe ends the command
+    /// quietly). What the command wrote to the database before it is committed.
+    pub fn stdout(e: std::io::Error) -> Self {
+        CliError {
+            broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe,
+            ..CliError::other(format!(
+                "cannot write to standard output: {e} (the output failed, not the database: \
+                 what the command committed stays committed)"
+            ))
+        }
+    }
+
     /// The same failure, its message prefixed with where it happened (`q.jsonl:7`).
     pub fn at(self, origin: impl fmt::Display) -> Self {
         CliError {
@@ -80,6 +92,13 @@ impl From<mhdb::Error> for CliError {
                     path.display()
                 )
             }
+            // Each command opens its own handle, and a failure of one of its writes ends it:
+            // a refusal for an earlier failure means the upkeep after one of its commits.
+            mhdb::Error::PreviousIo { cause } if !cause.is_empty() => format!(
+                "stopped: the upkeep after this command's last commit (a flush or a compaction) \
+                 failed, and the database takes no more writes until it is reopened (everything \
+                 committed is kept): {cause}"
+            ),
             _ => e.to_string(),
         };
         CliError {
@@ -112,17 +131,19 @@ pub fn exit(result: CliResult<ExitCode>) -> ExitCode {
         // choice, not an error to report.
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mhdb: {e}");
+            to_stderr(format_args!("mhdb: {e}"));
             ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// `println!` that returns an error (instead of panicking) when stdout is closed early.
+/// `println!` that returns an error (instead of panicking) when stdout is closed early or
+/// cannot be written (the error then says it was the output, not the database, that failed).
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*)?
+        writeln!(std::io::stdout().lock(), $($arg)*)
+            .map_err(crate::cli::output::CliError::stdout)?
     }};
 }
 pub(crate) use outln;
@@ -141,14 +162,22 @@ pub fn progress(len: Option<u64>, template: &str) -> Option<ProgressBar> {
     Some(bar)
 }
 
+/// A line on stderr. Unlike the `eprintln` macro, a stderr that cannot be written (a full
+/// disk behind a redirection, a closed pipe) does not panic: the command's outcome and exit
+/// code stand.
+pub fn to_stderr(line: impl fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// A message for whoever watches: `mhdb: …` on stderr.
 pub fn message(msg: impl fmt::Display) {
-    eprintln!("mhdb: {msg}");
+    to_stderr(format_args!("mhdb: {msg}"));
 }
 
 /// A warning: `mhdb: warning: …` on stderr; the command goes on.
 pub fn warn(msg: impl fmt::Display) {
-    eprintln!("mhdb: warning: {msg}");
+    to_stderr(format_args!("mhdb: warning: {msg}"));
 }
 
 /// For the commands that write: everything they report done is committed, but the upkeep
@@ -194,13 +223,13 @@ pub fn report_recovery(db: &mhdb::db::Db) {
         return;
     }
     for cut in db.cut_tails() {
-        eprintln!(
-            "mhdb: recovery cut {} bytes that were not a whole record from {} at offset {} \
-             (a write torn by a crash, or damage to the last one); they are kept in {}",
+        message(format_args!(
+            "recovery cut {} bytes that were not a whole record from {} at offset {} (a write \
+             torn by a crash, or damage to the last one); they are kept in {}",
             cut.bytes,
             cut.wal.display(),
             cut.offset,
             cut.kept_in.display()
-        );
+        ));
     }
 }

@@ -125,6 +125,9 @@ pub struct Db {
     failed: AtomicBool,
     /// The error that set `failed`, as reported: every refusal after it names it.
     failure: parking_lot::Mutex<Option<String>>,
+    /// A WAL write or fsync failed: the in-memory table may hold batches that did not commit
+    /// (queries still see them; a reopen drops them; `export` refuses to copy them).
+    memory_ahead: AtomicBool,
     /// What this handle's recovery cut from WAL files and kept aside.
     cut_tails: Vec<CutTail>,
 }

@@ -172,6 +172,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         next_file_id,
         failed: AtomicBool::new(false),
         failure: parking_lot::Mutex::new(None),
+        memory_ahead: AtomicBool::new(false),
         cut_tails,
     };
     if !read_only {

@@ -31,8 +31,12 @@ impl Db {
     /// behind. Works on a read-only handle and beside a writer (it reads a snapshot). The copy
     /// is built in a directory beside `dest` and renamed into place once it is whole and
     /// durable, so an interrupted export never looks like a database. Damaged source data is
-    /// refused, not copied.
+    /// refused, not copied. A handle whose WAL write failed refuses to export: its memory may
+    /// hold the write, which is not committed; reopen the database first.
     pub fn export(&self, dest: impl AsRef<Path>) -> Result<()> {
+        if self.memory_ahead.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(self.previous_io());
+        }
         let dest = dest.as_ref();
         let vfs = self.vfs.as_ref();
         if vfs.exists(dest).map_err(Error::io_on(dest, "stat"))?

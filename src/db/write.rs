@@ -206,6 +206,8 @@ impl Db {
         if self.opts.durability == Durability::Sync {
             self.sync_wal_through(seq)?;
         } else if let Err(e) = self.group_commit.write_if_large() {
+            self.memory_ahead
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             return self.fail(e);
         }
         // Committed (with `Durability::Sync`; queued otherwise, and then a failed flush is
@@ -251,7 +253,12 @@ impl Db {
             .sync_through(seq, self.opts.durability, &self.failed)
         {
             Ok(()) => Ok(()),
-            Err(e) => self.fail(e),
+            Err(e) => {
+                // The in-memory table holds batches this failure leaves uncommitted.
+                self.memory_ahead
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                self.fail(e)
+            }
         }
     }
 

@@ -119,13 +119,13 @@ impl WriterInner {
     }
 
     /// Writes one record at the end of the log, extending the file with zeros first when the
-    /// record does not fit in what was written ahead. (An fdatasync after an overwrite of
-    /// already written blocks need not commit a new file size or block allocation to the
-    /// filesystem journal: on this project's disk it takes about two thirds of the time of one
-    /// after an append.)
-    fn write_record(&mut self, record: &[u8]) -> Result<()> {
+    /// record does not fit in what was written ahead (`ahead`; the last record, a seal, is
+    /// written without). (An fdatasync after an overwrite of already written blocks need not
+    /// commit a new file size or block allocation to the filesystem journal: on this project's
+    /// disk it takes about two thirds of the time of one after an append.)
+    fn write_record(&mut self, record: &[u8], ahead: bool) -> Result<()> {
         let end = self.offset + record.len() as u64;
-        if end > self.allocated {
+        if ahead && end > self.allocated {
             let step = self.allocated.clamp(PREALLOC_MIN, PREALLOC_MAX);
             let target = (end + step).next_multiple_of(4096);
             let mut at = end;
@@ -133,6 +133,8 @@ impl WriterInner {
                 let n = (target - at).min(ZEROS.len() as u64) as usize;
                 let zeros = ZEROS.get(..n).unwrap_or_default();
                 if let Err(e) = self.file.write_all_at(zeros, at) {
+                    // A full disk: the zeros written so far are given back.
+                    self.cut_unacknowledged();
                     return Err(self.fail("extend WAL")(e));
                 }
                 at += n as u64;
@@ -152,6 +154,7 @@ impl WriterInner {
             return Err(self.fail("write WAL")(e));
         }
         self.offset = end;
+        self.allocated = self.allocated.max(end);
         Ok(())
     }
 
@@ -264,7 +267,7 @@ impl WalWriter {
             buf.clear();
             encode_record(&mut buf, inner.next_seq, p);
             let start = inner.offset;
-            inner.write_record(&buf)?;
+            inner.write_record(&buf, true)?;
             inner.next_seq += 1;
             inner.sync(start)?;
         }
@@ -290,7 +293,9 @@ impl WalWriter {
         let records = inner.next_seq - inner.first_seq;
         let record = seal_record(inner.next_seq - 1, records);
         let start = inner.offset;
-        inner.write_record(&record)?;
+        // No zeros ahead of the seal: they would be cut off at once (and on a nearly full
+        // disk, writing them could fail where the seal alone fits).
+        inner.write_record(&record, false)?;
         let len = inner.offset;
         if inner.allocated > len {
             if let Err(e) = inner.file.set_len(len) {
@@ -561,6 +566,60 @@ mod tests {
         let r = WalReader::replay(&image, p, |_, _, _| Ok(())).unwrap();
         assert_eq!((r.records, r.torn_tail_bytes, r.sealed), (1, 0, true));
         assert!(w.append_all_and_sync([&b"late"[..]].into_iter()).is_err());
+    }
+
+    /// Whatever write, extension or sync fails (a full disk), the file is cut back to the
+    /// records acknowledged: the zeros a failed extension wrote ahead do not stay to fill the
+    /// disk. And a seal writes no zeros ahead of itself (it fits where they would not).
+    #[test]
+    fn a_failed_append_or_seal_leaves_only_acknowledged_records() {
+        use crate::storage::sim::FaultFs;
+        let payloads: Vec<Vec<u8>> = (0..6).map(|i| vec![i as u8; 40_000]).collect();
+        let p = Path::new("/d/wal");
+        for n in 1.. {
+            let sim = std::sync::Arc::new(SimFs::new());
+            let fs = FaultFs::new(sim.clone(), n, 28, false);
+            let Ok(w) = WalWriter::create(&fs, p, 1) else {
+                continue;
+            };
+            let mut failed = None;
+            for payload in &payloads {
+                if let Err(e) = w.append_all_and_sync([&payload[..]].into_iter()) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            if failed.is_none() {
+                failed = w.seal().err();
+            }
+            let len = sim.read_file(p).unwrap().len() as u64;
+            if let Some(e) = failed {
+                // (Unless the failing call is the cut itself.)
+                if !matches!(
+                    e,
+                    Error::Io {
+                        op: "truncate WAL",
+                        ..
+                    }
+                ) {
+                    assert_eq!(
+                        len,
+                        w.len(),
+                        "failing call {n} ({e}): the file is not cut back"
+                    );
+                }
+            } else {
+                // No call failed any more: the whole run, sealed, with no zeros.
+                assert_eq!(len, w.len());
+                break;
+            }
+        }
+        // A seal where zeros ahead would not fit: only its own bytes are written.
+        let fs = SimFs::new();
+        let w = WalWriter::create(&fs, p, 1).unwrap();
+        w.append_all_and_sync([&b"abc"[..]].into_iter()).unwrap();
+        w.seal().unwrap();
+        assert_eq!(fs.read_file(p).unwrap().len() as u64, w.len());
     }
 
     /// In a sealed file no damage reads as a torn tail: a flip anywhere in the last batch
