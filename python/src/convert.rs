@@ -153,22 +153,17 @@ pub fn count(
             value.get_type().name()?
         )));
     }
-    let n: usize = value.extract().map_err(|_| {
-        let reason = if value.lt(0).unwrap_or(false) {
-            format!("must be a positive integer (None for no bound), got {value}")
-        } else {
-            format!("{value} is too large")
-        };
-        invalid(py, name, reason)
-    })?;
-    if n == 0 {
-        return Err(invalid(
+    match value.extract::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        Err(_) if value.gt(0).unwrap_or(false) => {
+            Err(invalid(py, name, format!("{value} is too large")))
+        }
+        _ => Err(invalid(
             py,
             name,
-            "must be a positive integer (None for no bound), got 0",
-        ));
+            format!("must be a positive integer (None for no bound), got {value}"),
+        )),
     }
-    Ok(Some(n))
 }
 
 /// A text given as `name` (`text=` of `insert` and `query`, an item of `texts=`): a `str`.

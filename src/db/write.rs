@@ -206,9 +206,7 @@ impl Db {
         if self.opts.durability == Durability::Sync {
             self.sync_wal_through(seq)?;
         } else if let Err(e) = self.group_commit.write_if_large() {
-            self.memory_ahead
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            return self.fail(e);
+            return self.fail_wal(e);
         }
         // Committed (with `Durability::Sync`; queued otherwise, and then a failed flush is
         // reported by the next commit): what follows is upkeep.
@@ -253,13 +251,16 @@ impl Db {
             .sync_through(seq, self.opts.durability, &self.failed)
         {
             Ok(()) => Ok(()),
-            Err(e) => {
-                // The in-memory table holds batches this failure leaves uncommitted.
-                self.memory_ahead
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                self.fail(e)
-            }
+            Err(e) => self.fail_wal(e),
         }
+    }
+
+    /// [`Db::fail`] for a failed WAL write or fsync: the in-memory table then holds batches
+    /// the failure leaves uncommitted.
+    fn fail_wal<T>(&self, e: Error) -> Result<T> {
+        self.memory_ahead
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.fail(e)
     }
 
     /// The coded shingle set to store with `sig`: `None` in an index that stores no sets; in

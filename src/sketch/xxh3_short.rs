@@ -66,12 +66,7 @@ impl ShortXxh3 {
     pub(crate) fn hash_4to8(&self, input: &[u8]) -> u64 {
         let len = input.len();
         let input64 = read32(input, len.wrapping_sub(4)).wrapping_add(read32(input, 0) << 32);
-        let mut h = input64 ^ self.flip_4to8;
-        h ^= h.rotate_left(49) ^ h.rotate_left(24);
-        h = h.wrapping_mul(PRIME_MX2);
-        h ^= (h >> 35).wrapping_add(len as u64);
-        h = h.wrapping_mul(PRIME_MX2);
-        h ^ (h >> 28)
+        mix_4to8_word(input64, self.flip_4to8, len as u64)
     }
 
     /// Calls `f` with the hash of every `n`-byte window of `bytes` (4 <= n <= 8), in order.
@@ -163,12 +158,7 @@ impl ShortXxh3 {
 ))]
 fn mix_4to8(words: &mut [u64; 64], flip: u64, len: u64) {
     for w in words.iter_mut() {
-        let mut h = *w ^ flip;
-        h ^= h.rotate_left(49) ^ h.rotate_left(24);
-        h = h.wrapping_mul(PRIME_MX2);
-        h ^= (h >> 35).wrapping_add(len);
-        h = h.wrapping_mul(PRIME_MX2);
-        *w = h ^ (h >> 28);
+        *w = mix_4to8_word(*w, flip, len);
     }
 }
 
@@ -195,13 +185,20 @@ fn hash_window_block(bytes: &[u8; 71], n: usize, flip: u64, words: &mut [u64; 64
         }
     }
     for w in words.iter_mut() {
-        let mut h = *w ^ flip;
-        h ^= h.rotate_left(49) ^ h.rotate_left(24);
-        h = h.wrapping_mul(PRIME_MX2);
-        h ^= (h >> 35).wrapping_add(n as u64);
-        h = h.wrapping_mul(PRIME_MX2);
-        *w = h ^ (h >> 28);
+        *w = mix_4to8_word(*w, flip, n as u64);
     }
+}
+
+/// XXH3's 4-8 byte mix of one input word (`rrmxmx` after the key is applied), for an input
+/// of `len` bytes: inlined into the loops above, which the compiler vectorizes.
+#[inline(always)]
+fn mix_4to8_word(word: u64, flip: u64, len: u64) -> u64 {
+    let mut h = word ^ flip;
+    h ^= h.rotate_left(49) ^ h.rotate_left(24);
+    h = h.wrapping_mul(PRIME_MX2);
+    h ^= (h >> 35).wrapping_add(len);
+    h = h.wrapping_mul(PRIME_MX2);
+    h ^ (h >> 28)
 }
 
 #[inline(always)]

@@ -459,26 +459,23 @@ impl<V: Vfs> FaultFs<V> {
     /// Fails call number `fail_at` (1-based; 0 never fails) with OS error `errno` (e.g. 5 EIO,
     /// 28 ENOSPC); with `sticky`, every later call fails too.
     pub fn new(inner: V, fail_at: u64, errno: i32, sticky: bool) -> Arc<Self> {
+        Self::build(inner, fail_at, errno, sticky, false)
+    }
+
+    /// As [`FaultFs::new`] (not sticky), counting the calls that load files too: mapping a
+    /// file (ENOMEM or too many maps, say) and listing a directory.
+    pub fn with_loads(inner: V, fail_at: u64, errno: i32) -> Arc<Self> {
+        Self::build(inner, fail_at, errno, false, true)
+    }
+
+    fn build(inner: V, fail_at: u64, errno: i32, sticky: bool, loads: bool) -> Arc<Self> {
         Arc::new(FaultFs {
             inner,
             calls: AtomicU64::new(0),
             fail_at,
             sticky,
             errno,
-            loads: false,
-        })
-    }
-
-    /// As [`FaultFs::new`] (not sticky), counting the calls that load files too: mapping a
-    /// file (ENOMEM or too many maps, say) and listing a directory.
-    pub fn with_loads(inner: V, fail_at: u64, errno: i32) -> Arc<Self> {
-        Arc::new(FaultFs {
-            inner,
-            calls: AtomicU64::new(0),
-            fail_at,
-            sticky: false,
-            errno,
-            loads: true,
+            loads,
         })
     }
 
