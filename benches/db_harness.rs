@@ -8,7 +8,7 @@
 //! phases, `--keep` to keep the databases, `--bulk-chunk N` for the documents per
 //! `bulk_insert` call when loading (default 1,000,000), `--cold-only DIR` / `--warm-only DIR` to rerun
 //! the cold or warm queries on a kept one, `--text-queries DB FILE` to time queries of
-//! signatures precomputed from a JSONL file on a database built by `mhdb add`). `tools/bench_db.sh` runs it and keeps the output.
+//! signatures precomputed from a JSONL file on a database built by `mhdb add`). `tools/bench/bench_db.sh` runs it and keeps the output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

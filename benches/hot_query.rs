@@ -1,9 +1,9 @@
 //! Hot queries through the library: queries with thousands of candidates each (a page of a
-//! boilerplate family, see `tools/hot_corpus.py`), signed before timing, so the figures are the
+//! boilerplate family, see `tools/bench/hot_corpus.py`), signed before timing, so the figures are the
 //! query alone: candidate gathering, de-duplication, verification and result building.
 //!
 //! Run: `cargo bench --bench hot_query -- --db DIR --queries FILE.jsonl [--threshold T]
-//! [--passes N]` on a database built by `mhdb add` (`tools/hot_bench.sh` does it all).
+//! [--passes N]` on a database built by `mhdb add` (`tools/bench/hot_bench.py` does it all).
 //! Prints ns per unique candidate on one thread, the same queries one at a time on every core
 //! (one large query spread over the cores), and as a batch on every core.
 

@@ -1,6 +1,6 @@
 //! The sketch kernel on a real corpus: what signing costs per document on one core, phase by
 //! phase, on the very texts `mhdb add` loads (so the two can be compared as a ratio; see
-//! `tools/ingest_bench.py`, which runs both).
+//! `tools/bench/ingest_bench.py`, which runs both).
 //!
 //! Run: `cargo bench --bench ingest_kernel -- --corpus FILE.jsonl [--field text]
 //! [--perms 512,128] [--passes 3]`. The texts are read and parsed before timing. Phases, each

@@ -6,7 +6,7 @@
 //! (default 1): with more, a query that re-ranks many candidates spreads them over the pool.
 //!
 //! Run: `cargo bench --bench rerank_query -- --db DIR --queries FILE.jsonl [--threshold T]
-//! [--rounds N] [--limit N] [--threads N]` (`tools/rerank_quality.py --keep DIR` leaves such databases and a corpus).
+//! [--rounds N] [--limit N] [--threads N]` (`python3 -m tools.bench.rerank_quality --keep DIR` leaves such databases and a corpus).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

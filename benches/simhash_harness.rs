@@ -1,7 +1,7 @@
 //! A SimHash-pigeonhole index on disk against gaoya's in-memory `SimHashIndex`, on real text.
 //!
 //! Documents: the texts of `--corpus FILE` (JSON lines with a "text" field, e.g. the
-//! boilerplate-heavy multilingual pages of `tools/hot_corpus.py`), fingerprinted with the
+//! boilerplate-heavy multilingual pages of `tools/bench/hot_corpus.py`), fingerprinted with the
 //! default parameters (char 5-grams, h = 3) under each weighting (`tf`, `logtf`); optionally
 //! `--pad N` random fingerprints more, to see a large index. Queries: `--queries Q` corpus
 //! documents with about 2 % of their words replaced by words of another document (the
@@ -17,7 +17,7 @@
 //! (`SimHashIndex::<u64, u32>::new(5, 4)`: five 12–13-bit blocks, and gaoya keeps distances
 //! *below* 4, so it finds the same d ≤ 3 set) on the same fingerprints in the same run.
 //!
-//! Run: `tools/simhash_bench.sh` (builds the corpus), or
+//! Run: `tools/bench/simhash_bench.sh` (builds the corpus), or
 //! `cargo bench --bench simhash_harness -- --corpus FILE [--docs N] [--pad N] [--queries Q]
 //! [--caps 10000,0] [--dir DIR]`.
 
@@ -77,7 +77,7 @@ fn mix(mut z: u64) -> u64 {
 fn load(path: &Path, limit: usize) -> Vec<String> {
     let data = std::fs::read_to_string(path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e} (build it with tools/hot_corpus.py)",
+            "{}: {e} (build it with python3 -m tools.bench.hot_corpus)",
             path.display()
         )
     });

@@ -1,13 +1,12 @@
 //! The committed seed corpora of the cargo-fuzz targets (`fuzz/seeds/TARGET/`), replayed in the
-//! normal test suite through the very functions the fuzz targets call (`fuzz/src/lib.rs`,
-//! included here): every decoder — CURRENT, manifest, deletion list, signature-log header,
-//! WAL replay, WAL batch payload, segment open, verify and lookups — on every seed, with the
-//! targets' own checks (no panic; a replay from a file equals one from memory; a segment that
-//! verifies finds its keys and combines into one that verifies), and the model-based target
-//! (writes, flushes, compactions, crashes and reopens of a database checked against what was
-//! acknowledged). An input a fuzz run finds
-//! crashing, once fixed, is added to the seeds and stays checked here. `tools/fuzz.sh` runs
-//! the targets themselves.
+//! normal test suite through the very functions the fuzz targets call (`fuzz/src/lib.rs`, included
+//! here): every decoder — CURRENT, manifest, deletion list, signature-log header, WAL replay, WAL
+//! batch payload, segment open, verify and lookups — on every seed, with the targets' own checks
+//! (no panic; a replay from a file equals one from memory; a segment that verifies finds its keys
+//! and combines into one that verifies), and the model-based target (writes, flushes, compactions,
+//! crashes and reopens of a database checked against what was acknowledged). An input a fuzz run
+//! finds crashing, once fixed, is added to the seeds and stays checked here.
+//! `tools/reliability/fuzz.sh` runs the targets themselves.
 
 #[allow(dead_code)]
 #[path = "../fuzz/src/lib.rs"]

@@ -8,7 +8,7 @@
 //! (read-only in place, and as a writer on a copy, which replays both WAL files and seals the
 //! newest) and check every live key and stored signature, the absent deleted keys and a set of
 //! query answers against `tests/golden/db-v2.expected.json`, and that opening changed no byte
-//! of the fixture. `tools/reference_reader.py`, an independent reader written from
+//! of the fixture. `tools/conformance/reference_reader.py`, an independent reader written from
 //! `format/*.md`, checks the same fixture against the same file in CI (and the WAL files'
 //! record counts and seals recorded there), so the code and the spec agree on every byte of it.
 //!

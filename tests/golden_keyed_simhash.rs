@@ -1,10 +1,9 @@
 //! Golden vectors of keyed hashing (`format/hashing.md` §12) and SimHash (§13): the test key's
-//! fingerprint, SipHash-1-3, the derived subkeys, keyed MinHash signatures and band keys,
-//! SimHash fingerprints (tf weights unkeyed and keyed, log-tf weights) and their block keys at
-//! h = 3 and h = 4. The
-//! expected values in `tests/golden/keyed_simhash.json` were computed by
-//! `tools/reference_sketch.py keyed-simhash`, an independent implementation written from the
-//! spec (its SipHash-1-3 and SimHash are its own; SHA-256 is Python's).
+//! fingerprint, SipHash-1-3, the derived subkeys, keyed MinHash signatures and band keys, SimHash
+//! fingerprints (tf weights unkeyed and keyed, log-tf weights) and their block keys at h = 3 and h
+//! = 4. The expected values in `tests/golden/keyed_simhash.json` were computed by
+//! `tools/conformance/reference_sketch.py keyed-simhash`, an independent implementation written
+//! from the spec (its SipHash-1-3 and SimHash are its own; SHA-256 is Python's).
 
 use mhdb::sketch::{
     Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, SecretKey, ShingleConfig, ShingleHash,

@@ -1,9 +1,9 @@
-//! Golden vectors pin hash spec v1 (`format/hashing.md`): signatures (k = 16 slot by slot,
-//! k = 128 by digest), b-bit packings and band keys for both schemes, char and word shingles,
-//! NFKC, non-ASCII, empty and tiny texts. The expected values in `tests/golden/vectors.json`
-//! were computed by `tools/reference_sketch.py`, an independent implementation written from
-//! the spec, so a passing test means the code and the spec agree; a signature computed today
-//! must equal one computed next year.
+//! Golden vectors pin hash spec v1 (`format/hashing.md`): signatures (k = 16 slot by slot, k = 128
+//! by digest), b-bit packings and band keys for both schemes, char and word shingles, NFKC,
+//! non-ASCII, empty and tiny texts. The expected values in `tests/golden/vectors.json` were
+//! computed by `tools/conformance/reference_sketch.py`, an independent implementation written from
+//! the spec, so a passing test means the code and the spec agree; a signature computed today must
+//! equal one computed next year.
 
 mod common;
 

@@ -21,7 +21,7 @@
 //!
 //! Every allowed outcome is allowed whatever the timing, so no result depends on a race: the
 //! timing only decides where the kill lands. The suite runs 100 cycles (about 10 s);
-//! `tools/torture.sh CYCLES [SEED]` runs more by hand, with the same code
+//! `tools/reliability/torture.sh CYCLES [SEED]` runs more by hand, with the same code
 //! (`MHDB_TORTURE_CYCLES`, `MHDB_TORTURE_SEED`). It prints `kills survived / kills` and the
 //! losses.
 

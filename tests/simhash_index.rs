@@ -735,8 +735,8 @@ fn every_command_works_on_a_simhash_index() {
     let _ = SimWeighting::LogTf;
 }
 
-/// `tools/reference_reader.py`, written from `format/*.md`, reads a kind-2 index and finds
-/// the fingerprints `mhdb get` reports (skipped without python3).
+/// `tools/conformance/reference_reader.py`, written from `format/*.md`, reads a kind-2 index
+/// and finds the fingerprints `mhdb get` reports (skipped without python3).
 #[test]
 fn the_reference_reader_reads_a_simhash_index() {
     if std::process::Command::new("python3")
@@ -756,7 +756,7 @@ fn the_reference_reader_reads_a_simhash_index() {
     let out = std::process::Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tools/reference_reader.py"
+            "/tools/conformance/reference_reader.py"
         ))
         .arg(&path)
         .output()

@@ -1,5 +1,5 @@
-//! Damage that `tools/corruption_sweep.py` found answered with anything but a corruption
-//! error (exit 3 naming the file), each reduced to the smallest case.
+//! Damage that `tools/reliability/corruption_sweep.py` found answered with anything but a
+//! corruption error (exit 3 naming the file), each reduced to the smallest case.
 
 mod common;
 

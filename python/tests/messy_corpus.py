@@ -1,5 +1,5 @@
 """A deterministic, messy, multilingual corpus with planted near-duplicates, for the Spark
-tests and tools/bench_spark.py.
+tests and tools/bench/bench_spark.py.
 
 Documents mix English, German, French, Russian, Greek, Chinese, Japanese, Arabic and Hindi
 words with emoji, HTML debris, URLs, odd casing and every kind of white space (tabs, no-break

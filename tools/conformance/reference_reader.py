@@ -19,9 +19,9 @@ uses instead of tag 1: either tag in the wrong index is an error). Each live key
 printed with a digest of its set (count, first, last, sum mod 2^64, CRC-32 of the values as LE
 u32), or with the values themselves under `--sets`.
 
-    python3 tools/reference_reader.py DB_DIR                 # live keys and signatures as JSON
-    python3 tools/reference_reader.py DB_DIR --sets          # ... with every stored set's values
-    python3 tools/reference_reader.py DB_DIR --check EXPECTED.json
+    python3 tools/conformance/reference_reader.py DB_DIR                 # live keys and signatures as JSON
+    python3 tools/conformance/reference_reader.py DB_DIR --sets          # ... with every stored set's values
+    python3 tools/conformance/reference_reader.py DB_DIR --check EXPECTED.json
 
 `--check` compares the live keys and signatures with EXPECTED.json (the shape printed by the
 first form; `tests/golden/db-v1.expected.json` and `db-v2.expected.json` have it, plus the

@@ -1,19 +1,19 @@
-//! Exact ground truth and query latency for `tools/result_quality.py` (the result-quality
-//! harness of issue 15).
+//! Exact ground truth and query latency for `tools/bench/result_quality.py` (result quality
+//! at the threshold, and top-k, on a corpus with many pairs near the threshold).
 //!
 //! Similarity is the exact Jaccard of the documents' shingle-hash sets as mhdb computes them
 //! (default normalization, char 5-grams, `MinHasher::shingle_hashes`), so the truth and the
 //! index agree on what a shingle is.
 //!
 //! ```text
-//! cargo run --release --example result_quality -- pairs CORPUS.jsonl MIN OUT.bin
+//! cargo bench --bench result_quality -- pairs CORPUS.jsonl MIN OUT.bin
 //!     every pair with J ≥ MIN: records of (u32 i, u32 j, f32 J), little-endian, i < j the
 //!     documents' line numbers (AllPairs with prefix and positional filtering: Bayardo et
 //!     al. 2007, Xiao et al. 2008)
-//! cargo run --release --example result_quality -- topk CORPUS.jsonl QUERIES.jsonl K FLOOR
+//! cargo bench --bench result_quality -- topk CORPUS.jsonl QUERIES.jsonl K FLOOR
 //!     brute force: per query line, the K documents of highest J ≥ FLOOR (ties by key), as
 //!     JSON lines {"id", "top": [[key, J], ...]}
-//! cargo run --release --example result_quality -- latency DB QUERIES.jsonl [TOP]
+//! cargo bench --bench result_quality -- latency DB QUERIES.jsonl [TOP]
 //!     signs every query, then times `Db::query` (or top-TOP queries) one by one on one
 //!     thread, twice (the second pass is reported): {"queries", "p50_us", "p90_us",
 //!     "mean_us", "matches"}
@@ -277,14 +277,25 @@ fn latency(db: &str, queries: &str, top: Option<usize>) -> Res<()> {
     Ok(())
 }
 
+const USAGE: &str = "usage: result_quality pairs CORPUS MIN OUT | topk CORPUS QUERIES K FLOOR | latency DB QUERIES [TOP]";
+
 fn main() -> Res<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` appends `--bench`; run with no command (as `cargo bench` alone does), this
+    // only prints its usage.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     match a.as_slice() {
+        [] => {
+            eprintln!("{USAGE}");
+            Ok(())
+        }
         ["pairs", corpus, min, out] => pairs(corpus, min.parse()?, out),
         ["topk", corpus, queries, k, floor] => topk(corpus, queries, k.parse()?, floor.parse()?),
         ["latency", db, queries] => latency(db, queries, None),
         ["latency", db, queries, top] => latency(db, queries, Some(top.parse()?)),
-        _ => Err("usage: result_quality pairs CORPUS MIN OUT | topk CORPUS QUERIES K FLOOR | latency DB QUERIES [TOP]".into()),
+        _ => Err(USAGE.into()),
     }
 }

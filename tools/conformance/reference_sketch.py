@@ -8,8 +8,8 @@ Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are
 or come from the standard library:
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install xxhash
-    /tmp/v/bin/python tools/reference_sketch.py > tests/golden/vectors.json
-    /tmp/v/bin/python tools/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py > tests/golden/vectors.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
 
 If this script and mhdb ever disagree, one of them no longer follows the spec.
 """
@@ -104,10 +104,20 @@ def siphash13(k0, k1, data):
          k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
 
     def sipround():
-        v[0] = (v[0] + v[1]) & M64; v[1] = rotl(v[1], 13); v[1] ^= v[0]; v[0] = rotl(v[0], 32)
-        v[2] = (v[2] + v[3]) & M64; v[3] = rotl(v[3], 16); v[3] ^= v[2]
-        v[0] = (v[0] + v[3]) & M64; v[3] = rotl(v[3], 21); v[3] ^= v[0]
-        v[2] = (v[2] + v[1]) & M64; v[1] = rotl(v[1], 17); v[1] ^= v[2]; v[2] = rotl(v[2], 32)
+        v[0] = (v[0] + v[1]) & M64
+        v[1] = rotl(v[1], 13)
+        v[1] ^= v[0]
+        v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & M64
+        v[3] = rotl(v[3], 16)
+        v[3] ^= v[2]
+        v[0] = (v[0] + v[3]) & M64
+        v[3] = rotl(v[3], 21)
+        v[3] ^= v[0]
+        v[2] = (v[2] + v[1]) & M64
+        v[1] = rotl(v[1], 17)
+        v[1] ^= v[2]
+        v[2] = rotl(v[2], 32)
 
     full = len(data) - len(data) % 8
     blocks = [int.from_bytes(data[i:i + 8], "little") for i in range(0, full, 8)]

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Result quality at the threshold, and top-k, on a boilerplate-heavy corpus (issue 15).
 
-Usage:  python3 tools/result_quality.py [--pages 10000] [--body-messages 6-90] [--work /tmp/rq]
+Usage:  python3 -m tools.bench.result_quality [--pages 10000] [--body-messages 6-90] [--work /tmp/rq]
         [--seeds 0,1,2,3]
         [--threshold 0.8] [--configs NAME,...] [--store-sets] [--topk-queries 400]
         [--skip-topk] [--skip-quality]
 
-1. Builds the corpus with `tools/hot_corpus.py` (10,000 pages in 25 languages from the
+1. Builds the corpus with `tools/bench/hot_corpus.py` (10,000 pages in 25 languages from the
    machine's gettext catalogs and license texts, 80 % one templated reference family whose
    page bodies are 6 to 90 messages long, so that the family's similarities spread from
    about 0.3 to 0.95 with many pairs near the threshold), unless it is already in --work.
 2. Computes the exact Jaccard of every pair with J >= T - 0.05 from the shingle-hash sets mhdb
-   itself computes (`cargo run --release --example result_quality -- pairs`: AllPairs with
+   itself computes (`cargo bench --bench result_quality -- pairs`: AllPairs with
    prefix filtering).
 3. For every configuration (create flags) and every hash seed: `mhdb create`, `add`,
    `dedup --threshold T`, and scores the reported pairs: recall over pairs with J >= T + 0.05,
@@ -27,8 +27,8 @@ Usage:  python3 tools/result_quality.py [--pages 10000] [--body-messages 6-90] [
 """
 
 import argparse
+import functools
 import json
-import os
 import random
 import struct
 import subprocess
@@ -36,9 +36,22 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 MHDB = ROOT / "target" / "release" / "mhdb"
-EXAMPLE = ROOT / "target" / "release" / "examples" / "result_quality"
+
+
+@functools.cache
+def truth_bin():
+    """The path of benches/result_quality.rs's binary (ground truth and latency), built first."""
+    out = subprocess.run(["cargo", "bench", "--quiet", "--bench", "result_quality", "--no-run",
+                          "--message-format=json"], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+                and msg["target"]["name"] == "result_quality":
+            return Path(msg["executable"])
+    sys.exit("cargo built no result_quality bench binary")
 
 # name -> `mhdb create` flags (besides --threshold and --seed). "default" is whatever this
 # build's defaults are.
@@ -121,7 +134,7 @@ def quality(a, work, corpus, ids, queries, truth, configs):
             r = score(found, truth, n, t)
             run([MHDB, "compact", db])
             per_doc = dir_bytes(db) / n
-            lat = json.loads(run([EXAMPLE, "latency", db, queries]).stdout)
+            lat = json.loads(run([truth_bin(), "latency", db, queries]).stdout)
             sig = p["perms"] * p["bits"] // 8
             rows.append(r)
             print(f"| {name} ({p['perms']}/{p.get('band_slots', p['perms'])} slots, "
@@ -140,7 +153,7 @@ def topk(a, work, corpus, queries, k=10):
     truth_path = work / "topk-truth.jsonl"
     if not truth_path.exists():
         with open(truth_path, "w") as f:
-            subprocess.run([EXAMPLE, "topk", corpus, queries, "100", "0.3"], check=True, stdout=f)
+            subprocess.run([truth_bin(), "topk", corpus, queries, "100", "0.3"], check=True, stdout=f)
     truth = {}
     for line in open(truth_path):
         r = json.loads(line)
@@ -154,7 +167,7 @@ def topk(a, work, corpus, queries, k=10):
     t0 = time.perf_counter()
     out = run([MHDB, "query", db, "--top", k, "--jsonl", queries]).stdout
     wall = time.perf_counter() - t0
-    lat = json.loads(run([EXAMPLE, "latency", db, queries, k]).stdout)
+    lat = json.loads(run([truth_bin(), "latency", db, queries, k]).stdout)
     strict = tied = 0.0
     counted = 0
     band_only = 0
@@ -198,13 +211,13 @@ def main():
     ap.add_argument("--keep-dbs", action="store_true")
     a = ap.parse_args()
     a.seeds = [int(s) for s in a.seeds.split(",")]
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mhdb", "--example",
-                    "result_quality"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "mhdb"], cwd=ROOT, check=True)
+    truth_bin()
     work = a.work
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "hot.jsonl"
     if not corpus.exists():
-        subprocess.run([sys.executable, ROOT / "tools" / "hot_corpus.py", "--pages", str(a.pages),
+        subprocess.run([sys.executable, ROOT / "tools" / "bench" / "hot_corpus.py", "--pages", str(a.pages),
                         "--body-messages", a.body_messages, "--out", corpus, "--queries", "0"],
                        check=True)
     docs = [json.loads(line)["id"] for line in open(corpus)]
@@ -219,7 +232,7 @@ def main():
     lowest = round(a.threshold - 0.05, 2)
     pairs = work / f"pairs-{lowest}.bin"
     if not pairs.exists():
-        subprocess.run([EXAMPLE, "pairs", corpus, str(lowest), pairs], check=True)
+        subprocess.run([truth_bin(), "pairs", corpus, str(lowest), pairs], check=True)
     configs = CONFIGS
     if a.configs:
         configs = {k: CONFIGS[k] for k in a.configs.split(",")}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quality and speed of `mhdb` against exact Jaccard and against datasketch / rensa.
 
-Usage:  python3 tools/quality.py [--docs N] [--real-docs N] [--seeds N] [--speed-docs N]
+Usage:  python3 -m tools.bench.quality [--docs N] [--real-docs N] [--seeds N] [--speed-docs N]
         [--skip-peers] [--speed-only] [--keep DIR]
 
 1. Builds two corpora: *planted* (generated documents plus edited copies at known edit rates)
@@ -25,7 +25,6 @@ Usage:  python3 tools/quality.py [--docs N] [--real-docs N] [--seeds N] [--speed
 import argparse
 import json
 import math
-import os
 import random
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 MHDB = ROOT / "target" / "release" / "mhdb"
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 TABLE = {ord(c): " " for c in WHITE_SPACE}

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """What a bucket cap costs in recall, and saves in time, on the hot corpus.
 
-For each cap (0 = none), builds an index of the corpus of tools/hot_corpus.py with
+For each cap (0 = none), builds an index of the corpus of tools/bench/hot_corpus.py with
 `mhdb create --bucket-cap CAP`, then times `mhdb query --jsonl` of the hot queries and
 `mhdb dedup --format pairs`, and counts what each finds against the uncapped index (recall
 of the uncapped answer; a cap only removes candidates, so nothing new is found).
 
     cargo build --release --features cli
-    python3 tools/hot_caps.py [--caps 0,10000,1000,300,100] [--threshold 0.5]
+    python3 -m tools.bench.hot_caps [--caps 0,10000,1000,300,100] [--threshold 0.5]
 """
 
 import argparse
@@ -17,10 +17,10 @@ import shutil
 import subprocess
 import sys
 
+from .hot_bench import timed
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from hot_bench import timed  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def main():

@@ -15,10 +15,10 @@ alternating rounds:
 It prints the fastest round of each (the least disturbed on a shared machine) and the
 ratio `add user CPU / kernel oph+pack CPU`: how far end-to-end ingest (JSON parsing,
 writing, committing included) is from the kernel's per-core rate. The corpus is
-tools/hot_corpus.py's (real multilingual text, 25 languages), built if missing.
+tools/bench/hot_corpus.py's (real multilingual text, 25 languages), built if missing.
 
     cargo build --release && cargo bench --bench ingest_kernel --no-run
-    python3 tools/ingest_bench.py [--corpus FILE.jsonl] [--rounds 3] [--baseline OLD_MHDB]
+    python3 -m tools.bench.ingest_bench [--corpus FILE.jsonl] [--rounds 3] [--baseline OLD_MHDB]
 """
 
 import argparse
@@ -31,7 +31,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 SHAPES = {512: ["--perms", "512"], 128: ["--perms", "128"]}
 
 

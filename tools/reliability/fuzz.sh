@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of fuzz/ for a bounded time and prints the executions of each.
-#   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      (default 60 s, every target)
+#   tools/reliability/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      (default 60 s, every target)
 # The working corpus of a target grows in fuzz/corpus/TARGET (not committed); the committed
 # seeds in fuzz/seeds/TARGET are read too. A crash leaves its input in fuzz/artifacts/TARGET
 # and makes this script exit non-zero.
@@ -8,7 +8,7 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain for the sanitizer
 # flags; without one, the stable toolchain is used with RUSTC_BOOTSTRAP=1.
 set -uo pipefail
-cd "$(dirname "$0")/../fuzz"
+cd "$(dirname "$0")/../../fuzz"
 secs="${1:-60}"
 shift || true
 targets=("$@")

@@ -14,7 +14,7 @@ the same queries (edited copies of indexed documents), with k = 128 and threshol
 - peak RSS of the process (VmHWM) and reopen time (mhdb: open the index; datasketch and
   rensa: unpickle the index saved with pickle, their way to persist; gaoya: cannot persist).
 
-Usage: python tools/bench_python.py [--docs N] [--queries Q] [--only mhdb,datasketch,...] [--rounds R]
+Usage: python -m tools.bench.bench_python [--docs N] [--queries Q] [--only mhdb,datasketch,...] [--rounds R]
                                     [--cpu-time] [--passes P]
 Needs: the mhdb package (pip install ./python); the peers from PyPI if present
 (pip install datasketch rensa gaoya); missing peers are reported as skipped.
@@ -144,7 +144,7 @@ def run_mhdb(docs: list[tuple[str, str]], qs: list[str], workdir: str) -> dict[s
     idx.query(signature=sigs[0])
     reopen_ms = (time.perf_counter() - t0) * 1e3
     cli_s = None
-    cli = os.environ.get("MHDB_CLI", os.path.join(os.path.dirname(__file__), "..", "target", "release", "mhdb"))
+    cli = os.environ.get("MHDB_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "mhdb"))
     if os.path.exists(cli):
         jsonl = os.path.join(workdir, "corpus.jsonl")
         with open(jsonl, "w") as f:

@@ -70,9 +70,9 @@ It prints the counts per command and per file kind, and exits 1 if any silent wr
 (torn-tail-damage included), crash or hang occurred; --allow-silent permits silent wrong
 answers (format version 1 is known to have them) but never crashes or hangs.
 
-    cargo build --release && python3 tools/corruption_sweep.py                  # everything
-    python3 tools/corruption_sweep.py --limit 40 --allow-silent                  # CI's short run
-    python3 tools/corruption_sweep.py --details /tmp/sweep.jsonl                 # every outcome
+    cargo build --release && python3 tools/reliability/corruption_sweep.py      # everything
+    python3 tools/reliability/corruption_sweep.py --limit 40 --allow-silent      # CI's short run
+    python3 tools/reliability/corruption_sweep.py --details /tmp/sweep.jsonl     # every outcome
 
 Python 3 standard library only.
 """
@@ -88,11 +88,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import zlib
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 READS = ["query", "get", "keys", "dedup", "stats", "verify"]
 WRITES = ["add", "compact", "export"]
 COMMANDS = ["query", "get", "keys", "dedup", "stats", "add", "compact", "export", "verify"]

@@ -4,7 +4,7 @@
 //! `--corpus FILE`: JSON lines with a "text" field, or plain text whose blank-line separated
 //! paragraphs of 400+ bytes become documents), each with six edited copies in which 0.5, 1, 2,
 //! 4, 8 and 16 % of the words were replaced, deleted or had a word inserted before them
-//! (deterministic). For every pair of documents the example computes the exact cosine of the
+//! (deterministic). For every pair of documents this bench computes the exact cosine of the
 //! term-frequency vectors of the same features SimHash uses (the shingle hashes) and the
 //! Hamming distance d of the fingerprints, and reports, for each max distance H:
 //!
@@ -24,7 +24,8 @@
 //! `--weights logtf` or `--weights tfidf` fingerprints the same features with other weights
 //! (through `SimHasher::sketch_weighted`; the truth is then the cosine of those weights).
 //!
-//! Run: `cargo run --release --example simhash_quality [-- --shingle word:1 --bases 120]`.
+//! Run: `cargo bench --bench simhash_quality [-- --shingle word:1 --bases 120]`
+//! (`tools/bench/simhash_bench.sh` runs it on two corpora).
 
 use std::collections::HashMap;
 use std::time::Instant;

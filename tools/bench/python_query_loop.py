@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """One Python query loop, timed steadily: the best of N passes over the same queries.
 
-Builds the index of tools/bench_python.py (its corpus and queries, k = 128, threshold 0.8,
+Builds the index of tools/bench/bench_python.py (its corpus and queries, k = 128, threshold 0.8,
 insert_many with commit_every=10,000) in a temporary directory, then runs `idx.query(text)`
 (`text`), `idx.query(signature=...)` (`sig`), the same on an empty index (`empty`: the fixed
 cost of a call) or `idx.hasher.sketch(text)` (`sketch`) over the 2,000 queries PASSES times and prints the fastest pass per call, in the calling thread's CPU
 time. On a noisy machine the best of many passes moves far less than one pass: two builds
 can then be compared by alternating two virtualenvs.
 
-Usage: python tools/python_query_loop.py [text|sig|empty|sketch] [PASSES]
+Usage: python -m tools.bench.python_query_loop [text|sig|empty|sketch] [PASSES]
 """
 
 import os
@@ -16,9 +16,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_python as bp  # noqa: E402
-import mhdb  # noqa: E402
+import mhdb
+
+from . import bench_python as bp
 
 
 def main() -> None:

@@ -4,10 +4,10 @@ PySpark + datasketch MinHash-LSH pipeline (the text-dedup shape) and the `mhdb` 
 same documents in the same run.
 
 Usage:
-  python tools/bench_spark.py --docs 1000000           (BENCHMARKS.md, 1M: all four, ~25 min)
-  python tools/bench_spark.py --docs 100000 --run mhdb-dedup,build,cli
+  python -m tools.bench.bench_spark --docs 1000000           (BENCHMARKS.md, 1M: all four, ~25 min)
+  python -m tools.bench.bench_spark --docs 100000 --run mhdb-dedup,build,cli
       [--master local[2]] [--driver-memory 6g] [--partitions 16] [--work /tmp/bench-spark]
-  python tools/bench_spark.py --corpus messy --docs 3000 --repeat 3   (the small-corpus table)
+  python -m tools.bench.bench_spark --corpus messy --docs 3000 --repeat 3   (the small-corpus table)
 
 The baseline signs in Python at about 0.5-5 ms per document: at 1M documents it alone took
 15 minutes on two cores lightly loaded (and about an hour under load average 10).
@@ -43,6 +43,7 @@ Results are printed and appended as one JSON line to --work/results.jsonl.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -57,9 +58,9 @@ import threading
 import time
 import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python" / "tests"))
-sys.path.insert(0, str(ROOT / "tools"))
+from . import hot_corpus
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 MHDB = ROOT / "target" / "release" / "mhdb"
 THRESHOLD = 0.8
@@ -85,8 +86,6 @@ def _paragraph_pool(rng: random.Random) -> list[str]:
             para = para.strip("\n")
             if len(para) >= 40:
                 pool.append(para[:400])
-    import hot_corpus
-
     for lang in ["de", "fr", "es", "pt_BR", "pl", "cs", "ru", "uk", "el", "ja", "zh_CN", "ko"]:
         msgs = hot_corpus.catalog_messages(lang)
         # Messages in runs of 2-4, as a page strings them together.
@@ -342,10 +341,21 @@ def baseline_dedup(df, params: dict) -> dict:  # noqa: ANN001
     num_perm, bands, rows = params["num_perm"], params["bands"], params["rows"]
     seed = params["seed"]
 
+    # mhdb's default shingles: lowercase, white space collapsed, character 5-grams. Defined
+    # here so that Spark ships it to the Python workers with `sign` (a closure is pickled by
+    # value), as a team's own helper would be.
+    space = str.maketrans({c: " " for c in SPACES})
+
+    def shingles(text, n=5):  # noqa: ANN001, ANN202
+        t = " ".join(w for w in text.lower().translate(space).split(" ") if w)
+        if not t:
+            return set()
+        if len(t) <= n:
+            return {t}
+        return {t[i : i + n] for i in range(len(t) - n + 1)}
+
     def sign(it):  # noqa: ANN001, ANN202
         from datasketch import MinHash
-
-        from bench_spark_baseline_helpers import shingles
 
         first = MinHash(num_perm=num_perm, seed=seed)
         perms, scheme = first.permutations, first.scheme  # once per partition
@@ -416,20 +426,12 @@ def baseline_dedup(df, params: dict) -> dict:  # noqa: ANN001
     return {"candidate_edges": n_edges, "cc_rounds": rounds, "dropped": n_dups}
 
 
-BASELINE_HELPERS = '''
-import re
-_WS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\\u2028\\u2029\\u202f\\u205f\\u3000"
-_TABLE = {ord(c): " " for c in _WS}
-
-def shingles(text, n=5):
-    """mhdb's default shingles: lowercase, white space collapsed, character 5-grams."""
-    t = " ".join(w for w in text.lower().translate(_TABLE).split(" ") if w)
-    if not t:
-        return set()
-    if len(t) <= n:
-        return {t}
-    return {t[i:i + n] for i in range(len(t) - n + 1)}
-'''
+# The white space mhdb's normalization collapses (format/hashing.md).
+SPACES = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,7 +451,6 @@ def stats_bytes(index: pathlib.Path) -> dict:
 
 def run_large(args: argparse.Namespace) -> None:
     import pyarrow.parquet as pq
-
     from mhdb import spark as mspark
 
     work = pathlib.Path(args.work)
@@ -461,9 +462,6 @@ def run_large(args: argparse.Namespace) -> None:
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "loadavg_start": os.getloadavg()[0], "runs": []}
 
-    helpers = work / "bench_spark_baseline_helpers.py"
-    helpers.write_text(BASELINE_HELPERS)
-    sys.path.insert(0, str(work))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -481,7 +479,6 @@ def run_large(args: argparse.Namespace) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.sparkContext.addPyFile(str(helpers))
     df = spark.read.parquet(str(path))
     print(f"corpus: {summary}; input partitions {df.rdd.getNumPartitions()}", flush=True)
 
@@ -569,13 +566,21 @@ def run_large(args: argparse.Namespace) -> None:
     print(json.dumps(result, indent=1))
 
 
+def _load_messy_corpus():  # noqa: ANN202
+    """python/tests/messy_corpus.py, loaded from its file: this comparison runs on exactly the
+    corpus of the Spark tests, and python/tests is not an importable package."""
+    path = ROOT / "python" / "tests" / "messy_corpus.py"
+    spec = importlib.util.spec_from_file_location("messy_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_messy(args: argparse.Namespace) -> None:
     """The small-corpus comparison with the CLI (python/tests/test_spark.py's corpus)."""
-    import messy_corpus
+    import mhdb
     import numpy as np
     import pandas as pd
-
-    import mhdb
     from mhdb import spark as mspark
 
     def timed(f):  # noqa: ANN001, ANN202
@@ -586,6 +591,7 @@ def run_messy(args: argparse.Namespace) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    messy_corpus = _load_messy_corpus()
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
         docs = messy_corpus.build(args.docs)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The hot-corpus harness: mhdb beside gaoya on boilerplate-heavy multilingual pages, in one run.
 
-Builds the corpus of tools/hot_corpus.py, then for each threshold (0.5 and 0.8):
+Builds the corpus of tools/bench/hot_corpus.py, then for each threshold (0.5 and 0.8):
 
 * `mhdb create` + `mhdb add` of the corpus (wall, user CPU, peak RSS);
 * the library's hot queries (benches/hot_query.rs: ns per unique candidate, signing excluded);
@@ -12,7 +12,7 @@ Builds the corpus of tools/hot_corpus.py, then for each threshold (0.5 and 0.8):
 
     python3 -m venv /tmp/hotvenv && /tmp/hotvenv/bin/pip install gaoya
     cargo build --release --features cli
-    python3 tools/hot_bench.py --python /tmp/hotvenv/bin/python [--mhdb target/release/mhdb]
+    python3 -m tools.bench.hot_bench --python /tmp/hotvenv/bin/python [--mhdb target/release/mhdb]
 
 `--baseline PATH` also times a second mhdb binary (an older build) on the same databases.
 
@@ -40,8 +40,10 @@ import sys
 import tempfile
 import time
 
+from .hot_corpus import license_sections
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 GAOYA = r"""
 import json, sys, time
@@ -123,8 +125,6 @@ def kernel(corpus, perms, phases):
 
 def ascii_cuts(path, size, count):
     """`count` documents of `size` bytes of ASCII license text, one after another (wrapping)."""
-    sys.path.insert(0, HERE)
-    from hot_corpus import license_sections
     text = " ".join(s for s in license_sections() if s.isascii())
     if len(text) < size:
         sys.exit(f"only {len(text)} bytes of ASCII license text")

@@ -17,7 +17,7 @@ generated documentation site assembles them:
 Everything is deterministic for a seed (files are read in sorted order; one seeded PRNG), so
 on a given machine the corpus is the same from run to run.
 
-    python3 tools/hot_corpus.py --pages 20000 --out /tmp/hot/corpus.jsonl
+    python3 -m tools.bench.hot_corpus --pages 20000 --out /tmp/hot/corpus.jsonl
 """
 
 import argparse

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Result quality at the threshold with and without exact re-rank (issue 15), on real text.
 
-Builds a boilerplate-heavy multilingual corpus (tools/hot_corpus.py: generated reference pages
+Builds a boilerplate-heavy multilingual corpus (tools/bench/hot_corpus.py: generated reference pages
 sharing their site chrome and license text, in 25 languages) and computes its exact ground truth
 (every pair with Jaccard >= the lowest threshold less 0.05, by prefix filtering over character
-5-gram sets after mhdb's normalization; tools/quality.py). Then, for each threshold and hash
+5-gram sets after mhdb's normalization; tools/bench/quality.py). Then, for each threshold and hash
 seed, it builds two indexes of the corpus, with the default settings and with `--store-sets`,
 runs `mhdb dedup`, and scores the pairs:
 
@@ -16,7 +16,7 @@ and reports bytes per document (the index directory), bytes per stored shingle v
 dedup time.
 
     cargo build --release
-    python3 tools/rerank_quality.py [--pages 3000] [--seeds 0 1 2 3] [--thresholds 0.8 0.5]
+    python3 -m tools.bench.rerank_quality [--pages 3000] [--seeds 0 1 2 3] [--thresholds 0.8 0.5]
 
 Query latency with and without the re-rank is `cargo bench --bench rerank_query` (run on the
 databases this script keeps with `--keep DIR`).
@@ -24,7 +24,6 @@ databases this script keeps with `--keep DIR`).
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,11 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+from .quality import exact_pairs, shingles
 
-from quality import exact_pairs, shingles  # noqa: E402
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
 
 MHDB = ROOT / "target" / "release" / "mhdb"
 

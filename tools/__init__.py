@@ -1,0 +1,1 @@
+"""Maintenance tools of the repository; see tools/README.md."""
