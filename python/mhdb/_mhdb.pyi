@@ -246,7 +246,8 @@ class Index(Generic[_KindT]):
         weighting: Literal["tf", "logtf"] = "tf",
     ) -> Index[_SimHash]: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, *args: object) -> bool: ...
+    def __exit__(self, *args: object) -> Literal[False]:
+        """Closes the index; an exception inside the ``with`` block propagates."""
     def close(self) -> None:
         """Closes the index (releases its lock); later calls raise :class:`Error`."""
     @property

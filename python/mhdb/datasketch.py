@@ -143,7 +143,7 @@ class MinHashLSH:
         num_perm: int = 128,
         weights: tuple[float, float] = (0.5, 0.5),
         params: Optional[tuple[int, int]] = None,
-        storage_config: Optional[dict] = None,
+        storage_config: Optional[dict[str, Any]] = None,
         prepickle: Optional[bool] = None,
         hashfunc: Any = None,
         *,
@@ -294,7 +294,7 @@ class MinHashLSH:
         if self._index is None:
             return False
         try:
-            return _encode_key(key) in self._index  # type: ignore[arg-type]
+            return _encode_key(key) in self._index
         except TypeError:
             return False
 

@@ -115,7 +115,8 @@ def _texts(batch: pa.RecordBatch, text_col: str, id_col: str) -> list[str]:
         raise ValueError(
             f"column {text_col!r} is null for {id_col}={batch.column(id_col)[first].as_py()!r}"
         )
-    return col.to_pylist()
+    texts: list[str] = col.to_pylist()
+    return texts
 
 
 def _fixed_binary(matrix: np.ndarray) -> pa.Array:
@@ -158,9 +159,10 @@ def _byte_rows(col: Union[pa.Array, pa.ChunkedArray], width: int) -> npt.NDArray
     return flat.reshape(n, width)
 
 
-def _empty_sets(sigs: np.ndarray) -> np.ndarray:
+def _empty_sets(sigs: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     """Which rows are the signature of the empty shingle set (every slot empty)."""
-    return np.all(sigs == np.uint64(0xFFFFFFFFFFFFFFFF), axis=1)
+    empty: npt.NDArray[np.bool_] = np.all(sigs == np.uint64(0xFFFFFFFFFFFFFFFF), axis=1)
+    return empty
 
 
 def _arrow_type(df: DataFrame, col: str) -> T.DataType:
@@ -351,8 +353,8 @@ def build_shards(
 
 
 def merge(
-    shards: Sequence[Union[Shard, str, os.PathLike]],
-    dest: Union[str, os.PathLike],
+    shards: Sequence[Union[Shard, str, os.PathLike[str]]],
+    dest: Union[str, os.PathLike[str]],
     params: Optional[Params] = None,
 ) -> int:
     """Creates the index ``dest`` (with ``params``, or the first shard's parameters) and adds
@@ -369,7 +371,7 @@ def merge(
         return idx.merge(paths)
 
 
-def export(index: Union[str, os.PathLike], dest: Union[str, os.PathLike]) -> None:
+def export(index: Union[str, os.PathLike[str]], dest: Union[str, os.PathLike[str]]) -> None:
     """Writes a compacted, self-contained copy of the index at ``index`` to ``dest`` (renamed
     into place when complete): the directory to ship to the machines that query it."""
     with _mhdb.Index.open(index, read_only=True) as idx:

@@ -57,8 +57,8 @@ def test_packing_and_estimate_equal_the_index(tmp_path: pathlib.Path, bits: int)
         # The full signature packs to what the index stored (its low bits), laid out as the
         # format specifies; one signature alone packs to its row.
         assert np.array_equal(_mhdb.bbit_pack(stored, bits), packed)
-        for row, sig in zip(packed[::5], sigs[::5]):
-            assert row.tobytes() == packed_reference(sig, bits)
+        for one, sig in zip(packed[::5], sigs[::5]):
+            assert one.tobytes() == packed_reference(sig, bits)
         assert np.array_equal(_mhdb.bbit_pack(sigs[3], bits), packed[3])
 
         # Every pair dedup verified has the estimate bbit_estimate gives, to the bit.
@@ -120,5 +120,5 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(mhdb.InvalidParameterError, match=r"\(n, 4\)"):
         _mhdb.bbit_estimate(packed, packed, 8, 4)
     with pytest.raises(TypeError):
-        _mhdb.bbit_pack(sigs.astype(np.int64), 8)  # type: ignore[arg-type]
+        _mhdb.bbit_pack(sigs.astype(np.int64), 8)
     assert _mhdb.bbit_estimate(packed[:0], packed[:0], 8, 8).shape == (0,)
