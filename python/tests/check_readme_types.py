@@ -4,8 +4,9 @@ Each ```` ```python ```` block of README.md, python/README.md and python/SPARK.m
 a file of its own (named after the document and the line the block starts on) in a temporary
 directory and checked there by mypy with python/pyproject.toml's settings (strict), except
 that an example may define an unannotated helper as a user would: what is checked is that the
-package's stubs type the examples' own calls and results. Not a pytest test: CI runs it after
-installing mypy (``.ci/run``)::
+package's stubs type the examples' own calls and results. With them, ``stub_types.py`` (beside
+this file): the result types the stubs give per index kind. Not a pytest test: CI runs it
+after installing mypy (``.ci/run``)::
 
     python python/tests/check_readme_types.py
 
@@ -49,7 +50,10 @@ def main() -> int:
             for name, code in blocks:
                 (pathlib.Path(tmp) / name).write_text(code, encoding="utf-8")
                 files.append(name)
-        print(f"mypy on {len(files)} examples: {', '.join(files)}")
+        print(f"mypy on {len(files)} examples: {', '.join(files)}, and stub_types.py")
+        stub_types = pathlib.Path(__file__).with_name("stub_types.py")
+        (pathlib.Path(tmp) / stub_types.name).write_text(stub_types.read_text(encoding="utf-8"))
+        files.append(stub_types.name)
         # Run in the temporary directory, so that `import mhdb` finds the installed package
         # (its stubs and py.typed), not the source tree.
         done = subprocess.run(
