@@ -33,7 +33,7 @@ pub fn bbit_packed_len(py: Python<'_>, num_perm: usize, bits: u32) -> PyResult<u
 }
 
 /// The lowest ``bits`` bits of every slot, packed as an index stores a signature
-/// (``format/segment.md``: slot ``i`` at bits ``i*bits ..`` of a little-endian bit string).
+/// (``format/hashing.md`` §7: slot ``i`` at bits ``i*bits ..`` of a little-endian bit string).
 /// ``signatures`` is one ``uint64`` signature (1-D: the result is its packed bytes) or an
 /// ``(n, k)`` matrix of them (the result is ``(n, bbit_packed_len(k, bits))`` ``uint8``).
 /// Runs without the GIL.
