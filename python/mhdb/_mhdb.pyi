@@ -1,15 +1,39 @@
-"""Type stubs of the compiled module ``mhdb._mhdb`` (re-exported by ``mhdb``)."""
+"""Type stubs of the compiled module ``mhdb._mhdb`` (re-exported by ``mhdb``).
+
+:class:`Index` is generic in its kind, ``Index[Literal["minhash"]]`` or
+``Index[Literal["simhash"]]``, because the kind decides the shape of every match: ``(key,
+jaccard)`` in a MinHash index, ``(key, distance, cosine)`` in a SimHash one. ``create`` and
+``open_or_create`` are typed by their ``kind`` argument (``open_or_create`` assumes an existing
+index is of that kind, as its other parameters describe it); ``open`` cannot know the kind and
+gives ``Index[Any]``, whose results are typed as a MinHash index's: annotate a SimHash index
+opened by path, ``idx: Index[Literal["simhash"]] = Index.open(path)``. The subscripted form
+is for annotations only (``from __future__ import annotations`` or a string): the runtime
+class takes no subscript.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Literal, Optional, Union, final, overload
+from typing import Any, Generic, Literal, Optional, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self, TypeVar
 
-from ._errors import Error
+__all__ = [
+    "MinHasher",
+    "index_params_for",
+    "cap_ranks",
+    "bbit_pack",
+    "bbit_estimate",
+    "bbit_packed_len",
+    "Index",
+    "QueryIterator",
+    "SPEC_VERSION",
+    "MAX_KEY_LEN",
+    "__version__",
+]
 
 SPEC_VERSION: int
 """The hash spec version (``format/hashing.md``) signatures are computed with."""
@@ -22,9 +46,19 @@ _Key = Union[str, bytes]
 _SignatureLike = Union[npt.NDArray[np.uint64], npt.NDArray[np.uint32], Sequence[int]]
 """A signature: a 1-D ``uint64`` (or ``uint32``) array, or a sequence of ints."""
 _PathLike = Union[str, "os.PathLike[str]"]
-# MinHash index: (key, jaccard); SimHash index: (key, distance, cosine).
-_Match = Union[tuple[_Key, float], tuple[_Key, int, float]]
-"""``(key, estimated Jaccard)``."""
+_Kind = Literal["minhash", "simhash"]
+_MinHash = Literal["minhash"]
+_SimHash = Literal["simhash"]
+_KindT = TypeVar("_KindT", bound=_Kind, covariant=True, default=Any)
+_MatchT = TypeVar("_MatchT")
+_MinHashMatch = tuple[_Key, float]
+"""A match in a MinHash index: ``(key, estimated or exact Jaccard)``."""
+_SimHashMatch = tuple[_Key, int, float]
+"""A match in a SimHash index: ``(key, Hamming distance, cosine)``."""
+_MinHashPair = tuple[_Key, _Key, float]
+"""A near-duplicate pair of a MinHash index: ``(older key, newer key, jaccard)``."""
+_SimHashPair = tuple[_Key, _Key, int, float]
+"""A near-duplicate pair of a SimHash index: ``(older key, newer key, distance, cosine)``."""
 
 def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
     """The parameters ``Index.create(path, threshold, **params)`` would store (as
@@ -33,6 +67,22 @@ def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
 def cap_ranks(keys: list[str]) -> npt.NDArray[np.uint64]:
     """What a bucket cap ranks each key by (xxh3-64 of its UTF-8 bytes; a bucket over the cap
     keeps the lowest), for ``mhdb.spark``."""
+
+def bbit_packed_len(num_perm: int, bits: int) -> int:
+    """Bytes that ``num_perm`` slots take packed at ``bits`` bits each (1, 2, 4, 8, 16, 32
+    or 64)."""
+
+def bbit_pack(signatures: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.uint8]:
+    """The lowest ``bits`` bits of every slot, packed as an index stores a signature: one
+    signature (1-D) gives its packed bytes, an ``(n, k)`` matrix gives ``(n,
+    bbit_packed_len(k, bits))`` ``uint8``. Runs without the GIL."""
+
+def bbit_estimate(
+    a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8], num_perm: int, bits: int
+) -> npt.NDArray[np.float64]:
+    """The index's Jaccard estimate of ``a[i]`` against ``b[i]`` for every row of two
+    ``(n, bbit_packed_len(num_perm, bits))`` matrices of :func:`bbit_pack`'s output, shape
+    ``(n,)``, in the engine's float operations. Runs without the GIL."""
 
 @final
 class MinHasher:
@@ -83,14 +133,14 @@ class MinHasher:
         """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""
 
 @final
-class QueryIterator(Iterator[list[_Match]]):
+class QueryIterator(Iterator[list[_MatchT]], Generic[_MatchT]):
     """What :meth:`Index.query_many` returns: one list of matches per input, in order."""
 
-    def __iter__(self) -> QueryIterator: ...
-    def __next__(self) -> list[_Match]: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> list[_MatchT]: ...
 
 @final
-class Index:
+class Index(Generic[_KindT]):
     """A persistent, crash-safe MinHash-LSH index in a directory.
 
     Keys are ``str`` or ``bytes``; keys come back as ``str`` when their bytes are valid
@@ -98,6 +148,7 @@ class Index:
     does real work releases the GIL.
     """
 
+    @overload
     @staticmethod
     def create(
         path: _PathLike,
@@ -117,18 +168,33 @@ class Index:
         bucket_cap: Optional[int] = 10000,
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
-        kind: Literal["minhash", "simhash"] = "minhash",
-        max_hamming: int = 3,
-        weighting: Literal["tf", "logtf"] = "tf",
-    ) -> Index:
+        kind: _MinHash = "minhash",
+    ) -> Index[_MinHash]:
         """Creates a new index in ``path`` (bands × rows tuned for ``threshold``). Not given:
         ``num_perm`` is 512 (128 with ``scheme="kperm"``), ``band_slots`` 128 (or
         ``num_perm`` if fewer) and ``bits`` the width that makes a signature 256 bytes (4 to
         32; 4 at 512 slots), as ``mhdb create`` chooses them. With
-        ``key_file``, a keyed index (shingles hashed under that secret key). With
-        ``kind="simhash"``: 64-bit SimHash fingerprints matched within ``max_hamming`` bits
-        (``num_perm``, ``scheme``, ``bits``, ``bands``, ``rows``, ``threshold`` refused);
-        queries then return ``(key, distance, cosine)``."""
+        ``key_file``, a keyed index (shingles hashed under that secret key)."""
+    @overload
+    @staticmethod
+    def create(
+        path: _PathLike,
+        *,
+        kind: _SimHash,
+        seed: int = 0,
+        shingle: str = "char:5",
+        nfkc: bool = False,
+        lowercase: bool = True,
+        collapse_whitespace: bool = True,
+        bucket_cap: Optional[int] = 10000,
+        key_file: Optional[_PathLike] = None,
+        max_hamming: int = 3,
+        weighting: Literal["tf", "logtf"] = "tf",
+    ) -> Index[_SimHash]:
+        """With ``kind="simhash"``: 64-bit SimHash fingerprints matched within
+        ``max_hamming`` bits (``num_perm``, ``scheme``, ``bits``, ``band_slots``, ``bands``,
+        ``rows``, ``store_sets`` and a threshold are refused); queries then return ``(key,
+        distance, cosine)``."""
     @staticmethod
     def open(
         path: _PathLike, read_only: bool = False, key_file: Optional[_PathLike] = None
@@ -139,6 +205,7 @@ class Index:
     def upgrade(path: _PathLike, keep_old: bool = False) -> bool:
         """Converts a format-version-1 index to the current format in place; ``False`` when
         it was already current."""
+    @overload
     @staticmethod
     def open_or_create(
         path: _PathLike,
@@ -158,13 +225,29 @@ class Index:
         bucket_cap: Optional[int] = 10000,
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
-        kind: Literal["minhash", "simhash"] = "minhash",
+        kind: _MinHash = "minhash",
+    ) -> Index[_MinHash]:
+        """Opens the index in ``path``, or creates it with these parameters (an existing
+        index keeps its own)."""
+    @overload
+    @staticmethod
+    def open_or_create(
+        path: _PathLike,
+        *,
+        kind: _SimHash,
+        seed: int = 0,
+        shingle: str = "char:5",
+        nfkc: bool = False,
+        lowercase: bool = True,
+        collapse_whitespace: bool = True,
+        bucket_cap: Optional[int] = 10000,
+        key_file: Optional[_PathLike] = None,
         max_hamming: int = 3,
         weighting: Literal["tf", "logtf"] = "tf",
-    ) -> Index:
-        """Opens the index in ``path``, or creates it with these parameters."""
-    def __enter__(self) -> Index: ...
-    def __exit__(self, *args: object) -> bool: ...
+    ) -> Index[_SimHash]: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> Literal[False]:
+        """Closes the index; an exception inside the ``with`` block propagates."""
     def close(self) -> None:
         """Closes the index (releases its lock); later calls raise :class:`Error`."""
     @property
@@ -231,6 +314,33 @@ class Index:
     def __iter__(self) -> Iterator[_Key]: ...
     def keys(self) -> list[_Key]:
         """Every live key, in no particular order."""
+    @overload
+    def query(
+        self: Index[_MinHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[_MinHashMatch]:
+        """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
+        (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
+        ``exact=False``); with ``top``, the ``top`` most similar (down to 0.3, or
+        ``threshold``) without a threshold. ``threshold`` is in (0, 1]; ``limit`` and ``top``
+        are positive and exclude each other (else :class:`InvalidParameterError`)."""
+    @overload
+    def query(
+        self: Index[_SimHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[_SimHashMatch]:
+        """In a SimHash index: ``(key, distance, cosine)``, ``threshold`` a minimum cosine."""
+    @overload
     def query(
         self,
         text: Optional[str] = None,
@@ -239,13 +349,31 @@ class Index:
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
-    ) -> list[_Match]:
-        """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
-        (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
-        ``exact=False``), or for a SimHash index ``(key, distance, cosine)`` (``threshold`` is
-        then a minimum cosine); with ``top``, the ``top`` most similar (down to 0.3, or
-        ``threshold``) without a threshold. ``threshold`` is in (0, 1]; ``limit`` and ``top``
-        are positive and exclude each other (else :class:`InvalidParameterError`)."""
+    ) -> list[Union[_MinHashMatch, _SimHashMatch]]:
+        """An index of either kind (``Index[Literal["minhash", "simhash"]]``)."""
+    @overload
+    def query_many(
+        self: Index[_MinHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+    ) -> QueryIterator[_MinHashMatch]:
+        """Streams one list of matches per input, in order (``threshold``, ``limit``, ``top``
+        as for :meth:`query`)."""
+    @overload
+    def query_many(
+        self: Index[_SimHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+    ) -> QueryIterator[_SimHashMatch]: ...
+    @overload
     def query_many(
         self,
         texts: Optional[Iterable[str]] = None,
@@ -254,23 +382,37 @@ class Index:
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
-    ) -> QueryIterator:
-        """Streams one list of matches per input, in order (``threshold``, ``limit``, ``top``
-        as for :meth:`query`)."""
+    ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
+    @overload
+    def dedup(
+        self: Index[_MinHash], threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
+    ) -> Iterator[_MinHashPair]:
+        """Near-duplicates inside the index: ``"pairs"`` yields ``(a, b, jaccard)`` (``(a, b,
+        distance, cosine)`` in a SimHash index), ``a`` the older document; ``"clusters"``
+        yields lists of keys, the one to keep first; ``"drop"`` the keys to drop to keep one
+        document of each cluster."""
+    @overload
+    def dedup(
+        self: Index[_SimHash], threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
+    ) -> Iterator[_SimHashPair]: ...
     @overload
     def dedup(
         self, threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
-    ) -> Iterator[Union[tuple[_Key, _Key, float], tuple[_Key, _Key, int, float]]]: ...
+    ) -> Iterator[Union[_MinHashPair, _SimHashPair]]: ...
     @overload
     def dedup(
         self, threshold: Optional[float], format: Literal["clusters"]
     ) -> Iterator[list[_Key]]: ...
     @overload
-    def dedup(self, *, format: Literal["clusters"]) -> Iterator[list[_Key]]: ...
+    def dedup(
+        self, threshold: Optional[float] = None, *, format: Literal["clusters"]
+    ) -> Iterator[list[_Key]]: ...
     @overload
     def dedup(self, threshold: Optional[float], format: Literal["drop"]) -> Iterator[_Key]: ...
     @overload
-    def dedup(self, *, format: Literal["drop"]) -> Iterator[_Key]: ...
+    def dedup(
+        self, threshold: Optional[float] = None, *, format: Literal["drop"]
+    ) -> Iterator[_Key]: ...
     def commit(self) -> None:
         """Makes every write before this call durable."""
     def flush(self) -> None:

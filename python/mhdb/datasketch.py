@@ -85,7 +85,9 @@ def _describe(minhash: Any) -> tuple[str, int, np.ndarray]:
     return scheme, int(minhash.seed), values.astype(np.uint64, copy=False)
 
 
-def _optimal_param(threshold: float, num_perm: int, fp_weight: float, fn_weight: float) -> tuple[int, int]:
+def _optimal_param(
+    threshold: float, num_perm: int, fp_weight: float, fn_weight: float
+) -> tuple[int, int]:
     """datasketch's choice of (bands, rows): the least weighted false-positive plus
     false-negative mass. Uses scipy's ``quad`` as datasketch does when scipy is installed
     (datasketch depends on it), else a fine Simpson rule."""
@@ -141,7 +143,7 @@ class MinHashLSH:
         num_perm: int = 128,
         weights: tuple[float, float] = (0.5, 0.5),
         params: Optional[tuple[int, int]] = None,
-        storage_config: Optional[dict] = None,
+        storage_config: Optional[dict[str, Any]] = None,
         prepickle: Optional[bool] = None,
         hashfunc: Any = None,
         *,
@@ -185,13 +187,19 @@ class MinHashLSH:
                 err = _errors.ParameterMismatchError(
                     f"{self._path} stores {stored['num_perm']} hash values per MinHash, not {num_perm}"
                 )
-                err.parameter, err.stored, err.requested = "num_perm", str(stored["num_perm"]), str(num_perm)
+                err.parameter, err.stored, err.requested = (
+                    "num_perm",
+                    str(stored["num_perm"]),
+                    str(num_perm),
+                )
                 raise err
             self.threshold = stored["threshold"]
             self.b, self.r = stored["bands"], stored["rows"]
         else:
             if read_only:
-                raise _errors.NotFoundError(f"{self._path} is not an mhdb database (no CURRENT file)")
+                raise _errors.NotFoundError(
+                    f"{self._path} is not an mhdb database (no CURRENT file)"
+                )
             if params is not None:
                 self.b, self.r = params
                 if self.b * self.r > num_perm:
@@ -286,7 +294,7 @@ class MinHashLSH:
         if self._index is None:
             return False
         try:
-            return _encode_key(key) in self._index  # type: ignore[arg-type]
+            return _encode_key(key) in self._index
         except TypeError:
             return False
 
@@ -357,4 +365,3 @@ class MinHashLSHInsertionSession:
 
     def __exit__(self, *args: object) -> None:
         self.close()
-

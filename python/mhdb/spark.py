@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _mhdb
 
@@ -114,7 +115,8 @@ def _texts(batch: pa.RecordBatch, text_col: str, id_col: str) -> list[str]:
         raise ValueError(
             f"column {text_col!r} is null for {id_col}={batch.column(id_col)[first].as_py()!r}"
         )
-    return col.to_pylist()
+    texts: list[str] = col.to_pylist()
+    return texts
 
 
 def _fixed_binary(matrix: np.ndarray) -> pa.Array:
@@ -133,13 +135,14 @@ def _fixed_binary(matrix: np.ndarray) -> pa.Array:
     )
 
 
-def _matrix(col: Union[pa.Array, pa.ChunkedArray], dtype: np.dtype, width: int) -> np.ndarray:
-    """A binary column of equal-length values as an ``(n, width)`` matrix of ``dtype``."""
+def _byte_rows(col: Union[pa.Array, pa.ChunkedArray], width: int) -> npt.NDArray[np.uint8]:
+    """A binary column of ``width``-byte values as an ``(n, width)`` ``uint8`` matrix (a view
+    of the Arrow buffer, no copy)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     n = len(col)
     if n == 0:
-        return np.zeros((0, width), dtype=dtype)
+        return np.zeros((0, width), dtype=np.uint8)
     if col.null_count:
         raise ValueError("a signature is null")
     _, offsets_buf, data = col.buffers()
@@ -150,18 +153,16 @@ def _matrix(col: Union[pa.Array, pa.ChunkedArray], dtype: np.dtype, width: int) 
         count=n + 1,
         offset=col.offset * np.dtype(offset_type).itemsize,
     )
-    row_bytes = width * np.dtype(dtype).itemsize
-    if not np.all(np.diff(offsets) == row_bytes):
-        raise ValueError(f"signatures must all be {row_bytes} bytes")
-    flat = np.frombuffer(
-        data, dtype=np.dtype(dtype).newbyteorder("<"), count=n * width, offset=int(offsets[0])
-    )
+    if not np.all(np.diff(offsets) == width):
+        raise ValueError(f"signatures must all be {width} bytes")
+    flat = np.frombuffer(data, dtype=np.uint8, count=n * width, offset=int(offsets[0]))
     return flat.reshape(n, width)
 
 
-def _empty_sets(sigs: np.ndarray) -> np.ndarray:
+def _empty_sets(sigs: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     """Which rows are the signature of the empty shingle set (every slot empty)."""
-    return np.all(sigs == np.uint64(0xFFFFFFFFFFFFFFFF), axis=1)
+    empty: npt.NDArray[np.bool_] = np.all(sigs == np.uint64(0xFFFFFFFFFFFFFFFF), axis=1)
+    return empty
 
 
 def _arrow_type(df: DataFrame, col: str) -> T.DataType:
@@ -352,8 +353,8 @@ def build_shards(
 
 
 def merge(
-    shards: Sequence[Union[Shard, str, os.PathLike]],
-    dest: Union[str, os.PathLike],
+    shards: Sequence[Union[Shard, str, os.PathLike[str]]],
+    dest: Union[str, os.PathLike[str]],
     params: Optional[Params] = None,
 ) -> int:
     """Creates the index ``dest`` (with ``params``, or the first shard's parameters) and adds
@@ -370,7 +371,7 @@ def merge(
         return idx.merge(paths)
 
 
-def export(index: Union[str, os.PathLike], dest: Union[str, os.PathLike]) -> None:
+def export(index: Union[str, os.PathLike[str]], dest: Union[str, os.PathLike[str]]) -> None:
     """Writes a compacted, self-contained copy of the index at ``index`` to ``dest`` (renamed
     into place when complete): the directory to ship to the machines that query it."""
     with _mhdb.Index.open(index, read_only=True) as idx:
@@ -403,59 +404,6 @@ class DedupResult:
     def unpersist(self) -> None:
         for df in self._cached:
             df.unpersist()
-
-
-def _low_bits_dtype(bits: int) -> np.dtype:
-    return np.dtype({64: np.uint64, 32: np.uint32, 16: np.uint16}.get(bits, np.uint8))
-
-
-def _packed_width(k: int, bits: int) -> int:
-    """Columns of :func:`_pack_low`'s matrix: ``k`` slots of ``bits`` bits, several to a byte
-    below 8 bits (the engine's 256-byte default signature stays 256 bytes here)."""
-    if bits >= 8:
-        return k
-    per = 8 // bits
-    return -(-k // per)
-
-
-def _pack_low(low: np.ndarray, bits: int) -> np.ndarray:
-    """The ``(n, k)`` low bits of the slots, ``8 // bits`` slots per byte below 8 bits (slot
-    ``i`` of a byte at bits ``i·bits``; padding slots zero), else as they are."""
-    if bits >= 8:
-        return low
-    per = 8 // bits
-    n, k = low.shape
-    padded = np.zeros((n, _packed_width(k, bits) * per), dtype=np.uint8)
-    padded[:, :k] = low
-    fields = padded.reshape(n, -1, per)
-    out = np.zeros(fields.shape[:2], dtype=np.uint8)
-    for i in range(per):
-        out |= fields[:, :, i] << np.uint8(i * bits)
-    return out
-
-
-def _equal_slots(sa: np.ndarray, sb: np.ndarray, k: int, bits: int) -> np.ndarray:
-    """How many of the ``k`` slots two :func:`_pack_low` matrices agree in, row by row."""
-    if bits >= 8:
-        return (sa == sb).sum(axis=1)
-    per = 8 // bits
-    x = sa ^ sb
-    field = np.uint8((1 << bits) - 1)
-    equal = np.zeros(x.shape[0], dtype=np.int64)
-    for i in range(per):
-        equal += (((x >> np.uint8(i * bits)) & field) == 0).sum(axis=1)
-    # The padding slots are zero on both sides: equal, but not slots.
-    return equal - (_packed_width(k, bits) * per - k)
-
-
-def _estimate(matches: np.ndarray, num_perm: int, bits: int) -> np.ndarray:
-    """The b-bit Jaccard estimate from equal-slot counts, in the engine's float operations
-    (``sketch::bbit::estimate_from_matches``), so comparisons with the threshold agree."""
-    p = matches.astype(np.float64) / float(num_perm)
-    if bits >= 64:
-        return p
-    chance = 2.0**-bits
-    return np.clip((p - chance) / (1.0 - chance), 0.0, 1.0)
 
 
 def _checkpoint(df: DataFrame) -> DataFrame:
@@ -496,8 +444,7 @@ def dedup(
         _arrow_type(df, order_col)
     bits, k, bands, rows = p["bits"], p["num_perm"], p["bands"], p["rows"]
     cap = p["bucket_cap"] or None
-    dtype = _low_bits_dtype(bits)
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF if bits == 64 else (1 << bits) - 1)
+    width = _mhdb.bbit_packed_len(k, bits)
 
     dup = (
         df.groupBy(id_col)
@@ -535,7 +482,8 @@ def dedup(
                 .astype(np.uint32)
                 .view(np.int32)
             )
-            low = _pack_low((sigs & mask).astype(dtype), bits)
+            # Stored as an index stores them: the engine's b-bit packing.
+            packed = _mhdb.bbit_pack(sigs, bits)
             # A text without shingles is similar to nothing (the engine does not store it):
             # it gets no band keys, hence no pair.
             shingled = ~_empty_sets(sigs)
@@ -547,7 +495,7 @@ def dedup(
             arrays = [batch.column(id_col)] + ([batch.column(order_col)] if order_col else [])
             ranks = _cap_ranks(batch.column("_key").to_pylist())
             yield pa.RecordBatch.from_arrays(
-                arrays + [_fixed_binary(low), keys, pa.array(ranks)],
+                arrays + [_fixed_binary(packed), keys, pa.array(ranks)],
                 names=[f.name for f in out_fields],
             )
 
@@ -607,10 +555,9 @@ def dedup(
 
     def verify(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in it:
-            width = _packed_width(k, bits)
-            sa = _matrix(batch.column("sa"), dtype, width)
-            sb = _matrix(batch.column("sb"), dtype, width)
-            j = _estimate(_equal_slots(sa, sb, k, bits), k, bits)
+            sa = _byte_rows(batch.column("sa"), width)
+            sb = _byte_rows(batch.column("sb"), width)
+            j = _mhdb.bbit_estimate(sa, sb, k, bits)
             hit = pa.array(j >= t)
             yield pa.RecordBatch.from_arrays(
                 [

@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod banding;
+pub mod bbit;
 pub mod convert;
 pub mod errors;
 pub mod hasher;
@@ -22,6 +23,9 @@ fn _mhdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hasher::PyMinHasher>()?;
     m.add_function(wrap_pyfunction!(banding::index_params_for, m)?)?;
     m.add_function(wrap_pyfunction!(banding::cap_ranks, m)?)?;
+    m.add_function(wrap_pyfunction!(bbit::bbit_pack, m)?)?;
+    m.add_function(wrap_pyfunction!(bbit::bbit_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(bbit::bbit_packed_len, m)?)?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::QueryIterator>()?;
     m.add("SPEC_VERSION", mhdb::sketch::SPEC_VERSION)?;

@@ -12,7 +12,8 @@ from conftest import REPO
 
 CORPUS = [json.loads(line) for line in (REPO / "samples" / "corpus.jsonl").read_text().splitlines()]
 QUERIES = [d["text"] for d in CORPUS[::9]] + [
-    json.loads(line)["text"] for line in (REPO / "samples" / "queries.jsonl").read_text().splitlines()
+    json.loads(line)["text"]
+    for line in (REPO / "samples" / "queries.jsonl").read_text().splitlines()
 ]
 
 
@@ -22,9 +23,13 @@ def run(cli: pathlib.Path, *args: object) -> str:
     return done.stdout
 
 
-def cli_answers(cli: pathlib.Path, idx: pathlib.Path, tmp: pathlib.Path) -> list[list[tuple[str, float]]]:
+def cli_answers(
+    cli: pathlib.Path, idx: pathlib.Path, tmp: pathlib.Path
+) -> list[list[tuple[str, float]]]:
     queries = tmp / "queries.jsonl"
-    queries.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(QUERIES)))
+    queries.write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(QUERIES))
+    )
     lines = run(cli, "query", idx, "--jsonl", queries).splitlines()
     return [[(m["id"], m["jaccard"]) for m in json.loads(line)["matches"]] for line in lines]
 
@@ -45,7 +50,8 @@ def test_python_built_index_opens_in_the_cli(cli: pathlib.Path, tmp_path: pathli
     stats = json.loads(run(cli, "stats", path, "--json"))
     assert stats["live_docs"] == len(CORPUS) - 1
     cli_pairs = sorted(
-        (p["a"], p["b"]) for p in map(json.loads, run(cli, "dedup", path, "--format", "pairs").splitlines())
+        (p["a"], p["b"])
+        for p in map(json.loads, run(cli, "dedup", path, "--format", "pairs").splitlines())
     )
     assert cli_pairs == py_pairs
     run(cli, "verify", path)
@@ -68,7 +74,9 @@ def test_cli_built_index_opens_in_python(cli: pathlib.Path, tmp_path: pathlib.Pa
     assert ("from-python", 1.0) in hits
 
 
-def test_python_refuses_the_texts_the_cli_refuses(cli: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_python_refuses_the_texts_the_cli_refuses(
+    cli: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
     """One rule for "the text has no shingles": `mhdb add --skip-invalid` stores exactly the
     texts Python's insert accepts, in either kind of index."""
     texts = ["", " ", "\t\n\r ", "\u00a0\u3000", "\u200b", "x", " y ", "two words"]
@@ -76,7 +84,9 @@ def test_python_refuses_the_texts_the_cli_refuses(cli: pathlib.Path, tmp_path: p
         path = tmp_path / kind
         run(cli, "create", path, "--kind", kind)
         corpus = tmp_path / f"{kind}.jsonl"
-        corpus.write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+        corpus.write_text(
+            "".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+        )
         run(cli, "add", path, corpus, "--skip-invalid")
         with mhdb.Index.open(path) as idx:
             stored_by_cli = set(idx.keys())

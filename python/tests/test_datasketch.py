@@ -58,7 +58,11 @@ def test_refuses_text_mhdb_signatures_and_other_schemes(tmp_path: pathlib.Path) 
     lsh.close()
     # It persists, and keeps its scheme and bands.
     with MinHashLSH(tmp_path / "lsh", threshold=0.9, num_perm=128) as again:
-        assert list(again.keys()) == ["a"] and again.threshold == 0.5 and (again.b, again.r) == (lsh.b, lsh.r)
+        assert (
+            list(again.keys()) == ["a"]
+            and again.threshold == 0.5
+            and (again.b, again.r) == (lsh.b, lsh.r)
+        )
     with pytest.raises(mhdb.ParameterMismatchError):
         MinHashLSH(tmp_path / "lsh", num_perm=64)
     # An index of mhdb's own signatures is not a datasketch index.
@@ -71,7 +75,10 @@ def test_refuses_text_mhdb_signatures_and_other_schemes(tmp_path: pathlib.Path) 
 
 def test_insertion_session(tmp_path: pathlib.Path) -> None:
     rng = random.Random(2)
-    sigs = {f"k{i}": stand_in([rng.randrange(2**32) for _ in range(64)], "legacy", 42) for i in range(25)}
+    sigs = {
+        f"k{i}": stand_in([rng.randrange(2**32) for _ in range(64)], "legacy", 42)
+        for i in range(25)
+    }
     lsh = MinHashLSH(tmp_path / "lsh", threshold=0.9, num_perm=64, params=(8, 8))
     with lsh.insertion_session(buffer_size=10) as session:
         for k, m in sigs.items():
@@ -107,7 +114,9 @@ def test_same_candidates_as_datasketch_verified(tmp_path: pathlib.Path, scheme: 
         mhs[k] = datasketch.LeanMinHash(m) if k.endswith("7") else m
     threshold = 0.6
     theirs = datasketch.MinHashLSH(threshold=threshold, num_perm=128)
-    ours = MinHashLSH(tmp_path / scheme, threshold=threshold, num_perm=128, params=(theirs.b, theirs.r))
+    ours = MinHashLSH(
+        tmp_path / scheme, threshold=threshold, num_perm=128, params=(theirs.b, theirs.r)
+    )
     with ours.insertion_session(buffer_size=64) as session:
         for k, m in mhs.items():
             theirs.insert(k, m)

@@ -43,7 +43,12 @@ def test_not_found(tmp_path: pathlib.Path) -> None:
 def test_locked_in_another_process(tmp_index_path: pathlib.Path) -> None:
     mhdb.Index.create(tmp_index_path).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import mhdb, sys; i = mhdb.Index.open(sys.argv[1]); print('open', flush=True); sys.stdin.read()", str(tmp_index_path)],
+        [
+            sys.executable,
+            "-c",
+            "import mhdb, sys; i = mhdb.Index.open(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
+            str(tmp_index_path),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -159,7 +164,11 @@ def test_query_threshold_is_checked_as_everywhere(tmp_path: pathlib.Path) -> Non
             with pytest.raises(mhdb.InvalidParameterError) as e:
                 call(0.0)
             assert e.value.parameter == "threshold"
-            assert str(e.value) == str(created.value) == "invalid parameter `threshold`: must be in (0, 1], got 0"
+            assert (
+                str(e.value)
+                == str(created.value)
+                == "invalid parameter `threshold`: must be in (0, 1], got 0"
+            )
             for bad in (-0.1, 1.5, float("nan")):
                 with pytest.raises(mhdb.InvalidParameterError):
                     call(bad)
@@ -188,7 +197,10 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
             idx.insert_many(["d", "e"], ["hello there world", 3.5])
         with pytest.raises(TypeError, match=r"^items\[1\]: a key must be str or bytes, not int"):
             idx.insert_many([("d", TEXT), (7, TEXT)])
-        with pytest.raises(TypeError, match=r"^items\[0\]: expected a \(key, text\) or \(key, signature\) tuple, not list"):
+        with pytest.raises(
+            TypeError,
+            match=r"^items\[0\]: expected a \(key, text\) or \(key, signature\) tuple, not list",
+        ):
             idx.insert_many([["d", TEXT]])
         with pytest.raises(TypeError, match=r'^items\[0\] \(key "d"\): a signature must be'):
             idx.insert_many([("d", [1, -2])])
@@ -204,7 +216,10 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
             for bad in (-1, 0):
                 with pytest.raises(mhdb.InvalidParameterError) as e:
                     idx.query(TEXT, **{name: bad})
-                assert e.value.parameter == name and f"positive integer (None for no bound), got {bad}" in str(e.value)
+                assert (
+                    e.value.parameter == name
+                    and f"positive integer (None for no bound), got {bad}" in str(e.value)
+                )
                 with pytest.raises(mhdb.InvalidParameterError):
                     idx.query_many(texts=[TEXT], **{name: bad})
             with pytest.raises(TypeError, match=f"^{name} must be an int, not float"):
@@ -224,7 +239,9 @@ def test_bad_arguments_are_named(tmp_index_path: pathlib.Path) -> None:
         assert e.value.parameter == "signature"
         assert f'items[2] (key "c"): has 64 slots, the database stores {len(good)}' in str(e.value)
         assert sorted(idx.keys()) == ["a", "b"]
-        with pytest.raises(mhdb.InvalidParameterError, match=r'`signature`: texts\[1\] \(key "y"\): has 3 slots'):
+        with pytest.raises(
+            mhdb.InvalidParameterError, match=r'`signature`: texts\[1\] \(key "y"\): has 3 slots'
+        ):
             idx.insert_many(["x", "y"], [good, [1, 2, 3]])
         with pytest.raises(mhdb.InvalidParameterError, match=r'`signature`: key "k": has 64 slots'):
             idx.insert("k", signature=good[:64])

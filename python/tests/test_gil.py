@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pytest
 
 import mhdb
@@ -63,7 +64,9 @@ def busy_python() -> None:
     assert total
 
 
-def test_control_a_call_holding_the_gil_lets_no_thread_run(counter: Callable[[Callable[[], object]], int]) -> None:
+def test_control_a_call_holding_the_gil_lets_no_thread_run(
+    counter: Callable[[Callable[[], object]], int],
+) -> None:
     assert counter(busy_python) == 0
 
 
@@ -83,3 +86,16 @@ def test_insert_many_and_query_many_release_the_gil(
         assert len(idx) == 4000
         texts = [t for _, t in docs]
         assert counter(lambda: list(idx.query_many(texts=texts))) > 0
+
+
+def test_bbit_pack_and_estimate_release_the_gil(
+    counter: Callable[[Callable[[], object]], int],
+) -> None:
+    rng = np.random.default_rng(1)
+    sigs = rng.integers(0, 1 << 63, size=(20_000, 512), dtype=np.uint64)
+    assert counter(busy_python) == 0
+    assert counter(lambda: mhdb._mhdb.bbit_pack(sigs, 1)) > 0
+    # 64-bit slots: the widest rows, so that the call lasts long enough to count.
+    packed = mhdb._mhdb.bbit_pack(sigs, 64)
+    other = np.roll(packed, 1, axis=0)
+    assert counter(lambda: mhdb._mhdb.bbit_estimate(packed, other, 512, 64)) > 0

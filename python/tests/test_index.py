@@ -104,7 +104,9 @@ def test_insert_many_pairs_two_iterables_and_generators(tmp_index_path: pathlib.
     docs = corpus(203)
     commits: list[int] = []
     with mhdb.Index.create(tmp_index_path) as idx:
-        n = idx.insert_many(((k, t) for k, t in docs[:100]), commit_every=32, on_commit=commits.append)
+        n = idx.insert_many(
+            ((k, t) for k, t in docs[:100]), commit_every=32, on_commit=commits.append
+        )
         assert n == 100 and commits == [32, 64, 96, 100]
         n = idx.insert_many((k for k, _ in docs[100:]), (t for _, t in docs[100:]))
         assert n == 103 and len(idx) == 203
@@ -164,7 +166,9 @@ def test_insert_many_stops_at_the_first_error(tmp_path: pathlib.Path) -> None:
     acks.clear()
     with mhdb.Index.create(tmp_path / "commit") as idx:
         with pytest.raises(mhdb.InvalidParameterError):
-            idx.insert_many(docs[:150] + [(too_long, A)] + docs[150:], commit_every=100, on_commit=acks.append)
+            idx.insert_many(
+                docs[:150] + [(too_long, A)] + docs[150:], commit_every=100, on_commit=acks.append
+            )
         assert acks == [100] and len(idx) == 100 and "doc-99" in idx and "doc-250" not in idx
 
     def broken() -> Iterator[tuple[str, str]]:
@@ -199,7 +203,9 @@ def test_insert_many_refuses_a_text_without_shingles(tmp_path: pathlib.Path) -> 
     acks: list[int] = []
     with mhdb.Index.create(tmp_path / "pairs") as idx:
         with pytest.raises(mhdb.InvalidParameterError) as e:
-            idx.insert_many(docs[:5] + [("blank", " \n ")] + docs[5:], commit_every=2, on_commit=acks.append)
+            idx.insert_many(
+                docs[:5] + [("blank", " \n ")] + docs[5:], commit_every=2, on_commit=acks.append
+            )
         assert e.value.parameter == "items"
         assert 'items[5] (key "blank"): the text has no shingles' in str(e.value)
         assert acks == [2, 4] and sorted(idx.keys()) == [k for k, _ in docs[:4]]
@@ -233,7 +239,9 @@ def test_dedup_formats(tmp_index_path: pathlib.Path) -> None:
     with mhdb.Index.create(tmp_index_path, 0.8) as idx:
         idx.insert_many(docs)
         pairs = list(idx.dedup())
-        assert {(a, b) for a, b, _ in pairs} == {(f"doc-{i - 1}", f"doc-{i}") for i in range(4, 50, 5)}
+        assert {(a, b) for a, b, _ in pairs} == {
+            (f"doc-{i - 1}", f"doc-{i}") for i in range(4, 50, 5)
+        }
         assert all(j >= 0.8 for _, _, j in pairs)
         clusters = list(idx.dedup(format="clusters"))
         assert sorted(clusters) == sorted([[f"doc-{i - 1}", f"doc-{i}"] for i in range(4, 50, 5)])

@@ -45,7 +45,9 @@ def test_migration_example(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("datasketch")
     code = example("python-migration")
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
         assert "m1" in done.stdout
     with mhdb.Index.open(tmp_path / "lsh-idx", read_only=True) as idx:

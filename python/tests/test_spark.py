@@ -292,17 +292,3 @@ def test_build_shards_survives_a_failed_attempt_then_merge_and_export(
                 continue
             assert np.array_equal(idx.get(d["id"]), ref.get(d["id"])), d["id"]
 
-
-def test_sub_byte_slots_pack_and_compare_like_unpacked() -> None:
-    """Below 8 bits Spark caches and joins several slots per byte; the equal-slot counts (the
-    estimate's input) must be those of the unpacked slots, for any k (padding included)."""
-    rng = np.random.default_rng(5)
-    for bits in (1, 2, 4):
-        for k in (1, 7, 64, 129, 512):
-            a = rng.integers(0, 1 << bits, size=(50, k), dtype=np.uint8)
-            b = a.copy()
-            flip = rng.random((50, k)) < rng.random((50, 1))  # 0-100 % of slots per row
-            b[flip] = rng.integers(0, 1 << bits, size=int(flip.sum()), dtype=np.uint8)
-            pa_, pb = mspark._pack_low(a, bits), mspark._pack_low(b, bits)
-            assert pa_.shape == (50, mspark._packed_width(k, bits)) == (50, -(-k * bits // 8))
-            assert (mspark._equal_slots(pa_, pb, k, bits) == (a == b).sum(axis=1)).all()
