@@ -2,8 +2,7 @@
 //! documents of the inputs, with their stored band keys, re-encoded as one segment.
 //!
 //! Named "combine" because "merge" already means three other things in mhdb (`Db::merge_from`,
-//! which imports another database; the CLI `merge` command; `PartialSketch::merge`). The old
-//! name `segment::merge` stays as a re-export alias in `mod.rs`.
+//! which imports another database; the CLI `merge` command; `PartialSketch::merge`).
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
