@@ -13,7 +13,7 @@ use super::bits::read_bits;
 use super::format::{HOT_RECORD_LEN, HotRecord, band_key32, key_hash32};
 use super::open::Layout;
 use super::prefix::Table;
-use crate::sketch::shingle_set::decode_into;
+use crate::storage::shingle_codec::decode_into;
 use crate::{Error, Result};
 
 /// Candidates ahead of the one being verified whose signatures are prefetched: enough to cover
@@ -276,7 +276,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.layout.sets.is_some()
     }
 
-    /// The coded shingle set ([`crate::sketch::ShingleSet`]) of the document at ordinal (row)
+    /// The coded shingle set ([`crate::storage::shingle_codec`]) of the document at ordinal (row)
     /// `i`, its bytes checked against their block checksums; empty when the segment stores
     /// none.
     pub fn set_at(&self, i: u64) -> Result<&[u8]> {

@@ -8,7 +8,7 @@
 use super::format::{HOT_RECORD_LEN, key_hash32};
 use super::reader::Segment;
 use crate::Result;
-use crate::sketch::shingle_set::decode_into;
+use crate::storage::shingle_codec::decode_into;
 
 impl<B: AsRef<[u8]>> Segment<B> {
     /// Checks every section's CRC: the bytes are as written. (Bit rot and torn or misdirected
