@@ -1,4 +1,4 @@
-//! Exact re-rank (issue 15; Milvus's refine over raw data): in an index that stores shingle
+//! Exact re-rank (as Milvus refines over raw data): in an index that stores shingle
 //! sets, a candidate whose signature estimate comes within a margin of the threshold has its
 //! exact Jaccard computed from the stored sets, and that decides whether it matches.
 //!
