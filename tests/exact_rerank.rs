@@ -272,13 +272,13 @@ fn a_damaged_stored_set_is_corruption() {
     db.flush().unwrap();
     drop(db);
     // Find the coded set of the first document in its segment and flip one of its bits.
-    let coded = mhdb::sketch::ShingleSet::from_hashes(
+    let set = mhdb::sketch::ShingleSet::from_hashes(
         IndexParams::default()
             .hasher()
             .unwrap()
             .shingle_hashes(&docs[0].1),
-    )
-    .encode();
+    );
+    let coded = mhdb::storage::shingle_codec::encode(set.values());
     let seg = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

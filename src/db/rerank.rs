@@ -1,4 +1,4 @@
-//! Exact re-rank (issue 15; Milvus's refine over raw data): in an index that stores shingle
+//! Exact re-rank (as Milvus refines over raw data): in an index that stores shingle
 //! sets, a candidate whose signature estimate comes within a margin of the threshold has its
 //! exact Jaccard computed from the stored sets, and that decides whether it matches.
 //!
@@ -9,8 +9,8 @@
 //! with about that probability too, and is accepted by its estimate, uncomputed.
 
 use super::state::State;
-use crate::sketch::set_intersect::jaccard_coded_at_least;
-use crate::sketch::shingle_set::decode_into;
+use crate::sketch::set_intersect::jaccard_blocks_at_least;
+use crate::storage::shingle_codec::{CodedValues, SetDecodeError, decode_into};
 use crate::{Error, Result};
 
 /// How many standard deviations of the estimate below the threshold a candidate may fall and
@@ -80,6 +80,20 @@ pub(super) fn exact_at_least(
     jaccard_coded_at_least(query, coded, threshold).map_err(|e| damaged_set(state, docno, coded, e))
 }
 
+/// The exact Jaccard of sorted distinct `query` values and a coded set, if it reaches
+/// `threshold`: the set is decoded block by block while the answer is open (a set rejected
+/// early is not decoded to its end; one cut short before the answer is known is an error).
+fn jaccard_coded_at_least(
+    query: &[u32],
+    coded: &[u8],
+    threshold: f64,
+) -> std::result::Result<Option<f64>, SetDecodeError> {
+    let mut values = CodedValues::new(coded)?;
+    jaccard_blocks_at_least(query, values.count(), threshold, |block| {
+        values.next_block(block)
+    })
+}
+
 /// Decodes `docno`'s stored set into `out`; false when no table holds the document.
 pub(super) fn decode_stored(state: &State, docno: u64, out: &mut Vec<u32>) -> Result<bool> {
     let Some(coded) = state.set_bytes(docno)? else {
@@ -92,12 +106,7 @@ pub(super) fn decode_stored(state: &State, docno: u64, out: &mut Vec<u32>) -> Re
 
 /// Corruption of `docno`'s stored set `coded`, at the byte of its segment where decoding
 /// failed.
-fn damaged_set(
-    state: &State,
-    docno: u64,
-    coded: &[u8],
-    e: crate::sketch::shingle_set::SetDecodeError,
-) -> Error {
+fn damaged_set(state: &State, docno: u64, coded: &[u8], e: SetDecodeError) -> Error {
     let segment = state.version.segment_of(docno);
     let path = segment.map(|s| s.path.clone()).unwrap_or_default();
     let offset = segment
@@ -123,5 +132,29 @@ mod tests {
         assert!(rerank_margin(0.8, 256, 32) < m128);
         assert!(rerank_margin(0.8, 128, 1) > m128);
         assert!(rerank_margin(1.0, 128, 64) == 0.0);
+    }
+
+    /// A coded set decides as its values do, and damage is refused even where the merge
+    /// would have accepted what it read.
+    #[test]
+    fn coded_sets_decide_as_their_values() {
+        let values: Vec<u32> = (0..500u32).map(|v| v * 7_000_000).collect();
+        let coded = crate::storage::shingle_codec::encode(&values);
+        let half = &values[..250];
+        for t in [0.0, 0.5, 1.0] {
+            assert_eq!(
+                jaccard_coded_at_least(half, &coded, t).unwrap(),
+                (t <= 0.5).then_some(0.5),
+                "t = {t}"
+            );
+        }
+        assert_eq!(
+            jaccard_coded_at_least(&values, &coded, 0.5).unwrap(),
+            Some(1.0)
+        );
+        assert!(jaccard_coded_at_least(&values, &coded[..coded.len() - 1], 0.5).is_err());
+        let mut longer = coded.clone();
+        longer.push(0);
+        assert!(jaccard_coded_at_least(&values, &longer, 0.5).is_err());
     }
 }

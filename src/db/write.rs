@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::Db;
 use super::options::Durability;
 use crate::sketch::{Signature, bbit};
+use crate::storage::shingle_codec;
 use crate::storage::wal::MAX_RECORD_LEN;
 use crate::storage::wal::batch::{LogOp, MAX_KEY_LEN, encode_ops};
 use crate::{Error, Result};
@@ -271,7 +272,7 @@ impl Db {
             return Ok(None);
         }
         match sig.shingle_set() {
-            Some(set) => Ok(Some(set.encode())),
+            Some(set) => Ok(Some(shingle_codec::encode(set.values()))),
             None => Err(Error::invalid(
                 "signature",
                 "this index stores shingle sets (created with --store-sets): insert documents \

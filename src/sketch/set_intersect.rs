@@ -1,5 +1,6 @@
 //! Exact Jaccard of two shingle sets decided at a threshold (the exact re-rank's inner loop,
-//! `db/rerank.rs`): a query's sorted values against a stored (coded) set, or two decoded sets.
+//! `db/rerank.rs`): a query's sorted values against a set read block by block (a stored set
+//! as its decoder hands it over), or two sorted slices.
 //!
 //! The intersection is counted by a block merge (the scalar form of Schlegel, Willhalm and
 //! Lehner, "Fast Sorted-Set Intersection using SIMD Instructions", 2011): eight values of each
@@ -17,7 +18,8 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
-use super::shingle_set::{CodedValues, DECODE_BLOCK, SetDecodeError};
+/// Values a block source hands to [`jaccard_blocks_at_least`] at a time, at most.
+pub const SET_BLOCK: usize = 64;
 
 /// Values per side compared at once.
 const LANES: usize = 8;
@@ -72,17 +74,18 @@ fn merge_tail(a: &[u32], i: &mut usize, b: &[u32]) -> u64 {
     common
 }
 
-/// The exact Jaccard of sorted distinct `query` values and a coded set, if it is at least
-/// `threshold` (`None` otherwise). Decodes and merges block by block, and rejects as soon as
-/// the threshold is out of reach. A coded set that is cut short before the answer is known is
-/// an error; one rejected early is not decoded to its end.
-pub fn jaccard_coded_at_least(
+/// The exact Jaccard of sorted distinct `query` values and a sorted distinct set of `count`
+/// values, if it is at least `threshold` (`None` otherwise). `next_block` hands over the
+/// set's next values (up to [`SET_BLOCK`]) and says how many, 0 after the last; it is called
+/// only while the answer is open, so a set rejected early is not read to its end. An error of
+/// `next_block` (a stored set that does not decode) is returned as it is.
+pub fn jaccard_blocks_at_least<E>(
     query: &[u32],
-    coded: &[u8],
+    count: u64,
     threshold: f64,
-) -> Result<Option<f64>, SetDecodeError> {
-    let mut values = CodedValues::new(coded)?;
-    let (na, nb) = (query.len() as u64, values.count);
+    mut next_block: impl FnMut(&mut [u32; SET_BLOCK]) -> Result<usize, E>,
+) -> Result<Option<f64>, E> {
+    let (na, nb) = (query.len() as u64, count);
     if na == 0 || nb == 0 {
         return Ok((threshold <= 0.0).then_some(0.0));
     }
@@ -92,15 +95,15 @@ pub fn jaccard_coded_at_least(
     }
     // Decoded values not merged yet are `pending[..held]` (fewer than a block's worth of
     // lanes are carried from one decoded block to the next).
-    let mut pending = [0u32; DECODE_BLOCK + LANES];
-    let mut block = [0u32; DECODE_BLOCK];
+    let mut pending = [0u32; SET_BLOCK + LANES];
+    let mut block = [0u32; SET_BLOCK];
     let (mut i, mut held, mut passed, mut common) = (0usize, 0usize, 0u64, 0u64);
     loop {
-        let left = (na - i as u64).min(nb - passed);
+        let left = (na - i as u64).min(nb.saturating_sub(passed));
         if ((common + left) as f64) < need {
             return Ok(None);
         }
-        let n = values.next_block(&mut block)?;
+        let n = next_block(&mut block)?;
         if n == 0 {
             break;
         }
@@ -123,7 +126,6 @@ pub fn jaccard_coded_at_least(
         }
     }
     common += merge_tail(query, &mut i, pending.get(..held).unwrap_or_default());
-    values.finish()?;
     Ok(decide(na, nb, common, threshold))
 }
 
@@ -164,7 +166,6 @@ pub fn jaccard_sorted_at_least(a: &[u32], b: &[u32], threshold: f64) -> Option<f
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
-    use super::super::shingle_set::ShingleSet;
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
@@ -177,10 +178,24 @@ mod tests {
         (j >= t).then_some(j)
     }
 
+    /// `values` handed over `step` at a time (at most [`SET_BLOCK`]), as a decoder would.
+    fn blocks_at_least(
+        query: &[u32],
+        values: &[u32],
+        step: usize,
+        t: f64,
+    ) -> Result<Option<f64>, std::convert::Infallible> {
+        let mut chunks = values.chunks(step);
+        jaccard_blocks_at_least(query, values.len() as u64, t, |out| {
+            let chunk = chunks.next().unwrap_or_default();
+            out[..chunk.len()].copy_from_slice(chunk);
+            Ok(chunk.len())
+        })
+    }
+
     fn check(a: &BTreeSet<u32>, b: &BTreeSet<u32>) -> Result<(), TestCaseError> {
         let va: Vec<u32> = a.iter().copied().collect();
         let vb: Vec<u32> = b.iter().copied().collect();
-        let coded = ShingleSet::from_hashes(vb.iter().map(|&v| u64::from(v) << 32)).encode();
         let exact = naive(a, b, 0.0).unwrap();
         // Thresholds around the exact value too: the decision there is the delicate one.
         for t in [
@@ -196,12 +211,15 @@ mod tests {
         ] {
             let t = t.clamp(0.0, 1.0);
             let want = naive(a, b, t);
-            prop_assert_eq!(
-                jaccard_coded_at_least(&va, &coded, t).unwrap(),
-                want,
-                "t = {}",
-                t
-            );
+            for step in [SET_BLOCK, 7, 1] {
+                prop_assert_eq!(
+                    blocks_at_least(&va, &vb, step, t).unwrap(),
+                    want,
+                    "t = {}, step {}",
+                    t,
+                    step
+                );
+            }
             prop_assert_eq!(jaccard_sorted_at_least(&va, &vb, t), want, "t = {}", t);
             prop_assert_eq!(jaccard_sorted_at_least(&vb, &va, t), want, "t = {}", t);
         }
@@ -232,18 +250,23 @@ mod tests {
         }
     }
 
-    /// A damaged set is still refused when the merge would have accepted it.
+    /// An error of the block source is returned, even when the merge would have accepted
+    /// the values read before it.
     #[test]
-    fn damage_is_reported_not_merged() {
+    fn source_errors_are_returned_not_merged() {
         let values: Vec<u32> = (0..500u32).map(|v| v * 7_000_000).collect();
-        let coded = ShingleSet::from_hashes(values.iter().map(|&v| u64::from(v) << 32)).encode();
         assert_eq!(
-            jaccard_coded_at_least(&values, &coded, 0.5).unwrap(),
+            blocks_at_least(&values, &values, SET_BLOCK, 0.5).unwrap(),
             Some(1.0)
         );
-        assert!(jaccard_coded_at_least(&values, &coded[..coded.len() - 1], 0.5).is_err());
-        let mut longer = coded.clone();
-        longer.push(0);
-        assert!(jaccard_coded_at_least(&values, &longer, 0.5).is_err());
+        let mut chunks = values.chunks(SET_BLOCK);
+        let failing = jaccard_blocks_at_least(&values, 500, 0.5, |out| match chunks.next() {
+            Some(chunk) if chunk.len() == SET_BLOCK => {
+                out.copy_from_slice(chunk);
+                Ok(SET_BLOCK)
+            }
+            _ => Err("damaged"),
+        });
+        assert_eq!(failing, Err("damaged"));
     }
 }

@@ -10,6 +10,7 @@
 //! | `siglog` | `signatures.log` | `format/siglog.md` |
 //! | [`segment`] | `seg-<id>.seg` (and the key table of `format/keys.md`) | `format/segment.md` |
 //! | [`wal`] | `wal-<id>.log` and its batch payload | `format/wal.md` |
+//! | [`shingle_codec`] | a coded shingle set (SHINGLES, WAL inserts) | `format/segment.md` |
 //!
 //! `codec` is the field encoding they share; [`vfs`] the file-system trait (with the one
 //! `unsafe` block, the mmap, in `mmap`).
@@ -21,6 +22,7 @@ mod mmap;
 pub(crate) use mmap::{prefetch_lines, thread_major_faults};
 pub(crate) mod names;
 pub mod segment;
+pub mod shingle_codec;
 pub(crate) mod siglog;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;

@@ -42,6 +42,71 @@ struct Inode {
     durable: Vec<u8>,
 }
 
+/// The seeded choices of a torn crash image (xorshift64); without a seed every choice is 0.
+struct CrashRng(Option<u64>);
+
+impl CrashRng {
+    /// A number below `n` (0 when `n` is 0).
+    fn below(&mut self, n: u64) -> u64 {
+        match self.0.as_mut() {
+            Some(x) => {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                if n == 0 { 0 } else { *x % n }
+            }
+            None => 0,
+        }
+    }
+}
+
+/// What a crash leaves of one file: what was synced, and in [`CrashMode::TornUnsynced`]
+/// some of what was not.
+fn crash_bytes(node: &Inode, mode: CrashMode, rng: &mut CrashRng) -> Vec<u8> {
+    let mut bytes = node.durable.clone();
+    if mode == CrashMode::DurableOnly || node.live == node.durable {
+        return bytes;
+    }
+    let live = &node.live;
+    if live.len() > bytes.len() && live.starts_with(&bytes) {
+        torn_append(&mut bytes, live, rng);
+    } else {
+        torn_overwrite(&mut bytes, live, rng);
+    }
+    bytes
+}
+
+/// Appends persist in order (ext4 data=ordered, XFS): a random prefix of the unsynced
+/// extension survives, its last sector possibly torn.
+fn torn_append(bytes: &mut Vec<u8>, live: &[u8], rng: &mut CrashRng) {
+    let extra = rng.below((live.len() - bytes.len() + 1) as u64) as usize;
+    let keep = bytes.len() + extra;
+    bytes.extend_from_slice(&live[bytes.len()..keep]);
+    if extra > 0 && rng.below(2) == 1 {
+        let torn_from = keep - extra.min(1 + rng.below(512) as usize);
+        let garbage = rng.below(2) == 1;
+        for b in &mut bytes[torn_from..keep] {
+            *b = if garbage { rng.below(256) as u8 } else { 0 };
+        }
+    }
+}
+
+/// Overwrites may reach the disk sector by sector, in any order.
+fn torn_overwrite(bytes: &mut Vec<u8>, live: &[u8], rng: &mut CrashRng) {
+    let lo = bytes.len().min(live.len());
+    let hi = bytes.len().max(live.len());
+    let len = lo + rng.below((hi - lo + 1) as u64) as usize;
+    bytes.resize(len, 0);
+    for start in (0..len).step_by(512) {
+        let end = (start + 512).min(len);
+        if rng.below(2) == 1 {
+            for (i, b) in bytes[start..end].iter_mut().enumerate() {
+                *b = live.get(start + i).copied().unwrap_or(0);
+            }
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     inodes: HashMap<u64, Inode>,
@@ -107,21 +172,10 @@ impl SimFs {
     /// The filesystem a restart after a power loss now would find.
     pub fn crash_image(&self, mode: CrashMode) -> SimFs {
         let inner = self.inner.lock();
-        let mut rng = match mode {
+        let mut rng = CrashRng(match mode {
             CrashMode::DurableOnly => None,
             CrashMode::TornUnsynced { seed } => Some(seed ^ 0x9E37_79B9_7F4A_7C15),
-        };
-        let mut next = |n: u64| -> u64 {
-            match rng.as_mut() {
-                Some(x) => {
-                    *x ^= *x << 13;
-                    *x ^= *x >> 7;
-                    *x ^= *x << 17;
-                    if n == 0 { 0 } else { *x % n }
-                }
-                None => 0,
-            }
-        };
+        });
         let mut out = Inner::default();
         let inodes = inner
             .crash_snapshot
@@ -131,39 +185,7 @@ impl SimFs {
             let Some(node) = inodes.get(ino) else {
                 continue;
             };
-            let mut bytes = node.durable.clone();
-            if mode != CrashMode::DurableOnly && node.live != node.durable {
-                let live = &node.live;
-                let appended = live.len() > bytes.len() && live.starts_with(&bytes);
-                if appended {
-                    // Appends persist in order (ext4 data=ordered, XFS): a random prefix of
-                    // the unsynced extension survives, its last sector possibly torn.
-                    let extra = next((live.len() - bytes.len() + 1) as u64) as usize;
-                    let keep = bytes.len() + extra;
-                    bytes.extend_from_slice(&live[bytes.len()..keep]);
-                    if extra > 0 && next(2) == 1 {
-                        let torn_from = keep - extra.min(1 + next(512) as usize);
-                        let garbage = next(2) == 1;
-                        for b in &mut bytes[torn_from..keep] {
-                            *b = if garbage { next(256) as u8 } else { 0 };
-                        }
-                    }
-                } else {
-                    // Overwrites may reach the disk sector by sector, in any order.
-                    let lo = bytes.len().min(live.len());
-                    let hi = bytes.len().max(live.len());
-                    let len = lo + next((hi - lo + 1) as u64) as usize;
-                    bytes.resize(len, 0);
-                    for start in (0..len).step_by(512) {
-                        let end = (start + 512).min(len);
-                        if next(2) == 1 {
-                            for (i, b) in bytes[start..end].iter_mut().enumerate() {
-                                *b = live.get(start + i).copied().unwrap_or(0);
-                            }
-                        }
-                    }
-                }
-            }
+            let bytes = crash_bytes(node, mode, &mut rng);
             let id = out.next_inode;
             out.next_inode += 1;
             out.inodes.insert(

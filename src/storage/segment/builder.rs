@@ -98,7 +98,7 @@ impl SegmentBuilder {
         self
     }
 
-    /// Gives the coded shingle set ([`crate::sketch::ShingleSet::encode`]) of the next
+    /// Gives the coded shingle set ([`crate::storage::shingle_codec::encode`]) of the next
     /// document that has none yet, in the order documents were added.
     pub fn add_set(&mut self, coded: &[u8]) -> Result<()> {
         let docs = self.docnos.len();

@@ -2,8 +2,7 @@
 //! documents of the inputs, with their stored band keys, re-encoded as one segment.
 //!
 //! Named "combine" because "merge" already means three other things in mhdb (`Db::merge_from`,
-//! which imports another database; the CLI `merge` command; `PartialSketch::merge`). The old
-//! name `segment::merge` stays as a re-export alias in `mod.rs`.
+//! which imports another database; the CLI `merge` command; `PartialSketch::merge`).
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
@@ -32,16 +31,59 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     opts: &SegmentOptions,
 ) -> Result<Vec<u8>> {
     let cap = opts.cap_field()?;
+    let (first, last) = check_inputs(inputs)?;
+    let live = Live::gather(inputs, &is_live)?;
+    let sets = first
+        .stores_sets()
+        .then(|| super::encode::sets_section(&live.set_ends, &live.set_data));
+    if live.docnos.len() > u32::MAX as usize {
+        return Err(Error::invalid(
+            "inputs",
+            "more than 2^32 − 1 live documents",
+        ));
+    }
+    let draft = Draft {
+        num_bands: first.num_bands() as u32,
+        base: first.base_docno(),
+        span: last.end_docno() - first.base_docno(),
+        cap,
+        docnos: &live.docnos,
+        key_blob: &live.key_blob,
+        key_ends: &live.key_ends,
+        record_bytes: first.record_bytes() as u32,
+        signatures: &live.signatures,
+        sets: sets.as_deref(),
+        sorted_runs: true,
+    };
+    let prior_hot_by_band = prior_hot_by_band(inputs)?;
+    let (mut head, split) = draft.encode(|band| {
+        let postings = live_postings(inputs, band, &is_live)?;
+        let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
+        Ok((postings, prior_hot))
+    })?;
+    let tail = head.split_off(split);
+    Ok(super::builder::SegmentParts {
+        head,
+        signatures: live.signatures,
+        tail,
+    }
+    .into_vec())
+}
+
+/// The first and last of `inputs`, once they are checked to agree in band count, signature
+/// size and stored sets, to be given oldest first with disjoint docno ranges, and to match
+/// their section checksums.
+fn check_inputs<'s, B: AsRef<[u8]>>(
+    inputs: &[&'s Segment<B>],
+) -> Result<(&'s Segment<B>, &'s Segment<B>)> {
     let (first, last) = match (inputs.first(), inputs.last()) {
-        (Some(f), Some(l)) => (f, l),
+        (Some(f), Some(l)) => (*f, *l),
         _ => return Err(Error::invalid("inputs", "merge needs at least one segment")),
     };
-    let num_bands = first.num_bands();
-    let record_bytes = first.record_bytes();
     let mut prev_end = first.base_docno();
     for s in inputs {
-        if s.num_bands() != num_bands
-            || s.record_bytes() != record_bytes
+        if s.num_bands() != first.num_bands()
+            || s.record_bytes() != first.record_bytes()
             || s.stores_sets() != first.stores_sets()
         {
             return Err(Error::invalid(
@@ -61,86 +103,94 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         // checks again as it goes. `mhdb verify` runs the full check.)
         s.verify_checksums()?;
     }
-    let mut docnos = Vec::new();
-    let mut key_blob = Vec::new();
-    let mut key_ends = Vec::new();
-    let mut signatures = Vec::new();
-    // The SHINGLES section: an offset table (filled in below), then live rows' sets.
-    let mut set_ends: Vec<u64> = Vec::new();
-    let mut set_data: Vec<u8> = Vec::new();
-    let mut scratch = Vec::new();
-    for s in inputs {
-        for (row, doc) in s.docs().enumerate() {
-            let (docno, key) = doc?;
-            if is_live(docno) {
-                docnos.push(docno);
-                key_blob.extend_from_slice(key);
-                key_ends.push(key_blob.len() as u64);
-                signatures.extend_from_slice(s.signature_at(row as u64)?);
+    Ok((first, last))
+}
+
+/// The live documents of the inputs, in docno order: what the combined segment stores per
+/// document.
+struct Live {
+    docnos: Vec<u64>,
+    key_blob: Vec<u8>,
+    key_ends: Vec<u64>,
+    signatures: Vec<u8>,
+    /// Where each live row's coded set ends in `set_data` (when the inputs store sets).
+    set_ends: Vec<u64>,
+    set_data: Vec<u8>,
+}
+
+impl Live {
+    fn gather<B: AsRef<[u8]>>(
+        inputs: &[&Segment<B>],
+        is_live: &impl Fn(u64) -> bool,
+    ) -> Result<Self> {
+        let mut live = Live {
+            docnos: Vec::new(),
+            key_blob: Vec::new(),
+            key_ends: Vec::new(),
+            signatures: Vec::new(),
+            set_ends: Vec::new(),
+            set_data: Vec::new(),
+        };
+        let mut scratch = Vec::new();
+        for s in inputs {
+            for (row, doc) in s.docs().enumerate() {
+                let (docno, key) = doc?;
+                if !is_live(docno) {
+                    continue;
+                }
+                live.docnos.push(docno);
+                live.key_blob.extend_from_slice(key);
+                live.key_ends.push(live.key_blob.len() as u64);
+                live.signatures
+                    .extend_from_slice(s.signature_at(row as u64)?);
                 if s.stores_sets() {
                     // Decoded as a check: a set that does not decode is refused, like a
                     // damaged signature, never copied on under fresh checksums.
-                    set_data.extend_from_slice(s.checked_set_at(row as u64, &mut scratch)?);
-                    set_ends.push(set_data.len() as u64);
+                    live.set_data
+                        .extend_from_slice(s.checked_set_at(row as u64, &mut scratch)?);
+                    live.set_ends.push(live.set_data.len() as u64);
                 }
             }
         }
+        Ok(live)
     }
-    let sets = first
-        .stores_sets()
-        .then(|| super::encode::sets_section(&set_ends, &set_data));
-    if docnos.len() > u32::MAX as usize {
-        return Err(Error::invalid(
-            "inputs",
-            "more than 2^32 − 1 live documents",
-        ));
-    }
-    let draft = Draft {
-        num_bands: num_bands as u32,
-        base: first.base_docno(),
-        span: last.end_docno() - first.base_docno(),
-        cap,
-        docnos: &docnos,
-        key_blob: &key_blob,
-        key_ends: &key_ends,
-        record_bytes: record_bytes as u32,
-        signatures: &signatures,
-        sets: sets.as_deref(),
-        sorted_runs: true,
-    };
-    // Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).
-    let mut prior_hot_by_band: Vec<Vec<(u32, u64)>> = vec![Vec::new(); num_bands];
+}
+
+/// Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).
+fn prior_hot_by_band<B: AsRef<[u8]>>(inputs: &[&Segment<B>]) -> Result<Vec<Vec<(u32, u64)>>> {
+    let num_bands = inputs.first().map_or(0, |s| s.num_bands());
+    let mut by_band: Vec<Vec<(u32, u64)>> = vec![Vec::new(); num_bands];
     for s in inputs {
         for h in s.hot_buckets() {
             let h = h?;
             let t = *s.band_table(h.band as usize)?;
             let (lo, hi) = s.lookup(&t, h.key32)?;
-            if let Some(list) = prior_hot_by_band.get_mut(h.band as usize) {
+            if let Some(list) = by_band.get_mut(h.band as usize) {
                 list.push((h.key32, h.original_size.saturating_sub(hi - lo)));
             }
         }
     }
-    let (mut head, split) = draft.encode(|band| {
-        let total: u64 = inputs.iter().filter_map(|s| s.band_postings(band)).sum();
-        let mut postings = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-        for s in inputs {
-            let t = *s.band_table(band)?;
-            s.for_each_entry(&t, |_, key, rel| {
-                let docno = s.base_docno() + rel;
-                if is_live(docno) {
-                    postings.push((key, docno));
-                }
-                Ok(())
-            })?;
-        }
-        let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
-        Ok((postings, prior_hot))
-    })?;
-    let tail = head.split_off(split);
-    Ok(super::builder::SegmentParts {
-        head,
-        signatures,
-        tail,
+    Ok(by_band)
+}
+
+/// The postings `(key32, docno)` of `band` of the inputs' live documents, one sorted run per
+/// input.
+fn live_postings<B: AsRef<[u8]>>(
+    inputs: &[&Segment<B>],
+    band: usize,
+    is_live: &impl Fn(u64) -> bool,
+) -> Result<Vec<(u32, u64)>> {
+    let total: u64 = inputs.iter().filter_map(|s| s.band_postings(band)).sum();
+    let mut postings = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for s in inputs {
+        let t = *s.band_table(band)?;
+        s.for_each_entry(&t, |_, key, rel| {
+            let docno = s.base_docno() + rel;
+            if is_live(docno) {
+                postings.push((key, docno));
+            }
+            Ok(())
+        })?;
     }
-    .into_vec())
+    Ok(postings)
 }

@@ -33,21 +33,11 @@ fn apply_cap(
     draft: &Draft<'_>,
     band: u32,
     mut postings: Vec<(u32, u64)>,
-    mut prior_hot: Vec<(u32, u64)>,
+    prior_hot: Vec<(u32, u64)>,
     hot: &mut Vec<HotRecord>,
 ) -> Vec<(u32, u64)> {
-    let (cap, base) = (draft.cap, draft.base);
-    let sorted_runs = draft.sorted_runs;
-    sort_postings(&mut postings, base, sorted_runs);
-    prior_hot.sort_unstable();
-    // Sum the dropped counts of a bucket that was hot in several inputs.
-    let mut prior: Vec<(u32, u64)> = Vec::with_capacity(prior_hot.len());
-    for (k, extra) in prior_hot {
-        match prior.last_mut() {
-            Some(last) if last.0 == k => last.1 = last.1.saturating_add(extra),
-            _ => prior.push((k, extra)),
-        }
-    }
+    let cap = draft.cap;
+    sort_postings(&mut postings, draft.base, draft.sorted_runs);
     let mut record = |key32: u32, original_size: u64| {
         hot.push(HotRecord {
             band: U32::new(band),
@@ -55,7 +45,7 @@ fn apply_cap(
             original_size: U64::new(original_size),
         })
     };
-    let mut prior = prior.into_iter().peekable();
+    let mut prior = sum_prior_hot(prior_hot).into_iter().peekable();
     let mut kept: Vec<(u32, u64)> = Vec::with_capacity(postings.len());
     let mut i = 0usize;
     while let Some(&(k, _)) = postings.get(i) {
@@ -75,20 +65,7 @@ fn apply_cap(
             size
         };
         let group = postings.get(i..j).unwrap_or_default();
-        if keep < size {
-            // Decided by the documents' keys, not their docnos: indexes built apart (shards,
-            // another insertion order) keep the same documents of a bucket.
-            let mut ranked: Vec<(u64, u64)> = group
-                .iter()
-                .map(|&(_, d)| (draft.cap_rank_of(d), d))
-                .collect();
-            keep_lowest_ranked(&mut ranked, keep as usize);
-            let mut docnos: Vec<u64> = ranked.into_iter().map(|(_, d)| d).collect();
-            docnos.sort_unstable();
-            kept.extend(docnos.into_iter().map(|d| (k, d - base)));
-        } else {
-            kept.extend(group.iter().map(|&(k, d)| (k, d - base)));
-        }
+        keep_of_bucket(draft, group, keep as usize, &mut kept);
         if keep < size || extra.is_some() {
             record(k, size.saturating_add(extra.unwrap_or(0)));
         }
@@ -98,6 +75,46 @@ fn apply_cap(
         record(pk, extra);
     }
     kept
+}
+
+/// `prior_hot` sorted by key, the dropped counts of a bucket that was hot in several inputs
+/// summed.
+fn sum_prior_hot(mut prior_hot: Vec<(u32, u64)>) -> Vec<(u32, u64)> {
+    prior_hot.sort_unstable();
+    let mut prior: Vec<(u32, u64)> = Vec::with_capacity(prior_hot.len());
+    for (k, extra) in prior_hot {
+        match prior.last_mut() {
+            Some(last) if last.0 == k => last.1 = last.1.saturating_add(extra),
+            _ => prior.push((k, extra)),
+        }
+    }
+    prior
+}
+
+/// Appends to `kept` the `keep` postings of one bucket's `group` (`(key32, docno)`, sorted)
+/// that its cap keeps, as `(key32, docno − base)` in docno order.
+fn keep_of_bucket(
+    draft: &Draft<'_>,
+    group: &[(u32, u64)],
+    keep: usize,
+    kept: &mut Vec<(u32, u64)>,
+) {
+    let base = draft.base;
+    if keep >= group.len() {
+        kept.extend(group.iter().map(|&(k, d)| (k, d - base)));
+        return;
+    }
+    // Decided by the documents' keys, not their docnos: indexes built apart (shards, another
+    // insertion order) keep the same documents of a bucket.
+    let mut ranked: Vec<(u64, u64)> = group
+        .iter()
+        .map(|&(_, d)| (draft.cap_rank_of(d), d))
+        .collect();
+    keep_lowest_ranked(&mut ranked, keep);
+    let mut docnos: Vec<u64> = ranked.into_iter().map(|(_, d)| d).collect();
+    docnos.sort_unstable();
+    let k = group.first().map_or(0, |&(k, _)| k);
+    kept.extend(docnos.into_iter().map(|d| (k, d - base)));
 }
 
 /// Sorts `(key32, docno)` postings. When every docno is within 2^32 of `base` (always, unless
@@ -190,6 +207,64 @@ impl Draft<'_> {
         &self,
         band_input: impl Fn(usize) -> Result<BandInput> + Sync,
     ) -> Result<(Vec<u8>, usize)> {
+        let doc_count = self.check_signatures()?;
+        let docno_bits = bits_below(self.span);
+        let end_bits = bits_for(self.key_blob.len() as u64);
+        let index_bits = bits_below(doc_count);
+        // The doc table and key index on one side, the bands (each gathered, sorted, capped
+        // and encoded) on the other, on every core.
+        let (front, bands) = rayon::join(
+            || -> Result<(Vec<u8>, Vec<u8>, u32)> {
+                let doc_table = self.doc_table(docno_bits, end_bits);
+                let (index_table, index_prefix) = self.key_index(index_bits)?;
+                Ok((doc_table, index_table, index_prefix))
+            },
+            || self.encode_bands(&band_input, docno_bits),
+        );
+        let (doc_table, index_table, index_prefix) = front?;
+        let mut w = SectionWriter::new(self.num_bands);
+        w.out
+            .reserve(self.capacity_hint(&doc_table, &index_table, &bands));
+        w.push(
+            KIND_KEY_BLOB,
+            (0, 0, 0),
+            self.key_blob.len() as u64,
+            self.key_blob,
+        );
+        w.push(
+            KIND_DOC_TABLE,
+            (docno_bits, end_bits, 0),
+            doc_count,
+            &doc_table,
+        );
+        w.push(
+            KIND_KEY_INDEX,
+            (index_prefix, index_bits, 0),
+            doc_count,
+            &index_table,
+        );
+        let hot = w.push_bands(bands, docno_bits)?;
+        let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
+        w.push(KIND_HOT, (0, 0, 0), hot.len() as u64, &hot_bytes);
+        if let Some(sets) = self.sets {
+            w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
+        }
+        let split = w.out.len();
+        w.push_signatures(doc_count, self.signatures);
+        // Block checksums over every section so far, so that a reader can check the bytes it
+        // uses, 4 KiB at a time, the first time it uses them.
+        let checksums = block_checksums(&w.out, self.signatures);
+        w.push(
+            KIND_CHECKSUMS,
+            (0, 0, 0),
+            (checksums.len() / 4) as u64,
+            &checksums,
+        );
+        Ok((w.finish(&self.header(doc_count)), split))
+    }
+
+    /// The number of documents, once the signatures are checked to be `record_bytes` each.
+    fn check_signatures(&self) -> Result<u64> {
         let doc_count = self.docnos.len() as u64;
         if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
             return Err(crate::Error::invalid(
@@ -201,205 +276,198 @@ impl Draft<'_> {
                 ),
             ));
         }
-        let docno_bits = bits_below(self.span);
-        let mut out = vec![0u8; HEADER_LEN];
-        let mut sections: Vec<SectionEntry> = Vec::with_capacity(self.num_bands as usize + 7);
-        // The signatures are not copied into `out`: the file is `out[..split]`, the
-        // signatures, then `out[split..]` (a bulk insert's signatures are most of its segment,
-        // and a second copy of them costs more than the encoding). Sections after them are
-        // pushed with `gap`, their length, so that offsets are the file's.
-        let mut push =
-            |out: &mut Vec<u8>, gap: usize, kind, a: u32, b: u32, index, count, bytes: &[u8]| {
-                sections.push(SectionEntry {
-                    kind: U16::new(kind),
-                    width_a: a as u8,
-                    width_b: b as u8,
-                    index: U32::new(index),
-                    offset: U64::new((out.len() + gap) as u64),
-                    len: U64::new(bytes.len() as u64),
-                    count: U64::new(count),
-                    crc32: U32::new(crc32fast::hash(bytes)),
-                    reserved: U32::new(0),
-                });
-                if kind != KIND_SIGNATURES {
-                    out.extend_from_slice(bytes);
-                }
-            };
+        Ok(doc_count)
+    }
 
-        // The doc table and key index on one side, the bands (each gathered, sorted, capped
-        // and encoded) on the other, on every core.
-        let end_bits = bits_for(self.key_blob.len() as u64);
-        let index_bits = bits_below(doc_count);
-        let (front, encoded) = rayon::join(
-            || -> Result<(Vec<u8>, Vec<u8>, u32)> {
-                let mut w = BitWriter::new(0);
-                for (&d, &e) in self.docnos.iter().zip(self.key_ends) {
-                    w.push(d - self.base, docno_bits);
-                    w.push(e, end_bits);
-                }
-                let doc_table = w.finish();
-                // (key hash, ordinal) packed into one u64 each (ordinals are below 2^32).
-                let mut packed: Vec<u64> = Vec::with_capacity(self.docnos.len());
-                let mut start = 0usize;
-                for (i, &e) in self.key_ends.iter().enumerate() {
-                    let key = self.key_blob.get(start..e as usize).unwrap_or_default();
-                    packed.push((u64::from(key_hash32(key)) << 32) | i as u64);
-                    start = e as usize;
-                }
-                packed.sort_unstable();
-                let index: Vec<(u32, u64)> = packed
-                    .iter()
-                    .map(|&p| ((p >> 32) as u32, p & u64::from(u32::MAX)))
-                    .collect();
-                drop(packed);
-                let (bytes, p) = encode_prefix_table(&index, index_bits)?;
-                Ok((doc_table, bytes, p))
-            },
-            || -> Vec<Result<EncodedBand>> {
-                (0..self.num_bands as usize)
-                    .into_par_iter()
-                    .map(|band| {
-                        let (postings, prior_hot) = band_input(band)?;
-                        let mut band_hot = Vec::new();
-                        let kept = apply_cap(self, band as u32, postings, prior_hot, &mut band_hot);
-                        let count = kept.len() as u64;
-                        let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
-                        Ok((bytes, p, count, band_hot))
-                    })
-                    .collect()
-            },
-        );
-        let (doc_table, index_table, index_prefix) = front?;
-        let band_bytes: usize = encoded
+    /// The DOC_TABLE section: each document's `docno − base` and key end, bit-packed.
+    fn doc_table(&self, docno_bits: u32, end_bits: u32) -> Vec<u8> {
+        let mut w = BitWriter::new(0);
+        for (&d, &e) in self.docnos.iter().zip(self.key_ends) {
+            w.push(d - self.base, docno_bits);
+            w.push(e, end_bits);
+        }
+        w.finish()
+    }
+
+    /// The KEY_INDEX section, `(key hash, ordinal)` sorted in a prefix table, and its prefix
+    /// bits.
+    fn key_index(&self, index_bits: u32) -> Result<(Vec<u8>, u32)> {
+        // (key hash, ordinal) packed into one u64 each (ordinals are below 2^32).
+        let mut packed: Vec<u64> = Vec::with_capacity(self.docnos.len());
+        let mut start = 0usize;
+        for (i, &e) in self.key_ends.iter().enumerate() {
+            let key = self.key_blob.get(start..e as usize).unwrap_or_default();
+            packed.push((u64::from(key_hash32(key)) << 32) | i as u64);
+            start = e as usize;
+        }
+        packed.sort_unstable();
+        let index: Vec<(u32, u64)> = packed
+            .iter()
+            .map(|&p| ((p >> 32) as u32, p & u64::from(u32::MAX)))
+            .collect();
+        drop(packed);
+        encode_prefix_table(&index, index_bits)
+    }
+
+    /// Every band gathered, sorted, capped and encoded, in parallel; in band order.
+    fn encode_bands(
+        &self,
+        band_input: &(impl Fn(usize) -> Result<BandInput> + Sync),
+        docno_bits: u32,
+    ) -> Vec<Result<EncodedBand>> {
+        (0..self.num_bands as usize)
+            .into_par_iter()
+            .map(|band| {
+                let (postings, prior_hot) = band_input(band)?;
+                let mut band_hot = Vec::new();
+                let kept = apply_cap(self, band as u32, postings, prior_hot, &mut band_hot);
+                let count = kept.len() as u64;
+                let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
+                Ok((bytes, p, count, band_hot))
+            })
+            .collect()
+    }
+
+    /// Bytes to reserve for the file (less its signatures) beyond the header: every section,
+    /// the block checksums (4 per 4 KiB, taken as one per thousand), the table and footer.
+    fn capacity_hint(
+        &self,
+        doc_table: &[u8],
+        index_table: &[u8],
+        bands: &[Result<EncodedBand>],
+    ) -> usize {
+        let band_bytes: usize = bands
             .iter()
             .map(|r| r.as_ref().map_or(0, |(bytes, ..)| bytes.len()))
             .sum();
-        out.reserve(
-            self.key_blob.len()
-                + doc_table.len()
-                + index_table.len()
-                + band_bytes
-                + self.signatures.len()
-                + self.sets.map_or(0, <[u8]>::len)
-                + (out.len() + self.signatures.len() + band_bytes) / 1000
-                + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
-                + FOOTER_LEN,
-        );
-        push(
-            &mut out,
-            0,
-            KIND_KEY_BLOB,
-            0,
-            0,
-            0,
-            self.key_blob.len() as u64,
-            self.key_blob,
-        );
-        push(
-            &mut out,
-            0,
-            KIND_DOC_TABLE,
-            docno_bits,
-            end_bits,
-            0,
-            doc_count,
-            &doc_table,
-        );
-        push(
-            &mut out,
-            0,
-            KIND_KEY_INDEX,
-            index_prefix,
-            index_bits,
-            0,
-            doc_count,
-            &index_table,
-        );
-        let mut hot: Vec<HotRecord> = Vec::new();
-        for (band, result) in encoded.into_iter().enumerate() {
-            let (bytes, p, count, band_hot) = result?;
-            hot.extend(band_hot);
-            push(
-                &mut out,
-                0,
-                KIND_BAND,
-                p,
-                docno_bits,
-                band as u32,
-                count,
-                &bytes,
-            );
-        }
-        let cap = self.cap;
-        // Hot buckets.
-        let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
-        push(&mut out, 0, KIND_HOT, 0, 0, 0, hot.len() as u64, &hot_bytes);
-        if let Some(sets) = self.sets {
-            push(&mut out, 0, KIND_SHINGLES, 0, 0, 0, doc_count, sets);
-        }
-        let split = out.len();
-        push(
-            &mut out,
-            0,
-            KIND_SIGNATURES,
-            0,
-            0,
-            0,
-            doc_count,
-            self.signatures,
-        );
-        let gap = self.signatures.len();
-        // Block checksums over every section so far, so that a reader can check the bytes it
-        // uses, 4 KiB at a time, the first time it uses them.
-        let checksums = block_checksums(&out, self.signatures);
-        push(
-            &mut out,
-            gap,
-            KIND_CHECKSUMS,
-            0,
-            0,
-            0,
-            (checksums.len() / 4) as u64,
-            &checksums,
-        );
+        self.key_blob.len()
+            + doc_table.len()
+            + index_table.len()
+            + band_bytes
+            + self.signatures.len()
+            + self.sets.map_or(0, <[u8]>::len)
+            + (HEADER_LEN + self.signatures.len() + band_bytes) / 1000
+            + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
+            + FOOTER_LEN
+    }
 
-        // Section table, header, footer.
-        let table_at = out.len();
-        let section_table_offset = (table_at + gap) as u64;
-        for s in &sections {
-            out.extend_from_slice(s.as_bytes());
-        }
-        let header = Header {
+    /// The header of the segment being encoded.
+    fn header(&self, doc_count: u64) -> Header {
+        Header {
             magic: SEGMENT_MAGIC,
             version: U32::new(SEGMENT_FORMAT_VERSION),
             flags: U32::new(0),
             num_bands: U32::new(self.num_bands),
-            bucket_cap: U32::new(cap),
+            bucket_cap: U32::new(self.cap),
             base_docno: U64::new(self.base),
             span: U64::new(self.span),
             doc_count: U64::new(doc_count),
             record_bytes: U32::new(self.record_bytes),
             reserved: [0; 12],
-        };
-        if let Some(h) = out.get_mut(..HEADER_LEN) {
+        }
+    }
+}
+
+/// Lays out the file: sections appended in order, each with its table entry, then the table,
+/// header and footer. The signatures are not copied into `out`: the file is `out[..split]`,
+/// the signatures, then `out[split..]` (a bulk insert's signatures are most of its segment,
+/// and a second copy of them costs more than the encoding); `gap`, their length once they are
+/// pushed, keeps the offsets of what follows them the file's.
+struct SectionWriter {
+    out: Vec<u8>,
+    sections: Vec<SectionEntry>,
+    gap: usize,
+}
+
+impl SectionWriter {
+    /// A writer with room for the header, filled in by [`SectionWriter::finish`].
+    fn new(num_bands: u32) -> Self {
+        SectionWriter {
+            out: vec![0u8; HEADER_LEN],
+            sections: Vec::with_capacity(num_bands as usize + 7),
+            gap: 0,
+        }
+    }
+
+    /// The table entry of a section of `bytes` starting at the end of what is written:
+    /// `(width_a, width_b, index)` and `count` as `format/segment.md` defines them per kind.
+    fn entry(
+        &self,
+        kind: u16,
+        (a, b, index): (u32, u32, u32),
+        count: u64,
+        bytes: &[u8],
+    ) -> SectionEntry {
+        SectionEntry {
+            kind: U16::new(kind),
+            width_a: a as u8,
+            width_b: b as u8,
+            index: U32::new(index),
+            offset: U64::new((self.out.len() + self.gap) as u64),
+            len: U64::new(bytes.len() as u64),
+            count: U64::new(count),
+            crc32: U32::new(crc32fast::hash(bytes)),
+            reserved: U32::new(0),
+        }
+    }
+
+    /// Appends a section and its table entry.
+    fn push(&mut self, kind: u16, widths: (u32, u32, u32), count: u64, bytes: &[u8]) {
+        let entry = self.entry(kind, widths, count, bytes);
+        self.sections.push(entry);
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// Enters the SIGNATURES section without copying it (see the type's description).
+    fn push_signatures(&mut self, doc_count: u64, signatures: &[u8]) {
+        let entry = self.entry(KIND_SIGNATURES, (0, 0, 0), doc_count, signatures);
+        self.sections.push(entry);
+        self.gap = signatures.len();
+    }
+
+    /// Appends the bands, in order (the first failed band's error if one failed); returns
+    /// their hot records.
+    fn push_bands(
+        &mut self,
+        bands: Vec<Result<EncodedBand>>,
+        docno_bits: u32,
+    ) -> Result<Vec<HotRecord>> {
+        let mut hot: Vec<HotRecord> = Vec::new();
+        for (band, result) in bands.into_iter().enumerate() {
+            let (bytes, p, count, band_hot) = result?;
+            hot.extend(band_hot);
+            self.push(KIND_BAND, (p, docno_bits, band as u32), count, &bytes);
+        }
+        Ok(hot)
+    }
+
+    /// The section table, `header` in its place and the footer (with the metadata checksum):
+    /// the file's bytes but the signatures.
+    fn finish(mut self, header: &Header) -> Vec<u8> {
+        let table_at = self.out.len();
+        let section_table_offset = (table_at + self.gap) as u64;
+        for s in &self.sections {
+            self.out.extend_from_slice(s.as_bytes());
+        }
+        if let Some(h) = self.out.get_mut(..HEADER_LEN) {
             h.copy_from_slice(header.as_bytes());
         }
         let mut footer = Footer {
             section_table_offset: U64::new(section_table_offset),
-            num_sections: U32::new(sections.len() as u32),
+            num_sections: U32::new(self.sections.len() as u32),
             reserved: U32::new(0),
-            file_len: U64::new((out.len() + gap + FOOTER_LEN) as u64),
+            file_len: U64::new((self.out.len() + self.gap + FOOTER_LEN) as u64),
             meta_crc: U32::new(0),
             magic: SEGMENT_FOOTER_MAGIC,
         };
         let crc = meta_crc(
             header.as_bytes(),
-            out.get(table_at..).unwrap_or_default(),
+            self.out.get(table_at..).unwrap_or_default(),
             footer.as_bytes(),
         );
         footer.meta_crc = U32::new(crc);
-        out.extend_from_slice(footer.as_bytes());
-        Ok((out, split))
+        self.out.extend_from_slice(footer.as_bytes());
+        self.out
     }
 }
 

@@ -32,8 +32,7 @@ pub(super) const KIND_KEY_INDEX: u16 = 3;
 pub(super) const KIND_BAND: u16 = 4;
 pub(super) const KIND_HOT: u16 = 5;
 pub(super) const KIND_SIGNATURES: u16 = 6;
-/// Reserved for stored shingle sets (`format/segment.md`); this build writes none and refuses
-/// a segment that has them.
+/// Stored shingle sets (`format/segment.md`), in the segments of an index that stores them.
 pub(super) const KIND_SHINGLES: u16 = 7;
 pub(super) const KIND_CHECKSUMS: u16 = 8;
 

@@ -52,6 +52,3 @@ pub use format::{
 };
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};
-
-/// The former name of [`combine_segments`], kept so existing callers compile unchanged.
-pub use combine::combine_segments as merge;

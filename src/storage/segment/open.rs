@@ -76,72 +76,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
         })
     }
 
+    /// Reads and checks the metadata in file order: header and footer, where the section
+    /// table is, the metadata checksum and version, the header's fields, then every section.
     fn parse(data: &[u8], path: &Path) -> Result<Layout> {
-        let len = data.len();
-        let bad = |offset: usize, detail: String| corrupt(path, offset as u64, detail);
-        if len < HEADER_LEN + FOOTER_LEN {
-            return Err(bad(
-                len,
-                format!("file is {len} bytes, shorter than header + footer"),
-            ));
-        }
-        let (header, _) =
-            Header::ref_from_prefix(data).map_err(|_| bad(0, "cannot read header".into()))?;
-        if header.magic != SEGMENT_MAGIC {
-            return Err(bad(0, "bad magic: not an mhdb segment".into()));
-        }
+        let (header, footer) = read_frame(data, path)?;
+        let table = TableSpan::of(footer, data.len(), path)?;
+        check_meta_crc(data, &table, footer, path)?;
         // The version is judged only once the metadata checksum, which covers it, matched:
         // a damaged version field is corruption, not a newer format.
         let version = header.version.get();
-        let footer_at = len - FOOTER_LEN;
-        let footer = data
-            .get(footer_at..)
-            .and_then(|f| Footer::ref_from_bytes(f).ok())
-            .ok_or_else(|| bad(footer_at, "cannot read footer".into()))?;
-        if footer.magic != SEGMENT_FOOTER_MAGIC {
-            return Err(bad(
-                len - 4,
-                "bad footer magic (truncated or torn file?)".into(),
-            ));
-        }
-        if footer.file_len.get() != len as u64 {
-            return Err(bad(
-                footer_at + 16,
-                format!(
-                    "footer records {} bytes, file has {len}",
-                    footer.file_len.get()
-                ),
-            ));
-        }
-        let nsec = footer.num_sections.get() as usize;
-        let table_at = footer.section_table_offset.get();
-        let table_len = nsec
-            .checked_mul(SECTION_ENTRY_LEN)
-            .ok_or_else(|| bad(footer_at + 8, "section count overflows".into()))?;
-        if usize::try_from(table_at)
-            .ok()
-            .and_then(|t| t.checked_add(table_len))
-            != Some(footer_at)
-            || table_at < HEADER_LEN as u64
-        {
-            return Err(bad(
-                footer_at,
-                format!(
-                    "section table at {table_at} with {nsec} sections does not end at the footer"
-                ),
-            ));
-        }
-        let table_at = table_at as usize;
-        let table = data.get(table_at..footer_at).unwrap_or_default();
-        let header_bytes = data.get(..HEADER_LEN).unwrap_or_default();
-        let footer_bytes = data.get(footer_at..).unwrap_or_default();
-        let crc = meta_crc(header_bytes, table, footer_bytes);
-        if crc != footer.meta_crc.get() {
-            return Err(bad(
-                footer_at + 24,
-                "metadata checksum mismatch (header, section table or footer damaged)".into(),
-            ));
-        }
         if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_FORMAT_V1 {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
@@ -149,9 +92,152 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 supported: SEGMENT_FORMAT_VERSION,
             });
         }
-
         // The metadata is intact as written; still check it is self-consistent, so that a
         // buggy or hostile writer cannot make the reader index out of bounds.
+        let shape = Shape::of(header, footer, table.nsec, path)?;
+        let found = read_sections(data, path, &shape, table.at)?;
+        let key_index = found
+            .key_index
+            .ok_or_else(|| corrupt(path, table.at as u64, "no key index"))?;
+        Ok(Layout {
+            version: shape.version,
+            record_bytes: shape.record_bytes,
+            signatures: found.signatures,
+            sets: found.sets,
+            blocks: found.blocks,
+            num_bands: shape.num_bands,
+            bucket_cap: header.bucket_cap.get(),
+            base: shape.base,
+            span: shape.span,
+            doc_count: shape.doc_count,
+            blob: found.blob,
+            docs: found.docs,
+            docno_bits: shape.docno_bits,
+            end_bits: found.end_bits,
+            key_index,
+            bands: found.bands,
+            hot: found.hot,
+            sections: found.sections,
+        })
+    }
+}
+
+/// A corruption error at `offset` of `path`.
+fn bad(path: &Path, offset: usize, detail: impl Into<String>) -> Error {
+    corrupt(path, offset as u64, detail)
+}
+
+/// The header and footer, each with its magic, and the file length the footer records.
+fn read_frame<'a>(data: &'a [u8], path: &Path) -> Result<(&'a Header, &'a Footer)> {
+    let len = data.len();
+    if len < HEADER_LEN + FOOTER_LEN {
+        return Err(bad(
+            path,
+            len,
+            format!("file is {len} bytes, shorter than header + footer"),
+        ));
+    }
+    let (header, _) =
+        Header::ref_from_prefix(data).map_err(|_| bad(path, 0, "cannot read header"))?;
+    if header.magic != SEGMENT_MAGIC {
+        return Err(bad(path, 0, "bad magic: not an mhdb segment"));
+    }
+    let footer_at = len - FOOTER_LEN;
+    let footer = data
+        .get(footer_at..)
+        .and_then(|f| Footer::ref_from_bytes(f).ok())
+        .ok_or_else(|| bad(path, footer_at, "cannot read footer"))?;
+    if footer.magic != SEGMENT_FOOTER_MAGIC {
+        return Err(bad(
+            path,
+            len - 4,
+            "bad footer magic (truncated or torn file?)",
+        ));
+    }
+    if footer.file_len.get() != len as u64 {
+        return Err(bad(
+            path,
+            footer_at + 16,
+            format!(
+                "footer records {} bytes, file has {len}",
+                footer.file_len.get()
+            ),
+        ));
+    }
+    Ok((header, footer))
+}
+
+/// Where the section table is: `nsec` entries from `at`, ending at the footer (`footer_at`).
+struct TableSpan {
+    at: usize,
+    nsec: usize,
+    footer_at: usize,
+}
+
+impl TableSpan {
+    /// The footer's section table, checked to lie between the header and the footer and to
+    /// end exactly at the footer.
+    fn of(footer: &Footer, len: usize, path: &Path) -> Result<Self> {
+        let footer_at = len - FOOTER_LEN;
+        let nsec = footer.num_sections.get() as usize;
+        let table_at = footer.section_table_offset.get();
+        let table_len = nsec
+            .checked_mul(SECTION_ENTRY_LEN)
+            .ok_or_else(|| bad(path, footer_at + 8, "section count overflows"))?;
+        if usize::try_from(table_at)
+            .ok()
+            .and_then(|t| t.checked_add(table_len))
+            != Some(footer_at)
+            || table_at < HEADER_LEN as u64
+        {
+            return Err(bad(
+                path,
+                footer_at,
+                format!(
+                    "section table at {table_at} with {nsec} sections does not end at the footer"
+                ),
+            ));
+        }
+        Ok(TableSpan {
+            at: table_at as usize,
+            nsec,
+            footer_at,
+        })
+    }
+}
+
+/// Checks the metadata checksum over the header, the section table and the footer.
+fn check_meta_crc(data: &[u8], table: &TableSpan, footer: &Footer, path: &Path) -> Result<()> {
+    let header_bytes = data.get(..HEADER_LEN).unwrap_or_default();
+    let table_bytes = data.get(table.at..table.footer_at).unwrap_or_default();
+    let footer_bytes = data.get(table.footer_at..).unwrap_or_default();
+    if meta_crc(header_bytes, table_bytes, footer_bytes) != footer.meta_crc.get() {
+        return Err(bad(
+            path,
+            table.footer_at + 24,
+            "metadata checksum mismatch (header, section table or footer damaged)",
+        ));
+    }
+    Ok(())
+}
+
+/// What the header says the file holds, checked against itself and the section count.
+struct Shape {
+    version: u32,
+    record_bytes: usize,
+    num_bands: u32,
+    /// The segment stores shingle sets (a SHINGLES section).
+    has_sets: bool,
+    nsec: usize,
+    base: u64,
+    span: u64,
+    doc_count: u64,
+    docno_bits: u32,
+}
+
+impl Shape {
+    fn of(header: &Header, footer: &Footer, nsec: usize, path: &Path) -> Result<Self> {
+        let version = header.version.get();
         let v2 = version == SEGMENT_FORMAT_VERSION;
         let record_bytes = header.record_bytes.get() as usize;
         if header.flags.get() != 0
@@ -159,7 +245,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             || footer.reserved.get() != 0
             || (!v2 && record_bytes != 0)
         {
-            return Err(bad(12, "unknown flags or non-zero reserved bytes".into()));
+            return Err(bad(path, 12, "unknown flags or non-zero reserved bytes"));
         }
         // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Version 2 adds SIGNATURES
         // and CHECKSUMS after HOT, and SHINGLES between HOT and SIGNATURES in the segments
@@ -172,191 +258,272 @@ impl<B: AsRef<[u8]>> Segment<B> {
             (true, true) => 7,
         };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
-            return Err(bad(16, format!("{num_bands} bands but {nsec} sections")));
+            return Err(bad(
+                path,
+                16,
+                format!("{num_bands} bands but {nsec} sections"),
+            ));
         }
-        let hot_index = 3 + num_bands as usize;
         let base = header.base_docno.get();
         let span = header.span.get();
         let doc_count = header.doc_count.get();
         if base.checked_add(span).is_none() || doc_count > span || doc_count > u64::from(u32::MAX) {
             return Err(bad(
+                path,
                 24,
                 format!("bad range: base {base} span {span} docs {doc_count}"),
             ));
         }
-        let docno_bits = bits_below(span);
-
-        let mut sections = Vec::with_capacity(nsec);
-        let mut expect_at = HEADER_LEN;
-        let mut blob = (0, 0);
-        let mut docs = 0;
-        let mut end_bits = 0;
-        let mut key_index = None;
-        let mut bands = Vec::with_capacity(num_bands as usize);
-        let mut hot = (0, 0);
-        let mut signatures = 0;
-        let mut sets = None;
-        let mut blocks = None;
-        for i in 0..nsec {
-            let at = table_at + i * SECTION_ENTRY_LEN;
-            let e = data
-                .get(at..)
-                .and_then(|s| SectionEntry::ref_from_prefix(s).ok())
-                .map(|(e, _)| e)
-                .ok_or_else(|| bad(at, "cannot read section entry".into()))?;
-            let (kind, a, b) = (e.kind.get(), u32::from(e.width_a), u32::from(e.width_b));
-            let (off, slen, count) = (e.offset.get(), e.len.get(), e.count.get());
-            let want_kind = match i {
-                0 => KIND_KEY_BLOB,
-                1 => KIND_DOC_TABLE,
-                2 => KIND_KEY_INDEX,
-                _ if i == hot_index => KIND_HOT,
-                _ if i > hot_index && i + 1 == nsec => KIND_CHECKSUMS,
-                _ if has_sets && i == hot_index + 1 => KIND_SHINGLES,
-                _ if i > hot_index => KIND_SIGNATURES,
-                _ => KIND_BAND,
-            };
-            let want_index = if want_kind == KIND_BAND {
-                (i - 3) as u32
-            } else {
-                0
-            };
-            if kind != want_kind || e.index.get() != want_index || e.reserved.get() != 0 {
-                return Err(bad(
-                    at,
-                    format!("section {i}: unexpected kind {kind} or index"),
-                ));
-            }
-            if off != expect_at as u64 {
-                return Err(bad(
-                    at + 8,
-                    format!("section {i} at {off}, expected {expect_at}"),
-                ));
-            }
-            let end = usize::try_from(slen)
-                .ok()
-                .and_then(|l| expect_at.checked_add(l))
-                .filter(|&end| end <= table_at)
-                .ok_or_else(|| bad(at + 16, format!("section {i} length {slen} out of range")))?;
-            let table_of = |prefix_bits: u32, value_bits: u32| -> Option<Table> {
-                if prefix_bits > MAX_PREFIX_BITS || value_bits > 64 || count > u64::from(u32::MAX) {
-                    return None;
-                }
-                let t = Table {
-                    offset: expect_at,
-                    entries: expect_at + ((1usize << prefix_bits) + 1) * 4,
-                    count,
-                    prefix_bits,
-                    value_bits,
-                };
-                let need = ((1u64 << prefix_bits) + 1) * 4 + (count * t.width()).div_ceil(8);
-                (need == slen).then_some(t)
-            };
-            let ok = match kind {
-                KIND_KEY_BLOB => {
-                    blob = (expect_at, end);
-                    a == 0 && b == 0 && count == slen
-                }
-                KIND_DOC_TABLE => {
-                    docs = expect_at;
-                    end_bits = b;
-                    a == docno_bits
-                        && b <= 64
-                        && b == bits_for(blob.1 as u64 - blob.0 as u64)
-                        && count == doc_count
-                        && (count * u64::from(a + b)).div_ceil(8) == slen
-                }
-                KIND_KEY_INDEX => {
-                    key_index =
-                        table_of(a, b).filter(|_| b == bits_below(doc_count) && count == doc_count);
-                    key_index.is_some()
-                }
-                KIND_BAND => match table_of(a, b).filter(|_| b == docno_bits) {
-                    Some(t) => {
-                        bands.push(t);
-                        true
-                    }
-                    None => false,
-                },
-                KIND_HOT => {
-                    hot = (expect_at, count);
-                    a == 0 && b == 0 && count.checked_mul(HOT_RECORD_LEN as u64) == Some(slen)
-                }
-                KIND_SHINGLES => {
-                    // An offset table of doc_count + 1 u64s, then the coded sets.
-                    sets = Some(SetsSection {
-                        offsets: expect_at,
-                        data: expect_at.saturating_add((doc_count as usize + 1) * 8),
-                        end,
-                    });
-                    a == 0
-                        && b == 0
-                        && count == doc_count
-                        && (count + 1).checked_mul(8).is_some_and(|n| n <= slen)
-                }
-                KIND_SIGNATURES => {
-                    signatures = expect_at;
-                    a == 0
-                        && b == 0
-                        && count == doc_count
-                        && count.checked_mul(record_bytes as u64) == Some(slen)
-                }
-                _ => {
-                    // The checksums cover every byte from the first section to this one, in
-                    // blocks aligned with the file's pages.
-                    let want = expect_at.div_ceil(BLOCK_LEN) as u64;
-                    let own = data.get(expect_at..end).unwrap_or_default();
-                    if a == 0 && b == 0 && count == want && slen == want * 4 {
-                        // Checked now (4 bytes per 4 KiB): every later block check trusts it.
-                        if crc32fast::hash(own) != e.crc32.get() {
-                            return Err(bad(expect_at, "block checksum table damaged".into()));
-                        }
-                        blocks = Some(BlockChecks {
-                            start: HEADER_LEN,
-                            end: expect_at,
-                            table: expect_at,
-                        });
-                        true
-                    } else {
-                        false
-                    }
-                }
-            };
-            if !ok {
-                return Err(bad(
-                    at,
-                    format!("section {i} (kind {kind}) has inconsistent sizes"),
-                ));
-            }
-            sections.push((kind, expect_at, end, e.crc32.get()));
-            expect_at = end;
-        }
-        if expect_at != table_at {
-            return Err(bad(
-                expect_at,
-                "bytes between the last section and the table".into(),
-            ));
-        }
-        let key_index = key_index.ok_or_else(|| bad(table_at, "no key index".into()))?;
-        Ok(Layout {
+        Ok(Shape {
             version,
             record_bytes,
-            signatures,
-            sets,
-            blocks,
             num_bands,
-            bucket_cap: header.bucket_cap.get(),
+            has_sets,
+            nsec,
             base,
             span,
             doc_count,
-            blob,
-            docs,
-            docno_bits,
-            end_bits,
-            key_index,
-            bands,
-            hot,
-            sections,
+            docno_bits: bits_below(span),
         })
     }
+
+    /// Index of the HOT section in the table (after the key sections and the bands).
+    fn hot_index(&self) -> usize {
+        3 + self.num_bands as usize
+    }
+
+    /// The kind the `i`-th section must have, and its index field (the band, for a BAND).
+    fn expected_kind(&self, i: usize) -> (u16, u32) {
+        let hot_index = self.hot_index();
+        let kind = match i {
+            0 => KIND_KEY_BLOB,
+            1 => KIND_DOC_TABLE,
+            2 => KIND_KEY_INDEX,
+            _ if i == hot_index => KIND_HOT,
+            _ if i > hot_index && i + 1 == self.nsec => KIND_CHECKSUMS,
+            _ if self.has_sets && i == hot_index + 1 => KIND_SHINGLES,
+            _ if i > hot_index => KIND_SIGNATURES,
+            _ => KIND_BAND,
+        };
+        let index = if kind == KIND_BAND { (i - 3) as u32 } else { 0 };
+        (kind, index)
+    }
+}
+
+/// One section-table entry, placed: its fields and the byte range it covers.
+struct Entry {
+    /// Offset of the entry in the section table.
+    at: usize,
+    kind: u16,
+    a: u32,
+    b: u32,
+    /// The section's bytes: `start..end`, `len` long.
+    start: usize,
+    end: usize,
+    len: u64,
+    count: u64,
+    crc: u32,
+}
+
+/// What the sections say, gathered as the table is walked.
+#[derive(Default)]
+struct Found {
+    sections: Vec<(u16, usize, usize, u32)>,
+    blob: (usize, usize),
+    docs: usize,
+    end_bits: u32,
+    key_index: Option<Table>,
+    bands: Vec<Table>,
+    hot: (usize, u64),
+    signatures: usize,
+    sets: Option<SetsSection>,
+    blocks: Option<BlockChecks>,
+}
+
+/// Walks the section table: each section of the kind its place requires, starting where the
+/// previous one ended, and consistent in size; the last one ending at the table.
+fn read_sections(data: &[u8], path: &Path, shape: &Shape, table_at: usize) -> Result<Found> {
+    let mut found = Found {
+        sections: Vec::with_capacity(shape.nsec),
+        bands: Vec::with_capacity(shape.num_bands as usize),
+        ..Found::default()
+    };
+    let mut expect_at = HEADER_LEN;
+    for i in 0..shape.nsec {
+        let e = place_entry(data, path, shape, table_at, i, expect_at)?;
+        if !found.take(&e, data, shape, path)? {
+            return Err(bad(
+                path,
+                e.at,
+                format!("section {i} (kind {}) has inconsistent sizes", e.kind),
+            ));
+        }
+        found.sections.push((e.kind, e.start, e.end, e.crc));
+        expect_at = e.end;
+    }
+    if expect_at != table_at {
+        return Err(bad(
+            path,
+            expect_at,
+            "bytes between the last section and the table",
+        ));
+    }
+    Ok(found)
+}
+
+/// Reads the `i`-th section entry and checks its kind, that it starts at `expect_at` and
+/// that it ends before the table.
+fn place_entry(
+    data: &[u8],
+    path: &Path,
+    shape: &Shape,
+    table_at: usize,
+    i: usize,
+    expect_at: usize,
+) -> Result<Entry> {
+    let at = table_at + i * SECTION_ENTRY_LEN;
+    let e = data
+        .get(at..)
+        .and_then(|s| SectionEntry::ref_from_prefix(s).ok())
+        .map(|(e, _)| e)
+        .ok_or_else(|| bad(path, at, "cannot read section entry"))?;
+    let (kind, off, len) = (e.kind.get(), e.offset.get(), e.len.get());
+    let (want_kind, want_index) = shape.expected_kind(i);
+    if kind != want_kind || e.index.get() != want_index || e.reserved.get() != 0 {
+        return Err(bad(
+            path,
+            at,
+            format!("section {i}: unexpected kind {kind} or index"),
+        ));
+    }
+    if off != expect_at as u64 {
+        return Err(bad(
+            path,
+            at + 8,
+            format!("section {i} at {off}, expected {expect_at}"),
+        ));
+    }
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| expect_at.checked_add(l))
+        .filter(|&end| end <= table_at)
+        .ok_or_else(|| {
+            bad(
+                path,
+                at + 16,
+                format!("section {i} length {len} out of range"),
+            )
+        })?;
+    Ok(Entry {
+        at,
+        kind,
+        a: u32::from(e.width_a),
+        b: u32::from(e.width_b),
+        start: expect_at,
+        end,
+        len,
+        count: e.count.get(),
+        crc: e.crc32.get(),
+    })
+}
+
+impl Found {
+    /// Records section `e` and says whether its widths, count and length agree with its kind
+    /// and with what came before (an error for a damaged checksum table).
+    fn take(&mut self, e: &Entry, data: &[u8], shape: &Shape, path: &Path) -> Result<bool> {
+        let plain = e.a == 0 && e.b == 0;
+        Ok(match e.kind {
+            KIND_KEY_BLOB => {
+                self.blob = (e.start, e.end);
+                plain && e.count == e.len
+            }
+            KIND_DOC_TABLE => self.take_doc_table(e, shape),
+            KIND_KEY_INDEX => {
+                self.key_index = prefix_table(e)
+                    .filter(|_| e.b == bits_below(shape.doc_count) && e.count == shape.doc_count);
+                self.key_index.is_some()
+            }
+            KIND_BAND => match prefix_table(e).filter(|_| e.b == shape.docno_bits) {
+                Some(t) => {
+                    self.bands.push(t);
+                    true
+                }
+                None => false,
+            },
+            KIND_HOT => {
+                self.hot = (e.start, e.count);
+                plain && e.count.checked_mul(HOT_RECORD_LEN as u64) == Some(e.len)
+            }
+            KIND_SHINGLES => self.take_shingles(e, shape),
+            KIND_SIGNATURES => {
+                self.signatures = e.start;
+                plain
+                    && e.count == shape.doc_count
+                    && e.count.checked_mul(shape.record_bytes as u64) == Some(e.len)
+            }
+            _ => self.take_checksums(e, data, path)?,
+        })
+    }
+
+    /// DOC_TABLE: a docno and a key end per document, as wide as the range and the key blob
+    /// require.
+    fn take_doc_table(&mut self, e: &Entry, shape: &Shape) -> bool {
+        self.docs = e.start;
+        self.end_bits = e.b;
+        e.a == shape.docno_bits
+            && e.b <= 64
+            && e.b == bits_for(self.blob.1 as u64 - self.blob.0 as u64)
+            && e.count == shape.doc_count
+            && (e.count * u64::from(e.a + e.b)).div_ceil(8) == e.len
+    }
+
+    /// SHINGLES: an offset table of `doc_count + 1` u64s, then the coded sets.
+    fn take_shingles(&mut self, e: &Entry, shape: &Shape) -> bool {
+        self.sets = Some(SetsSection {
+            offsets: e.start,
+            data: e.start.saturating_add((shape.doc_count as usize + 1) * 8),
+            end: e.end,
+        });
+        e.a == 0
+            && e.b == 0
+            && e.count == shape.doc_count
+            && (e.count + 1).checked_mul(8).is_some_and(|n| n <= e.len)
+    }
+
+    /// CHECKSUMS: one CRC per block of every byte from the first section to this one, in
+    /// blocks aligned with the file's pages. The table's own CRC is checked now (4 bytes per
+    /// 4 KiB): every later block check trusts it.
+    fn take_checksums(&mut self, e: &Entry, data: &[u8], path: &Path) -> Result<bool> {
+        let want = e.start.div_ceil(BLOCK_LEN) as u64;
+        if !(e.a == 0 && e.b == 0 && e.count == want && e.len == want * 4) {
+            return Ok(false);
+        }
+        let own = data.get(e.start..e.end).unwrap_or_default();
+        if crc32fast::hash(own) != e.crc {
+            return Err(bad(path, e.start, "block checksum table damaged"));
+        }
+        self.blocks = Some(BlockChecks {
+            start: HEADER_LEN,
+            end: e.start,
+            table: e.start,
+        });
+        Ok(true)
+    }
+}
+
+/// The prefix table (key index or band) that entry `e` describes, if its widths are in range
+/// and its length is what they and its count make.
+fn prefix_table(e: &Entry) -> Option<Table> {
+    if e.a > MAX_PREFIX_BITS || e.b > 64 || e.count > u64::from(u32::MAX) {
+        return None;
+    }
+    let t = Table {
+        offset: e.start,
+        entries: e.start + ((1usize << e.a) + 1) * 4,
+        count: e.count,
+        prefix_bits: e.a,
+        value_bits: e.b,
+    };
+    let need = ((1u64 << e.a) + 1) * 4 + (e.count * t.width()).div_ceil(8);
+    (need == e.len).then_some(t)
 }

@@ -13,7 +13,7 @@ use super::bits::read_bits;
 use super::format::{HOT_RECORD_LEN, HotRecord, band_key32, key_hash32};
 use super::open::Layout;
 use super::prefix::Table;
-use crate::sketch::shingle_set::decode_into;
+use crate::storage::shingle_codec::decode_into;
 use crate::{Error, Result};
 
 /// Candidates ahead of the one being verified whose signatures are prefetched: enough to cover
@@ -276,7 +276,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.layout.sets.is_some()
     }
 
-    /// The coded shingle set ([`crate::sketch::ShingleSet`]) of the document at ordinal (row)
+    /// The coded shingle set ([`crate::storage::shingle_codec`]) of the document at ordinal (row)
     /// `i`, its bytes checked against their block checksums; empty when the segment stores
     /// none.
     pub fn set_at(&self, i: u64) -> Result<&[u8]> {
@@ -410,23 +410,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             let row = if holes == 0 {
                 rel
             } else {
-                let (mut lo, mut hi) = (
-                    rel.saturating_sub(holes).max(next_row),
-                    (rel + 1).min(l.doc_count),
-                );
-                let mut found = None;
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    match self.docno_at(mid)?.cmp(&docno) {
-                        std::cmp::Ordering::Less => lo = mid + 1,
-                        std::cmp::Ordering::Greater => hi = mid,
-                        std::cmp::Ordering::Equal => {
-                            found = Some(mid);
-                            break;
-                        }
-                    }
-                }
-                match found {
+                match self.row_near(docno, holes, next_row)? {
                     Some(row) => row,
                     None => continue,
                 }
@@ -441,6 +425,29 @@ impl<B: AsRef<[u8]>> Segment<B> {
             f(docno, row, sig)?;
         }
         Ok(())
+    }
+
+    /// The row of `docno` (in the range) in a segment whose range has `holes` docnos without
+    /// a document, searched for among the rows from `from` that it may be in: no earlier than
+    /// its offset in the range less the holes, no later than that offset. `None` when the
+    /// segment does not hold it.
+    #[inline]
+    fn row_near(&self, docno: u64, holes: u64, from: u64) -> Result<Option<u64>> {
+        let l = &self.layout;
+        let rel = docno - l.base;
+        let (mut lo, mut hi) = (
+            rel.saturating_sub(holes).max(from),
+            (rel + 1).min(l.doc_count),
+        );
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.docno_at(mid)?.cmp(&docno) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(mid)),
+            }
+        }
+        Ok(None)
     }
 
     /// Every document `(docno, key)` in docno order.

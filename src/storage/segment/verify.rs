@@ -8,7 +8,7 @@
 use super::format::{HOT_RECORD_LEN, key_hash32};
 use super::reader::Segment;
 use crate::Result;
-use crate::sketch::shingle_set::decode_into;
+use crate::storage::shingle_codec::decode_into;
 
 impl<B: AsRef<[u8]>> Segment<B> {
     /// Checks every section's CRC: the bytes are as written. (Bit rot and torn or misdirected
@@ -34,12 +34,20 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// per docno of the range (sparse ranges use a binary search instead of the bit per docno).
     pub fn verify(&self) -> Result<()> {
         self.verify_checksums()?;
-        let l = &self.layout;
+        let docnos = self.verify_doc_table()?;
+        self.verify_sets()?;
+        self.verify_key_index()?;
+        self.verify_bands(&docnos)?;
+        self.verify_hot()
+    }
 
-        // Doc table: docnos strictly increasing, key ends non-decreasing, last end = blob end.
+    /// Doc table: docnos strictly increasing, key ends non-decreasing, last end = blob end.
+    /// Returns the docnos (decoded once, so that checking each posting's docno is an
+    /// in-memory binary search).
+    fn verify_doc_table(&self) -> Result<Vec<u64>> {
+        let l = &self.layout;
         let mut prev_docno = None;
         let mut last_end = l.blob.0;
-        // Decoded once so that checking each posting's docno is an in-memory binary search.
         let mut docnos = Vec::with_capacity(l.doc_count as usize);
         for i in 0..l.doc_count {
             let (docno, s, e) = self.doc_at(i)?;
@@ -56,35 +64,41 @@ impl<B: AsRef<[u8]>> Segment<B> {
         if last_end != l.blob.1 {
             return Err(self.err(l.docs, "keys do not cover the key blob exactly"));
         }
+        Ok(docnos)
+    }
 
-        // Shingle sets: offsets in order, the last one at the section's end, every set
-        // decoding to sorted distinct values.
-        if let Some(sets) = l.sets {
-            let mut scratch = Vec::new();
-            for i in 0..l.doc_count {
-                let coded = self.set_at(i)?;
-                if let Err(e) = decode_into(coded, &mut scratch) {
-                    let at = coded.as_ptr() as usize - self.data().as_ptr() as usize;
-                    return Err(self.err(at + e.offset, format!("document {i}: {e}")));
-                }
-            }
-            let last = sets.offsets + l.doc_count as usize * 8;
-            let end = self
-                .data()
-                .get(last..last + 8)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(u64::from_le_bytes);
-            let first = self
-                .data()
-                .get(sets.offsets..sets.offsets + 8)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(u64::from_le_bytes);
-            if first != Some(0) || end != Some((sets.end - sets.data) as u64) {
-                return Err(self.err(sets.offsets, "shingle sets do not cover their section"));
+    /// Shingle sets: offsets in order, the last one at the section's end, every set
+    /// decoding to sorted distinct values.
+    fn verify_sets(&self) -> Result<()> {
+        let l = &self.layout;
+        let Some(sets) = l.sets else {
+            return Ok(());
+        };
+        let mut scratch = Vec::new();
+        for i in 0..l.doc_count {
+            let coded = self.set_at(i)?;
+            if let Err(e) = decode_into(coded, &mut scratch) {
+                let at = coded.as_ptr() as usize - self.data().as_ptr() as usize;
+                return Err(self.err(at + e.offset, format!("document {i}: {e}")));
             }
         }
+        let u64_at = |at: usize| {
+            self.data()
+                .get(at..at + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_le_bytes)
+        };
+        let end = u64_at(sets.offsets + l.doc_count as usize * 8);
+        let first = u64_at(sets.offsets);
+        if first != Some(0) || end != Some((sets.end - sets.data) as u64) {
+            return Err(self.err(sets.offsets, "shingle sets do not cover their section"));
+        }
+        Ok(())
+    }
 
-        // Key index: a permutation of the docs, sorted by (hash32 of the key, ordinal).
+    /// Key index: a permutation of the docs, sorted by (hash32 of the key, ordinal).
+    fn verify_key_index(&self) -> Result<()> {
+        let l = &self.layout;
         let t = l.key_index;
         let mut seen = vec![0u64; (l.doc_count as usize).div_ceil(64)];
         let mut prev: Option<(u32, u64)> = None;
@@ -99,31 +113,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 return Err(self.err(at, format!("key index entry {i}: hash does not match key")));
             }
             mark(&mut seen, ordinal).ok_or_else(|| self.err(at, "doc indexed twice"))
-        })?;
+        })
+    }
 
-        // Bands. A posting's docno must be stored: checked with a bitmap over the range when
-        // the range is dense (the usual case), by binary search otherwise. `slot_of` numbers the
-        // stored docs for the "posted twice" bitmap.
-        let dense = l.span <= 64 * l.doc_count.max(1024);
-        let present = if dense {
-            let mut bits = vec![0u64; (l.span as usize).div_ceil(64)];
-            for &d in &docnos {
-                mark(&mut bits, d - l.base);
-            }
-            bits
-        } else {
-            Vec::new()
-        };
-        let slot_of = |rel: u64| -> Option<u64> {
-            if dense {
-                let word = present.get((rel / 64) as usize)?;
-                (word & (1 << (rel % 64)) != 0).then_some(rel)
-            } else {
-                let d = l.base.checked_add(rel)?;
-                docnos.binary_search(&d).ok().map(|i| i as u64)
-            }
-        };
-        let mut seen = vec![0u64; (if dense { l.span } else { l.doc_count } as usize).div_ceil(64)];
+    /// Bands: each sorted, every bucket within the cap, every posting of a stored document
+    /// and no document posted twice in one band.
+    fn verify_bands(&self, docnos: &[u64]) -> Result<()> {
+        let l = &self.layout;
+        let stored = StoredDocs::new(l.base, l.span, docnos);
+        let mut seen = vec![0u64; stored.slots().div_ceil(64)];
         let cap = u64::from(l.bucket_cap);
         for (band, t) in l.bands.iter().enumerate() {
             seen.fill(0);
@@ -143,14 +141,19 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 if cap > 0 && run > cap {
                     return Err(self.err(at, format!("band {band}: bucket exceeds cap {cap}")));
                 }
-                let slot = slot_of(rel)
+                let slot = stored
+                    .slot_of(rel)
                     .ok_or_else(|| self.err(at, format!("band {band}: posting of absent doc")))?;
                 mark(&mut seen, slot)
                     .ok_or_else(|| self.err(at, format!("band {band}: doc posted twice")))
             })?;
         }
+        Ok(())
+    }
 
-        // Hot records: sorted by (band, key32), band in range, original size ≥ stored size.
+    /// Hot records: sorted by (band, key32), band in range, original size ≥ stored size.
+    fn verify_hot(&self) -> Result<()> {
+        let l = &self.layout;
         let mut prev: Option<(u32, u32)> = None;
         for i in 0..l.hot.1 {
             let h = self.hot_at(i)?;
@@ -159,8 +162,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 return Err(self.err(at, format!("hot record {i} out of order")));
             }
             prev = Some((h.band, h.key32));
-            let t = self
-                .layout
+            let t = l
                 .bands
                 .get(h.band as usize)
                 .ok_or_else(|| self.err(at, format!("hot record {i}: no band {}", h.band)))?;
@@ -170,6 +172,55 @@ impl<B: AsRef<[u8]>> Segment<B> {
             }
         }
         Ok(())
+    }
+}
+
+/// Which docnos a segment stores, for checking postings: a bitmap over the range when the
+/// range is dense (the usual case), a binary search of the docnos otherwise. Each stored
+/// document has a slot, for the "posted twice" bitmap.
+struct StoredDocs<'a> {
+    base: u64,
+    /// The docno range, when it is dense.
+    span: Option<u64>,
+    /// One bit per docno of a dense range, set for the stored ones.
+    present: Vec<u64>,
+    docnos: &'a [u64],
+}
+
+impl<'a> StoredDocs<'a> {
+    fn new(base: u64, span: u64, docnos: &'a [u64]) -> Self {
+        let dense = span <= 64 * (docnos.len() as u64).max(1024);
+        let present = if dense {
+            let mut bits = vec![0u64; (span as usize).div_ceil(64)];
+            for &d in docnos {
+                mark(&mut bits, d - base);
+            }
+            bits
+        } else {
+            Vec::new()
+        };
+        StoredDocs {
+            base,
+            span: dense.then_some(span),
+            present,
+            docnos,
+        }
+    }
+
+    /// Number of slots: one per docno of a dense range, else one per stored document.
+    fn slots(&self) -> usize {
+        self.span.unwrap_or(self.docnos.len() as u64) as usize
+    }
+
+    /// The slot of the stored document `base + rel`; `None` if no such document is stored.
+    fn slot_of(&self, rel: u64) -> Option<u64> {
+        if self.span.is_some() {
+            let word = self.present.get((rel / 64) as usize)?;
+            (word & (1 << (rel % 64)) != 0).then_some(rel)
+        } else {
+            let d = self.base.checked_add(rel)?;
+            self.docnos.binary_search(&d).ok().map(|i| i as u64)
+        }
     }
 }
 

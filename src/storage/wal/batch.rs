@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::sketch::shingle_set::decode_into;
 use crate::storage::codec::{Decoder, Encoder};
+use crate::storage::shingle_codec::decode_into;
 use crate::{Error, Result};
 
 /// Largest key accepted, in bytes.
@@ -132,7 +132,7 @@ pub(crate) fn decode_ops(
     let count = d.u32("op count")? as usize;
     for _ in 0..count {
         let tag_at = d.offset();
-        match d.u8("op tag")? {
+        let op = match d.u8("op tag")? {
             tag @ (TAG_INSERT | TAG_INSERT_WITH_SET) => {
                 if (tag == TAG_INSERT_WITH_SET) != store_sets {
                     return Err(d.corruption(if store_sets {
@@ -141,40 +141,11 @@ pub(crate) fn decode_ops(
                         "an insert with a shingle set in an index that stores none"
                     }));
                 }
-                let docno = d.u64("docno")?;
-                let key_len = d.u32("key length")? as usize;
-                if key_len > MAX_KEY_LEN {
-                    return Err(d.corruption(format!("key length {key_len} exceeds {MAX_KEY_LEN}")));
-                }
-                let key = d.take(key_len, "key")?;
-                let band_keys = d.take(bands * 8, "band keys")?;
-                let sig = d.take(sig_bytes, "signature")?;
-                let set = if store_sets {
-                    let len = d.u32("shingle set length")? as usize;
-                    let at = d.offset();
-                    let set = d.take(len, "shingle set")?;
-                    // A set that does not decode is damage, found now rather than by a query.
-                    let mut scratch = Vec::new();
-                    decode_into(set, &mut scratch).map_err(|e| Error::Corruption {
-                        path: path.to_path_buf(),
-                        offset: at + e.offset as u64,
-                        detail: e.to_string(),
-                    })?;
-                    Some(set)
-                } else {
-                    None
-                };
-                visit(OpRef::Insert {
-                    docno,
-                    key,
-                    band_keys,
-                    sig,
-                    set,
-                })?;
+                decode_insert(&mut d, bands, sig_bytes, store_sets, path)?
             }
-            TAG_DELETE => visit(OpRef::Delete {
+            TAG_DELETE => OpRef::Delete {
                 docno: d.u64("docno")?,
-            })?,
+            },
             other => {
                 return Err(Error::corruption(
                     path,
@@ -182,9 +153,55 @@ pub(crate) fn decode_ops(
                     format!("unknown WAL op tag {other}"),
                 ));
             }
-        }
+        };
+        visit(op)?;
     }
     d.expect_end()
+}
+
+/// The fields of an insert after its tag.
+fn decode_insert<'a>(
+    d: &mut Decoder<'a>,
+    bands: usize,
+    sig_bytes: usize,
+    store_sets: bool,
+    path: &Path,
+) -> Result<OpRef<'a>> {
+    let docno = d.u64("docno")?;
+    let key_len = d.u32("key length")? as usize;
+    if key_len > MAX_KEY_LEN {
+        return Err(d.corruption(format!("key length {key_len} exceeds {MAX_KEY_LEN}")));
+    }
+    let key = d.take(key_len, "key")?;
+    let band_keys = d.take(bands * 8, "band keys")?;
+    let sig = d.take(sig_bytes, "signature")?;
+    let set = if store_sets {
+        Some(decode_set(d, path)?)
+    } else {
+        None
+    };
+    Ok(OpRef::Insert {
+        docno,
+        key,
+        band_keys,
+        sig,
+        set,
+    })
+}
+
+/// An insert's coded shingle set, with its length before it. A set that does not decode is
+/// damage, found now rather than by a query.
+fn decode_set<'a>(d: &mut Decoder<'a>, path: &Path) -> Result<&'a [u8]> {
+    let len = d.u32("shingle set length")? as usize;
+    let at = d.offset();
+    let set = d.take(len, "shingle set")?;
+    let mut scratch = Vec::new();
+    decode_into(set, &mut scratch).map_err(|e| Error::Corruption {
+        path: path.to_path_buf(),
+        offset: at + e.offset as u64,
+        detail: e.to_string(),
+    })?;
+    Ok(set)
 }
 
 /// Little-endian band keys as an exact-size iterator.
@@ -227,7 +244,7 @@ mod tests {
 
     #[test]
     fn roundtrip_and_truncation() {
-        let set = crate::sketch::ShingleSet::from_hashes([7u64 << 33, 1 << 60]).encode();
+        let set = crate::storage::shingle_codec::encode(&[7 << 1, 1 << 28]);
         for store_sets in [false, true] {
             let ops = vec![
                 LogOp::Insert {

@@ -302,81 +302,136 @@ fn replay_source(
         return bad_header(src, path, chunk);
     };
     let v2 = version == WAL_VERSION;
-    let mut pos = header_len;
-    let mut records = 0u64;
-    // Version 2 numbers batch records +1 from `first_seq`; version 1 only increasing.
-    let mut last_seq = if v2 { first_seq.wrapping_sub(1) } else { 0 };
-    let mut sealed = false;
-    while pos < len {
-        if let Some(total) = record_len(src.get(pos, RECORD_HEADER_LEN)?) {
-            let record = src.get(pos, total)?;
-            if let Some((kind, seq, payload, total)) = parse_at(record, 0) {
-                let body = record.get(payload).unwrap_or_default();
-                if kind == TYPE_BATCH
-                    && (if v2 {
-                        seq == last_seq.wrapping_add(1)
-                    } else {
-                        seq > last_seq
-                    })
-                {
-                    apply(seq, pos, body)?;
-                    records += 1;
-                    last_seq = seq;
-                    pos += total as u64;
-                    continue;
-                }
-                if v2 && kind == TYPE_SEAL && seq == last_seq && body == records.to_le_bytes() {
-                    pos += total as u64;
-                    sealed = true;
-                    // A seal ends the file: only zeros (space written ahead and not yet cut)
-                    // may follow it.
-                    if let Some(last) = src.last_nonzero(pos, chunk)? {
-                        return Err(Error::corruption(
-                            path,
-                            pos,
-                            format!("bytes after the WAL's seal (up to offset {last})"),
-                        ));
-                    }
-                    break;
-                }
-                if v2 {
-                    // Intact, but out of place: never a torn write.
-                    return Err(Error::corruption(
-                        path,
-                        pos,
-                        format!(
-                            "WAL record {seq} (type {kind}) where record {} was expected",
-                            last_seq.wrapping_add(1)
-                        ),
-                    ));
-                }
+    let mut walk = Walk {
+        v2,
+        pos: header_len,
+        records: 0,
+        // Version 2 numbers batch records +1 from `first_seq`; version 1 only increasing.
+        last_seq: if v2 { first_seq.wrapping_sub(1) } else { 0 },
+        sealed: false,
+    };
+    while walk.pos < len {
+        match walk.step(src, path, chunk, apply)? {
+            Next::Applied => {}
+            Next::Sealed => break,
+            Next::Invalid => {
+                walk.check_torn(src, path, chunk)?;
+                break;
             }
         }
-        // Not a valid next record. If any valid record follows, the log is damaged in the
-        // middle; otherwise this is a torn tail. Only offsets up to the last non-zero byte can
-        // start a record, so the zeros that end a preallocated file are not tried.
-        if let Some(last) = src.last_nonzero(pos + 1, chunk)?
-            && let Some(later) = find_record(src, pos + 1, last, |s| {
+    }
+    Ok(Replay {
+        records: walk.records,
+        valid_len: walk.pos,
+        torn_tail_bytes: len - walk.pos,
+        last_seq: walk.last_seq,
+        version,
+        first_seq,
+        sealed: walk.sealed,
+    })
+}
+
+/// A replay under way: the offset of the next record and what the records before it said.
+struct Walk {
+    v2: bool,
+    pos: u64,
+    records: u64,
+    last_seq: u64,
+    sealed: bool,
+}
+
+/// What [`Walk::step`] found at the walk's offset.
+enum Next {
+    /// The next batch record, applied.
+    Applied,
+    /// The seal: the log ends there.
+    Sealed,
+    /// No valid next record: a torn tail or damage ([`Walk::check_torn`] tells which).
+    Invalid,
+}
+
+impl Walk {
+    /// Reads the record at the walk's offset: applies the next batch, or takes the seal
+    /// (nothing but zeros may follow it); an intact version-2 record out of place is
+    /// corruption, never a torn write.
+    fn step(
+        &mut self,
+        src: &mut impl Source,
+        path: &Path,
+        chunk: usize,
+        apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<Next> {
+        let pos = self.pos;
+        let Some(total) = record_len(src.get(pos, RECORD_HEADER_LEN)?) else {
+            return Ok(Next::Invalid);
+        };
+        let record = src.get(pos, total)?;
+        let Some((kind, seq, payload, total)) = parse_at(record, 0) else {
+            return Ok(Next::Invalid);
+        };
+        let body = record.get(payload).unwrap_or_default();
+        let next_batch = if self.v2 {
+            seq == self.last_seq.wrapping_add(1)
+        } else {
+            seq > self.last_seq
+        };
+        if kind == TYPE_BATCH && next_batch {
+            apply(seq, pos, body)?;
+            self.records += 1;
+            self.last_seq = seq;
+            self.pos += total as u64;
+            return Ok(Next::Applied);
+        }
+        if self.v2
+            && kind == TYPE_SEAL
+            && seq == self.last_seq
+            && body == self.records.to_le_bytes()
+        {
+            self.pos += total as u64;
+            self.sealed = true;
+            // A seal ends the file: only zeros (space written ahead and not yet cut) may
+            // follow it.
+            if let Some(last) = src.last_nonzero(self.pos, chunk)? {
+                return Err(Error::corruption(
+                    path,
+                    self.pos,
+                    format!("bytes after the WAL's seal (up to offset {last})"),
+                ));
+            }
+            return Ok(Next::Sealed);
+        }
+        if self.v2 {
+            return Err(Error::corruption(
+                path,
+                pos,
+                format!(
+                    "WAL record {seq} (type {kind}) where record {} was expected",
+                    self.last_seq.wrapping_add(1)
+                ),
+            ));
+        }
+        Ok(Next::Invalid)
+    }
+
+    /// At an offset without a valid next record: if any valid record follows, the log is
+    /// damaged in the middle; otherwise this is a torn tail. Only offsets up to the last
+    /// non-zero byte can start a record, so the zeros that end a preallocated file are not
+    /// tried.
+    fn check_torn(&self, src: &mut impl Source, path: &Path, chunk: usize) -> Result<()> {
+        let (v2, last_seq) = (self.v2, self.last_seq);
+        if let Some(last) = src.last_nonzero(self.pos + 1, chunk)?
+            && let Some(later) = find_record(src, self.pos + 1, last, |s| {
                 if v2 { s >= last_seq } else { s > last_seq }
             })?
         {
             return Err(Error::corruption(
                 path,
-                pos,
+                self.pos,
                 format!("damaged WAL record followed by a valid record at offset {later}"),
             ));
         }
-        break;
+        Ok(())
     }
-    Ok(Replay {
-        records,
-        valid_len: pos,
-        torn_tail_bytes: len - pos,
-        last_seq,
-        version,
-        first_seq,
-        sealed,
-    })
 }
 
 /// A file whose header is not a whole, intact header of a known version. A header is written
