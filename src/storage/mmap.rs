@@ -27,6 +27,7 @@ enum FileBytes {
     Mapped(memmap2::Mmap),
 }
 
+/// The whole of `path`, mapped unless mapping it is unsafe or impossible ([`FileBytes`]).
 fn map_or_read(path: &Path) -> io::Result<FileBytes> {
     let file = std::fs::File::open(path)?;
     let len = file.metadata()?.len();
