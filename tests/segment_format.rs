@@ -756,7 +756,9 @@ fn signature_walk_agrees_with_lookups_across_holes() {
     let mut b = SegmentBuilder::with_signatures(2, 1_000, record).unwrap();
     b.set_end_docno(1_300).unwrap();
     for &d in &present {
-        let sig: Vec<u8> = (0..record).map(|i| (d as u8) ^ (i as u8 * 31)).collect();
+        let sig: Vec<u8> = (0..record)
+            .map(|i| (d as u8) ^ (i as u8).wrapping_mul(31))
+            .collect();
         b.add_signed(d, format!("key-{d}").as_bytes(), &[d, d * 3], &sig)
             .unwrap();
     }

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import pathlib
 import shutil
 import subprocess
+from types import ModuleType
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def import_or_skip(module: str) -> ModuleType:
+    """`module`, imported; where it is missing the test is skipped, except under CI (the
+    environment variable `CI` set, as CI services and `.ci/run` set it), where a test that
+    would skip fails instead: CI installs every test dependency (`pip install './python[test]'`)
+    and must run every such test."""
+    if not os.environ.get("CI"):
+        return pytest.importorskip(module)
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(f"CI is set, and {module} is missing ({e}): pip install './python[test]'")
 
 
 @pytest.fixture

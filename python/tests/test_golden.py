@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mhdb
-from conftest import REPO
+from conftest import REPO, import_or_skip
 
 VECTORS = json.loads((REPO / "tests" / "golden" / "vectors.json").read_text())
 CASES = VECTORS["cases"]
@@ -37,7 +37,7 @@ def test_golden_case(case: dict) -> None:
     assert [f"{int(v):016x}" for v in s16] == case["slots16"]
 
     # k = 128 is pinned by an xxh3 digest of the slots' little-endian bytes.
-    xxhash = pytest.importorskip("xxhash")
+    xxhash = import_or_skip("xxhash")
     s128 = hasher(128).sketch(case["text"])
     digest = xxhash.xxh3_64_intdigest(s128.astype("<u8").tobytes())
     assert f"{digest:016x}" == case["digest128"]

@@ -10,32 +10,50 @@ use std::sync::Arc;
 
 use super::vfs::{Mapped, MappedBytes};
 
-/// Maps the whole of `path` read-only. An empty file maps to an empty slice (mmap of length 0
-/// is an error on Linux), and so does a file with a hole (see [`has_hole`]) to a copy read
-/// with `pread`.
+/// Maps the whole of `path` read-only, or reads it (see [`FileBytes`]).
 pub(crate) fn map_file(path: &Path) -> io::Result<Mapped> {
+    Ok(match map_or_read(path)? {
+        FileBytes::Read(bytes) => Mapped::from_vec(bytes),
+        FileBytes::Mapped(map) => Mapped::from_backing(Arc::new(FileMap(map))),
+    })
+}
+
+/// How [`map_file`] got a file's bytes.
+enum FileBytes {
+    /// Read with `pread` into memory: an empty file (mmap of length 0 is an error on Linux),
+    /// or a file with a hole (see [`has_hole`]).
+    Read(Vec<u8>),
+    /// Mapped read-only: every other file.
+    Mapped(memmap2::Mmap),
+}
+
+/// The whole of `path`, mapped unless mapping it is unsafe or impossible ([`FileBytes`]).
+fn map_or_read(path: &Path) -> io::Result<FileBytes> {
     let file = std::fs::File::open(path)?;
     let len = file.metadata()?.len();
     if len == 0 {
-        return Ok(Mapped::from_vec(Vec::new()));
+        return Ok(FileBytes::Read(Vec::new()));
     }
     if has_hole(&file, len) {
         let len = usize::try_from(len).map_err(|_| io::Error::other("file too large to read"))?;
         let mut bytes = vec![0u8; len];
         file.read_exact_at(&mut bytes, 0)?;
-        return Ok(Mapped::from_vec(bytes));
+        return Ok(FileBytes::Read(bytes));
     }
-    // SAFETY: mhdb maps only files it never modifies in place after they were written and
-    // synced: segments and deletion lists are immutable, and the signature log is only
-    // appended to beyond the committed length (read through the map only below it) or
-    // truncated back to the committed length before any map of it exists in a writer. Another
-    // process modifying the file would break this, which the LOCK file rules out for mhdb
-    // processes (a reader holds a shared lock, a writer an exclusive one). (WAL files, which
-    // can end in zeros that a full disk never let reach it, are read, not mapped.)
+    // SAFETY: the map is sound while no one changes the file's bytes or length. mhdb maps only
+    // files it never changes once written: segments and deletion lists are each written whole
+    // under a new name (`OpenMode::CreateNew`, a name never used before) and synced before a
+    // manifest names them, are never opened for writing again and never truncated (only WAL
+    // files are opened read-write or cut), and are removed by unlinking, which leaves an
+    // existing map intact; a version-1 signature log is only read (version 1 is never
+    // written). No lock is involved: readers take none. Another program truncating a mapped
+    // file would make a read past its new end raise SIGBUS, which kills the process, and one
+    // rewriting it in place would change bytes after their checksum was checked; both are
+    // outside the fault model (RELIABILITY.md), and mhdb installs no handler for them.
     let map = unsafe { memmap2::Mmap::map(&file)? };
     // Lookups are random 4 KB reads; the default readahead (8 MiB here) multiplies cold I/O.
     let _ = map.advise(memmap2::Advice::Random);
-    Ok(Mapped::from_backing(Arc::new(FileMap(map))))
+    Ok(FileBytes::Mapped(map))
 }
 
 /// Whether `file` (`len` bytes) has a hole: a range no write ever allocated. Files mhdb wrote
@@ -125,7 +143,9 @@ mod tests {
         assert!(thread_major_faults().unwrap() >= a);
     }
 
-    /// A sparse file (a hole, then data) reads back whole, zeros in the hole, without a map.
+    /// A sparse file (a hole, then data) is read, not mapped, and reads back whole, zeros in
+    /// the hole; a dense file is mapped. The temporary directory's filesystem must report
+    /// holes (ext4, xfs, btrfs and tmpfs do; set TMPDIR elsewhere).
     #[test]
     fn a_file_with_a_hole_is_read_not_mapped() {
         let dir = std::env::temp_dir().join(format!("mhdb-mmap-hole-{}", std::process::id()));
@@ -133,18 +153,28 @@ mod tests {
         let path = dir.join("sparse");
         let file = std::fs::File::create(&path).unwrap();
         file.write_all_at(b"tail", 1 << 20).unwrap();
-        let hole = has_hole(&file, (1 << 20) + 4);
+        assert!(
+            has_hole(&file, (1 << 20) + 4),
+            "{} reports no hole in a sparse file",
+            dir.display()
+        );
+        let FileBytes::Read(bytes) = map_or_read(&path).unwrap() else {
+            panic!("a file with a hole was mapped");
+        };
+        assert_eq!(bytes.len(), (1 << 20) + 4);
+        assert!(bytes[..1 << 20].iter().all(|&b| b == 0));
+        assert_eq!(&bytes[1 << 20..], b"tail");
+        assert_eq!(map_file(&path).unwrap()[..], bytes[..]);
+
         let dense = dir.join("dense");
         std::fs::write(&dense, vec![1u8; 10_000]).unwrap();
-        let map = map_file(&path).unwrap();
-        assert_eq!(map.len(), (1 << 20) + 4);
-        assert!(map[..1 << 20].iter().all(|&b| b == 0));
-        assert_eq!(&map[1 << 20..], b"tail");
         assert!(!has_hole(&std::fs::File::open(&dense).unwrap(), 10_000));
-        assert_eq!(map_file(&dense).unwrap().len(), 10_000);
+        let FileBytes::Mapped(map) = map_or_read(&dense).unwrap() else {
+            panic!("a file without a hole was read, not mapped");
+        };
+        assert_eq!(map[..], [1u8; 10_000]);
+        std::fs::write(dir.join("empty"), b"").unwrap();
+        assert!(matches!(map_or_read(&dir.join("empty")), Ok(FileBytes::Read(b)) if b.is_empty()));
         std::fs::remove_dir_all(&dir).unwrap();
-        // Filesystems that keep no holes report none; the ones tests run on (ext4, xfs,
-        // tmpfs, overlayfs on them) do.
-        eprintln!("hole detected: {hole}");
     }
 }

@@ -308,3 +308,200 @@ pub fn params() -> IndexParams {
 
 pub const COOKIE_NOTICE: &str = "We use cookies to remember your basket and to understand how \
     the shop is used. You can change your choice at any time under Privacy settings.";
+
+/// The format version named by the CURRENT of the database in `dir` (bytes 8..12,
+/// `format/manifest.md`), or `None` when `dir` holds no CURRENT.
+pub fn current_version(dir: &Path) -> Option<u32> {
+    let bytes = std::fs::read(dir.join("CURRENT")).ok()?;
+    Some(u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?))
+}
+
+/// Writes a regenerated fixture: the database in `generated` to `fixture` and `answers` to
+/// `expected`, refusing (a panic, before anything is written) unless the generated database,
+/// its answers, and the fixture and answers already committed are all of format `version`. A
+/// generator of an older version runs today's writer, which writes the current version: it
+/// must never replace the older fixture with bytes of another version labelled as its own.
+pub fn replace_fixture(
+    fixture: &Path,
+    expected: &Path,
+    generated: &Path,
+    answers: &Value,
+    version: u32,
+) {
+    let refuse = |what: &str, found: Option<u64>| {
+        panic!(
+            "refusing to write the version-{version} fixture {}: {what} is of version {found:?}",
+            fixture.display()
+        )
+    };
+    let generated_version = current_version(generated).map(u64::from);
+    if generated_version != Some(u64::from(version)) {
+        refuse("the generated database", generated_version);
+    }
+    if answers["format_version"].as_u64() != Some(u64::from(version)) {
+        refuse("the generated answers", answers["format_version"].as_u64());
+    }
+    if fixture.exists() {
+        let committed = current_version(fixture).map(u64::from);
+        if committed != Some(u64::from(version)) {
+            refuse("the committed fixture", committed);
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(expected) {
+        let committed: Value = serde_json::from_str(&text).unwrap();
+        if committed["format_version"].as_u64() != Some(u64::from(version)) {
+            refuse(
+                "the committed answers",
+                committed["format_version"].as_u64(),
+            );
+        }
+    }
+    if fixture.exists() {
+        std::fs::remove_dir_all(fixture).unwrap();
+    }
+    std::fs::create_dir_all(fixture).unwrap();
+    for (name, bytes) in snapshot(generated) {
+        std::fs::write(fixture.join(name), bytes).unwrap();
+    }
+    let mut text = serde_json::to_string_pretty(answers).unwrap();
+    text.push('\n');
+    std::fs::write(expected, text).unwrap();
+}
+
+/// Where two directory snapshots differ: the names of the files only one holds or that hold
+/// different bytes, each with both lengths (`None` for a file that is absent).
+pub fn differing_files(
+    a: &BTreeMap<String, Vec<u8>>,
+    b: &BTreeMap<String, Vec<u8>>,
+) -> Vec<(String, Option<usize>, Option<usize>)> {
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    names
+        .into_iter()
+        .filter(|n| a.get(*n) != b.get(*n))
+        .map(|n| (n.clone(), a.get(n).map(Vec::len), b.get(n).map(Vec::len)))
+        .collect()
+}
+
+/// The paths (`live[3].signature`, `queries[5].matches`) at which two JSON values differ,
+/// descending into objects and into arrays of equal length. Numbers are compared as `f64`
+/// within 1e-12 (relative): serde_json's parser may miss the last bit of a decimal it reads.
+pub fn differing_paths(a: &Value, b: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    json_diff(a, b, String::new(), &mut out);
+    out
+}
+
+fn json_diff(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let path = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                json_diff(
+                    &x.get(k).cloned().unwrap_or(Value::Null),
+                    &y.get(k).cloned().unwrap_or(Value::Null),
+                    path,
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                json_diff(u, v, format!("{at}[{i}]"), out);
+            }
+        }
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            if (x - y).abs() > 1e-12 * x.abs().max(1.0) {
+                out.push(at);
+            }
+        }
+        _ if a != b => out.push(at),
+        _ => {}
+    }
+}
+
+/// The parts of a segment file (`format/segment.md`) whose bytes differ between `a` and `b`,
+/// two segments of the same length and layout: `header`, each section by its kind (`BAND 3`
+/// with its band number), `section table` (its bytes with every section's CRC left out, which
+/// a changed section changes anyway) and `footer` (likewise without `meta_crc`).
+pub fn differing_segment_parts(a: &[u8], b: &[u8]) -> Vec<String> {
+    assert_eq!(a.len(), b.len(), "segments of different lengths");
+    let u64_at =
+        |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let table = u64_at(a, a.len() - 32) as usize;
+    assert_eq!(
+        table,
+        u64_at(b, b.len() - 32) as usize,
+        "section tables at different offsets"
+    );
+    let mut parts = Vec::new();
+    if a[..64] != b[..64] {
+        parts.push("header".to_string());
+    }
+    let mut a_table = a[table..a.len() - 32].to_vec();
+    let mut b_table = b[table..b.len() - 32].to_vec();
+    for (entry, b_entry) in a_table.chunks_mut(40).zip(b_table.chunks_mut(40)) {
+        let kind = u16::from_le_bytes([entry[0], entry[1]]);
+        let index = u32::from_le_bytes(entry[4..8].try_into().unwrap());
+        let (offset, len) = (u64_at(entry, 8) as usize, u64_at(entry, 16) as usize);
+        if a[offset..offset + len] != b[offset..offset + len] {
+            parts.push(match kind {
+                1 => "KEY_BLOB".to_string(),
+                2 => "DOC_TABLE".to_string(),
+                3 => "KEY_INDEX".to_string(),
+                4 => format!("BAND {index}"),
+                5 => "HOT".to_string(),
+                6 => "SIGNATURES".to_string(),
+                7 => "SHINGLES".to_string(),
+                8 => "CHECKSUMS".to_string(),
+                other => format!("kind {other}"),
+            });
+        }
+        entry[32..36].fill(0);
+        b_entry[32..36].fill(0);
+    }
+    if a_table != b_table {
+        parts.push("section table".to_string());
+    }
+    let footer = a.len() - 32;
+    if a[footer..footer + 24] != b[footer..footer + 24] || a[footer + 28..] != b[footer + 28..] {
+        parts.push("footer".to_string());
+    }
+    parts
+}
+
+/// The HOT records (band, key32, original_size) of a segment file.
+pub fn hot_records(seg: &[u8]) -> Vec<(u32, u32, u64)> {
+    let u32_at = |at: usize| u32::from_le_bytes(seg[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(seg[at..at + 8].try_into().unwrap());
+    let table = u64_at(seg.len() - 32) as usize;
+    let sections = u32_at(seg.len() - 24) as usize;
+    let entry = (0..sections)
+        .map(|i| table + 40 * i)
+        .find(|&e| u16::from_le_bytes([seg[e], seg[e + 1]]) == 5)
+        .expect("a HOT section");
+    let (offset, count) = (u64_at(entry + 8) as usize, u64_at(entry + 24) as usize);
+    (0..count)
+        .map(|r| offset + 16 * r)
+        .map(|at| (u32_at(at), u32_at(at + 4), u64_at(at + 8)))
+        .collect()
+}
+
+/// The HOT records of two segments that name the same buckets but count them differently:
+/// (band, key32, original_size in `a`, in `b`).
+pub fn differing_hot_counts(a: &[u8], b: &[u8]) -> Vec<(u32, u32, u64, u64)> {
+    let (a, b) = (hot_records(a), hot_records(b));
+    let buckets =
+        |r: &[(u32, u32, u64)]| r.iter().map(|&(band, k, _)| (band, k)).collect::<Vec<_>>();
+    assert_eq!(buckets(&a), buckets(&b), "the segments' hot buckets differ");
+    a.iter()
+        .zip(&b)
+        .filter(|(x, y)| x.2 != y.2)
+        .map(|(x, y)| (x.0, x.1, x.2, y.2))
+        .collect()
+}
