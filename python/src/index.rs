@@ -49,7 +49,7 @@ impl PyIndex {
     fn make(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
         make: fn(&std::path::Path, IndexParams, Options) -> mhdb::Result<Db>,
     ) -> PyResult<PyIndex> {
@@ -184,7 +184,8 @@ impl PyIndex {
     ///
     /// Args:
     ///     path: the directory (created if missing).
-    ///     threshold: the default query threshold; bands × rows are tuned for it.
+    ///     threshold: the default query threshold; bands × rows are tuned for it (default
+    ///         0.8; a simhash index takes none: its threshold follows from ``max_hamming``).
     ///     **params: ``num_perm``, ``scheme``, ``seed``, ``shingle``, ``nfkc``,
     ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
     ///         :class:`MinHasher`; the same defaults except ``num_perm``: 512 slots, or 128
@@ -210,11 +211,11 @@ impl PyIndex {
     ///     InvalidParameterError: a parameter is out of range.
     ///     IoError: the directory cannot be written.
     #[staticmethod]
-    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    #[pyo3(signature = (path, threshold = None, **params))]
     fn create(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyIndex> {
         PyIndex::make(py, path, threshold, params, |p, i, o| Db::create(p, i, o))
@@ -268,11 +269,11 @@ impl PyIndex {
     /// none. An existing index keeps its stored parameters (the arguments are then not
     /// consulted). Arguments as for :meth:`create`.
     #[staticmethod]
-    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    #[pyo3(signature = (path, threshold = None, **params))]
     fn open_or_create(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyIndex> {
         PyIndex::make(py, path, threshold, params, |p, i, o| {

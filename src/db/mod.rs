@@ -34,6 +34,7 @@ mod memtable;
 mod open;
 mod options;
 mod params;
+mod params_builder;
 mod query;
 mod query_cap;
 mod query_stream;
@@ -61,6 +62,10 @@ pub use options::{Durability, Options};
 pub use params::{
     DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,
     IndexParams, STORED_SETS_RECALL, default_band_slots, default_bits, default_slots,
+};
+pub use params_builder::{
+    DEFAULT_MAX_HAMMING, DEFAULT_THRESHOLD, IndexOption, IndexOptions, KindChoice, OptionsError,
+    ParamsWarning, weak_banding,
 };
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
