@@ -30,6 +30,7 @@ mod dedup;
 mod dedup_verify;
 mod flush;
 mod group_commit;
+pub mod ingest;
 mod memtable;
 mod open;
 mod options;
