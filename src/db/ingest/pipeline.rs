@@ -4,6 +4,7 @@
 //! thread. Two commit [`Mode`]s: `mhdb add`'s stream, and Python's batch-atomic `insert_many`.
 
 use std::collections::HashSet;
+use std::marker::PhantomData;
 
 use super::sign::{Outcome, Prepared, Signer, Signing};
 use super::{BULK_MIN, Fault, Record, Rejected, STREAM_CHUNK};
@@ -161,34 +162,13 @@ impl<'db> Ingest<'db> {
         T: AsRef<str> + Send,
         O: Send,
     {
-        let signer = Signer::of(self.db);
-        let db = self.db;
-        let chunk_size = self.chunk_size();
-        std::thread::scope(|scope| {
-            let mut chunk = source.next_chunk(chunk_size).map_err(Stop::Caller)?;
-            while !chunk.is_empty() {
-                let sealed = std::mem::take(&mut self.sealed);
-                let bulk_min = self.bulk_min();
-                let signer = &signer;
-                let background = scope.spawn(move || {
-                    rayon::join(
-                        || commit(db, sealed, bulk_min),
-                        || signer.prepare(chunk, parse),
-                    )
-                });
-                let next = source.next_chunk(chunk_size);
-                let (report, prepared) = source
-                    .wait(move || background.join())
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                self.report(report, sink)?;
-                self.take_chunk(prepared, source, sink)?;
-                chunk = match next {
-                    Ok(chunk) => chunk,
-                    Err(e) => return self.source_failed(e, source, sink),
-                };
-            }
-            self.commit_now(source, sink)
-        })
+        Run {
+            ingest: self,
+            source,
+            sink,
+            origin: PhantomData,
+        }
+        .all(parse)
     }
 
     fn chunk_size(&self) -> usize {
@@ -207,54 +187,6 @@ impl<'db> Ingest<'db> {
         }
     }
 
-    /// Counts the committed batches and tells the sink, in order; then the commit error, if
-    /// any.
-    fn report<E, O, K>(&mut self, report: CommitReport, sink: &mut K) -> Result<(), Stop<E, O>>
-    where
-        K: Sink<O, Error = E>,
-    {
-        for (n, last_key) in report.committed {
-            self.counts.committed += n;
-            sink.committed(self.counts.committed, &last_key)
-                .map_err(Stop::Caller)?;
-        }
-        report.error.map_or(Ok(()), |e| Err(Stop::Db(e)))
-    }
-
-    /// Seals what is pending and commits every sealed batch now (waiting through the source).
-    fn commit_now<S, K, O>(&mut self, source: &mut S, sink: &mut K) -> Result<(), Stop<S::Error, O>>
-    where
-        S: Source,
-        K: Sink<O, Error = S::Error>,
-    {
-        self.seal();
-        let sealed = std::mem::take(&mut self.sealed);
-        if sealed.is_empty() {
-            return Ok(());
-        }
-        let (db, bulk_min) = (self.db, self.bulk_min());
-        let report = source.wait(move || commit(db, sealed, bulk_min));
-        self.report(report, sink)
-    }
-
-    /// The source failed to read: in the atomic mode the batches read whole are committed
-    /// first.
-    fn source_failed<S, K, O>(
-        &mut self,
-        e: S::Error,
-        source: &mut S,
-        sink: &mut K,
-    ) -> Result<(), Stop<S::Error, O>>
-    where
-        S: Source,
-        K: Sink<O, Error = S::Error>,
-    {
-        if let Mode::Atomic { .. } = self.mode {
-            self.commit_now(source, sink)?;
-        }
-        Err(Stop::Caller(e))
-    }
-
     /// Closes the pending records into a batch.
     fn seal(&mut self) {
         if !self.pending.is_empty() {
@@ -263,113 +195,178 @@ impl<'db> Ingest<'db> {
         }
         self.pending_keys.clear();
     }
+}
+
+/// One [`Ingest::run`]: the load with its source and sink.
+struct Run<'r, 'db, S, K, O> {
+    ingest: &'r mut Ingest<'db>,
+    source: &'r mut S,
+    sink: &'r mut K,
+    origin: PhantomData<fn() -> O>,
+}
+
+/// The error a run stops with.
+type StopOf<S, O> = Stop<<S as Source>::Error, O>;
+
+impl<S, K, O> Run<'_, '_, S, K, O>
+where
+    S: Source,
+    K: Sink<O, Error = S::Error>,
+{
+    /// Reads chunk after chunk; while the caller's thread reads one, the chunk before is
+    /// signed and the batches before it are committed on other threads.
+    fn all<P, T>(mut self, parse: &P) -> Result<(), StopOf<S, O>>
+    where
+        P: Fn(S::Item) -> Result<Record<T, O>, Rejected<O>> + Sync,
+        T: AsRef<str> + Send,
+        O: Send,
+    {
+        let db = self.ingest.db;
+        let signer = Signer::of(db);
+        let (chunk_size, bulk_min) = (self.ingest.chunk_size(), self.ingest.bulk_min());
+        std::thread::scope(|scope| {
+            let mut chunk = self.source.next_chunk(chunk_size).map_err(Stop::Caller)?;
+            while !chunk.is_empty() {
+                let sealed = std::mem::take(&mut self.ingest.sealed);
+                let signer = &signer;
+                let background = scope.spawn(move || {
+                    rayon::join(
+                        || commit(db, sealed, bulk_min),
+                        || signer.prepare(chunk, parse),
+                    )
+                });
+                let next = self.source.next_chunk(chunk_size);
+                let (report, prepared) = self
+                    .source
+                    .wait(move || background.join())
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                self.report(report)?;
+                self.take_chunk(prepared)?;
+                chunk = match next {
+                    Ok(chunk) => chunk,
+                    Err(e) => return self.source_failed(e),
+                };
+            }
+            self.commit_now()
+        })
+    }
+
+    /// Counts the committed batches and tells the sink, in order; then the commit error, if
+    /// any.
+    fn report(&mut self, report: CommitReport) -> Result<(), StopOf<S, O>> {
+        let counts = &mut self.ingest.counts;
+        for (n, last_key) in report.committed {
+            counts.committed += n;
+            self.sink
+                .committed(counts.committed, &last_key)
+                .map_err(Stop::Caller)?;
+        }
+        report.error.map_or(Ok(()), |e| Err(Stop::Db(e)))
+    }
+
+    /// Seals what is pending and commits every sealed batch now (waiting through the source).
+    fn commit_now(&mut self) -> Result<(), StopOf<S, O>> {
+        self.ingest.seal();
+        let sealed = std::mem::take(&mut self.ingest.sealed);
+        if sealed.is_empty() {
+            return Ok(());
+        }
+        let (db, bulk_min) = (self.ingest.db, self.ingest.bulk_min());
+        let report = self.source.wait(move || commit(db, sealed, bulk_min));
+        self.report(report)
+    }
+
+    /// The source failed to read: in the atomic mode the batches read whole are committed
+    /// first.
+    fn source_failed(&mut self, e: S::Error) -> Result<(), StopOf<S, O>> {
+        if let Mode::Atomic { .. } = self.ingest.mode {
+            self.commit_now()?;
+        }
+        Err(Stop::Caller(e))
+    }
 
     /// Takes a chunk's records, in order, as the mode says.
-    fn take_chunk<S, K, T, O>(
-        &mut self,
-        prepared: Vec<Outcome<T, O>>,
-        source: &mut S,
-        sink: &mut K,
-    ) -> Result<(), Stop<S::Error, O>>
-    where
-        S: Source,
-        K: Sink<O, Error = S::Error>,
-    {
-        match self.mode {
+    fn take_chunk<T>(&mut self, prepared: Vec<Outcome<T, O>>) -> Result<(), StopOf<S, O>> {
+        match self.ingest.mode {
             Mode::Atomic { .. } => {
                 let docs = signed_or_first_refusal(prepared)?;
-                self.counts.taken += docs.len() as u64;
-                self.sealed.push(Batch { docs });
+                self.ingest.counts.taken += docs.len() as u64;
+                self.ingest.sealed.push(Batch { docs });
             }
-            Mode::Stream { .. } => {
+            Mode::Stream {
+                commit_every,
+                on_duplicate,
+                ..
+            } => {
                 for outcome in prepared {
-                    self.take(outcome, source, sink)?;
+                    self.take(outcome, commit_every.max(1), on_duplicate)?;
                 }
-                sink.taken(self.counts.taken);
+                self.sink.taken(self.ingest.counts.taken);
             }
         }
         Ok(())
     }
 
     /// Takes one record ([`Mode::Stream`]).
-    fn take<S, K, T, O>(
+    fn take<T>(
         &mut self,
         outcome: Outcome<T, O>,
-        source: &mut S,
-        sink: &mut K,
-    ) -> Result<(), Stop<S::Error, O>>
-    where
-        S: Source,
-        K: Sink<O, Error = S::Error>,
-    {
-        let Mode::Stream {
-            commit_every,
-            on_duplicate,
-            ..
-        } = self.mode
-        else {
-            unreachable!("take is the stream mode's")
-        };
+        commit_every: usize,
+        on_duplicate: OnDuplicate,
+    ) -> Result<(), StopOf<S, O>> {
         let (Record { key, origin, .. }, sig) = match outcome.map(split) {
             Ok(Ok(signed)) => signed,
             Ok(Err(Refusal::Failed(e))) => return Err(Stop::Db(e)),
             Ok(Err(Refusal::Rejected(rejected))) | Err(rejected) => {
-                return self.refuse(rejected, source, sink);
+                return self.refuse(rejected);
             }
         };
+        let ingest = &mut *self.ingest;
         if on_duplicate != OnDuplicate::Replace {
-            let stored = self.pending_keys.contains(&key)
-                || self.db.contains(&key).map_err(Stop::Db)?;
+            let stored = ingest.pending_keys.contains(&key)
+                || ingest.db.contains(&key).map_err(Stop::Db)?;
             if stored && on_duplicate == OnDuplicate::Skip {
-                self.counts.skipped_duplicates += 1;
+                ingest.counts.skipped_duplicates += 1;
                 return Ok(());
             }
             if stored {
-                self.commit_now(source, sink)?;
+                self.commit_now()?;
                 return Err(Stop::Rejected(Rejected {
                     origin,
                     key: Some(key),
                     fault: Fault::Duplicate,
                 }));
             }
-            self.pending_keys.insert(key.clone());
+            ingest.pending_keys.insert(key.clone());
         }
-        self.pending.push((key, sig));
-        self.counts.taken += 1;
-        if self.pending.len() >= commit_every.max(1) {
-            if on_duplicate == OnDuplicate::Replace {
-                // Committed while the next chunk is signed.
-                self.seal();
-            } else {
-                // Duplicate checks ask the database: commit before taking more.
-                self.commit_now(source, sink)?;
-            }
+        ingest.pending.push((key, sig));
+        ingest.counts.taken += 1;
+        if ingest.pending.len() < commit_every {
+            return Ok(());
         }
-        Ok(())
+        if on_duplicate == OnDuplicate::Replace {
+            // Committed while the next chunk is signed.
+            ingest.seal();
+            Ok(())
+        } else {
+            // Duplicate checks ask the database: commit before taking more.
+            self.commit_now()
+        }
     }
 
     /// A refused record ([`Mode::Stream`]): skipped, or the load stops after everything
     /// before it is committed.
-    fn refuse<S, K, O>(
-        &mut self,
-        rejected: Rejected<O>,
-        source: &mut S,
-        sink: &mut K,
-    ) -> Result<(), Stop<S::Error, O>>
-    where
-        S: Source,
-        K: Sink<O, Error = S::Error>,
-    {
+    fn refuse(&mut self, rejected: Rejected<O>) -> Result<(), StopOf<S, O>> {
         if let Mode::Stream {
             skip_invalid: true,
             ..
-        } = self.mode
+        } = self.ingest.mode
         {
-            self.counts.skipped_invalid += 1;
-            sink.skipped(&rejected);
+            self.ingest.counts.skipped_invalid += 1;
+            self.sink.skipped(&rejected);
             return Ok(());
         }
-        self.commit_now(source, sink)?;
+        self.commit_now()?;
         Err(Stop::Rejected(rejected))
     }
 }
