@@ -33,6 +33,9 @@ fn files_before_a_bad_one_are_committed_and_none_after() {
     let out = run(&["add", s(&db), "--files", s(&files), "--skip-invalid"]);
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("added 2 documents (1 invalid skipped"), "{err}");
+    assert!(
+        err.contains("added 2 documents (1 invalid skipped"),
+        "{err}"
+    );
     assert_eq!(ok(&["keys", s(&db)]).lines().count(), 2);
 }

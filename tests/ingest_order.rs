@@ -6,8 +6,8 @@
 //! sink hears of every commit in order.
 
 use mhdb::db::ingest::{
-    Content, Fault, Ingest, Mode, OnDuplicate, Record, Rejected, STREAM_CHUNK, Sink, Source,
-    Stop, commit_batch,
+    Content, Fault, Ingest, Mode, OnDuplicate, Record, Rejected, STREAM_CHUNK, Sink, Source, Stop,
+    commit_batch,
 };
 use mhdb::db::{Db, IndexParams, Options};
 use mhdb::sketch::Signature;
@@ -36,7 +36,9 @@ impl Source for Items {
         if let Some(at) = self.fail_at.filter(|&at| (self.next..end).contains(&at)) {
             return Err(format!("read failed at {at}"));
         }
-        let chunk = (self.next..end).map(|i| (i, self.items[i].clone())).collect();
+        let chunk = (self.next..end)
+            .map(|i| (i, self.items[i].clone()))
+            .collect();
         self.next = end;
         Ok(chunk)
     }
@@ -90,7 +92,12 @@ fn docs(n: usize) -> Vec<Item> {
 }
 
 fn new_db(dir: &tempfile::TempDir) -> Db {
-    Db::create(dir.path().join("db"), IndexParams::default(), Options::default()).unwrap()
+    Db::create(
+        dir.path().join("db"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap()
 }
 
 fn stream(commit_every: usize, skip_invalid: bool, on_duplicate: OnDuplicate) -> Mode {
@@ -148,7 +155,9 @@ fn stream_commits_every_record_before_a_bad_one_and_none_after() {
     assert_eq!(totals, expected);
     assert_eq!(heard.commits.last().unwrap().1, format!("doc-{}", bad - 1));
     // The stored signatures are the database's own.
-    let own = db.sketch_text("document number 17 with some words").unwrap();
+    let own = db
+        .sketch_text("document number 17 with some words")
+        .unwrap();
     let packed = mhdb::sketch::pack(own.slots(), db.params().bits).unwrap();
     assert_eq!(db.get("doc-17").unwrap().unwrap().packed, packed);
 }
@@ -177,9 +186,17 @@ fn stream_duplicates_skip_stop_or_replace_in_input_order() {
     result.unwrap();
     // Skip: stored keys and repeats within the load keep their first document.
     let mut again = docs(8);
-    again.push(Item::Doc("doc-6".into(), Content::Text("a different text".into())));
+    again.push(Item::Doc(
+        "doc-6".into(),
+        Content::Text("a different text".into()),
+    ));
     let before = db.get("doc-6").unwrap();
-    let (ingest, _, result) = load(&db, stream(3, false, OnDuplicate::Skip), again.clone(), None);
+    let (ingest, _, result) = load(
+        &db,
+        stream(3, false, OnDuplicate::Skip),
+        again.clone(),
+        None,
+    );
     result.unwrap();
     assert_eq!(ingest.counts().skipped_duplicates, 6);
     assert_eq!(ingest.counts().committed, 3);
@@ -205,7 +222,10 @@ fn stream_duplicates_skip_stop_or_replace_in_input_order() {
     let last = db.get("doc-6").unwrap();
     assert_ne!(last, first_doc_6);
     db.insert_text("probe", "a different text").unwrap();
-    assert_eq!(db.get("probe").unwrap().unwrap().packed, last.unwrap().packed);
+    assert_eq!(
+        db.get("probe").unwrap().unwrap().packed,
+        last.unwrap().packed
+    );
 }
 
 #[test]
@@ -251,11 +271,18 @@ fn atomic_batches_before_a_bad_record_stay_its_batch_does_not() {
 fn atomic_read_failure_commits_the_batches_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let db = new_db(&dir);
-    let (ingest, heard, result) =
-        load(&db, Mode::Atomic { commit_every: 100 }, docs(1000), Some(250));
+    let (ingest, heard, result) = load(
+        &db,
+        Mode::Atomic { commit_every: 100 },
+        docs(1000),
+        Some(250),
+    );
     assert!(matches!(result, Err(Stop::Caller(_))));
     assert_eq!(ingest.counts().committed, 200);
-    assert_eq!(heard.commits, [(100, "doc-99".into()), (200, "doc-199".into())]);
+    assert_eq!(
+        heard.commits,
+        [(100, "doc-99".into()), (200, "doc-199".into())]
+    );
     assert_eq!(present(&db, 1000), (0..200).collect::<Vec<_>>());
 }
 

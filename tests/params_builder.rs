@@ -178,14 +178,24 @@ fn refusals_name_the_option_canonically() {
     }
     .build()
     .unwrap_err();
-    assert!(matches!(&e, OptionsError::Invalid(Error::InvalidParameter { name: "num_perm", .. })));
-    assert!(words(IndexOptions {
-        max_hamming: Some(16),
-        ..simhash()
-    })
-    .contains("max_hamming"));
-    assert_eq!("lsh".parse::<KindChoice>().unwrap_err().to_string(),
-        "invalid parameter `kind`: unknown index kind \"lsh\"; expected \"minhash\" or \"simhash\"");
+    assert!(matches!(
+        &e,
+        OptionsError::Invalid(Error::InvalidParameter {
+            name: "num_perm",
+            ..
+        })
+    ));
+    assert!(
+        words(IndexOptions {
+            max_hamming: Some(16),
+            ..simhash()
+        })
+        .contains("max_hamming")
+    );
+    assert_eq!(
+        "lsh".parse::<KindChoice>().unwrap_err().to_string(),
+        "invalid parameter `kind`: unknown index kind \"lsh\"; expected \"minhash\" or \"simhash\""
+    );
 }
 
 /// Stored sets re-tune the bands for recall; a banding short of it, or one that misses most
@@ -205,7 +215,13 @@ fn disappointing_choices_are_warnings() {
         ..IndexOptions::default()
     });
     match weak.warnings()[..] {
-        [ParamsWarning::WeakBanding { lsh, threshold, probability }] => {
+        [
+            ParamsWarning::WeakBanding {
+                lsh,
+                threshold,
+                probability,
+            },
+        ] => {
             assert_eq!((lsh.bands, lsh.rows, threshold), (2, 60, 0.8));
             assert!(probability < 0.5);
         }
@@ -218,7 +234,10 @@ fn disappointing_choices_are_warnings() {
     });
     assert!(matches!(
         short.warnings()[..],
-        [ParamsWarning::StoredSetsShortOfRecall { band_slots: 128, .. }]
+        [ParamsWarning::StoredSetsShortOfRecall {
+            band_slots: 128,
+            ..
+        }]
     ));
     assert!(build(simhash()).warnings().is_empty());
 }

@@ -39,7 +39,14 @@ fn read_option(
     value: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     match name {
-        "kind" => options.kind = Some(value.extract::<String>()?.parse::<KindChoice>().or_raise(py)?),
+        "kind" => {
+            options.kind = Some(
+                value
+                    .extract::<String>()?
+                    .parse::<KindChoice>()
+                    .or_raise(py)?,
+            )
+        }
         "max_hamming" => options.max_hamming = value.extract()?,
         "weighting" => {
             let weighting: Option<String> = value.extract()?;
@@ -49,10 +56,17 @@ fn read_option(
                 .or_raise(py)?;
         }
         "num_perm" => options.num_perm = value.extract()?,
-        "scheme" => options.scheme = Some(value.extract::<String>()?.parse::<Scheme>().or_raise(py)?),
+        "scheme" => {
+            options.scheme = Some(value.extract::<String>()?.parse::<Scheme>().or_raise(py)?)
+        }
         "seed" => options.seed = Some(value.extract()?),
         "shingle" => {
-            options.shingle = Some(value.extract::<String>()?.parse::<ShingleKind>().or_raise(py)?);
+            options.shingle = Some(
+                value
+                    .extract::<String>()?
+                    .parse::<ShingleKind>()
+                    .or_raise(py)?,
+            );
         }
         "nfkc" => options.nfkc = Some(value.extract()?),
         "lowercase" => options.lowercase = Some(value.extract()?),

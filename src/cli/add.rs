@@ -104,7 +104,10 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
 fn rejection(rejected: &AddRejected) -> String {
     let key = rejected.key.as_deref().unwrap_or_default();
     let line = match &rejected.origin {
-        Place::Line { input, line } => Some(At { name: input, line: *line }),
+        Place::Line { input, line } => Some(At {
+            name: input,
+            line: *line,
+        }),
         Place::File => None,
     };
     match (&rejected.fault, line) {
@@ -186,7 +189,11 @@ impl ingest::Source for JsonlSource {
     }
 }
 
-fn load_jsonl(args: &AddArgs, ingest: &mut Ingest<'_>, sink: &mut Report) -> Result<(), Stop<CliError, Place>> {
+fn load_jsonl(
+    args: &AddArgs,
+    ingest: &mut Ingest<'_>,
+    sink: &mut Report,
+) -> Result<(), Stop<CliError, Place>> {
     let paths = if args.inputs.is_empty() {
         VecDeque::from([PathBuf::from("-")])
     } else {
@@ -247,7 +254,11 @@ impl ingest::Source for FilesSource {
     }
 }
 
-fn load_files(args: &AddArgs, ingest: &mut Ingest<'_>, sink: &mut Report) -> Result<(), Stop<CliError, Place>> {
+fn load_files(
+    args: &AddArgs,
+    ingest: &mut Ingest<'_>,
+    sink: &mut Report,
+) -> Result<(), Stop<CliError, Place>> {
     if args.inputs.is_empty() {
         return Err(Stop::Caller(CliError::usage(
             "--files needs at least one file or directory",

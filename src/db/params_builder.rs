@@ -4,9 +4,7 @@
 //! [`IndexOptions`] and call [`IndexOptions::build`]; each words the errors and warnings in its
 //! own terms (flags, keyword arguments) from the [`IndexOption`] they name.
 
-use super::params::{
-    DEFAULT_BUCKET_CAP, IndexParams, STORED_SETS_RECALL, default_slots,
-};
+use super::params::{DEFAULT_BUCKET_CAP, IndexParams, STORED_SETS_RECALL, default_slots};
 use crate::sketch::{
     LshParams, Scheme, ShingleConfig, ShingleKind, SimParams, SimWeighting, SketchParams,
 };
@@ -217,7 +215,6 @@ impl From<OptionsError> for Error {
     }
 }
 
-
 /// The options of a MinHash index only, in the order a refusal names the first one given.
 const MINHASH_ONLY: [IndexOption; 8] = [
     IndexOption::NumPerm,
@@ -315,7 +312,9 @@ impl IndexOptions {
             kind: self.shingle.unwrap_or(default.kind),
             nfkc: self.nfkc.unwrap_or(default.nfkc),
             lowercase: self.lowercase.unwrap_or(default.lowercase),
-            collapse_whitespace: self.collapse_whitespace.unwrap_or(default.collapse_whitespace),
+            collapse_whitespace: self
+                .collapse_whitespace
+                .unwrap_or(default.collapse_whitespace),
         }
     }
 }

@@ -104,9 +104,12 @@ pub struct Counts {
     pub skipped_duplicates: u64,
 }
 
+/// Keys with their signatures, in input order.
+type Docs = Vec<(Vec<u8>, Signature)>;
+
 /// A batch of signed documents, committed as one write.
 struct Batch {
-    docs: Vec<(Vec<u8>, Signature)>,
+    docs: Docs,
 }
 
 /// What committing some batches did: the size and last key of each committed, in order, then
@@ -122,7 +125,7 @@ pub struct Ingest<'db> {
     mode: Mode,
     counts: Counts,
     /// Records taken since the last batch was sealed ([`Mode::Stream`]).
-    pending: Vec<(Vec<u8>, Signature)>,
+    pending: Docs,
     /// Keys of `pending`, checked for duplicates unless they are replaced.
     pending_keys: HashSet<Vec<u8>>,
     /// Full batches waiting for their commit, in order.
@@ -323,8 +326,8 @@ where
         };
         let ingest = &mut *self.ingest;
         if on_duplicate != OnDuplicate::Replace {
-            let stored = ingest.pending_keys.contains(&key)
-                || ingest.db.contains(&key).map_err(Stop::Db)?;
+            let stored =
+                ingest.pending_keys.contains(&key) || ingest.db.contains(&key).map_err(Stop::Db)?;
             if stored && on_duplicate == OnDuplicate::Skip {
                 ingest.counts.skipped_duplicates += 1;
                 return Ok(());
@@ -358,8 +361,7 @@ where
     /// before it is committed.
     fn refuse(&mut self, rejected: Rejected<O>) -> Result<(), StopOf<S, O>> {
         if let Mode::Stream {
-            skip_invalid: true,
-            ..
+            skip_invalid: true, ..
         } = self.ingest.mode
         {
             self.ingest.counts.skipped_invalid += 1;
@@ -394,7 +396,7 @@ fn split<T, O>(prepared: Prepared<T, O>) -> Result<(Record<T, O>, Signature), Re
 /// Every record's key and signature, or the first record refused, in order.
 fn signed_or_first_refusal<E, T, O>(
     prepared: Vec<Outcome<T, O>>,
-) -> Result<Vec<(Vec<u8>, Signature)>, Stop<E, O>> {
+) -> Result<Docs, Stop<E, O>> {
     let mut docs = Vec::with_capacity(prepared.len());
     for outcome in prepared {
         match outcome.map(split) {
@@ -430,7 +432,7 @@ fn commit(db: &Db, batches: Vec<Batch>, bulk_min: usize) -> CommitReport {
 }
 
 /// Commits `docs` atomically and durably.
-fn write(db: &Db, docs: Vec<(Vec<u8>, Signature)>, bulk_min: usize) -> crate::Result<()> {
+fn write(db: &Db, docs: Docs, bulk_min: usize) -> crate::Result<()> {
     if docs.len() >= bulk_min {
         db.bulk_insert(&docs)
     } else {
@@ -451,9 +453,8 @@ where
     O: Clone + Send + Sync,
 {
     let signer = Signer::of(db);
-    let prepared: Vec<Outcome<&str, O>> = signer.prepare(
-        records.iter().collect(),
-        &|r: &Record<T, O>| {
+    let prepared: Vec<Outcome<&str, O>> =
+        signer.prepare(records.iter().collect(), &|r: &Record<T, O>| {
             Ok(Record {
                 key: r.key.clone(),
                 content: match &r.content {
@@ -462,8 +463,7 @@ where
                 },
                 origin: r.origin.clone(),
             })
-        },
-    );
+        });
     let docs = signed_or_first_refusal(prepared)?;
     write(db, docs, BULK_MIN).map_err(Stop::Db)
 }
