@@ -2,8 +2,7 @@
 //! `open_or_create` (and `index_params_for`) read into [`IndexParams`], and parameters given
 //! back as a dictionary (`Index.params`, `stats()["params"]`).
 
-use mhdb::db::{IndexOptions, IndexParams, KindChoice};
-use mhdb::sketch::{Scheme, ShingleKind, SimWeighting};
+use mhdb::db::{IndexOptions, IndexParams};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -39,35 +38,14 @@ fn read_option(
     value: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     match name {
-        "kind" => {
-            options.kind = Some(
-                value
-                    .extract::<String>()?
-                    .parse::<KindChoice>()
-                    .or_raise(py)?,
-            )
-        }
+        "kind" => options.kind = Some(parsed(py, value)?),
         "max_hamming" => options.max_hamming = value.extract()?,
-        "weighting" => {
-            let weighting: Option<String> = value.extract()?;
-            options.weighting = weighting
-                .map(|w| w.parse::<SimWeighting>())
-                .transpose()
-                .or_raise(py)?;
-        }
+        "weighting" if value.is_none() => options.weighting = None,
+        "weighting" => options.weighting = Some(parsed(py, value)?),
         "num_perm" => options.num_perm = value.extract()?,
-        "scheme" => {
-            options.scheme = Some(value.extract::<String>()?.parse::<Scheme>().or_raise(py)?)
-        }
+        "scheme" => options.scheme = Some(parsed(py, value)?),
         "seed" => options.seed = Some(value.extract()?),
-        "shingle" => {
-            options.shingle = Some(
-                value
-                    .extract::<String>()?
-                    .parse::<ShingleKind>()
-                    .or_raise(py)?,
-            );
-        }
+        "shingle" => options.shingle = Some(parsed(py, value)?),
         "nfkc" => options.nfkc = Some(value.extract()?),
         "lowercase" => options.lowercase = Some(value.extract()?),
         "collapse_whitespace" => options.collapse_whitespace = Some(value.extract()?),
@@ -88,6 +66,14 @@ fn read_option(
         }
     }
     Ok(())
+}
+
+/// A keyword given as a string, parsed as the library parses it (`"oph"`, `"char:5"`, …).
+fn parsed<T: std::str::FromStr<Err = mhdb::Error>>(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    value.extract::<String>()?.parse::<T>().or_raise(py)
 }
 
 /// The parameters as a dictionary.

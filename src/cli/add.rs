@@ -69,35 +69,30 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         bar.finish_and_clear();
     }
     let counts = ingest.counts();
-    match loaded {
+    let e = match loaded {
         Ok(()) => {
             message(format_args!(
                 "added {} documents ({} invalid skipped, {} duplicates skipped)",
                 counts.committed, counts.skipped_invalid, counts.skipped_duplicates
             ));
             super::output::warn_write_failure(&db);
-            Ok(ExitCode::SUCCESS)
+            return Ok(ExitCode::SUCCESS);
         }
         // A bad record's error names it and says that the records before it are in.
-        Err(Stop::Rejected(rejected)) => Err(CliError::other(rejection(&rejected))),
-        Err(stop) => {
-            let e = match stop {
-                Stop::Caller(e) => e,
-                Stop::Db(e) => e.into(),
-                Stop::Rejected(_) => unreachable!("matched above"),
-            };
-            // Say how much of the input is committed (in input order, every document up to
-            // the last committed id; --json has printed each commit).
-            if !e.is_broken_pipe() {
-                message(format_args!(
-                    "added {} documents before stopping ({} invalid skipped, {} duplicates \
-                     skipped); nothing after them was added",
-                    counts.committed, counts.skipped_invalid, counts.skipped_duplicates
-                ));
-            }
-            Err(e)
-        }
+        Err(Stop::Rejected(rejected)) => return Err(CliError::other(rejection(&rejected))),
+        Err(Stop::Caller(e)) => e,
+        Err(Stop::Db(e)) => e.into(),
+    };
+    // Say how much of the input is committed (in input order, every document up to the last
+    // committed id; --json has printed each commit).
+    if !e.is_broken_pipe() {
+        message(format_args!(
+            "added {} documents before stopping ({} invalid skipped, {} duplicates skipped); \
+             nothing after them was added",
+            counts.committed, counts.skipped_invalid, counts.skipped_duplicates
+        ));
     }
+    Err(e)
 }
 
 /// A refused record's message, naming its line (or file) as every input error does.

@@ -394,9 +394,7 @@ fn split<T, O>(prepared: Prepared<T, O>) -> Result<(Record<T, O>, Signature), Re
 }
 
 /// Every record's key and signature, or the first record refused, in order.
-fn signed_or_first_refusal<E, T, O>(
-    prepared: Vec<Outcome<T, O>>,
-) -> Result<Docs, Stop<E, O>> {
+fn signed_or_first_refusal<E, T, O>(prepared: Vec<Outcome<T, O>>) -> Result<Docs, Stop<E, O>> {
     let mut docs = Vec::with_capacity(prepared.len());
     for outcome in prepared {
         match outcome.map(split) {
