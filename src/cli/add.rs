@@ -207,10 +207,7 @@ fn load_jsonl(
             let key = record.key(&args.id_field)?;
             Ok((key, record.take_text(&args.text_field)?))
         });
-        let origin = Place::Line {
-            input: input.clone(),
-            line: no,
-        };
+        let origin = Place::Line { input, line: no };
         match read {
             Ok((key, text)) => Ok(Record {
                 key,
