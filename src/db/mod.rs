@@ -12,9 +12,11 @@
 //!
 //! | module | owns |
 //! | --- | --- |
+//! | `params_builder` | a new index's parameters from the options a user gave |
 //! | `open` | create, open and recovery, step by step |
 //! | `version`, `state` | the committed files a manifest names; what reads see (tables + version) |
 //! | `write`, `group_commit` | the write path ([`WriteBatch`]) and the shared WAL fsync |
+//! | [`ingest`] | loading many documents: records signed on every core, committed in order |
 //! | `memtable` | the in-memory table of documents not yet in a segment |
 //! | `flush`, `bulk` | in-memory table → segment; documents straight to a segment |
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
