@@ -17,10 +17,10 @@ use crate::params::{index_params, params_dict};
 /// The parameters ``Index.create(path, threshold, **params)`` would store, as the dictionary
 /// ``Index.params`` returns (bands and rows tuned for ``threshold`` unless both are given).
 #[pyfunction]
-#[pyo3(signature = (threshold = 0.8, **params))]
+#[pyo3(signature = (threshold = None, **params))]
 pub fn index_params_for<'py>(
     py: Python<'py>,
-    threshold: f64,
+    threshold: Option<f64>,
     params: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let p = index_params(py, threshold, params)?;

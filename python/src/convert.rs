@@ -1,11 +1,13 @@
-//! Conversions between Python values and mhdb's: keys, signatures, sketch parameters.
+//! Conversions between Python values and mhdb's: keys, documents (texts or signatures),
+//! sketch parameters.
 
+use mhdb::db::ingest::Content;
 use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, Signature, SketchParams};
-use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::{PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyInt, PyString};
+use pyo3::types::{PyBytes, PyInt, PySequence, PyString};
 
 use crate::errors::{OrRaise, invalid};
 
@@ -50,7 +52,7 @@ pub fn signature_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Signature> {
                 .collect::<Vec<u64>>(),
         ));
     }
-    if let Ok(a) = obj.cast::<numpy::PyUntypedArray>() {
+    if let Ok(a) = obj.cast::<PyUntypedArray>() {
         return Err(PyTypeError::new_err(format!(
             "a signature array must be 1-D uint64 or uint32, not {}-D {}",
             a.ndim(),
@@ -175,4 +177,40 @@ pub fn text_from_py(value: &Bound<'_, PyAny>, name: &str) -> PyResult<PyBackedSt
             value.get_type().name()?
         ))),
     }
+}
+
+/// A document as Python gives it: a text or a signature.
+pub type Doc = Content<PyBackedStr>;
+
+/// The document of `text=` or `signature=` (exactly one must be given).
+pub fn doc_one_of(
+    py: Python<'_>,
+    text: Option<&Bound<'_, PyAny>>,
+    signature: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Doc> {
+    match (text, signature) {
+        (Some(t), None) => Ok(Doc::Text(text_from_py(t, "text")?)),
+        (None, Some(s)) => Ok(Doc::Signature(signature_from_py(s)?)),
+        _ => Err(invalid(
+            py,
+            "text",
+            "give exactly one of text= and signature=",
+        )),
+    }
+}
+
+/// A `str` is a text, an array or a sequence a signature; anything else is neither (and the
+/// error says both were possible).
+pub fn doc_from_py(value: &Bound<'_, PyAny>) -> PyResult<Doc> {
+    if value.is_instance_of::<PyString>() {
+        return Ok(Doc::Text(value.extract()?));
+    }
+    if value.cast::<PyUntypedArray>().is_err() && value.cast::<PySequence>().is_err() {
+        return Err(PyTypeError::new_err(format!(
+            "expected a text (str) or a signature (a 1-D numpy uint64/uint32 array or a \
+             sequence of non-negative ints), not {}",
+            value.get_type().name()?
+        )));
+    }
+    Ok(Doc::Signature(signature_from_py(value)?))
 }

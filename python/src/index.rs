@@ -10,9 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 
-use crate::convert::{count, key_from_py, key_to_py, signature_from_py, text_from_py};
+use crate::convert::{
+    Doc, count, doc_one_of, key_from_py, key_to_py, signature_from_py, text_from_py,
+};
 use crate::errors::{self, OrRaise, invalid};
-use crate::ingest::{self, Doc, Origin, Source, located};
+use crate::ingest::{self, Source, located};
 use crate::params::{index_params, params_dict};
 
 /// A persistent, crash-safe MinHash-LSH index in a directory.
@@ -49,7 +51,7 @@ impl PyIndex {
     fn make(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
         make: fn(&std::path::Path, IndexParams, Options) -> mhdb::Result<Db>,
     ) -> PyResult<PyIndex> {
@@ -184,7 +186,8 @@ impl PyIndex {
     ///
     /// Args:
     ///     path: the directory (created if missing).
-    ///     threshold: the default query threshold; bands × rows are tuned for it.
+    ///     threshold: the default query threshold; bands × rows are tuned for it (default
+    ///         0.8; a simhash index takes none: its threshold follows from ``max_hamming``).
     ///     **params: ``num_perm``, ``scheme``, ``seed``, ``shingle``, ``nfkc``,
     ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
     ///         :class:`MinHasher`; the same defaults except ``num_perm``: 512 slots, or 128
@@ -210,11 +213,11 @@ impl PyIndex {
     ///     InvalidParameterError: a parameter is out of range.
     ///     IoError: the directory cannot be written.
     #[staticmethod]
-    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    #[pyo3(signature = (path, threshold = None, **params))]
     fn create(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyIndex> {
         PyIndex::make(py, path, threshold, params, |p, i, o| Db::create(p, i, o))
@@ -268,11 +271,11 @@ impl PyIndex {
     /// none. An existing index keeps its stored parameters (the arguments are then not
     /// consulted). Arguments as for :meth:`create`.
     #[staticmethod]
-    #[pyo3(signature = (path, threshold = 0.8, **params))]
+    #[pyo3(signature = (path, threshold = None, **params))]
     fn open_or_create(
         py: Python<'_>,
         path: PathBuf,
-        threshold: f64,
+        threshold: Option<f64>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyIndex> {
         PyIndex::make(py, path, threshold, params, |p, i, o| {
@@ -364,11 +367,9 @@ impl PyIndex {
         signature: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let key = key_from_py(key)?;
-        let doc = Doc::one_of(py, text, signature)?;
+        let doc = doc_one_of(py, text, signature)?;
         let db = self.db(py)?;
-        let docs = vec![(key, doc)];
-        py.detach(|| ingest::commit(&db, &docs, Origin::Insert))
-            .or_raise(py)
+        ingest::insert(py, &db, key, doc)
     }
 
     /// Inserts (or replaces) many documents, streaming from any iterable in bounded memory.
@@ -500,12 +501,12 @@ impl PyIndex {
             estimate_only: !exact,
             ..query_options(py, threshold, limit, top)?
         };
-        let doc = Doc::one_of(py, text, signature)?;
+        let doc = doc_one_of(py, text, signature)?;
         let db = self.db(py)?;
         let result = py
             .detach(|| match &doc {
                 Doc::Text(t) => db.query_text(t, &opts),
-                Doc::Sig(s) => db.query(s, &opts),
+                Doc::Signature(s) => db.query(s, &opts),
             })
             .or_raise(py)?;
         matches_to_py(py, &result.matches)
@@ -779,7 +780,7 @@ impl QueryIterator {
                     docs.push(if self.by_text {
                         Doc::Text(text_from_py(&item, &format!("texts[{at}]"))?)
                     } else {
-                        Doc::Sig(
+                        Doc::Signature(
                             signature_from_py(&item)
                                 .map_err(|e| located(py, e, format!("signatures[{at}]")))?,
                         )
@@ -799,7 +800,7 @@ impl QueryIterator {
                 docs.par_iter()
                     .map(|d| match d {
                         Doc::Text(t) => db.query_text(t, &opts),
-                        Doc::Sig(s) => db.query(s, &opts),
+                        Doc::Signature(s) => db.query(s, &opts),
                     })
                     .collect::<mhdb::Result<Vec<_>>>()
             })

@@ -2,146 +2,78 @@
 //! `open_or_create` (and `index_params_for`) read into [`IndexParams`], and parameters given
 //! back as a dictionary (`Index.params`, `stats()["params"]`).
 
-use mhdb::db::IndexParams;
-use mhdb::sketch::LshParams;
+use mhdb::db::{IndexOptions, IndexParams};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::SketchArgs;
-use crate::errors::{OrRaise, invalid};
+use crate::errors::OrRaise;
 
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
 /// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
-/// `bits`, `band_slots`, `bands`, `rows`, `bucket_cap`, `store_sets`. An unknown name is an
-/// error, not ignored.
+/// `bits`, `band_slots`, `bands`, `rows`, `bucket_cap`, `store_sets`, `kind`, `max_hamming`,
+/// `weighting`. An unknown name is an error, not ignored. The rules (defaults, which
+/// parameters go with which kind) are the library's ([`IndexOptions::build`]).
 pub(crate) fn index_params(
     py: Python<'_>,
-    threshold: f64,
+    threshold: Option<f64>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<IndexParams> {
-    let mut sketch = SketchArgs::default();
-    let mut num_perm: Option<usize> = None;
-    let mut bits: Option<u32> = None;
-    let mut band_slots: Option<usize> = None;
-    let (mut bands, mut rows): (Option<usize>, Option<usize>) = (None, None);
-    let mut bucket_cap = Some(mhdb::db::DEFAULT_BUCKET_CAP);
-    let mut store_sets = false;
-    let mut kind = String::from("minhash");
-    let (mut max_hamming, mut weighting): (Option<u32>, Option<String>) = (None, None);
-    // MinHash-only names given, to refuse for a SimHash index.
-    let mut minhash_only = Vec::new();
+    let mut options = IndexOptions {
+        threshold,
+        ..IndexOptions::default()
+    };
     for (name, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
-        if matches!(
-            name.as_str(),
-            "num_perm" | "scheme" | "bits" | "bands" | "rows" | "store_sets"
-        ) {
-            minhash_only.push(name.clone());
-        }
-        match name.as_str() {
-            "kind" => kind = value.extract()?,
-            "max_hamming" => max_hamming = value.extract()?,
-            "weighting" => weighting = value.extract()?,
-            "num_perm" => num_perm = value.extract()?,
-            "scheme" => sketch.scheme = value.extract()?,
-            "seed" => sketch.seed = value.extract()?,
-            "shingle" => sketch.shingle = value.extract()?,
-            "nfkc" => sketch.nfkc = value.extract()?,
-            "lowercase" => sketch.lowercase = value.extract()?,
-            "collapse_whitespace" => sketch.collapse_whitespace = value.extract()?,
-            "bits" => bits = value.extract()?,
-            "band_slots" => band_slots = value.extract()?,
-            "bands" => bands = value.extract()?,
-            "rows" => rows = value.extract()?,
-            "bucket_cap" => bucket_cap = value.extract()?,
-            "store_sets" => store_sets = value.extract()?,
-            other => {
-                return Err(PyTypeError::new_err(format!(
-                    "unexpected keyword argument {other:?} (index parameters: kind, num_perm, \
-                     scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, \
-                     band_slots, bands, rows, bucket_cap, store_sets; for kind=\"simhash\": \
-                     max_hamming, weighting)"
-                )));
-            }
-        }
+        read_option(py, &mut options, &name, &value)?;
     }
-    match kind.as_str() {
-        "minhash" => {
-            if max_hamming.is_some() || weighting.is_some() {
-                return Err(invalid(
-                    py,
-                    "kind",
-                    "max_hamming and weighting are parameters of kind=\"simhash\"",
-                ));
-            }
-        }
-        "simhash" => {
-            if let Some(name) = minhash_only.first() {
-                return Err(invalid(
-                    py,
-                    "kind",
-                    format!(
-                        "{name} is a MinHash parameter; a simhash index takes max_hamming, weighting, seed and the shingling"
-                    ),
-                ));
-            }
-            // The default threshold cannot be told from an explicit 0.8: only other values
-            // are refused.
-            if threshold != 0.8 {
-                return Err(invalid(
-                    py,
-                    "threshold",
-                    "a simhash index's threshold follows from max_hamming; give max_hamming",
-                ));
-            }
-            let sketch = sketch.params(py)?;
-            let weighting = match weighting {
-                Some(w) => w.parse().or_raise(py)?,
-                None => mhdb::sketch::SimWeighting::default(),
-            };
-            let mut params = IndexParams::simhash(mhdb::sketch::SimParams {
-                seed: sketch.seed,
-                shingle: sketch.shingle,
-                weighting,
-                max_hamming: max_hamming.unwrap_or(3),
-            })
-            .or_raise(py)?;
-            params.bucket_cap = bucket_cap.filter(|&c| c != 0);
-            params.validate().or_raise(py)?;
-            return Ok(params);
-        }
+    options.build().map_err(mhdb::Error::from).or_raise(py)
+}
+
+/// Reads the keyword argument `name` into `options`.
+fn read_option(
+    py: Python<'_>,
+    options: &mut IndexOptions,
+    name: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    match name {
+        "kind" => options.kind = Some(parsed(py, value)?),
+        "max_hamming" => options.max_hamming = value.extract()?,
+        "weighting" if value.is_none() => options.weighting = None,
+        "weighting" => options.weighting = Some(parsed(py, value)?),
+        "num_perm" => options.num_perm = value.extract()?,
+        "scheme" => options.scheme = Some(parsed(py, value)?),
+        "seed" => options.seed = Some(value.extract()?),
+        "shingle" => options.shingle = Some(parsed(py, value)?),
+        "nfkc" => options.nfkc = Some(value.extract()?),
+        "lowercase" => options.lowercase = Some(value.extract()?),
+        "collapse_whitespace" => options.collapse_whitespace = Some(value.extract()?),
+        "bits" => options.bits = value.extract()?,
+        "band_slots" => options.band_slots = value.extract()?,
+        "bands" => options.bands = value.extract()?,
+        "rows" => options.rows = value.extract()?,
+        // None is unlimited, as 0 is.
+        "bucket_cap" => options.bucket_cap = Some(value.extract::<Option<u32>>()?.unwrap_or(0)),
+        "store_sets" => options.store_sets = Some(value.extract()?),
         other => {
-            return Err(invalid(
-                py,
-                "kind",
-                format!("unknown index kind {other:?}; expected \"minhash\" or \"simhash\""),
-            ));
+            return Err(PyTypeError::new_err(format!(
+                "unexpected keyword argument {other:?} (index parameters: kind, num_perm, \
+                 scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, \
+                 band_slots, bands, rows, bucket_cap, store_sets; for kind=\"simhash\": \
+                 max_hamming, weighting)"
+            )));
         }
     }
-    // Not given: the engine's defaults for the scheme (512 OPH slots at 4 bits, bands over
-    // the first 128), as `mhdb create` chooses them.
-    let scheme: mhdb::sketch::Scheme = sketch.scheme.parse().or_raise(py)?;
-    sketch.num_perm = num_perm.unwrap_or_else(|| mhdb::db::default_slots(scheme));
-    let sketch = sketch.params(py)?;
-    let mut params = IndexParams::with_shape(sketch, bits, band_slots, threshold).or_raise(py)?;
-    if store_sets {
-        params = params.with_stored_sets().or_raise(py)?;
-    }
-    match (bands, rows) {
-        (Some(b), Some(r)) => params.lsh = LshParams::new(b, r, params.band_slots).or_raise(py)?,
-        (None, None) => {}
-        _ => {
-            return Err(invalid(
-                py,
-                "bands",
-                "give both bands and rows, or neither (then they are tuned for the threshold)",
-            ));
-        }
-    }
-    params.bucket_cap = bucket_cap.filter(|&c| c != 0);
-    params.validate().or_raise(py)?;
-    Ok(params)
+    Ok(())
+}
+
+/// A keyword given as a string, parsed as the library parses it (`"oph"`, `"char:5"`, …).
+fn parsed<T: std::str::FromStr<Err = mhdb::Error>>(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    value.extract::<String>()?.parse::<T>().or_raise(py)
 }
 
 /// The parameters as a dictionary.

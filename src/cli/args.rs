@@ -230,9 +230,10 @@ pub struct CreateArgs {
     /// (a verification sketch wider than the bands). Default: 128, or every slot if fewer.
     #[arg(long, value_name = "KB")]
     pub band_slots: Option<usize>,
-    /// Similarity threshold in (0, 1] the bands are tuned for (and the default query threshold).
-    #[arg(long, default_value_t = 0.8, value_parser = threshold, allow_negative_numbers = true)]
-    pub threshold: f64,
+    /// Similarity threshold in (0, 1] the bands are tuned for (and the default query
+    /// threshold). Default: 0.8. A simhash index takes none (it follows from --max-hamming).
+    #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
+    pub threshold: Option<f64>,
     /// Explicit number of bands (with --rows) instead of tuning from the threshold.
     #[arg(long, requires = "rows")]
     pub bands: Option<usize>,

@@ -4,8 +4,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use mhdb::db::{Db, IndexParams, Options};
-use mhdb::sketch::{LshParams, SimParams, SketchParams, TuneOptions, tune_all};
+use mhdb::db::{
+    Db, IndexOption, IndexOptions, IndexParams, KindChoice, Options, OptionsError, ParamsWarning,
+    weak_banding,
+};
+use mhdb::sketch::{LshParams, SketchParams, TuneOptions, tune_all};
 use serde_json::json;
 
 use super::args::{CreateArgs, KindArg, TuneArgs};
@@ -17,18 +20,31 @@ pub fn curve_points() -> Vec<f64> {
     (1..=19).map(|i| i as f64 * 0.05).collect()
 }
 
-/// Warns (on stderr) when fewer than half the pairs at `threshold` would become candidates.
-pub fn warn_weak_banding(lsh: &LshParams, threshold: f64) {
-    let p = lsh.probability(threshold);
-    if p < 0.5 {
-        warn(format_args!(
+/// Prints `warning` on stderr in the command line's words.
+pub fn print_warning(warning: &ParamsWarning) {
+    match *warning {
+        ParamsWarning::WeakBanding {
+            lsh,
+            threshold,
+            probability: p,
+        } => warn(format_args!(
             "{} bands × {} rows make only {:.1}% of the pairs at J = {threshold} candidates \
              (P({threshold}) = {p:.4} < 0.5): most near-duplicates at the threshold will be \
              missed; `mhdb tune --threshold {threshold}` lists better choices",
             lsh.bands,
             lsh.rows,
             p * 100.0
-        ));
+        )),
+        ParamsWarning::StoredSetsShortOfRecall {
+            band_slots,
+            threshold,
+            probability: p,
+        } => warn(format_args!(
+            "with --store-sets the bands are meant to make ≥ {} of the pairs at the \
+             threshold candidates; over {band_slots} band slots the best for J = {threshold} is \
+             {p:.4} (more --band-slots, up to --perms, reach further)",
+            mhdb::db::STORED_SETS_RECALL
+        )),
     }
 }
 
@@ -49,68 +65,67 @@ fn refuse_non_directory(dir: &Path) -> CliResult {
     }
 }
 
-/// The parameters `mhdb create`'s flags select.
+/// The options `mhdb create`'s flags give (a flag left out is left to the library's default).
+fn create_options(args: &CreateArgs) -> IndexOptions {
+    let sketch = &args.sketch;
+    IndexOptions {
+        kind: Some(match args.kind {
+            KindArg::Minhash => KindChoice::MinHash,
+            KindArg::Simhash => KindChoice::SimHash,
+        }),
+        threshold: args.threshold,
+        num_perm: sketch.perms,
+        // `--scheme` shows its default in --help, so it is always set: only another scheme
+        // counts as given (a simhash index accepts `--scheme oph`).
+        scheme: Some(sketch.scheme).filter(|&s| s != SketchParams::default().scheme),
+        seed: Some(sketch.seed),
+        shingle: Some(sketch.shingle),
+        nfkc: Some(sketch.nfkc),
+        bits: args.bits,
+        band_slots: args.band_slots,
+        bands: args.bands,
+        rows: args.rows,
+        bucket_cap: Some(args.bucket_cap),
+        store_sets: args.store_sets.then_some(true),
+        max_hamming: args.max_hamming,
+        weighting: args.weighting,
+        ..IndexOptions::default()
+    }
+}
+
+/// The flag that sets `option`.
+fn flag(option: IndexOption) -> String {
+    match option {
+        IndexOption::NumPerm => "--perms".into(),
+        IndexOption::Bands | IndexOption::Rows => "--bands/--rows".into(),
+        other => format!("--{}", other.name().replace('_', "-")),
+    }
+}
+
+/// A refusal of the options in the command line's words.
+fn options_error(e: OptionsError) -> CliError {
+    match e {
+        OptionsError::WrongKind {
+            kind: KindChoice::MinHash,
+            ..
+        } => CliError::usage("--max-hamming and --weighting are for --kind simhash"),
+        OptionsError::WrongKind { option, .. } => CliError::usage(format!(
+            "{} is a MinHash flag; a simhash index is set by --max-hamming, --weighting, \
+             --shingle, --seed and --nfkc",
+            flag(option)
+        )),
+        OptionsError::BandsWithoutRows => {
+            CliError::usage("give both --bands and --rows, or neither")
+        }
+        OptionsError::Invalid(e) => e.into(),
+    }
+}
+
+/// The parameters `mhdb create`'s flags select; warns about a banding that will disappoint.
 fn create_params(args: &CreateArgs) -> CliResult<IndexParams> {
-    let mut params = match args.kind {
-        KindArg::Minhash => {
-            if args.max_hamming.is_some() || args.weighting.is_some() {
-                return Err(CliError::usage(
-                    "--max-hamming and --weighting are for --kind simhash".to_string(),
-                ));
-            }
-            let sketch = args.sketch.params();
-            let mut params =
-                IndexParams::with_shape(sketch, args.bits, args.band_slots, args.threshold)?;
-            if args.store_sets {
-                params = params.with_stored_sets()?;
-            }
-            if let (Some(b), Some(r)) = (args.bands, args.rows) {
-                params.lsh = LshParams::new(b, r, params.band_slots)?;
-            }
-            params
-        }
-        KindArg::Simhash => {
-            // Flags left at their defaults cannot be told from absent ones; any other value
-            // is a MinHash setting a simhash index would silently ignore.
-            let defaults = SketchParams::default();
-            let minhash_flags = [
-                ("--perms", args.sketch.perms.is_some()),
-                ("--scheme", args.sketch.scheme != defaults.scheme),
-                ("--bits", args.bits.is_some()),
-                ("--bands/--rows", args.bands.is_some()),
-                ("--threshold", args.threshold != 0.8),
-                ("--store-sets", args.store_sets),
-                ("--band-slots", args.band_slots.is_some()),
-            ];
-            if let Some((flag, _)) = minhash_flags.iter().find(|(_, given)| *given) {
-                return Err(CliError::usage(format!(
-                    "{flag} is a MinHash flag; a simhash index is set by --max-hamming, \
-                     --weighting, --shingle, --seed and --nfkc"
-                )));
-            }
-            let sketch = args.sketch.params();
-            IndexParams::simhash(SimParams {
-                seed: sketch.seed,
-                shingle: sketch.shingle,
-                weighting: args.weighting.unwrap_or_default(),
-                max_hamming: args.max_hamming.unwrap_or(3),
-            })?
-        }
-    };
-    params.bucket_cap = (args.bucket_cap != 0).then_some(args.bucket_cap);
-    params.validate()?;
-    if params.sim_params().is_none() {
-        warn_weak_banding(&params.lsh, args.threshold);
-        let p = params.lsh.probability(args.threshold);
-        let floor = mhdb::db::STORED_SETS_RECALL;
-        if params.store_sets && (0.5..floor).contains(&p) {
-            warn(format_args!(
-                "with --store-sets the bands are meant to make ≥ {floor} of the pairs at the \
-                 threshold candidates; over {} band slots the best for J = {} is {p:.4} \
-                 (more --band-slots, up to --perms, reach further)",
-                params.band_slots, args.threshold
-            ));
-        }
+    let params = create_options(args).build().map_err(options_error)?;
+    for warning in params.warnings() {
+        print_warning(&warning);
     }
     Ok(params)
 }
@@ -192,17 +207,22 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
         alternatives,
         ..
     } = args;
-    // The slots a signature can have, checked as `create` checks them.
-    SketchParams {
-        num_perm: perms,
-        ..SketchParams::default()
+    // The slots, the threshold and the banding checked as `create` checks them (here the
+    // bands cover every slot).
+    let built = IndexOptions {
+        threshold: Some(threshold),
+        num_perm: Some(perms),
+        band_slots: Some(perms),
+        bands: args.bands,
+        rows: args.rows,
+        ..IndexOptions::default()
     }
-    .validate()?;
+    .build()
+    .map_err(options_error)?;
     let mut all = tune_all(threshold, perms, &TuneOptions::default())?;
-    if let (Some(b), Some(r)) = (args.bands, args.rows) {
-        let given = LshParams::new(b, r, perms)?;
+    if args.bands.is_some() {
         // Every valid (bands, rows) is among the scored choices.
-        all.retain(|t| t.params == given);
+        all.retain(|t| t.params == built.lsh);
     } else {
         all.truncate(alternatives.max(1));
     }
@@ -211,7 +231,9 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
             "no (bands, rows) choice for {perms} slots"
         )));
     };
-    warn_weak_banding(&first.params, threshold);
+    if let Some(warning) = weak_banding(first.params, threshold) {
+        print_warning(&warning);
+    }
     if args.json {
         let choices: Vec<_> = all
             .iter()

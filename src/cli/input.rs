@@ -16,7 +16,8 @@
 //!   `{"hex": …}`; a number is refused. `query` echoes its id back as given, any JSON value
 //!   or null when missing ([`JsonLine::id_as_given`]): it names a query, not a key.
 //! - A text without shingles (empty or white space only) is similar to nothing: `query`
-//!   answers it with no matches, `add` refuses to store it ([`no_shingles`]).
+//!   answers it with no matches, `add` refuses to store it (the library's rule,
+//!   `mhdb::db::ingest::Fault::NoShingles`).
 //!
 //! Deliberately per command: what a bad line does. `add` stops after committing what came
 //! before it, or skips it with `--skip-invalid`; `query` stops after answering the lines before
@@ -242,15 +243,6 @@ pub fn read_text(path: &Path) -> CliResult<Result<String, String>> {
             e.utf8_error().valid_up_to()
         )
     }))
-}
-
-/// Why `add` refuses a text whose signature is the empty-set signature, for the record at
-/// `origin` (`corpus.jsonl:5`, or a file's path).
-pub fn no_shingles(origin: impl fmt::Display) -> String {
-    format!(
-        "{origin}: the text has no shingles (it is empty or white space only); such a text is \
-         similar to nothing, so it is not stored"
-    )
 }
 
 /// Appends the files at or below `path`, walking directories in name order (`add --files`).

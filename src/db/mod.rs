@@ -12,9 +12,11 @@
 //!
 //! | module | owns |
 //! | --- | --- |
+//! | `params_builder` | a new index's parameters from the options a user gave |
 //! | `open` | create, open and recovery, step by step |
 //! | `version`, `state` | the committed files a manifest names; what reads see (tables + version) |
 //! | `write`, `group_commit` | the write path ([`WriteBatch`]) and the shared WAL fsync |
+//! | [`ingest`] | loading many documents: records signed on every core, committed in order |
 //! | `memtable` | the in-memory table of documents not yet in a segment |
 //! | `flush`, `bulk` | in-memory table → segment; documents straight to a segment |
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
@@ -30,10 +32,12 @@ mod dedup;
 mod dedup_verify;
 mod flush;
 mod group_commit;
+pub mod ingest;
 mod memtable;
 mod open;
 mod options;
 mod params;
+mod params_builder;
 mod query;
 mod query_cap;
 mod query_stream;
@@ -61,6 +65,10 @@ pub use options::{Durability, Options};
 pub use params::{
     DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,
     IndexParams, STORED_SETS_RECALL, default_band_slots, default_bits, default_slots,
+};
+pub use params_builder::{
+    DEFAULT_MAX_HAMMING, DEFAULT_THRESHOLD, IndexOption, IndexOptions, KindChoice, OptionsError,
+    ParamsWarning, weak_banding,
 };
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};

@@ -1,0 +1,467 @@
+//! The ingest pipeline: while the caller's thread reads chunk n + 2 from the [`Source`], chunk
+//! n + 1 is parsed and signed on every core and the batches taken from chunk n are committed.
+//! Records are taken, batches committed and the [`Sink`] told, in input order, on the caller's
+//! thread. Two commit [`Mode`]s: `mhdb add`'s stream, and Python's batch-atomic `insert_many`.
+
+use std::collections::HashSet;
+use std::marker::PhantomData;
+
+use super::sign::{Outcome, Prepared, Signer, Signing};
+use super::{BULK_MIN, Fault, Record, Rejected, STREAM_CHUNK};
+use crate::Error;
+use crate::db::{Db, WriteBatch};
+use crate::sketch::Signature;
+
+/// Where records come from. The pipeline calls it on the caller's thread only.
+pub trait Source {
+    /// What a chunk holds before the parser makes it a record (a line, a file, a record).
+    type Item: Send;
+    /// A failure to read.
+    type Error;
+
+    /// Up to `max` more items; none at the end of the input.
+    fn next_chunk(&mut self, max: usize) -> Result<Vec<Self::Item>, Self::Error>;
+
+    /// Runs `job`, which blocks until work on other threads is done (signing, a commit). A
+    /// binding to an interpreter lets other threads of the interpreter run meanwhile.
+    fn wait<R: Send>(&mut self, job: impl FnOnce() -> R + Send) -> R {
+        job()
+    }
+}
+
+/// What the caller is told as the load goes, on its own thread.
+pub trait Sink<O> {
+    /// A failure of the caller (writing its output, a callback that raised).
+    type Error;
+
+    /// A batch is committed, durably: `total` documents so far, the last of them `last_key`.
+    fn committed(&mut self, total: u64, last_key: &[u8]) -> Result<(), Self::Error>;
+
+    /// A record was refused and passed over ([`Mode::Stream`] with `skip_invalid`).
+    fn skipped(&mut self, _rejected: &Rejected<O>) {}
+
+    /// Records up to `taken` are taken (committed or to be), after each chunk.
+    fn taken(&mut self, _taken: u64) {}
+}
+
+/// What to do with a key already stored ([`Mode::Stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDuplicate {
+    /// Replace the stored document (the key's last record wins).
+    Replace,
+    /// Keep the stored document (or the key's first record in this load).
+    Skip,
+    /// Stop at the record ([`Fault::Duplicate`]), after committing the records before it.
+    Error,
+}
+
+/// How records become commits.
+#[derive(Clone, Copy, Debug)]
+pub enum Mode {
+    /// `mhdb add`: every `commit_every` records are a bulk insert. A refused record stops the
+    /// load after the records before it are committed (or is skipped with `skip_invalid`); a
+    /// failure to read stops it at once, with what was taken but not committed left out.
+    Stream {
+        /// Records per commit.
+        commit_every: usize,
+        /// Keys already stored.
+        on_duplicate: OnDuplicate,
+        /// Skip refused records instead of stopping.
+        skip_invalid: bool,
+    },
+    /// Python's `insert_many`: each `commit_every` records are read as one batch, committed
+    /// atomically (a bulk insert from [`BULK_MIN`] records, a write batch below) only after
+    /// the [`Sink`] acknowledged the batch before. A refused record stops the load with
+    /// nothing of its batch committed; a failure to read stops it after the batches read whole
+    /// are committed.
+    Atomic {
+        /// Records per batch.
+        commit_every: usize,
+    },
+}
+
+/// Why a load stopped.
+#[derive(Debug)]
+pub enum Stop<E, O> {
+    /// The source or the sink failed.
+    Caller(E),
+    /// A record was refused.
+    Rejected(Rejected<O>),
+    /// The database failed: signing, a lookup or a commit.
+    Db(Error),
+}
+
+/// What a load has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Documents committed, durably.
+    pub committed: u64,
+    /// Documents taken (committed, or to be).
+    pub taken: u64,
+    /// Records refused and skipped.
+    pub skipped_invalid: u64,
+    /// Records skipped for a key already stored.
+    pub skipped_duplicates: u64,
+}
+
+/// Keys with their signatures, in input order.
+type Docs = Vec<(Vec<u8>, Signature)>;
+
+/// A batch of signed documents, committed as one write.
+struct Batch {
+    docs: Docs,
+}
+
+/// What committing some batches did: the size and last key of each committed, in order, then
+/// the error that stopped the rest.
+struct CommitReport {
+    committed: Vec<(u64, Vec<u8>)>,
+    error: Option<Error>,
+}
+
+/// A load into one database.
+pub struct Ingest<'db> {
+    db: &'db Db,
+    mode: Mode,
+    counts: Counts,
+    /// Records taken since the last batch was sealed ([`Mode::Stream`]).
+    pending: Docs,
+    /// Keys of `pending`, checked for duplicates unless they are replaced.
+    pending_keys: HashSet<Vec<u8>>,
+    /// Full batches waiting for their commit, in order.
+    sealed: Vec<Batch>,
+}
+
+impl<'db> Ingest<'db> {
+    /// A load into `db`.
+    pub fn new(db: &'db Db, mode: Mode) -> Self {
+        Ingest {
+            db,
+            mode,
+            counts: Counts::default(),
+            pending: Vec::new(),
+            pending_keys: HashSet::new(),
+            sealed: Vec::new(),
+        }
+    }
+
+    /// What the load has done (also after it stopped).
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Loads everything `source` gives, each item made a record by `parse` (on any core), until
+    /// the end of the input or the first error; everything taken is committed at the end.
+    pub fn run<S, K, P, T, O>(
+        &mut self,
+        source: &mut S,
+        parse: &P,
+        sink: &mut K,
+    ) -> Result<(), Stop<S::Error, O>>
+    where
+        S: Source,
+        K: Sink<O, Error = S::Error>,
+        P: Fn(S::Item) -> Result<Record<T, O>, Rejected<O>> + Sync,
+        T: AsRef<str> + Send,
+        O: Send,
+    {
+        Run {
+            ingest: self,
+            source,
+            sink,
+            origin: PhantomData,
+        }
+        .all(parse)
+    }
+
+    fn chunk_size(&self) -> usize {
+        match self.mode {
+            Mode::Stream { .. } => STREAM_CHUNK,
+            Mode::Atomic { commit_every } => commit_every.max(1),
+        }
+    }
+
+    /// The smallest batch committed as a bulk insert.
+    fn bulk_min(&self) -> usize {
+        match self.mode {
+            // Bulk-load durability: every commit is a bulk insert, durable on return.
+            Mode::Stream { .. } => 0,
+            Mode::Atomic { .. } => BULK_MIN,
+        }
+    }
+
+    /// Closes the pending records into a batch.
+    fn seal(&mut self) {
+        if !self.pending.is_empty() {
+            let docs = std::mem::take(&mut self.pending);
+            self.sealed.push(Batch { docs });
+        }
+        self.pending_keys.clear();
+    }
+}
+
+/// One [`Ingest::run`]: the load with its source and sink.
+struct Run<'r, 'db, S, K, O> {
+    ingest: &'r mut Ingest<'db>,
+    source: &'r mut S,
+    sink: &'r mut K,
+    origin: PhantomData<fn() -> O>,
+}
+
+/// The error a run stops with.
+type StopOf<S, O> = Stop<<S as Source>::Error, O>;
+
+impl<S, K, O> Run<'_, '_, S, K, O>
+where
+    S: Source,
+    K: Sink<O, Error = S::Error>,
+{
+    /// Reads chunk after chunk; while the caller's thread reads one, the chunk before is
+    /// signed and the batches before it are committed on other threads.
+    fn all<P, T>(mut self, parse: &P) -> Result<(), StopOf<S, O>>
+    where
+        P: Fn(S::Item) -> Result<Record<T, O>, Rejected<O>> + Sync,
+        T: AsRef<str> + Send,
+        O: Send,
+    {
+        let db = self.ingest.db;
+        let signer = Signer::of(db);
+        let (chunk_size, bulk_min) = (self.ingest.chunk_size(), self.ingest.bulk_min());
+        std::thread::scope(|scope| {
+            let mut chunk = self.source.next_chunk(chunk_size).map_err(Stop::Caller)?;
+            while !chunk.is_empty() {
+                let sealed = std::mem::take(&mut self.ingest.sealed);
+                let signer = &signer;
+                let background = scope.spawn(move || {
+                    rayon::join(
+                        || commit(db, sealed, bulk_min),
+                        || signer.prepare(chunk, parse),
+                    )
+                });
+                let next = self.source.next_chunk(chunk_size);
+                let (report, prepared) = self
+                    .source
+                    .wait(move || background.join())
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                self.report(report)?;
+                self.take_chunk(prepared)?;
+                chunk = match next {
+                    Ok(chunk) => chunk,
+                    Err(e) => return self.source_failed(e),
+                };
+            }
+            self.commit_now()
+        })
+    }
+
+    /// Counts the committed batches and tells the sink, in order; then the commit error, if
+    /// any.
+    fn report(&mut self, report: CommitReport) -> Result<(), StopOf<S, O>> {
+        let counts = &mut self.ingest.counts;
+        for (n, last_key) in report.committed {
+            counts.committed += n;
+            self.sink
+                .committed(counts.committed, &last_key)
+                .map_err(Stop::Caller)?;
+        }
+        report.error.map_or(Ok(()), |e| Err(Stop::Db(e)))
+    }
+
+    /// Seals what is pending and commits every sealed batch now (waiting through the source).
+    fn commit_now(&mut self) -> Result<(), StopOf<S, O>> {
+        self.ingest.seal();
+        let sealed = std::mem::take(&mut self.ingest.sealed);
+        if sealed.is_empty() {
+            return Ok(());
+        }
+        let (db, bulk_min) = (self.ingest.db, self.ingest.bulk_min());
+        let report = self.source.wait(move || commit(db, sealed, bulk_min));
+        self.report(report)
+    }
+
+    /// The source failed to read: in the atomic mode the batches read whole are committed
+    /// first.
+    fn source_failed(&mut self, e: S::Error) -> Result<(), StopOf<S, O>> {
+        if let Mode::Atomic { .. } = self.ingest.mode {
+            self.commit_now()?;
+        }
+        Err(Stop::Caller(e))
+    }
+
+    /// Takes a chunk's records, in order, as the mode says.
+    fn take_chunk<T>(&mut self, prepared: Vec<Outcome<T, O>>) -> Result<(), StopOf<S, O>> {
+        match self.ingest.mode {
+            Mode::Atomic { .. } => {
+                let docs = signed_or_first_refusal(prepared)?;
+                self.ingest.counts.taken += docs.len() as u64;
+                self.ingest.sealed.push(Batch { docs });
+            }
+            Mode::Stream {
+                commit_every,
+                on_duplicate,
+                ..
+            } => {
+                for outcome in prepared {
+                    self.take(outcome, commit_every.max(1), on_duplicate)?;
+                }
+                self.sink.taken(self.ingest.counts.taken);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one record ([`Mode::Stream`]).
+    fn take<T>(
+        &mut self,
+        outcome: Outcome<T, O>,
+        commit_every: usize,
+        on_duplicate: OnDuplicate,
+    ) -> Result<(), StopOf<S, O>> {
+        let (Record { key, origin, .. }, sig) = match outcome.map(split) {
+            Ok(Ok(signed)) => signed,
+            Ok(Err(Refusal::Failed(e))) => return Err(Stop::Db(e)),
+            Ok(Err(Refusal::Rejected(rejected))) | Err(rejected) => {
+                return self.refuse(rejected);
+            }
+        };
+        let ingest = &mut *self.ingest;
+        if on_duplicate != OnDuplicate::Replace {
+            let stored =
+                ingest.pending_keys.contains(&key) || ingest.db.contains(&key).map_err(Stop::Db)?;
+            if stored && on_duplicate == OnDuplicate::Skip {
+                ingest.counts.skipped_duplicates += 1;
+                return Ok(());
+            }
+            if stored {
+                self.commit_now()?;
+                return Err(Stop::Rejected(Rejected {
+                    origin,
+                    key: Some(key),
+                    fault: Fault::Duplicate,
+                }));
+            }
+            ingest.pending_keys.insert(key.clone());
+        }
+        ingest.pending.push((key, sig));
+        ingest.counts.taken += 1;
+        if ingest.pending.len() < commit_every {
+            return Ok(());
+        }
+        if on_duplicate == OnDuplicate::Replace {
+            // Committed while the next chunk is signed.
+            ingest.seal();
+            Ok(())
+        } else {
+            // Duplicate checks ask the database: commit before taking more.
+            self.commit_now()
+        }
+    }
+
+    /// A refused record ([`Mode::Stream`]): skipped, or the load stops after everything
+    /// before it is committed.
+    fn refuse(&mut self, rejected: Rejected<O>) -> Result<(), StopOf<S, O>> {
+        if let Mode::Stream {
+            skip_invalid: true, ..
+        } = self.ingest.mode
+        {
+            self.ingest.counts.skipped_invalid += 1;
+            self.sink.skipped(&rejected);
+            return Ok(());
+        }
+        self.commit_now()?;
+        Err(Stop::Rejected(rejected))
+    }
+}
+
+/// Why a prepared record has no signature to store.
+enum Refusal<O> {
+    Rejected(Rejected<O>),
+    Failed(Error),
+}
+
+/// A prepared record's signature, or its refusal.
+fn split<T, O>(prepared: Prepared<T, O>) -> Result<(Record<T, O>, Signature), Refusal<O>> {
+    let Prepared { record, signing } = prepared;
+    match signing {
+        Signing::Signed(sig) => Ok((record, sig)),
+        Signing::Refused(fault) => Err(Refusal::Rejected(Rejected {
+            origin: record.origin,
+            key: Some(record.key),
+            fault,
+        })),
+        Signing::Failed(e) => Err(Refusal::Failed(e)),
+    }
+}
+
+/// Every record's key and signature, or the first record refused, in order.
+fn signed_or_first_refusal<E, T, O>(prepared: Vec<Outcome<T, O>>) -> Result<Docs, Stop<E, O>> {
+    let mut docs = Vec::with_capacity(prepared.len());
+    for outcome in prepared {
+        match outcome.map(split) {
+            Ok(Ok((record, sig))) => docs.push((record.key, sig)),
+            Ok(Err(Refusal::Failed(e))) => return Err(Stop::Db(e)),
+            Ok(Err(Refusal::Rejected(rejected))) | Err(rejected) => {
+                return Err(Stop::Rejected(rejected));
+            }
+        }
+    }
+    Ok(docs)
+}
+
+/// Commits `batches` in order, each atomically and durably (a bulk insert from `bulk_min`
+/// documents, a write batch below); stops at the first failure.
+fn commit(db: &Db, batches: Vec<Batch>, bulk_min: usize) -> CommitReport {
+    let mut report = CommitReport {
+        committed: Vec::with_capacity(batches.len()),
+        error: None,
+    };
+    for Batch { docs } in batches {
+        let Some(last_key) = docs.last().map(|(key, _)| key.clone()) else {
+            continue;
+        };
+        let n = docs.len() as u64;
+        if let Err(e) = write(db, docs, bulk_min) {
+            report.error = Some(e);
+            break;
+        }
+        report.committed.push((n, last_key));
+    }
+    report
+}
+
+/// Commits `docs` atomically and durably.
+fn write(db: &Db, docs: Docs, bulk_min: usize) -> crate::Result<()> {
+    if docs.len() >= bulk_min {
+        db.bulk_insert(&docs)
+    } else {
+        let mut batch = WriteBatch::new();
+        for (key, sig) in docs {
+            batch.insert(key, sig);
+        }
+        db.write(&batch)
+    }
+}
+
+/// Signs `records` and commits them atomically and durably as one batch (a bulk insert from
+/// [`BULK_MIN`] records, a write batch below), or refuses the first bad record and commits
+/// nothing. The records stay the caller's.
+pub fn commit_batch<E, T, O>(db: &Db, records: &[Record<T, O>]) -> Result<(), Stop<E, O>>
+where
+    T: AsRef<str> + Sync,
+    O: Clone + Send + Sync,
+{
+    let signer = Signer::of(db);
+    let prepared: Vec<Outcome<&str, O>> =
+        signer.prepare(records.iter().collect(), &|r: &Record<T, O>| {
+            Ok(Record {
+                key: r.key.clone(),
+                content: match &r.content {
+                    super::Content::Text(t) => super::Content::Text(t.as_ref()),
+                    super::Content::Signature(s) => super::Content::Signature(s.clone()),
+                },
+                origin: r.origin.clone(),
+            })
+        });
+    let docs = signed_or_first_refusal(prepared)?;
+    write(db, docs, BULK_MIN).map_err(Stop::Db)
+}
