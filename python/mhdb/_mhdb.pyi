@@ -60,7 +60,7 @@ _MinHashPair = tuple[_Key, _Key, float]
 _SimHashPair = tuple[_Key, _Key, int, float]
 """A near-duplicate pair of a SimHash index: ``(older key, newer key, distance, cosine)``."""
 
-def index_params_for(threshold: float = 0.8, **params: Any) -> dict[str, Any]:
+def index_params_for(threshold: Optional[float] = None, **params: Any) -> dict[str, Any]:
     """The parameters ``Index.create(path, threshold, **params)`` would store (as
     ``Index.params`` returns them), without creating anything."""
 
@@ -152,7 +152,7 @@ class Index(Generic[_KindT]):
     @staticmethod
     def create(
         path: _PathLike,
-        threshold: float = 0.8,
+        threshold: Optional[float] = None,
         *,
         num_perm: Optional[int] = None,
         scheme: str = "oph",
@@ -170,7 +170,7 @@ class Index(Generic[_KindT]):
         key_file: Optional[_PathLike] = None,
         kind: _MinHash = "minhash",
     ) -> Index[_MinHash]:
-        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``). Not given:
+        """Creates a new index in ``path`` (bands × rows tuned for ``threshold``, 0.8 if not given). Not given:
         ``num_perm`` is 512 (128 with ``scheme="kperm"``), ``band_slots`` 128 (or
         ``num_perm`` if fewer) and ``bits`` the width that makes a signature 256 bytes (4 to
         32; 4 at 512 slots), as ``mhdb create`` chooses them. With
@@ -209,7 +209,7 @@ class Index(Generic[_KindT]):
     @staticmethod
     def open_or_create(
         path: _PathLike,
-        threshold: float = 0.8,
+        threshold: Optional[float] = None,
         *,
         num_perm: Optional[int] = None,
         scheme: str = "oph",
