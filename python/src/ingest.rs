@@ -64,6 +64,8 @@ fn stopped(py: Python<'_>, stop: Stop<PyErr, Origin>) -> PyErr {
     match stop {
         Stop::Caller(e) => e,
         Stop::Db(e) => to_py(py, e),
+        // No acknowledgement hook is set: `on_commit` is the sink's, called with the GIL.
+        Stop::Acknowledge(e) => PyErr::from(e),
         Stop::Rejected(rejected) => to_py(py, refusal(rejected)),
     }
 }

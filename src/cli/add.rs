@@ -56,8 +56,10 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
             skip_invalid: args.skip_invalid,
         },
     );
+    if args.json {
+        ingest = ingest.acknowledge_with(&json_commit_line);
+    }
     let mut sink = Report {
-        json: args.json,
         progress: progress(None, "{spinner} {pos} documents  {per_sec}  {elapsed}"),
     };
     let loaded = if args.files {
@@ -81,6 +83,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         // A bad record's error names it and says that the records before it are in.
         Err(Stop::Rejected(rejected)) => return Err(CliError::other(rejection(&rejected))),
         Err(Stop::Caller(e)) => e,
+        Err(Stop::Acknowledge(e)) => CliError::stdout(e),
         Err(Stop::Db(e)) => e.into(),
     };
     // Say how much of the input is committed (in input order, every document up to the last
@@ -117,23 +120,25 @@ fn rejection(rejected: &AddRejected) -> String {
     }
 }
 
-/// What `add` prints as the load goes.
+/// What `add` prints as the load goes (`--json`'s commit lines are [`json_commit_line`]).
 struct Report {
-    json: bool,
     progress: Option<ProgressBar>,
+}
+
+/// With `--json`, one line per durable commit, printed by the committing thread as soon as
+/// the commit is durable: what the lines say is committed is what a kill leaves (but for the
+/// one batch being committed).
+fn json_commit_line(total: u64, last_key: &[u8]) -> std::io::Result<()> {
+    let line = serde_json::json!({"committed": total, "last_id": key_json(last_key)});
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()
 }
 
 impl ingest::Sink<Place> for Report {
     type Error = CliError;
 
-    /// With `--json`, one line per durable commit.
-    fn committed(&mut self, total: u64, last_key: &[u8]) -> CliResult {
-        if self.json {
-            let line = serde_json::json!({"committed": total, "last_id": key_json(last_key)});
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{line}").map_err(CliError::stdout)?;
-            out.flush().map_err(CliError::stdout)?;
-        }
+    fn committed(&mut self, _total: u64, _last_key: &[u8]) -> CliResult {
         Ok(())
     }
 

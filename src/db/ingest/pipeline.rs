@@ -80,11 +80,19 @@ pub enum Mode {
     },
 }
 
+/// Called on the committing thread right after each batch is durable, before the next batch
+/// is committed, with the documents committed so far and the batch's last key. What it
+/// acknowledges is exactly what is durable (`mhdb add --json` prints its commit lines here:
+/// a kill can then find at most the one batch being committed durable and unacknowledged).
+pub type Acknowledge<'a> = dyn Fn(u64, &[u8]) -> std::io::Result<()> + Sync + 'a;
+
 /// Why a load stopped.
 #[derive(Debug)]
 pub enum Stop<E, O> {
     /// The source or the sink failed.
     Caller(E),
+    /// The [`Acknowledge`] hook failed (its batch is committed; nothing after it is).
+    Acknowledge(std::io::Error),
     /// A record was refused.
     Rejected(Rejected<O>),
     /// The database failed: signing, a lookup or a commit.
@@ -116,13 +124,20 @@ struct Batch {
 /// the error that stopped the rest.
 struct CommitReport {
     committed: Vec<(u64, Vec<u8>)>,
-    error: Option<Error>,
+    error: Option<CommitError>,
+}
+
+/// What stopped a run of commits.
+enum CommitError {
+    Db(Error),
+    Acknowledge(std::io::Error),
 }
 
 /// A load into one database.
 pub struct Ingest<'db> {
     db: &'db Db,
     mode: Mode,
+    acknowledge: Option<&'db Acknowledge<'db>>,
     counts: Counts,
     /// Records taken since the last batch was sealed ([`Mode::Stream`]).
     pending: Docs,
@@ -138,11 +153,18 @@ impl<'db> Ingest<'db> {
         Ingest {
             db,
             mode,
+            acknowledge: None,
             counts: Counts::default(),
             pending: Vec::new(),
             pending_keys: HashSet::new(),
             sealed: Vec::new(),
         }
+    }
+
+    /// Has `hook` acknowledge each batch as soon as it is durable, on the committing thread.
+    pub fn acknowledge_with(mut self, hook: &'db Acknowledge<'db>) -> Self {
+        self.acknowledge = Some(hook);
+        self
     }
 
     /// What the load has done (also after it stopped).
@@ -226,17 +248,14 @@ where
     {
         let db = self.ingest.db;
         let signer = Signer::of(db);
-        let (chunk_size, bulk_min) = (self.ingest.chunk_size(), self.ingest.bulk_min());
+        let chunk_size = self.ingest.chunk_size();
         std::thread::scope(|scope| {
             let mut chunk = self.source.next_chunk(chunk_size).map_err(Stop::Caller)?;
             while !chunk.is_empty() {
-                let sealed = std::mem::take(&mut self.ingest.sealed);
+                let commits = self.ingest.commits();
                 let signer = &signer;
                 let background = scope.spawn(move || {
-                    rayon::join(
-                        || commit(db, sealed, bulk_min),
-                        || signer.prepare(chunk, parse),
-                    )
+                    rayon::join(|| commits.run(db), || signer.prepare(chunk, parse))
                 });
                 let next = self.source.next_chunk(chunk_size);
                 let (report, prepared) = self
@@ -264,18 +283,21 @@ where
                 .committed(counts.committed, &last_key)
                 .map_err(Stop::Caller)?;
         }
-        report.error.map_or(Ok(()), |e| Err(Stop::Db(e)))
+        match report.error {
+            None => Ok(()),
+            Some(CommitError::Db(e)) => Err(Stop::Db(e)),
+            Some(CommitError::Acknowledge(e)) => Err(Stop::Acknowledge(e)),
+        }
     }
 
     /// Seals what is pending and commits every sealed batch now (waiting through the source).
     fn commit_now(&mut self) -> Result<(), StopOf<S, O>> {
         self.ingest.seal();
-        let sealed = std::mem::take(&mut self.ingest.sealed);
-        if sealed.is_empty() {
+        if self.ingest.sealed.is_empty() {
             return Ok(());
         }
-        let (db, bulk_min) = (self.ingest.db, self.ingest.bulk_min());
-        let report = self.source.wait(move || commit(db, sealed, bulk_min));
+        let (db, commits) = (self.ingest.db, self.ingest.commits());
+        let report = self.source.wait(move || commits.run(db));
         self.report(report)
     }
 
@@ -408,25 +430,60 @@ fn signed_or_first_refusal<E, T, O>(prepared: Vec<Outcome<T, O>>) -> Result<Docs
     Ok(docs)
 }
 
-/// Commits `batches` in order, each atomically and durably (a bulk insert from `bulk_min`
-/// documents, a write batch below); stops at the first failure.
-fn commit(db: &Db, batches: Vec<Batch>, bulk_min: usize) -> CommitReport {
-    let mut report = CommitReport {
-        committed: Vec::with_capacity(batches.len()),
-        error: None,
-    };
-    for Batch { docs } in batches {
-        let Some(last_key) = docs.last().map(|(key, _)| key.clone()) else {
-            continue;
-        };
-        let n = docs.len() as u64;
-        if let Err(e) = write(db, docs, bulk_min) {
-            report.error = Some(e);
-            break;
+/// The sealed batches handed to a committing thread, with what it needs to commit and
+/// acknowledge them.
+struct Commits<'a> {
+    batches: Vec<Batch>,
+    /// The smallest batch committed as a bulk insert.
+    bulk_min: usize,
+    /// Documents committed before these batches.
+    committed_before: u64,
+    acknowledge: Option<&'a Acknowledge<'a>>,
+}
+
+impl<'db> Ingest<'db> {
+    /// Takes the sealed batches for a committing thread.
+    fn commits(&mut self) -> Commits<'db> {
+        Commits {
+            batches: std::mem::take(&mut self.sealed),
+            bulk_min: self.bulk_min(),
+            committed_before: self.counts.committed,
+            acknowledge: self.acknowledge,
         }
-        report.committed.push((n, last_key));
     }
-    report
+}
+
+impl Commits<'_> {
+    /// Commits the batches in order, each atomically and durably (a bulk insert from
+    /// `bulk_min` documents, a write batch below) and then acknowledged; stops at the first
+    /// failure.
+    fn run(self, db: &Db) -> CommitReport {
+        let mut report = CommitReport {
+            committed: Vec::with_capacity(self.batches.len()),
+            error: None,
+        };
+        let mut total = self.committed_before;
+        for Batch { docs } in self.batches {
+            let Some(last_key) = docs.last().map(|(key, _)| key.clone()) else {
+                continue;
+            };
+            let n = docs.len() as u64;
+            if let Err(e) = write(db, docs, self.bulk_min) {
+                report.error = Some(CommitError::Db(e));
+                break;
+            }
+            total += n;
+            let acknowledged = self
+                .acknowledge
+                .map_or(Ok(()), |hook| hook(total, &last_key));
+            report.committed.push((n, last_key));
+            if let Err(e) = acknowledged {
+                report.error = Some(CommitError::Acknowledge(e));
+                break;
+            }
+        }
+        report
+    }
 }
 
 /// Commits `docs` atomically and durably.
