@@ -86,7 +86,7 @@ impl Db {
             if !superseded.get(i).copied().unwrap_or(false) {
                 live.push(LiveDoc {
                     docno: base + i as u64,
-                    key: *key,
+                    key,
                     band_keys: bk,
                     set: sets.get(i),
                 });

@@ -116,53 +116,47 @@ impl<'a> Verifier<'a> {
     /// [`Verifier::verify`] on the calling thread.
     fn run(&self, candidates: &[u64]) -> Result<Verified<'a>> {
         let state = self.state;
-        let version = &state.version;
-        let mut compared = 0;
-        let mut found = Vec::new();
-        // The estimate of a candidate that reaches the gate.
-        let mut compare = |stored: &[u8]| {
-            compared += 1;
-            match bbit::count_equal_packed_at_least(
-                self.packed,
-                stored,
-                self.k,
-                self.bits,
-                self.min_equal,
-            ) {
-                Ok(Some(equal)) => Some(bbit::estimate_from_matches(equal, self.k, self.bits))
-                    .filter(|&estimate| estimate >= self.gate),
-                _ => None,
-            }
+        let mut verified = Verified {
+            compared: 0,
+            found: Vec::new(),
         };
         // Committed documents (below the in-memory tables' range) are read segment by segment,
         // each segment's run of candidates walked in step with its rows (candidates are
         // ascending): no search for the segment or the whole doc table per candidate. A
         // version-1 database keeps its signatures in the log: read one by one.
         let memory_base = state.imm.as_ref().map_or(state.mem.base, |imm| imm.base);
-        let committed = if version.siglog.is_some() {
+        let committed = if state.version.siglog.is_some() {
             0
         } else {
             candidates.partition_point(|&d| d < memory_base)
         };
         let (in_segments, others) = candidates.split_at(committed);
+        self.run_in_segments(in_segments, &mut verified)?;
+        self.run_one_by_one(others, &mut verified)?;
+        Ok(verified)
+    }
+
+    /// Verifies `candidates` (ascending, all in segments) segment by segment.
+    fn run_in_segments(&self, candidates: &[u64], verified: &mut Verified<'a>) -> Result<()> {
+        let state = self.state;
         let prefetch_bytes = self.prefetch_bytes();
-        let mut rest = in_segments;
+        let mut rest = candidates;
         let deletes = state.deletes_committed();
-        for seg in &version.segments {
+        for seg in &state.version.segments {
             let seg = &seg.seg;
             let end = rest.partition_point(|&d| d < seg.end_docno());
             let (run, after) = rest.split_at(end);
             rest = after;
             seg.for_each_signature(run, prefetch_bytes, |docno, row, stored| {
                 if !(deletes && state.is_deleted(docno))
-                    && let Some(estimate) = compare(stored)
+                    && let Some(estimate) = self.compare(stored, &mut verified.compared)
                 {
                     let key = if self.keys_now {
                         Some(seg.key_at_row(row)?)
                     } else {
                         None
                     };
-                    found.push(Found {
+                    verified.found.push(Found {
                         docno,
                         estimate,
                         key,
@@ -171,21 +165,45 @@ impl<'a> Verifier<'a> {
                 Ok(())
             })?;
         }
-        for &docno in others {
+        Ok(())
+    }
+
+    /// Verifies `candidates` one by one (the in-memory tables', or a version-1 database's).
+    fn run_one_by_one(&self, candidates: &[u64], verified: &mut Verified<'a>) -> Result<()> {
+        let state = self.state;
+        for &docno in candidates {
             if state.is_deleted(docno) {
                 continue;
             }
             if let Some(stored) = state.signature_bytes(docno, self.record_bytes)?
-                && let Some(estimate) = compare(stored)
+                && let Some(estimate) = self.compare(stored, &mut verified.compared)
             {
-                found.push(Found {
+                verified.found.push(Found {
                     docno,
                     estimate,
                     key: None,
                 });
             }
         }
-        Ok(Verified { compared, found })
+        Ok(())
+    }
+
+    /// The estimate of the candidate whose signature is `stored`, if it reaches the gate;
+    /// counts the comparison in `compared`.
+    #[inline]
+    fn compare(&self, stored: &[u8], compared: &mut usize) -> Option<f64> {
+        *compared += 1;
+        match bbit::count_equal_packed_at_least(
+            self.packed,
+            stored,
+            self.k,
+            self.bits,
+            self.min_equal,
+        ) {
+            Ok(Some(equal)) => Some(bbit::estimate_from_matches(equal, self.k, self.bits))
+                .filter(|&estimate| estimate >= self.gate),
+            _ => None,
+        }
     }
 
     /// The bytes of a stored signature to prefetch. A comparison reads a signature's 64-byte
