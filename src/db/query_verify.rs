@@ -139,6 +139,7 @@ impl<'a> Verifier<'a> {
     /// Verifies `candidates` (ascending, all in segments) segment by segment.
     fn run_in_segments(&self, candidates: &[u64], verified: &mut Verified<'a>) -> Result<()> {
         let state = self.state;
+        let Verified { compared, found } = verified;
         let prefetch_bytes = self.prefetch_bytes();
         let mut rest = candidates;
         let deletes = state.deletes_committed();
@@ -149,14 +150,14 @@ impl<'a> Verifier<'a> {
             rest = after;
             seg.for_each_signature(run, prefetch_bytes, |docno, row, stored| {
                 if !(deletes && state.is_deleted(docno))
-                    && let Some(estimate) = self.compare(stored, &mut verified.compared)
+                    && let Some(estimate) = self.compare(stored, compared)
                 {
                     let key = if self.keys_now {
                         Some(seg.key_at_row(row)?)
                     } else {
                         None
                     };
-                    verified.found.push(Found {
+                    found.push(Found {
                         docno,
                         estimate,
                         key,
