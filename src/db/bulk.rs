@@ -3,10 +3,11 @@
 //! switch as a flush: `format/commit.md`, "Bulk insert"). Merging another database in goes
 //! through the same path.
 
+use parking_lot::MutexGuard;
 use rayon::prelude::*;
 
 use super::Db;
-use super::commit::{CodedSets, NewDocs, Records};
+use super::commit::{CodedSets, LiveDoc, NewDocs, Records};
 use super::memtable::MemTable;
 use super::write::check_key;
 use crate::sketch::{Signature, bbit};
@@ -67,66 +68,15 @@ impl Db {
     ) -> Result<()> {
         let n = keys.len();
         let bands = self.params.lsh.bands;
-        let record_bytes = self.params.sig_bytes();
-        let packed_len_ok = match &records {
-            Records::Packed(bytes) => bytes.len() == n * record_bytes,
-            Records::Lazy(_) => true,
-        };
-        let sets_ok = sets.len() == if self.params.store_sets { n } else { 0 };
-        if band_keys.len() != n * bands || !packed_len_ok || !sets_ok {
-            return Err(Error::invalid(
-                "bulk",
-                "band keys and records do not match the documents",
-            ));
-        }
-        // Within the batch the last copy of a key wins: find earlier copies by sorting key
-        // hashes (ties broken by position).
-        let mut by_hash: Vec<(u64, u32)> = keys
-            .par_iter()
-            .enumerate()
-            .map(|(i, k)| (xxhash_rust::xxh3::xxh3_64(k), i as u32))
-            .collect();
-        by_hash.par_sort_unstable();
-        let mut superseded = vec![false; n];
-        for run in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
-            for (j, &(_, i)) in run.iter().enumerate() {
-                let key = keys.get(i as usize);
-                let later = run
-                    .get(j + 1..)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|&(_, l)| keys.get(l as usize) == key);
-                if later && let Some(s) = superseded.get_mut(i as usize) {
-                    *s = true;
-                }
-            }
-        }
-        // The in-memory table must be empty, so that these documents take the next numbers.
-        let (_maint, _order) = loop {
-            self.flush()?;
-            let maint = self.maintenance.lock();
-            let order = self.sequencer.lock();
-            if self.state.read().mem.is_empty() {
-                break (maint, order);
-            }
-        };
+        self.check_prepared(n, band_keys, &records, sets)?;
+        let superseded = superseded_in_batch(keys);
+        let (_maint, _order) = self.lock_with_empty_memtable()?;
         self.check_writable()?;
         let base = self.state.read().mem.next_docno();
         // Stored copies of the batch's keys are deleted.
-        let deleted_older: Vec<u64> = {
-            let state = self.state.read();
-            if state.version.segments.is_empty() {
-                Vec::new()
-            } else {
-                let found: Result<Vec<Option<u64>>> = keys
-                    .par_iter()
-                    .zip(superseded.par_iter())
-                    .filter(|(_, s)| !**s)
-                    .map(|(key, _)| state.lookup_key(key))
-                    .collect();
-                found?.into_iter().flatten().collect()
-            }
-        };
+        let deleted_older = self.stored_copies(keys, &superseded)?;
+        // A superseded copy keeps its number but is left out of the live documents, so its
+        // record is never read (a segment stores the records of its live documents only).
         let mut live = Vec::with_capacity(n);
         for (i, (key, bk)) in keys
             .iter()
@@ -134,33 +84,14 @@ impl Db {
             .enumerate()
         {
             if !superseded.get(i).copied().unwrap_or(false) {
-                live.push((base + i as u64, *key, bk, sets.get(i)));
+                live.push(LiveDoc {
+                    docno: base + i as u64,
+                    key,
+                    band_keys: bk,
+                    set: sets.get(i),
+                });
             }
         }
-        // Superseded copies keep their numbers but get zeroed records, like deleted ones.
-        let is_superseded = |i: usize| superseded.get(i).copied().unwrap_or(false);
-        let zeroing_fill;
-        let records = match records {
-            Records::Packed(mut bytes) => {
-                for (i, rec) in bytes.chunks_exact_mut(record_bytes.max(1)).enumerate() {
-                    if is_superseded(i) {
-                        rec.fill(0);
-                    }
-                }
-                Records::Packed(bytes)
-            }
-            Records::Lazy(fill) => {
-                zeroing_fill = move |i: usize, out: &mut [u8]| -> Result<()> {
-                    if is_superseded(i) {
-                        out.fill(0);
-                        Ok(())
-                    } else {
-                        fill(i, out)
-                    }
-                };
-                Records::Lazy(&zeroing_fill)
-            }
-        };
         let input = NewDocs {
             base,
             span: n as u64,
@@ -168,17 +99,92 @@ impl Db {
             live,
             deleted_older,
         };
-        let sig_bytes = record_bytes;
+        let sig_bytes = self.params.sig_bytes();
         let result = self.publish_new_docs(&input, None, |state| {
             state.mem = MemTable::new(base + n as u64, bands, sig_bytes);
         });
-        match result {
-            Ok(()) => {}
-            Err(e) => return self.fail(e),
+        if let Err(e) = result {
+            return self.fail(e);
         }
         drop(_order);
         drop(_maint);
         // Committed: what follows is upkeep.
         self.after_commit(self.upkeep())
     }
+
+    /// Errors unless the prepared parts describe `n` documents.
+    fn check_prepared(
+        &self,
+        n: usize,
+        band_keys: &[u64],
+        records: &Records<'_>,
+        sets: &CodedSets,
+    ) -> Result<()> {
+        let packed_len_ok = match records {
+            Records::Packed(bytes) => bytes.len() == n * self.params.sig_bytes(),
+            Records::Lazy(_) => true,
+        };
+        let sets_ok = sets.len() == if self.params.store_sets { n } else { 0 };
+        if band_keys.len() != n * self.params.lsh.bands || !packed_len_ok || !sets_ok {
+            return Err(Error::invalid(
+                "bulk",
+                "band keys and records do not match the documents",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The maintenance and sequencer locks, taken once the in-memory table is empty (flushed),
+    /// so that a bulk insert's documents take the next numbers.
+    fn lock_with_empty_memtable(&self) -> Result<(MutexGuard<'_, ()>, MutexGuard<'_, ()>)> {
+        loop {
+            self.flush()?;
+            let maint = self.maintenance.lock();
+            let order = self.sequencer.lock();
+            if self.state.read().mem.is_empty() {
+                return Ok((maint, order));
+            }
+        }
+    }
+
+    /// The docnos of the stored copies of `keys` (those not `superseded` later in the batch).
+    fn stored_copies(&self, keys: &[&[u8]], superseded: &[bool]) -> Result<Vec<u64>> {
+        let state = self.state.read();
+        if state.version.segments.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found: Result<Vec<Option<u64>>> = keys
+            .par_iter()
+            .zip(superseded.par_iter())
+            .filter(|(_, s)| !**s)
+            .map(|(key, _)| state.lookup_key(key))
+            .collect();
+        Ok(found?.into_iter().flatten().collect())
+    }
+}
+
+/// Which of `keys` a later copy in the same batch supersedes (within a batch the last copy of
+/// a key wins): earlier copies are found by sorting key hashes (ties broken by position).
+fn superseded_in_batch(keys: &[&[u8]]) -> Vec<bool> {
+    let mut by_hash: Vec<(u64, u32)> = keys
+        .par_iter()
+        .enumerate()
+        .map(|(i, k)| (xxhash_rust::xxh3::xxh3_64(k), i as u32))
+        .collect();
+    by_hash.par_sort_unstable();
+    let mut superseded = vec![false; keys.len()];
+    for run in by_hash.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        for (j, &(_, i)) in run.iter().enumerate() {
+            let key = keys.get(i as usize);
+            let later = run
+                .get(j + 1..)
+                .unwrap_or_default()
+                .iter()
+                .any(|&(_, l)| keys.get(l as usize) == key);
+            if later && let Some(s) = superseded.get_mut(i as usize) {
+                *s = true;
+            }
+        }
+    }
+    superseded
 }

@@ -126,9 +126,24 @@ impl CodedSets {
     }
 }
 
-/// A live new document: `(docno, key, band keys, coded shingle set)`; the set is empty in an
-/// index that stores none.
-pub(super) type LiveDoc<'a> = (u64, &'a [u8], &'a [u64], &'a [u8]);
+/// A live new document.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LiveDoc<'a> {
+    pub(super) docno: u64,
+    pub(super) key: &'a [u8],
+    pub(super) band_keys: &'a [u64],
+    /// Its coded shingle set (empty in an index that stores none).
+    pub(super) set: &'a [u8],
+}
+
+/// The WAL file a flush moved writes to: the new manifest's WAL start.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NewWal {
+    /// Its file id (older WAL files are dropped).
+    pub(super) id: u64,
+    /// The sequence number of its first record.
+    pub(super) first_seq: u64,
+}
 
 /// Documents about to become a segment: the docno range `[base, base + span)`, its
 /// signatures, the live documents and deletions of older documents.
@@ -156,63 +171,18 @@ impl Db {
     /// Writes `input` as a segment (signatures included), merges its deletions into the
     /// durable list, and publishes a new manifest (the commit point); then installs the new
     /// version and lets `after` adjust the in-memory state under the same lock. `wal` is the
-    /// new `(wal_start, wal_next_seq)` (a flush moved to a new WAL file), `None` to keep them.
+    /// WAL file a flush moved to (the new manifest's WAL start), `None` to keep the old start.
     pub(super) fn publish_new_docs(
         &self,
         input: &NewDocs<'_>,
-        wal: Option<(u64, u64)>,
+        wal: Option<NewWal>,
         after: impl FnOnce(&mut State),
     ) -> Result<()> {
         let old = self.state.read().version.clone();
         let vfs = self.vfs.as_ref();
-        let record_bytes = self.params.sig_bytes();
         let mut segments = old.manifest.segments.clone();
-        let mut new_segment = None;
-        let next_docno = input.base + input.span;
-        if input.span > 0 {
-            // The signatures are gathered (on every core) while the keys and band keys go in.
-            let (signatures, builder) = rayon::join(
-                || input.live_signatures(record_bytes),
-                || -> Result<SegmentBuilder> {
-                    let mut builder = SegmentBuilder::with_signatures(
-                        self.params.lsh.bands,
-                        input.base,
-                        record_bytes,
-                    )?;
-                    if self.params.store_sets {
-                        builder = builder.with_sets();
-                    }
-                    builder.set_end_docno(next_docno)?;
-                    builder.reserve(
-                        input.live.len(),
-                        input.live.iter().map(|(_, key, ..)| key.len()).sum(),
-                    );
-                    for &(docno, key, band_keys, set) in &input.live {
-                        builder.add(docno, key, band_keys)?;
-                        if self.params.store_sets {
-                            builder.add_set(set)?;
-                        }
-                    }
-                    Ok(builder)
-                },
-            );
-            let mut builder = builder?;
-            builder.set_signatures(signatures?)?;
-            let bytes = builder.finish_parts(&self.params.segment_options())?;
-            let id = self.new_file_id();
-            let path = self.dir.join(names::segment_name(id));
-            write_new_file_parts(vfs, &path, &bytes.parts(), OpenMode::CreateNew)?;
-            let meta = SegmentMeta {
-                id,
-                base: input.base,
-                span: input.span,
-                docs: input.live.len() as u64,
-                file_len: bytes.len() as u64,
-                siglog_crc: 0,
-            };
-            segments.push(meta.clone());
-            new_segment = Some(meta);
-        }
+        let new_segment = self.write_segment(input)?;
+        segments.extend(new_segment.clone());
         // Deletions of older documents join the durable list.
         let deletions = if input.deleted_older.is_empty() {
             old.manifest.deletions.clone()
@@ -225,13 +195,15 @@ impl Db {
             let list: Vec<u64> = union.into_iter().collect();
             self.write_deletions(&list)?
         };
-        let (wal_start, wal_next_seq) =
-            wal.unwrap_or((old.manifest.wal_start, old.manifest.wal_next_seq));
+        let (wal_start, wal_next_seq) = match wal {
+            Some(wal) => (wal.id, wal.first_seq),
+            None => (old.manifest.wal_start, old.manifest.wal_next_seq),
+        };
         let manifest = Manifest {
             format_version: MANIFEST_VERSION,
             generation: old.manifest.generation + 1,
             params: self.params,
-            next_docno,
+            next_docno: input.base + input.span,
             siglog_records: 0,
             wal_start,
             wal_next_seq,
@@ -256,6 +228,62 @@ impl Db {
         state.version = Arc::new(version);
         after(&mut state);
         Ok(())
+    }
+
+    /// Writes the documents of `input` as a new segment file (none for an empty range).
+    fn write_segment(&self, input: &NewDocs<'_>) -> Result<Option<SegmentMeta>> {
+        if input.span == 0 {
+            return Ok(None);
+        }
+        let record_bytes = self.params.sig_bytes();
+        // The signatures are gathered (on every core) while the keys and band keys go in.
+        let (signatures, builder) = rayon::join(
+            || input.live_signatures(record_bytes),
+            || self.segment_builder(input),
+        );
+        let mut builder = builder?;
+        builder.set_signatures(signatures?)?;
+        let bytes = builder.finish_parts(&self.params.segment_options())?;
+        let id = self.new_file_id();
+        let path = self.dir.join(names::segment_name(id));
+        write_new_file_parts(
+            self.vfs.as_ref(),
+            &path,
+            &bytes.parts(),
+            OpenMode::CreateNew,
+        )?;
+        Ok(Some(SegmentMeta {
+            id,
+            base: input.base,
+            span: input.span,
+            docs: input.live.len() as u64,
+            file_len: bytes.len() as u64,
+            siglog_crc: 0,
+        }))
+    }
+
+    /// A segment builder holding the keys, band keys and sets of `input`'s live documents.
+    fn segment_builder(&self, input: &NewDocs<'_>) -> Result<SegmentBuilder> {
+        let mut builder = SegmentBuilder::with_signatures(
+            self.params.lsh.bands,
+            input.base,
+            self.params.sig_bytes(),
+        )?;
+        if self.params.store_sets {
+            builder = builder.with_sets();
+        }
+        builder.set_end_docno(input.base + input.span)?;
+        builder.reserve(
+            input.live.len(),
+            input.live.iter().map(|doc| doc.key.len()).sum(),
+        );
+        for doc in &input.live {
+            builder.add(doc.docno, doc.key, doc.band_keys)?;
+            if self.params.store_sets {
+                builder.add_set(doc.set)?;
+            }
+        }
+        Ok(builder)
     }
 
     pub(super) fn write_deletions(&self, sorted: &[u64]) -> Result<DeletionsMeta> {
@@ -342,17 +370,17 @@ impl Db {
 
 impl NewDocs<'_> {
     /// The live documents' packed signatures, one after another in the order of `live`
-    /// (filled on every core when they are produced on the way).
+    /// (filled on every core when they are produced on the way). Only live documents' records
+    /// are read: a dead number's record may hold anything.
     fn live_signatures(&self, record_bytes: usize) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.live.len() * record_bytes];
         let record_of = |docno: u64| usize::try_from(docno - self.base).unwrap_or(usize::MAX);
         match &self.records {
             Records::Packed(bytes) => {
-                for (&(docno, ..), slot) in self.live.iter().zip(out.chunks_exact_mut(record_bytes))
-                {
-                    let at = record_of(docno).saturating_mul(record_bytes);
+                for (doc, slot) in self.live.iter().zip(out.chunks_exact_mut(record_bytes)) {
+                    let at = record_of(doc.docno).saturating_mul(record_bytes);
                     let sig = bytes.get(at..at + record_bytes).ok_or_else(|| {
-                        Error::invalid("records", format!("no record for document {docno}"))
+                        Error::invalid("records", format!("no record for document {}", doc.docno))
                     })?;
                     slot.copy_from_slice(sig);
                 }
@@ -361,9 +389,62 @@ impl NewDocs<'_> {
                 self.live
                     .par_iter()
                     .zip(out.par_chunks_exact_mut(record_bytes))
-                    .try_for_each(|(&(docno, ..), slot)| fill(record_of(docno), slot))?;
+                    .try_for_each(|(doc, slot)| fill(record_of(doc.docno), slot))?;
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// New documents 10..16 of which 11, 13 and 14 are dead (deleted, or superseded within a
+    /// bulk insert): their records are never read, whether given packed or produced on demand,
+    /// so what a dead record holds never reaches a segment (flush and bulk insert need not
+    /// clear them).
+    #[test]
+    fn only_live_records_are_read() {
+        let record_bytes = 4;
+        let live_docnos = [10u64, 12, 15];
+        let live = live_docnos
+            .iter()
+            .map(|&docno| LiveDoc {
+                docno,
+                key: b"k",
+                band_keys: &[],
+                set: &[],
+            })
+            .collect::<Vec<_>>();
+        let record = |i: usize| -> Vec<u8> {
+            let live = live_docnos.contains(&(10 + i as u64));
+            vec![if live { i as u8 + 1 } else { 0xEE }; record_bytes]
+        };
+        let want: Vec<u8> = live_docnos
+            .iter()
+            .flat_map(|&d| record(d as usize - 10))
+            .collect();
+        let docs = |records| NewDocs {
+            base: 10,
+            span: 6,
+            records,
+            live: live.clone(),
+            deleted_older: Vec::new(),
+        };
+        let packed: Vec<u8> = (0..6).flat_map(record).collect();
+        let got = docs(Records::Packed(packed)).live_signatures(record_bytes);
+        assert_eq!(got.unwrap(), want);
+        let read = parking_lot::Mutex::new(Vec::new());
+        let fill = |i: usize, out: &mut [u8]| -> Result<()> {
+            read.lock().push(i);
+            out.copy_from_slice(&record(i));
+            Ok(())
+        };
+        let got = docs(Records::Lazy(&fill)).live_signatures(record_bytes);
+        assert_eq!(got.unwrap(), want);
+        let mut read = read.into_inner();
+        read.sort_unstable();
+        assert_eq!(read, [0, 2, 5]);
     }
 }

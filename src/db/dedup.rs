@@ -17,7 +17,7 @@
 use rayon::prelude::*;
 
 use super::Db;
-use super::dedup_verify::{DecodedOnce, Verifier};
+use super::dedup_verify::{DecodedOnce, Scores, Verifier};
 use super::state::State;
 use crate::storage::segment::{band_key32, cap_rank, keep_lowest_ranked};
 use crate::{Error, Result};
@@ -64,9 +64,30 @@ pub struct DedupStats {
     pub capped_buckets: u64,
 }
 
-/// One row's comparisons made and pairs found: (older ordinal, newer ordinal, similarity,
-/// estimate).
-type RowResult = (u64, Vec<(u32, u32, f64, f64)>);
+/// One row's verification: the comparisons made and the pairs found.
+#[derive(Clone, Debug, Default)]
+struct RowResult {
+    compared: u64,
+    pairs: Vec<FoundPair>,
+}
+
+/// A pair verified similar, by ordinal.
+#[derive(Clone, Copy, Debug)]
+struct FoundPair {
+    older: u32,
+    newer: u32,
+    scores: Scores,
+}
+
+/// Rows `first..first + rows` of bucket `bucket`, verified together (`verify_rows`); they make
+/// `comparisons` comparisons.
+#[derive(Clone, Copy, Debug)]
+struct RowTile {
+    bucket: u32,
+    first: u32,
+    rows: u32,
+    comparisons: u64,
+}
 
 /// A bucket membership that does not exist (the document is alone in its bucket, or was cut
 /// by the cap).
@@ -131,9 +152,34 @@ impl BucketIndex {
     }
 }
 
-/// A row of a tile: its ordinal, its stored signature (`None` when it could not be read: the
-/// verifier holds the error) and its decoded set (with exact re-rank).
-type TileRow<'a> = (u32, Option<&'a [u8]>, Vec<u32>);
+/// A row of a tile.
+struct TileRow<'a> {
+    ordinal: u32,
+    /// Its stored signature (`None` when it could not be read: the verifier holds the error).
+    signature: Option<&'a [u8]>,
+    /// Its decoded set (with exact re-rank).
+    set: Vec<u32>,
+}
+
+/// The row tiles of a band's buckets: a row compares one member with the later ones, and
+/// [`ROW_TILE`] rows are verified together.
+fn row_tiles(bb: &BandBuckets) -> impl Iterator<Item = RowTile> + '_ {
+    (0..bb.buckets() as u32).flat_map(move |bucket| {
+        let len = bb.bucket(bucket).len() as u64;
+        (0..len.saturating_sub(1))
+            .step_by(ROW_TILE as usize)
+            .map(move |first| {
+                let rows = ROW_TILE.min(len - 1 - first);
+                RowTile {
+                    bucket,
+                    first: first as u32,
+                    rows: rows as u32,
+                    // Row `row` compares with the `len - row - 1` later members.
+                    comparisons: (first..first + rows).map(|row| len - row - 1).sum(),
+                }
+            })
+    })
+}
 
 /// Rows `first..first + rows` of a bucket of `members` (ordinals, oldest first) compared with
 /// the members after them: per row, the comparisons made and the pairs found, in member order
@@ -151,29 +197,37 @@ fn verify_rows(
         .get(first..first + rows as usize)
         .unwrap_or_default()
         .iter()
-        .map(|&a| {
-            let sig = verify.signature(a);
+        .map(|&ordinal| {
+            let signature = verify.signature(ordinal);
             let mut set = Vec::new();
-            if sig.is_some() {
-                verify.set(a, &mut set);
+            if signature.is_some() {
+                verify.set(ordinal, &mut set);
             }
-            (a, sig, set)
+            TileRow {
+                ordinal,
+                signature,
+                set,
+            }
         })
         .collect();
-    let mut results: Vec<RowResult> = vec![(0, Vec::new()); tile.len()];
+    let mut results: Vec<RowResult> = vec![RowResult::default(); tile.len()];
     let mut column = DecodedOnce::default();
     for (col, &b) in members.iter().enumerate().skip(first + 1) {
         column.clear();
-        for ((a, sig, set_a), (compared, out)) in tile.iter().zip(&mut results).take(col - first) {
-            let Some(sa) = sig else {
+        for (row, result) in tile.iter().zip(&mut results).take(col - first) {
+            let Some(sa) = row.signature else {
                 continue;
             };
-            if index.share_earlier(*a, b, band) {
+            if index.share_earlier(row.ordinal, b, band) {
                 continue;
             }
-            *compared += 1;
-            if let Some((j, e)) = verify.similar(sa, set_a, b, Some(&mut column)) {
-                out.push((*a, b, j, e));
+            result.compared += 1;
+            if let Some(scores) = verify.similar(sa, &row.set, b, Some(&mut column)) {
+                result.pairs.push(FoundPair {
+                    older: row.ordinal,
+                    newer: b,
+                    scores,
+                });
             }
         }
     }
@@ -212,64 +266,27 @@ impl Db {
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
-        let key = |o: u32| index.key(&state, o);
+        let pass = PairPass {
+            db: self,
+            state: &state,
+            index: &index,
+            verify: &verify,
+        };
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
             progress(band, bands);
-            // Work units: (bucket, first row, rows); a row compares one member with the later
-            // ones, and a unit's rows are verified together (`verify_rows`). Units are
-            // verified a window of about PAIR_WINDOW comparisons at a time.
-            let mut window: Vec<(u32, u32, u32)> = Vec::new();
+            // Tiles are verified a window of about PAIR_WINDOW comparisons at a time.
+            let mut window: Vec<RowTile> = Vec::new();
             let mut comparisons = 0u64;
-            let mut flush =
-                |window: &mut Vec<(u32, u32, u32)>, stats: &mut DedupStats| -> Result<()> {
-                    // Per row: the comparisons made and the pairs found.
-                    let found: Vec<RowResult> = window
-                        .par_iter()
-                        .flat_map_iter(|&(bucket, first, rows)| {
-                            verify_rows(&verify, &index, band, bb.bucket(bucket), first, rows)
-                        })
-                        .collect();
-                    verify.check()?;
-                    for (compared, pairs) in found {
-                        stats.compared += compared;
-                        for (a, b, similarity, estimate) in pairs {
-                            stats.pairs += 1;
-                            let (jaccard, distance, cosine) = self.describe_estimate(similarity);
-                            emit(DedupPair {
-                                a: key(a)?,
-                                b: key(b)?,
-                                jaccard,
-                                estimate: if distance.is_some() {
-                                    jaccard
-                                } else {
-                                    estimate
-                                },
-                                distance,
-                                cosine,
-                                exact: verify.exact && estimate < verify.sure,
-                            })?;
-                        }
-                    }
-                    window.clear();
-                    Ok(())
-                };
-            for bucket in 0..bb.buckets() as u32 {
-                let len = bb.bucket(bucket).len() as u64;
-                let mut first = 0u64;
-                while first + 1 < len {
-                    let rows = ROW_TILE.min(len - 1 - first);
-                    window.push((bucket, first as u32, rows as u32));
-                    // Rows first..first + rows compare with len - row - 1 later members each.
-                    comparisons += (first..first + rows).map(|row| len - row - 1).sum::<u64>();
-                    first += rows;
-                    if comparisons >= PAIR_WINDOW {
-                        flush(&mut window, &mut stats)?;
-                        comparisons = 0;
-                    }
+            for tile in row_tiles(bb) {
+                window.push(tile);
+                comparisons += tile.comparisons;
+                if comparisons >= PAIR_WINDOW {
+                    pass.verify_window(band, bb, &mut window, &mut stats, &mut emit)?;
+                    comparisons = 0;
                 }
             }
-            flush(&mut window, &mut stats)?;
+            pass.verify_window(band, bb, &mut window, &mut stats, &mut emit)?;
         }
         progress(bands, bands);
         Ok(stats)
@@ -313,62 +330,21 @@ impl Db {
         let mut stats = DedupStats::default();
         let index = self.bucket_index(&state, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
-        let n = index.docnos.len();
-        let mut assigned = vec![false; n];
-        // Candidates already gathered for the current center: `seen[o] == center + 1`.
-        let mut seen = vec![0u32; n];
-        let mut candidates: Vec<u32> = Vec::new();
-        for center in 0..n as u32 {
-            if assigned.get(center as usize).copied().unwrap_or(true) {
+        let mut clustering = Clustering::new(index.docnos.len());
+        for center in 0..index.docnos.len() as u32 {
+            if clustering.is_assigned(center) {
                 continue;
             }
-            candidates.clear();
-            for bb in &index.bands {
-                let bucket = bb
-                    .bucket_of
-                    .get(center as usize)
-                    .copied()
-                    .unwrap_or(NO_BUCKET);
-                if bucket == NO_BUCKET {
-                    continue;
-                }
-                let members = bb.bucket(bucket);
-                // Older members are either assigned or were centers that did not take this one.
-                let later = members.partition_point(|&m| m <= center);
-                for &m in members.get(later..).unwrap_or_default() {
-                    let (Some(&done), Some(s)) =
-                        (assigned.get(m as usize), seen.get_mut(m as usize))
-                    else {
-                        continue;
-                    };
-                    if !done && *s != center + 1 {
-                        *s = center + 1;
-                        candidates.push(m);
-                    }
-                }
-            }
-            if candidates.is_empty() {
+            clustering.gather_candidates(&index, center);
+            if clustering.candidates.is_empty() {
                 continue;
             }
             let Some(sc) = verify.signature(center) else {
                 verify.check()?;
                 continue;
             };
-            stats.compared += candidates.len() as u64;
-            let mut set_c = Vec::new();
-            verify.set(center, &mut set_c);
-            let take = |chunk: &[u32]| -> Vec<u32> {
-                chunk
-                    .iter()
-                    .copied()
-                    .filter(|&m| verify.similar(sc, &set_c, m, None).is_some())
-                    .collect()
-            };
-            let mut members: Vec<u32> = if candidates.len() >= PARALLEL_CANDIDATES {
-                candidates.par_chunks(512).flat_map_iter(take).collect()
-            } else {
-                take(&candidates)
-            };
+            stats.compared += clustering.candidates.len() as u64;
+            let mut members = similar_to_center(&verify, center, sc, &clustering.candidates);
             verify.check()?;
             if members.is_empty() {
                 continue;
@@ -377,9 +353,7 @@ impl Db {
             stats.pairs += members.len() as u64;
             let mut cluster = Vec::with_capacity(members.len() + 1);
             for o in std::iter::once(center).chain(members) {
-                if let Some(a) = assigned.get_mut(o as usize) {
-                    *a = true;
-                }
+                clustering.assign(o);
                 cluster.push(index.key(&state, o)?);
             }
             emit(cluster)?;
@@ -392,98 +366,279 @@ impl Db {
     fn bucket_index(&self, state: &State, stats: &mut DedupStats) -> Result<BucketIndex> {
         let bands = self.params.lsh.bands;
         let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
-        // (key32, docno) of every live document, per band.
-        let mut per_band: Vec<Vec<(u32, u64)>> = Vec::with_capacity(bands);
-        for band in 0..bands {
-            let mut postings: Vec<(u32, u64)> = Vec::new();
-            for seg in &state.version.segments {
-                seg.seg.for_each_posting(band, |k, d| {
-                    if !state.is_deleted(d) {
-                        postings.push((k, d));
-                    }
-                    Ok(())
-                })?;
-            }
-            for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
-                for (d, doc) in table.live_docs() {
-                    if !state.is_deleted(d)
-                        && let Some(&bk) = doc.band_keys.get(band)
-                    {
-                        postings.push((band_key32(bk), d));
-                    }
-                }
-            }
-            postings.par_sort_unstable();
-            postings.dedup();
-            per_band.push(postings);
-        }
-        let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
-        docnos.par_sort_unstable();
-        docnos.dedup();
-        if docnos.len() >= NO_BUCKET as usize {
-            return Err(Error::invalid(
-                "dedup",
-                format!(
-                    "{} documents; at most {} supported",
-                    docnos.len(),
-                    NO_BUCKET - 1
-                ),
-            ));
-        }
-        let ordinal = |d: u64| docnos.binary_search(&d).unwrap_or(0) as u32;
-        // Live keys are unique, and a document keeps its key wherever it is stored.
-        let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, cap_rank)) };
-        // Buckets a segment already cut when it was written count as capped too (the same
-        // rule, so the count does not depend on what was flushed when).
-        let mut hot_keys: Vec<Vec<u32>> = vec![Vec::new(); bands];
-        for seg in &state.version.segments {
-            for h in seg.seg.hot_buckets() {
-                let h = h?;
-                if let Some(keys) = hot_keys.get_mut(h.band as usize) {
-                    keys.push(h.key32);
-                }
-            }
-        }
+        let per_band = (0..bands)
+            .map(|band| live_postings(state, band))
+            .collect::<Result<Vec<_>>>()?;
+        let docnos = ordinal_docnos(&per_band)?;
+        let hot_keys = segment_hot_keys(state, bands)?;
         let mut out = Vec::with_capacity(bands);
         for (postings, mut hot) in per_band.into_iter().zip(hot_keys) {
             hot.sort_unstable();
             hot.dedup();
             stats.capped_buckets += hot.len() as u64;
-            let mut bb = BandBuckets {
-                members: Vec::new(),
-                starts: vec![0],
-                bucket_of: vec![NO_BUCKET; docnos.len()],
-            };
-            for run in postings.chunk_by(|x, y| x.0 == y.0) {
-                if run.len() < 2 {
-                    continue;
-                }
-                let bucket = (bb.starts.len() - 1) as u32;
-                let mut members: Vec<u32> = if run.len() > cap {
-                    if hot.binary_search(&run[0].0).is_err() {
-                        stats.capped_buckets += 1;
-                    }
-                    let mut ranked: Vec<(u64, u64)> = run
-                        .iter()
-                        .map(|&(_, d)| Ok((key_rank(d)?, d)))
-                        .collect::<Result<_>>()?;
-                    keep_lowest_ranked(&mut ranked, cap);
-                    ranked.into_iter().map(|(_, d)| ordinal(d)).collect()
-                } else {
-                    run.iter().map(|&(_, d)| ordinal(d)).collect()
-                };
-                members.sort_unstable();
-                for &m in &members {
-                    if let Some(b) = bb.bucket_of.get_mut(m as usize) {
-                        *b = bucket;
-                    }
-                }
-                bb.members.extend(members);
-                bb.starts.push(bb.members.len() as u32);
-            }
-            out.push(bb);
+            out.push(band_buckets(state, &postings, &hot, &docnos, cap, stats)?);
         }
         Ok(BucketIndex { docnos, bands: out })
+    }
+}
+
+/// (key32, docno) of every live document in `band`, sorted, each once.
+fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)>> {
+    let mut postings: Vec<(u32, u64)> = Vec::new();
+    for seg in &state.version.segments {
+        seg.seg.for_each_posting(band, |k, d| {
+            if !state.is_deleted(d) {
+                postings.push((k, d));
+            }
+            Ok(())
+        })?;
+    }
+    for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
+        for (d, doc) in table.live_docs() {
+            if !state.is_deleted(d)
+                && let Some(&bk) = doc.band_keys.get(band)
+            {
+                postings.push((band_key32(bk), d));
+            }
+        }
+    }
+    postings.par_sort_unstable();
+    postings.dedup();
+    Ok(postings)
+}
+
+/// The docno of each ordinal: every docno of `per_band`, ascending (so ordinal order is age
+/// order).
+fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
+    let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
+    docnos.par_sort_unstable();
+    docnos.dedup();
+    if docnos.len() >= NO_BUCKET as usize {
+        return Err(Error::invalid(
+            "dedup",
+            format!(
+                "{} documents; at most {} supported",
+                docnos.len(),
+                NO_BUCKET - 1
+            ),
+        ));
+    }
+    Ok(docnos)
+}
+
+/// Per band, the key32 of the buckets a segment already cut when it was written: they count
+/// as capped too (the same rule, so the count does not depend on what was flushed when).
+fn segment_hot_keys(state: &State, bands: usize) -> Result<Vec<Vec<u32>>> {
+    let mut hot_keys: Vec<Vec<u32>> = vec![Vec::new(); bands];
+    for seg in &state.version.segments {
+        for h in seg.seg.hot_buckets() {
+            let h = h?;
+            if let Some(keys) = hot_keys.get_mut(h.band as usize) {
+                keys.push(h.key32);
+            }
+        }
+    }
+    Ok(hot_keys)
+}
+
+/// One band's buckets of two or more documents from its sorted `postings`, each cut to the
+/// `cap` members whose keys hash lowest; a cut bucket not in `hot` (sorted: those a segment
+/// cut already, counted) is counted in `stats`.
+fn band_buckets(
+    state: &State,
+    postings: &[(u32, u64)],
+    hot: &[u32],
+    docnos: &[u64],
+    cap: usize,
+    stats: &mut DedupStats,
+) -> Result<BandBuckets> {
+    let ordinal = |d: u64| docnos.binary_search(&d).unwrap_or(0) as u32;
+    // Live keys are unique, and a document keeps its key wherever it is stored.
+    let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, cap_rank)) };
+    let mut bb = BandBuckets {
+        members: Vec::new(),
+        starts: vec![0],
+        bucket_of: vec![NO_BUCKET; docnos.len()],
+    };
+    for run in postings.chunk_by(|x, y| x.0 == y.0) {
+        if run.len() < 2 {
+            continue;
+        }
+        let bucket = (bb.starts.len() - 1) as u32;
+        let mut members: Vec<u32> = if run.len() > cap {
+            if hot.binary_search(&run[0].0).is_err() {
+                stats.capped_buckets += 1;
+            }
+            let mut ranked: Vec<(u64, u64)> = run
+                .iter()
+                .map(|&(_, d)| Ok((key_rank(d)?, d)))
+                .collect::<Result<_>>()?;
+            keep_lowest_ranked(&mut ranked, cap);
+            ranked.into_iter().map(|(_, d)| ordinal(d)).collect()
+        } else {
+            run.iter().map(|&(_, d)| ordinal(d)).collect()
+        };
+        members.sort_unstable();
+        for &m in &members {
+            if let Some(b) = bb.bucket_of.get_mut(m as usize) {
+                *b = bucket;
+            }
+        }
+        bb.members.extend(members);
+        bb.starts.push(bb.members.len() as u32);
+    }
+    Ok(bb)
+}
+
+/// One pass over pairs: what verifies a window of row tiles and turns its pairs into
+/// [`DedupPair`]s.
+struct PairPass<'a> {
+    db: &'a Db,
+    state: &'a State,
+    index: &'a BucketIndex,
+    verify: &'a Verifier<'a>,
+}
+
+impl PairPass<'_> {
+    /// Verifies the row tiles of `window` (of band `band`, whose buckets are `bb`) on every
+    /// core and emits their pairs in order; empties `window`.
+    fn verify_window(
+        &self,
+        band: usize,
+        bb: &BandBuckets,
+        window: &mut Vec<RowTile>,
+        stats: &mut DedupStats,
+        emit: &mut impl FnMut(DedupPair) -> Result<()>,
+    ) -> Result<()> {
+        let found: Vec<RowResult> = window
+            .par_iter()
+            .flat_map_iter(|tile| {
+                let members = bb.bucket(tile.bucket);
+                verify_rows(
+                    self.verify,
+                    self.index,
+                    band,
+                    members,
+                    tile.first,
+                    tile.rows,
+                )
+            })
+            .collect();
+        self.verify.check()?;
+        for row in found {
+            stats.compared += row.compared;
+            for pair in row.pairs {
+                stats.pairs += 1;
+                emit(self.dedup_pair(pair)?)?;
+            }
+        }
+        window.clear();
+        Ok(())
+    }
+
+    /// The pair as reported: keys, and the similarity described for the index's kind.
+    fn dedup_pair(&self, pair: FoundPair) -> Result<DedupPair> {
+        let Scores {
+            similarity,
+            estimate,
+        } = pair.scores;
+        let (jaccard, distance, cosine) = self.db.describe_estimate(similarity);
+        Ok(DedupPair {
+            a: self.index.key(self.state, pair.older)?,
+            b: self.index.key(self.state, pair.newer)?,
+            jaccard,
+            estimate: if distance.is_some() {
+                jaccard
+            } else {
+                estimate
+            },
+            distance,
+            cosine,
+            exact: self.verify.exact && estimate < self.verify.sure,
+        })
+    }
+}
+
+/// A clustering pass's bookkeeping.
+struct Clustering {
+    /// Ordinals already in a cluster.
+    assigned: Vec<bool>,
+    /// Candidates already gathered for the current center: `seen[o] == center + 1`.
+    seen: Vec<u32>,
+    /// The current center's candidates.
+    candidates: Vec<u32>,
+}
+
+impl Clustering {
+    fn new(n: usize) -> Self {
+        Clustering {
+            assigned: vec![false; n],
+            seen: vec![0u32; n],
+            candidates: Vec::new(),
+        }
+    }
+
+    fn is_assigned(&self, o: u32) -> bool {
+        self.assigned.get(o as usize).copied().unwrap_or(true)
+    }
+
+    fn assign(&mut self, o: u32) {
+        if let Some(a) = self.assigned.get_mut(o as usize) {
+            *a = true;
+        }
+    }
+
+    /// The unassigned members after `center` of its buckets, each once, into `candidates`.
+    fn gather_candidates(&mut self, index: &BucketIndex, center: u32) {
+        self.candidates.clear();
+        for bb in &index.bands {
+            let bucket = bb
+                .bucket_of
+                .get(center as usize)
+                .copied()
+                .unwrap_or(NO_BUCKET);
+            if bucket == NO_BUCKET {
+                continue;
+            }
+            let members = bb.bucket(bucket);
+            // Older members are either assigned or were centers that did not take this one.
+            let later = members.partition_point(|&m| m <= center);
+            for &m in members.get(later..).unwrap_or_default() {
+                let (Some(&done), Some(s)) =
+                    (self.assigned.get(m as usize), self.seen.get_mut(m as usize))
+                else {
+                    continue;
+                };
+                if !done && *s != center + 1 {
+                    *s = center + 1;
+                    self.candidates.push(m);
+                }
+            }
+        }
+    }
+}
+
+/// The `candidates` verified similar to `center` (its stored signature `sc`), in the order of
+/// `candidates`; on every core when there are many.
+fn similar_to_center(
+    verify: &Verifier<'_>,
+    center: u32,
+    sc: &[u8],
+    candidates: &[u32],
+) -> Vec<u32> {
+    let mut set_c = Vec::new();
+    verify.set(center, &mut set_c);
+    let take = |chunk: &[u32]| -> Vec<u32> {
+        chunk
+            .iter()
+            .copied()
+            .filter(|&m| verify.similar(sc, &set_c, m, None).is_some())
+            .collect()
+    };
+    if candidates.len() >= PARALLEL_CANDIDATES {
+        candidates.par_chunks(512).flat_map_iter(take).collect()
+    } else {
+        take(candidates)
     }
 }
 

@@ -35,6 +35,16 @@ impl DecodedOnce {
     }
 }
 
+/// How similar a pair that reaches the threshold is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Scores {
+    /// The similarity that decided: the exact Jaccard when the pair was re-ranked, else the
+    /// estimate.
+    pub(super) similarity: f64,
+    /// The similarity estimated from the stored signatures.
+    pub(super) estimate: f64,
+}
+
 /// Compares stored signatures at a threshold.
 pub(super) struct Verifier<'a> {
     pub(super) state: &'a State,
@@ -89,8 +99,8 @@ impl Verifier<'_> {
         }
     }
 
-    /// (similarity, estimate) of `a` (its signature, and its decoded set with exact
-    /// re-rank) against ordinal `b`, if they reach the threshold. `b_set`, when given, keeps
+    /// The scores of `a` (its signature, and its decoded set with exact re-rank) against
+    /// ordinal `b`, if they reach the threshold. `b_set`, when given, keeps
     /// `b`'s decoded set for the next comparisons with `b` (decoded at the first that needs
     /// it); without it `b`'s stored set is decoded as it is merged.
     pub(super) fn similar(
@@ -99,7 +109,7 @@ impl Verifier<'_> {
         a_set: &[u32],
         b: u32,
         b_set: Option<&mut DecodedOnce>,
-    ) -> Option<(f64, f64)> {
+    ) -> Option<Scores> {
         let sb = self.signature(b)?;
         let equal =
             bbit::count_equal_packed_at_least(a, sb, self.k, self.bits, self.min_equal).ok()??;
@@ -107,16 +117,20 @@ impl Verifier<'_> {
         if estimate < self.gate {
             return None;
         }
+        let scores = |similarity| Scores {
+            similarity,
+            estimate,
+        };
         if !self.exact || estimate >= self.sure {
-            return Some((estimate, estimate));
+            return Some(scores(estimate));
         }
         if let Some(column) = b_set {
             let b_set = column.get(self, b);
-            return jaccard_sorted_at_least(a_set, b_set, self.threshold).map(|j| (j, estimate));
+            return jaccard_sorted_at_least(a_set, b_set, self.threshold).map(scores);
         }
         let docno = self.docnos.get(b as usize).copied().unwrap_or(u64::MAX);
         match super::rerank::exact_at_least(self.state, docno, a_set, self.threshold) {
-            Ok(j) => j.map(|j| (j, estimate)),
+            Ok(j) => j.map(scores),
             Err(e) => {
                 self.failed.lock().get_or_insert(e);
                 None

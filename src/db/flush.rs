@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::Db;
-use super::commit::{NewDocs, Records};
+use super::commit::{LiveDoc, NewDocs, NewWal, Records};
 use super::memtable::MemTable;
 use crate::storage::names;
 use crate::storage::wal::WalWriter;
@@ -24,45 +24,10 @@ impl Db {
         self.check_writable()?;
         let _maint = self.maintenance.lock();
         self.check_writable()?;
-        // 1. Freeze the table and switch to a new WAL, with no writer in between.
-        let imm = {
-            let _order = self.sequencer.lock();
-            if self.state.read().mem.is_empty() {
-                return Ok(());
-            }
-            // Everything queued goes into the old WAL, durably; then the zeros written ahead
-            // of its records are cut off (only the newest WAL may end in anything else).
-            let seq = self.group_commit.last_queued()?;
-            self.sync_wal_through(seq)?;
-            if let Some(old) = self.group_commit.writer()
-                && let Err(e) = old.seal()
-            {
-                return self.fail(e);
-            }
-            let id = self.new_file_id();
-            let path = self.dir.join(names::wal_name(id));
-            let first_seq = self.group_commit.next_seq();
-            let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq) {
-                Ok(w) => w,
-                Err(e) => return self.fail(e),
-            };
-            if let Err(e) = self.vfs.sync_dir(&self.dir) {
-                return self.fail(Error::io(&self.dir, "fsync directory", e));
-            }
-            self.group_commit.switch_to(id, writer);
-            let mut state = self.state.write();
-            let next = state.mem.next_docno();
-            let bands = self.params.lsh.bands;
-            let frozen = std::mem::replace(
-                &mut state.mem,
-                MemTable::new(next, bands, self.params.sig_bytes()),
-            );
-            let frozen = Arc::new(frozen);
-            state.imm = Some(frozen.clone());
-            (frozen, (id, first_seq))
+        let Some((frozen, new_wal)) = self.freeze()? else {
+            return Ok(());
         };
-        let (imm, new_wal) = imm;
-        match self.write_flush(&imm, new_wal) {
+        match self.write_flush(&frozen, new_wal) {
             Ok(()) => Ok(()),
             Err(e) => self.fail(e),
         }?;
@@ -70,18 +35,63 @@ impl Db {
         self.after_commit(self.upkeep())
     }
 
-    fn write_flush(&self, imm: &MemTable, new_wal: (u64, u64)) -> Result<()> {
+    /// Freezes the in-memory table (queries go on reading it) and moves writes to a new WAL
+    /// file, with no writer in between; `None` when the table is empty.
+    fn freeze(&self) -> Result<Option<(Arc<MemTable>, NewWal)>> {
+        let _order = self.sequencer.lock();
+        if self.state.read().mem.is_empty() {
+            return Ok(None);
+        }
+        let new_wal = self.switch_wal()?;
+        let mut state = self.state.write();
+        let next = state.mem.next_docno();
+        let fresh = MemTable::new(next, self.params.lsh.bands, self.params.sig_bytes());
+        let frozen = Arc::new(std::mem::replace(&mut state.mem, fresh));
+        state.imm = Some(frozen.clone());
+        Ok(Some((frozen, new_wal)))
+    }
+
+    /// Makes everything queued durable in the WAL file being written, seals it, and moves
+    /// writing to a new one (under the sequencer).
+    fn switch_wal(&self) -> Result<NewWal> {
+        // Everything queued goes into the old WAL, durably; then the zeros written ahead of
+        // its records are cut off (only the newest WAL may end in anything else).
+        let seq = self.group_commit.last_queued()?;
+        self.sync_wal_through(seq)?;
+        if let Some(old) = self.group_commit.writer()
+            && let Err(e) = old.seal()
+        {
+            return self.fail(e);
+        }
+        let id = self.new_file_id();
+        let path = self.dir.join(names::wal_name(id));
+        let first_seq = self.group_commit.next_seq();
+        let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq) {
+            Ok(w) => w,
+            Err(e) => return self.fail(e),
+        };
+        if let Err(e) = self.vfs.sync_dir(&self.dir) {
+            return self.fail(Error::io(&self.dir, "fsync directory", e));
+        }
+        self.group_commit.switch_to(id, writer);
+        Ok(NewWal { id, first_seq })
+    }
+
+    fn write_flush(&self, imm: &MemTable, new_wal: NewWal) -> Result<()> {
         let record_bytes = self.params.sig_bytes();
-        // The signatures, by position in the docno range (only live ones are read).
+        // The signatures, by position in the docno range (dead documents' included: only the
+        // live documents' records are read).
         let all = imm.all_signatures();
         let fill = |i: usize, out: &mut [u8]| -> Result<()> {
-            let stored = all
+            let sig = all
                 .get(i * record_bytes..(i + 1) * record_bytes)
-                .filter(|_| imm.is_live_index(i));
-            match stored {
-                Some(sig) => out.copy_from_slice(sig),
-                None => out.fill(0),
-            }
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "records",
+                        format!("no record for document {}", imm.base + i as u64),
+                    )
+                })?;
+            out.copy_from_slice(sig);
             Ok(())
         };
         let input = NewDocs {
@@ -90,7 +100,12 @@ impl Db {
             records: Records::Lazy(&fill),
             live: imm
                 .live_docs()
-                .map(|(d, doc)| (d, doc.key, doc.band_keys, doc.set))
+                .map(|(docno, doc)| LiveDoc {
+                    docno,
+                    key: doc.key,
+                    band_keys: doc.band_keys,
+                    set: doc.set,
+                })
                 .collect(),
             deleted_older: imm.deleted_older.iter().copied().collect(),
         };

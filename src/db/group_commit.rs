@@ -24,8 +24,9 @@ const UNSYNCED_QUEUE_LIMIT: usize = 4 << 20;
 struct WalState {
     id: u64,
     writer: WalWriter,
-    /// Payloads appended (and applied) but not yet handed to the WAL writer.
-    pending: Vec<(u64, Vec<u8>)>,
+    /// Payloads appended (and applied) but not yet handed to the WAL writer, in queue order
+    /// (the last one is number `queued_seq`).
+    pending: Vec<Vec<u8>>,
     /// Queue number of the last payload queued.
     queued_seq: u64,
     /// Queue number up to which the WAL is durable.
@@ -92,7 +93,7 @@ impl GroupCommit {
                 return Err(Error::ReadOnly);
             };
             w.queued_seq += 1;
-            w.pending.push((w.queued_seq, payload));
+            w.pending.push(payload);
             w.queued_seq
         };
         // No longer preparing, then wake a gathering leader: in the other order it would wake,
@@ -111,12 +112,12 @@ impl GroupCommit {
             .ok_or(Error::ReadOnly)
     }
 
-    /// The id of the WAL file being written.
     /// The sequence number the next WAL record will carry (a new WAL file's `first_seq`).
     pub(super) fn next_seq(&self) -> u64 {
         self.wal.lock().as_ref().map_or(1, |w| w.writer.next_seq())
     }
 
+    /// The id of the WAL file being written.
     pub(super) fn wal_id(&self) -> Option<u64> {
         self.wal.lock().as_ref().map(|w| w.id)
     }
@@ -174,7 +175,7 @@ impl GroupCommit {
             let writer = w.writer.clone();
             drop(guard);
             // One record for the whole group: a crash can then tear only that record.
-            let records = combine_payloads(batch.iter().map(|(_, p)| p.as_slice()), MAX_RECORD_LEN);
+            let records = combine_payloads(batch.iter().map(Vec::as_slice), MAX_RECORD_LEN);
             let result = writer.append_all_and_sync(records.iter().map(|r| r.as_ref()));
             guard = self.wal.lock();
             if let Some(w) = guard.as_mut() {
@@ -196,12 +197,12 @@ impl GroupCommit {
         let Some(w) = guard.as_mut() else {
             return Ok(());
         };
-        let queued: usize = w.pending.iter().map(|(_, p)| p.len()).sum();
+        let queued: usize = w.pending.iter().map(Vec::len).sum();
         if queued < UNSYNCED_QUEUE_LIMIT || w.syncing {
             return Ok(());
         }
         let batch = std::mem::take(&mut w.pending);
-        let records = combine_payloads(batch.iter().map(|(_, p)| p.as_slice()), MAX_RECORD_LEN);
+        let records = combine_payloads(batch.iter().map(Vec::as_slice), MAX_RECORD_LEN);
         w.writer
             .append_all_and_sync(records.iter().map(|r| r.as_ref()))
     }

@@ -339,11 +339,6 @@ impl MemTable {
     pub(super) fn all_signatures(&self) -> &[u8] {
         &self.sigs
     }
-
-    /// Whether document index `i` is live.
-    pub(super) fn is_live_index(&self, i: usize) -> bool {
-        self.live.get(i).copied().unwrap_or(false)
-    }
 }
 
 #[cfg(test)]

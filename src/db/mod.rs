@@ -21,7 +21,7 @@
 //! | `flush`, `bulk` | in-memory table → segment; documents straight to a segment |
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
-//! | `query`, `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
+//! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
 
 mod bulk;
 mod commit;
@@ -40,7 +40,11 @@ mod params;
 mod params_builder;
 mod query;
 mod query_cap;
+mod query_cold;
+mod query_gather;
+mod query_rank;
 mod query_stream;
+mod query_verify;
 mod rerank;
 mod simhash;
 mod state;

@@ -32,7 +32,7 @@ use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
 use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsLock, read_file};
 use crate::storage::wal::batch::{OpRef, band_keys_le, decode_ops};
-use crate::storage::wal::{WAL_V1_HEADER_LEN, WalReader, WalWriter};
+use crate::storage::wal::{Replay, WAL_V1_HEADER_LEN, WalReader, WalWriter};
 use crate::{Error, Result};
 
 /// Creates a new database in `dir` (which must not hold one already), then opens it.
@@ -54,44 +54,14 @@ pub(super) fn create(
     }
     vfs.create_dir_all(dir)
         .map_err(Error::io_on(dir, "create directory"))?;
-    // Leftovers of an interrupted create (no CURRENT yet) are ours to replace; anything else
-    // is someone else's, and a new database does not adopt it. Checked before the lock, which
-    // would add a file; CURRENT is checked again under it.
-    let listing = vfs
-        .list_dir(dir)
-        .map_err(Error::io_on(dir, "list directory"))?;
-    if listing.iter().any(|n| n == names::CURRENT) {
-        return Err(Error::invalid(
-            "path",
-            format!("{} already holds an mhdb database", dir.display()),
-        ));
-    }
-    if let Some(other) = listing.iter().find(|n| {
-        !(n.as_str() == names::LOCK
-            || n.as_str() == names::SIGLOG
-            || matches!(
-                names::classify(n),
-                Some(FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::CurrentTmp)
-            ))
-    }) {
-        return Err(Error::invalid(
-            "path",
-            format!(
-                "{} is not empty (it holds {other}): create needs a missing or empty directory",
-                dir.display()
-            ),
-        ));
-    }
+    check_creatable(vfs.as_ref(), dir)?;
     let lock = lock_writer(vfs.as_ref(), dir)?;
     let current = dir.join(names::CURRENT);
     if vfs
         .exists(&current)
         .map_err(Error::io_on(&current, "stat"))?
     {
-        return Err(Error::invalid(
-            "path",
-            format!("{} already holds an mhdb database", dir.display()),
-        ));
+        return Err(already_a_database(dir));
     }
     WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1)?;
     let manifest = Manifest {
@@ -109,6 +79,43 @@ pub(super) fn create(
     write_manifest(vfs.as_ref(), dir, &manifest)?;
     drop(lock);
     open(vfs, dir, opts, false)
+}
+
+/// Errors unless `dir` may receive a new database. Leftovers of an interrupted create (no
+/// CURRENT yet) are ours to replace; anything else is someone else's, and a new database does
+/// not adopt it. Checked before the lock, which would add a file; CURRENT is checked again
+/// under it.
+fn check_creatable(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let listing = vfs
+        .list_dir(dir)
+        .map_err(Error::io_on(dir, "list directory"))?;
+    if listing.iter().any(|n| n == names::CURRENT) {
+        return Err(already_a_database(dir));
+    }
+    if let Some(other) = listing.iter().find(|n| {
+        !(n.as_str() == names::LOCK
+            || n.as_str() == names::SIGLOG
+            || matches!(
+                names::classify(n),
+                Some(FileKind::Wal(_) | FileKind::Manifest(_) | FileKind::CurrentTmp)
+            ))
+    }) {
+        return Err(Error::invalid(
+            "path",
+            format!(
+                "{} is not empty (it holds {other}): create needs a missing or empty directory",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn already_a_database(dir: &Path) -> Error {
+    Error::invalid(
+        "path",
+        format!("{} already holds an mhdb database", dir.display()),
+    )
 }
 
 /// Opens the database in `dir` and recovers its committed state.
@@ -131,6 +138,23 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     } else {
         read_committed(vfs.as_ref(), &dir, false, None)?
     };
+    let db = handle(vfs, dir, opts, read_only, locks, committed)?;
+    if !read_only {
+        db.remove_obsolete_files_at(true)?;
+    }
+    Ok(db)
+}
+
+/// The handle on the `committed` state of the database in `dir`, opened with `opts` (a
+/// writer's: holding `locks`, writing to a new WAL file).
+fn handle(
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    opts: Options,
+    read_only: bool,
+    locks: Vec<Box<dyn VfsLock>>,
+    committed: Committed,
+) -> Result<Db> {
     let Committed {
         version,
         mem,
@@ -151,7 +175,12 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
     } else {
         start_wal(vfs.as_ref(), &dir, &next_file_id, last_seq)?
     };
-    let db = Db {
+    let state = RwLock::new(State {
+        mem,
+        imm: None,
+        version: Arc::new(version),
+    });
+    Ok(Db {
         dir,
         vfs,
         opts,
@@ -161,11 +190,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         banding,
         read_only,
         _locks: locks,
-        state: RwLock::new(State {
-            mem,
-            imm: None,
-            version: Arc::new(version),
-        }),
+        state,
         sequencer: Mutex::new(()),
         group_commit,
         maintenance: Mutex::new(()),
@@ -174,11 +199,7 @@ pub(super) fn open(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options, read_only: bool
         failure: parking_lot::Mutex::new(None),
         memory_ahead: AtomicBool::new(false),
         cut_tails,
-    };
-    if !read_only {
-        db.remove_obsolete_files_at(true)?;
-    }
-    Ok(db)
+    })
 }
 
 /// The text signer of a MinHash index: none for signatures made elsewhere (or a SimHash
@@ -188,19 +209,41 @@ fn text_hasher(params: &IndexParams, opts: &Options) -> Result<Option<MinHasher>
     if params.sim_params().is_some() || !params.sketch.scheme.signs_text() {
         return Ok(None);
     }
-    match text_key(params, opts)? {
-        Some(key) => MinHasher::with_key(params.sketch, key.as_ref()).map(Some),
-        None => Ok(None),
+    text_key(params, opts)?.signer(|key| MinHasher::with_key(params.sketch, key))
+}
+
+/// The key an index's text is signed under.
+pub(super) enum TextKey {
+    /// An unkeyed index: text is signed without a key.
+    Unkeyed,
+    /// A keyed index, and its key (checked against the stored fingerprint).
+    Keyed(SecretKey),
+    /// A keyed index opened without its key: text cannot be signed.
+    Missing,
+}
+
+impl TextKey {
+    /// The signer `make` builds under this key (`None` for an unkeyed index); `None` when the
+    /// key is missing.
+    pub(super) fn signer<T>(
+        self,
+        make: impl FnOnce(Option<&SecretKey>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self {
+            TextKey::Unkeyed => make(None).map(Some),
+            TextKey::Keyed(key) => make(Some(&key)).map(Some),
+            TextKey::Missing => Ok(None),
+        }
     }
 }
 
-/// The key text is signed under: `Some(None)` for an unkeyed index (a key given for it is a
-/// mistake, refused); for a keyed one, the key of `opts` (or of the file `MHDB_KEY_FILE`
-/// names), checked against the stored fingerprint, or `None` when there is no key at all.
-pub(super) fn text_key(params: &IndexParams, opts: &Options) -> Result<Option<Option<SecretKey>>> {
+/// The key text is signed under: for an unkeyed index none (a key given for it is a mistake,
+/// refused); for a keyed one, the key of `opts` (or of the file `MHDB_KEY_FILE` names), checked
+/// against the stored fingerprint, or [`TextKey::Missing`] when there is no key at all.
+pub(super) fn text_key(params: &IndexParams, opts: &Options) -> Result<TextKey> {
     if params.key_fingerprint.is_unkeyed() {
         params.key_fingerprint.check(opts.key.as_ref())?;
-        return Ok(Some(None));
+        return Ok(TextKey::Unkeyed);
     }
     let key = match &opts.key {
         Some(key) => Some(key.clone()),
@@ -209,9 +252,9 @@ pub(super) fn text_key(params: &IndexParams, opts: &Options) -> Result<Option<Op
     match key {
         Some(key) => {
             params.key_fingerprint.check(Some(&key))?;
-            Ok(Some(Some(key)))
+            Ok(TextKey::Keyed(key))
         }
-        None => Ok(None),
+        None => Ok(TextKey::Missing),
     }
 }
 
@@ -277,18 +320,24 @@ pub(super) fn read_consistent(
     }
 }
 
-/// What a writer changes when it moves the database on: CURRENT's bytes and the WAL files.
-type WriterMarks = (Option<Vec<u8>>, Vec<String>);
+/// What a writer changes when it moves the database on.
+#[derive(Debug, PartialEq, Eq)]
+struct WriterMarks {
+    /// CURRENT's bytes (none when it cannot be read).
+    current: Option<Vec<u8>>,
+    /// The names of the WAL files.
+    wal_files: Vec<String>,
+}
 
 fn writer_marks(vfs: &dyn Vfs, dir: &Path) -> Result<WriterMarks> {
     let current = read_file(vfs, &dir.join(names::CURRENT)).ok();
-    let wals = vfs
+    let wal_files = vfs
         .list_dir(dir)
         .map_err(Error::io_on(dir, "list directory"))?
         .into_iter()
         .filter(|n| matches!(names::classify(n), Some(FileKind::Wal(_))))
         .collect();
-    Ok((current, wals))
+    Ok(WriterMarks { current, wal_files })
 }
 
 /// Recovery's reading steps: the manifest CURRENT names (version 1: and its signature log), the committed
@@ -317,7 +366,11 @@ fn read_committed(
     let listing = vfs
         .list_dir(dir)
         .map_err(Error::io_on(dir, "list directory"))?;
-    let (mem, last_seq, cut_tails) = replay_wal(vfs, dir, &listing, &version, read_only)?;
+    let Replayed {
+        mem,
+        last_seq,
+        cut_tails,
+    } = replay_wal(vfs, dir, &listing, &version, read_only)?;
     Ok(Committed {
         version,
         mem,
@@ -401,33 +454,71 @@ fn check_signature_log(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result
     Ok(())
 }
 
-/// Replays the WAL files the manifest does not cover, in order, into a fresh in-memory table;
-/// returns it with the last record's sequence number.
+/// What replaying the WAL gives: the in-memory table of the documents and deletions the
+/// manifest does not cover, the last record's sequence number, and the torn tails cut (a
+/// writer) or found (a reader).
+struct Replayed {
+    mem: MemTable,
+    last_seq: u64,
+    cut_tails: Vec<CutTail>,
+}
+
+/// Replays the WAL files the manifest does not cover, in order, into a fresh in-memory table.
 fn replay_wal(
     vfs: &dyn Vfs,
     dir: &Path,
     listing: &[String],
     version: &Version,
     read_only: bool,
-) -> Result<(MemTable, u64, Vec<CutTail>)> {
-    let params = &version.manifest.params;
-    let record_bytes = params.sig_bytes();
-    let bands = params.lsh.bands;
-    let mut wal_paths: Vec<(u64, PathBuf)> = listing
+) -> Result<Replayed> {
+    let wal_files = wal_files(dir, listing, version.manifest.wal_start);
+    let rules = WalRules::of(&version.manifest);
+    let mut replay = WalReplay {
+        vfs,
+        dir,
+        params: &version.manifest.params,
+        rules,
+        read_only,
+        mem: memtable_for(vfs, &wal_files, version)?,
+        last_seq: rules.last_seq_before(&version.manifest),
+        cut_tails: Vec::new(),
+    };
+    for (i, (id, path)) in wal_files.iter().enumerate() {
+        replay.file(*id, path, i + 1 == wal_files.len())?;
+    }
+    replay.mem.build_deferred_buckets();
+    Ok(Replayed {
+        mem: replay.mem,
+        last_seq: replay.last_seq,
+        cut_tails: replay.cut_tails,
+    })
+}
+
+/// The WAL files from id `wal_start` on, as (id, path), oldest first.
+fn wal_files(dir: &Path, listing: &[String], wal_start: u64) -> Vec<(u64, PathBuf)> {
+    let mut files: Vec<(u64, PathBuf)> = listing
         .iter()
         .filter_map(|n| match names::classify(n) {
-            Some(FileKind::Wal(id)) if id >= version.manifest.wal_start => {
-                Some((id, dir.join(names::wal_name(id))))
-            }
+            Some(FileKind::Wal(id)) if id >= wal_start => Some((id, dir.join(names::wal_name(id)))),
             _ => None,
         })
         .collect();
-    wal_paths.sort_unstable();
+    files.sort_unstable();
+    files
+}
+
+/// A fresh in-memory table for the documents of `wal_files`: sized for the WAL's inserts (each
+/// logs at least its band keys and signature), its band buckets built once at the end.
+fn memtable_for(
+    vfs: &dyn Vfs,
+    wal_files: &[(u64, PathBuf)],
+    version: &Version,
+) -> Result<MemTable> {
+    let params = &version.manifest.params;
+    let (bands, record_bytes) = (params.lsh.bands, params.sig_bytes());
     let mut mem = MemTable::new(version.manifest.next_docno, bands, record_bytes);
-    // Size the table for the WAL's inserts (each logs at least its band keys and signature)
-    // and build the band buckets once at the end.
     let mut wal_bytes = 0u64;
-    for (_, path) in &wal_paths {
+    for (_, path) in wal_files {
         let file = vfs
             .open(path, OpenMode::Read)
             .map_err(Error::io_on(path, "open"))?;
@@ -436,97 +527,121 @@ fn replay_wal(
     let min_insert_bytes = (record_bytes + bands * 8) as u64;
     mem.reserve(usize::try_from(wal_bytes / min_insert_bytes).unwrap_or(0));
     mem.defer_buckets();
-    let v2 = version.manifest.format_version != MANIFEST_V1;
-    // Version 2: the first WAL file must start where the manifest says, and each next one
-    // where the previous ended (sequence numbers count batch records across files).
-    let mut last_seq = if v2 {
-        version.manifest.wal_next_seq.saturating_sub(1)
-    } else {
-        0
-    };
-    let mut cut_tails = Vec::new();
-    for (i, (id, path)) in wal_paths.iter().enumerate() {
-        let is_newest = i + 1 == wal_paths.len();
-        let mut first_in_file = true;
-        let replay = WalReader::replay(vfs, path, |seq, offset, payload| {
-            // Sequence numbers continue from one WAL file to the next: a gap means an older
-            // file lost its end (e.g. was truncated at a record boundary).
-            if v2 && first_in_file && seq != last_seq + 1 {
-                return Err(wal_gap(path, offset, seq, last_seq + 1));
-            }
-            if !v2 && first_in_file && last_seq > 0 && seq != last_seq + 1 {
-                return Err(Error::corruption(
-                    path,
-                    offset,
-                    format!(
-                        "WAL starts at record {seq}, but the previous WAL file ended at {last_seq}"
-                    ),
-                ));
-            }
-            first_in_file = false;
-            let store_sets = params.store_sets;
-            // `offset` is the record's; its payload (what the decoder's errors locate
-            // within) starts after the record header.
-            decode_ops(
-                payload,
-                bands,
-                record_bytes,
-                store_sets,
-                path,
-                offset + crate::storage::wal::RECORD_HEADER_LEN as u64,
-                |op| match op {
-                    OpRef::Insert {
-                        docno,
-                        key,
-                        band_keys,
-                        sig,
-                        set,
-                    } => {
-                        if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
-                            Ok(())
-                        } else {
-                            Err(Error::corruption(
-                                path,
-                                offset,
-                                format!(
-                                    "WAL insert of document {docno} does not continue the numbering at {}",
-                                    mem.next_docno()
-                                ),
-                            ))
-                        }
-                    }
-                    OpRef::Delete { docno } => {
-                        mem.mark_deleted(docno);
-                        Ok(())
-                    }
-                },
-            )?;
-            if !v2 {
-                last_seq = last_seq.max(seq);
-            }
-            Ok(())
-        })?;
-        if v2 && replay.version != 0 {
-            if replay.version == 1 {
-                return Err(Error::corruption(
-                    path,
-                    8,
-                    "a version-1 WAL file in a version-2 database",
-                ));
-            }
-            if replay.first_seq != last_seq + 1 {
-                // (A file without records; one with records was judged at its first record.)
-                return Err(wal_gap(path, 12, replay.first_seq, last_seq + 1));
-            }
-            last_seq = replay.last_seq;
-            if !is_newest && !replay.sealed {
-                return Err(Error::corruption(
-                    path,
-                    replay.valid_len,
-                    "a WAL file that is not the newest ends without its seal (its end was lost)",
-                ));
-            }
+    Ok(mem)
+}
+
+/// How a database's format version numbers WAL records across files, and what it requires
+/// of a file that is not the newest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WalRules {
+    /// Version 1: a file that follows one with records continues its numbering; files have no
+    /// header numbering and no seal.
+    V1,
+    /// Version 2: numbers run on across files from the manifest's `wal_next_seq`: the first
+    /// WAL file starts there, each next one where the previous ended (its header says where
+    /// it starts), and every file but the newest ends with a seal.
+    V2,
+}
+
+impl WalRules {
+    fn of(manifest: &Manifest) -> Self {
+        if manifest.format_version == MANIFEST_V1 {
+            WalRules::V1
+        } else {
+            WalRules::V2
         }
+    }
+
+    /// The sequence number the first WAL file's records follow.
+    fn last_seq_before(self, manifest: &Manifest) -> u64 {
+        match self {
+            WalRules::V1 => 0,
+            WalRules::V2 => manifest.wal_next_seq.saturating_sub(1),
+        }
+    }
+
+    /// Checks the first record of a file (number `seq`, at `offset`) against `last_seq`, where
+    /// the files before it ended. Sequence numbers continue from one WAL file to the next: a
+    /// gap means an older file lost its end (e.g. was truncated at a record boundary).
+    fn check_first_record(self, path: &Path, offset: u64, seq: u64, last_seq: u64) -> Result<()> {
+        match self {
+            WalRules::V2 if seq != last_seq + 1 => Err(wal_gap(path, offset, seq, last_seq + 1)),
+            WalRules::V1 if last_seq > 0 && seq != last_seq + 1 => Err(Error::corruption(
+                path,
+                offset,
+                format!(
+                    "WAL starts at record {seq}, but the previous WAL file ended at {last_seq}"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where the numbering stands after record `seq` (version 2 takes it from the file once
+    /// the file is replayed: [`WalRules::after_file`]).
+    fn after_record(self, last_seq: u64, seq: u64) -> u64 {
+        match self {
+            WalRules::V1 => last_seq.max(seq),
+            WalRules::V2 => last_seq,
+        }
+    }
+
+    /// Checks a replayed file's header and end against the numbering (`last_seq` where the
+    /// files before it ended); returns where the numbering stands after it.
+    fn after_file(
+        self,
+        path: &Path,
+        replay: &Replay,
+        last_seq: u64,
+        is_newest: bool,
+    ) -> Result<u64> {
+        // (A version-2 file cut off while its header was being written has no numbering.)
+        if self == WalRules::V1 || replay.version == 0 {
+            return Ok(last_seq);
+        }
+        if replay.version == 1 {
+            return Err(Error::corruption(
+                path,
+                8,
+                "a version-1 WAL file in a version-2 database",
+            ));
+        }
+        if replay.first_seq != last_seq + 1 {
+            // (A file without records; one with records was judged at its first record.)
+            return Err(wal_gap(path, 12, replay.first_seq, last_seq + 1));
+        }
+        if !is_newest && !replay.sealed {
+            return Err(Error::corruption(
+                path,
+                replay.valid_len,
+                "a WAL file that is not the newest ends without its seal (its end was lost)",
+            ));
+        }
+        Ok(replay.last_seq)
+    }
+}
+
+/// The WAL replay in progress: the table it fills and where the numbering stands.
+struct WalReplay<'a> {
+    vfs: &'a dyn Vfs,
+    dir: &'a Path,
+    params: &'a IndexParams,
+    rules: WalRules,
+    read_only: bool,
+    mem: MemTable,
+    /// Sequence number of the last record replayed.
+    last_seq: u64,
+    cut_tails: Vec<CutTail>,
+}
+
+impl WalReplay<'_> {
+    /// Replays WAL file `id` at `path` (the newest one when `is_newest`), checks its end, and
+    /// settles its torn tail.
+    fn file(&mut self, id: u64, path: &Path, is_newest: bool) -> Result<()> {
+        let replay = self.records(path)?;
+        self.last_seq = self
+            .rules
+            .after_file(path, &replay, self.last_seq, is_newest)?;
         if replay.torn_tail_bytes > 0 && !is_newest {
             let what = if replay.sealed {
                 "bytes after the seal of a WAL file that is not the newest"
@@ -535,24 +650,89 @@ fn replay_wal(
             };
             return Err(Error::corruption(path, replay.valid_len, what));
         }
-        if !read_only {
-            cut_tails.extend(settle_replayed_wal(vfs, dir, *id, path, &replay)?);
+        if !self.read_only {
+            let cut = settle_replayed_wal(self.vfs, self.dir, id, path, &replay)?;
+            self.cut_tails.extend(cut);
         } else if replay.torn_tail_bytes > 0 {
             // Readers change no byte, but a torn tail that a writer's open would keep aside is
             // reported all the same: a live writer never shows one (it writes zeros ahead of a
             // record and the record's checksum last), so it is a crash's or damage.
-            if let Some(kept) = torn_tail_to_keep(vfs, path, replay.valid_len)? {
-                cut_tails.push(CutTail {
-                    wal: path.clone(),
+            if let Some(kept) = torn_tail_to_keep(self.vfs, path, replay.valid_len)? {
+                self.cut_tails.push(CutTail {
+                    wal: path.to_path_buf(),
                     offset: replay.valid_len,
                     bytes: kept.len() as u64,
-                    kept_in: dir.join(names::torn_tail_name(*id, replay.valid_len)),
+                    kept_in: self.dir.join(names::torn_tail_name(id, replay.valid_len)),
                 });
             }
         }
+        Ok(())
     }
-    mem.build_deferred_buckets();
-    Ok((mem, last_seq, cut_tails))
+
+    /// Applies the records of the WAL file at `path` to the table.
+    fn records(&mut self, path: &Path) -> Result<Replay> {
+        let (rules, params) = (self.rules, self.params);
+        let (mem, last_seq) = (&mut self.mem, &mut self.last_seq);
+        let mut first_in_file = true;
+        WalReader::replay(self.vfs, path, |seq, offset, payload| {
+            if first_in_file {
+                rules.check_first_record(path, offset, seq, *last_seq)?;
+                first_in_file = false;
+            }
+            apply_record(mem, params, path, offset, payload)?;
+            *last_seq = rules.after_record(*last_seq, seq);
+            Ok(())
+        })
+    }
+}
+
+/// Applies the operations of the WAL record at `offset` of `path` (its payload `payload`) to
+/// `mem`.
+fn apply_record(
+    mem: &mut MemTable,
+    params: &IndexParams,
+    path: &Path,
+    offset: u64,
+    payload: &[u8],
+) -> Result<()> {
+    // `offset` is the record's; its payload (what the decoder's errors locate within) starts
+    // after the record header.
+    let payload_offset = offset + crate::storage::wal::RECORD_HEADER_LEN as u64;
+    let (bands, record_bytes) = (params.lsh.bands, params.sig_bytes());
+    decode_ops(
+        payload,
+        bands,
+        record_bytes,
+        params.store_sets,
+        path,
+        payload_offset,
+        |op| match op {
+            OpRef::Insert {
+                docno,
+                key,
+                band_keys,
+                sig,
+                set,
+            } => {
+                if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
+                    Ok(())
+                } else {
+                    Err(Error::corruption(
+                        path,
+                        offset,
+                        format!(
+                            "WAL insert of document {docno} does not continue the numbering at {}",
+                            mem.next_docno()
+                        ),
+                    ))
+                }
+            }
+            OpRef::Delete { docno } => {
+                mem.mark_deleted(docno);
+                Ok(())
+            }
+        },
+    )
 }
 
 /// A WAL file that does not start where the numbering says the next one must: an earlier
@@ -575,7 +755,7 @@ fn settle_replayed_wal(
     dir: &Path,
     id: u64,
     path: &Path,
-    replay: &crate::storage::wal::Replay,
+    replay: &Replay,
 ) -> Result<Option<CutTail>> {
     let kept = if replay.torn_tail_bytes > 0 {
         keep_torn_tail(vfs, dir, id, path, replay.valid_len)?

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::torn_tail_to_keep;
+use super::{torn_tail_to_keep, wal_files};
 use crate::storage::vfs::{LockMode, Mapped, OpenMode, StdFs, Vfs, VfsFile, VfsLock};
-use crate::storage::wal::WalWriter;
+use crate::storage::wal::{WalReader, WalWriter};
 
 /// The real filesystem, where the first read of any file first cuts it to `cut_to`: what
 /// a writer's seal does between a reader's stat and its read.
@@ -134,4 +134,62 @@ fn a_record_finished_after_the_replay_is_no_torn_tail() {
     std::fs::write(&path, &bytes).unwrap();
     let kept = torn_tail_to_keep(&StdFs, &path, first_end).unwrap();
     assert!(kept.is_some_and(|k| !k.is_empty()));
+}
+
+/// A version-2 database whose writes went to two WAL files (one per writer's open, each
+/// sealed when its handle closed): the older holds record 1, the newer record 2. Returns the
+/// directory's path and the two files, oldest first.
+fn two_wal_files(tmp: &Path) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    use crate::db::{Db, IndexParams, Options};
+    let dir = tmp.join("db");
+    let db = Db::create(&dir, IndexParams::default(), Options::default()).unwrap();
+    db.insert_text("a", "the first document").unwrap();
+    drop(db);
+    let db = Db::open(&dir, Options::default()).unwrap();
+    db.insert_text("b", "the second document").unwrap();
+    drop(db);
+    let listing = StdFs.list_dir(&dir).unwrap();
+    let wals = wal_files(&dir, &listing, 0);
+    assert_eq!(wals.len(), 2, "{listing:?}");
+    (dir, wals.into_iter().map(|(_, path)| path).collect())
+}
+
+fn open_error(dir: &Path) -> String {
+    crate::db::Db::open_read_only(dir).unwrap_err().to_string()
+}
+
+/// Version 2 numbers records across WAL files: a missing older file is a gap, found at the
+/// newer file's first record.
+#[test]
+fn a_missing_older_wal_file_is_a_gap_in_the_numbering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, wals) = two_wal_files(tmp.path());
+    assert!(crate::db::Db::open_read_only(&dir).is_ok());
+    std::fs::remove_file(&wals[0]).unwrap();
+    let e = open_error(&dir);
+    assert!(
+        e.contains("starts at record 2, but record 1 comes next"),
+        "{e}"
+    );
+}
+
+/// Version 2: every WAL file but the newest ends with its seal.
+#[test]
+fn an_older_wal_file_without_its_seal_lost_its_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, wals) = two_wal_files(tmp.path());
+    let replayed = |path: &Path| WalReader::replay(&StdFs, path, |_, _, _| Ok(())).unwrap();
+    assert!(replayed(&wals[0]).sealed);
+    // A seal is a record header and the file's 8-byte record count.
+    let seal_len = crate::storage::wal::RECORD_HEADER_LEN as u64 + 8;
+    let len = std::fs::metadata(&wals[0]).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wals[0])
+        .unwrap();
+    file.set_len(len - seal_len).unwrap();
+    let cut = replayed(&wals[0]);
+    assert!(!cut.sealed && cut.records == 1 && cut.torn_tail_bytes == 0);
+    let e = open_error(&dir);
+    assert!(e.contains("not the newest ends without its seal"), "{e}");
 }

@@ -485,34 +485,9 @@ impl StoredParams for IndexParams {
                 supported: SPEC_VERSION,
             });
         }
-        let unsupported = |feature: String| Error::Unsupported {
-            path: path.to_path_buf(),
-            feature,
-        };
-        let mut simhash = false;
-        if version >= 2 {
-            let kind = d.u8("index kind")?;
-            match kind {
-                INDEX_KIND_MINHASH => {}
-                INDEX_KIND_SIMHASH => simhash = true,
-                _ => return Err(unsupported(format!("index kind {kind}"))),
-            }
-        }
-        let scheme_code = d.u8("scheme")?;
-        let scheme = if simhash {
-            if scheme_code != SIMHASH_SCHEME_CODE {
-                return Err(d.corruption(format!(
-                    "a SimHash index with MinHash scheme code {scheme_code}"
-                )));
-            }
-            SketchParams::default().scheme
-        } else {
-            Scheme::from_code(scheme_code).ok_or_else(|| {
-                d.corruption(format!(
-                    "unknown scheme code {scheme_code} (written by a newer mhdb?)"
-                ))
-            })?
-        };
+        // Version 1 knew MinHash only.
+        let simhash = version >= 2 && decode_is_simhash(d, path)?;
+        let scheme = decode_scheme(d, simhash)?;
         let num_perm = d.u32("num_perm")? as usize;
         // Version 1 always banded over every slot.
         let band_slots = if version >= 2 {
@@ -521,73 +496,142 @@ impl StoredParams for IndexParams {
             num_perm
         };
         let seed = d.u64("seed")?;
-        let kind = d.u8("shingle kind")?;
-        let width = d.u8("shingle width")? as usize;
-        let flags = d.u8("shingle flags")?;
-        let kind = match kind {
-            1 => ShingleKind::Char(width),
-            2 => ShingleKind::Word(width),
-            other => return Err(d.corruption(format!("unknown shingle kind {other}"))),
-        };
+        let shingle = decode_shingle(d)?;
         let bits = u32::from(d.u8("bits")?);
         let bands = d.u32("bands")? as usize;
         let rows = d.u32("rows")? as usize;
         let threshold = f64::from_bits(d.u64("threshold")?);
         let cap = d.u32("bucket cap")?;
-        let mut key_fingerprint = KeyFingerprint::UNKEYED;
-        let mut store_sets = false;
-        let mut index_kind = IndexKind::MinHash;
-        if version >= 2 {
-            store_sets = match d.u8("store_sets")? {
-                0 => false,
-                1 => true,
-                other => return Err(unsupported(format!("store_sets value {other}"))),
-            };
-            let fingerprint = d.take(32, "key fingerprint")?;
-            key_fingerprint = KeyFingerprint(
-                fingerprint
-                    .try_into()
-                    .map_err(|_| d.corruption("key fingerprint is not 32 bytes"))?,
-            );
-            let max_hamming = u32::from(d.u8("max_hamming")?);
-            let weighting = d.u8("weighting")?;
-            if simhash {
-                index_kind = IndexKind::SimHash {
-                    max_hamming,
-                    weighting: SimWeighting::from_code(weighting).ok_or_else(|| {
-                        d.corruption(format!("unknown SimHash weighting code {weighting}"))
-                    })?,
-                };
-            } else if max_hamming != 0 || weighting != 0 {
-                return Err(d.corruption("SimHash fields set on a MinHash index"));
-            }
-        }
+        let extras = if version >= 2 {
+            decode_v2_extras(d, path, simhash)?
+        } else {
+            V2Extras::default()
+        };
         let params = IndexParams {
             sketch: SketchParams {
                 scheme,
                 num_perm,
                 seed,
-                shingle: ShingleConfig {
-                    kind,
-                    nfkc: flags & 1 != 0,
-                    lowercase: flags & 2 != 0,
-                    collapse_whitespace: flags & 4 != 0,
-                },
+                shingle,
             },
             bits,
             band_slots,
             lsh: LshParams { bands, rows },
             threshold,
             bucket_cap: (cap != 0).then_some(cap),
-            key_fingerprint,
-            store_sets,
-            kind: index_kind,
+            key_fingerprint: extras.key_fingerprint,
+            store_sets: extras.store_sets,
+            kind: extras.kind,
         };
         params
             .validate()
             .map_err(|e| d.corruption(format!("stored parameters are invalid: {e}")))?;
         Ok(params)
     }
+}
+
+/// A feature this version of mhdb does not know, stored in `path`.
+fn unsupported(path: &Path, feature: String) -> Error {
+    Error::Unsupported {
+        path: path.to_path_buf(),
+        feature,
+    }
+}
+
+/// The stored index kind (version 2): whether it is a SimHash index.
+fn decode_is_simhash(d: &mut Decoder<'_>, path: &Path) -> Result<bool> {
+    match d.u8("index kind")? {
+        INDEX_KIND_MINHASH => Ok(false),
+        INDEX_KIND_SIMHASH => Ok(true),
+        kind => Err(unsupported(path, format!("index kind {kind}"))),
+    }
+}
+
+/// The stored MinHash scheme (a SimHash index stores a fixed code in its place).
+fn decode_scheme(d: &mut Decoder<'_>, simhash: bool) -> Result<Scheme> {
+    let scheme_code = d.u8("scheme")?;
+    if simhash {
+        if scheme_code != SIMHASH_SCHEME_CODE {
+            return Err(d.corruption(format!(
+                "a SimHash index with MinHash scheme code {scheme_code}"
+            )));
+        }
+        return Ok(SketchParams::default().scheme);
+    }
+    Scheme::from_code(scheme_code).ok_or_else(|| {
+        d.corruption(format!(
+            "unknown scheme code {scheme_code} (written by a newer mhdb?)"
+        ))
+    })
+}
+
+/// The stored shingle configuration: kind, width and normalization flags.
+fn decode_shingle(d: &mut Decoder<'_>) -> Result<ShingleConfig> {
+    let kind = d.u8("shingle kind")?;
+    let width = d.u8("shingle width")? as usize;
+    let flags = d.u8("shingle flags")?;
+    let kind = match kind {
+        1 => ShingleKind::Char(width),
+        2 => ShingleKind::Word(width),
+        other => return Err(d.corruption(format!("unknown shingle kind {other}"))),
+    };
+    Ok(ShingleConfig {
+        kind,
+        nfkc: flags & 1 != 0,
+        lowercase: flags & 2 != 0,
+        collapse_whitespace: flags & 4 != 0,
+    })
+}
+
+/// The parameters version 2 added (version 1: an unkeyed MinHash index without sets).
+struct V2Extras {
+    store_sets: bool,
+    key_fingerprint: KeyFingerprint,
+    kind: IndexKind,
+}
+
+impl Default for V2Extras {
+    fn default() -> Self {
+        V2Extras {
+            store_sets: false,
+            key_fingerprint: KeyFingerprint::UNKEYED,
+            kind: IndexKind::MinHash,
+        }
+    }
+}
+
+/// The stored sets flag, key fingerprint and SimHash fields of version 2.
+fn decode_v2_extras(d: &mut Decoder<'_>, path: &Path, simhash: bool) -> Result<V2Extras> {
+    let store_sets = match d.u8("store_sets")? {
+        0 => false,
+        1 => true,
+        other => return Err(unsupported(path, format!("store_sets value {other}"))),
+    };
+    let fingerprint = d.take(32, "key fingerprint")?;
+    let key_fingerprint = KeyFingerprint(
+        fingerprint
+            .try_into()
+            .map_err(|_| d.corruption("key fingerprint is not 32 bytes"))?,
+    );
+    let max_hamming = u32::from(d.u8("max_hamming")?);
+    let weighting = d.u8("weighting")?;
+    let kind = if simhash {
+        IndexKind::SimHash {
+            max_hamming,
+            weighting: SimWeighting::from_code(weighting).ok_or_else(|| {
+                d.corruption(format!("unknown SimHash weighting code {weighting}"))
+            })?,
+        }
+    } else if max_hamming != 0 || weighting != 0 {
+        return Err(d.corruption("SimHash fields set on a MinHash index"));
+    } else {
+        IndexKind::MinHash
+    };
+    Ok(V2Extras {
+        store_sets,
+        key_fingerprint,
+        kind,
+    })
 }
 
 #[cfg(test)]

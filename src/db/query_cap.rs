@@ -66,17 +66,27 @@ impl CapRankCache {
     }
 }
 
+/// The part of a band's gathered bucket that one segment gave.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SegmentPart {
+    /// The segment's index in the version.
+    pub(super) segment: usize,
+    /// Where its postings start and end in the gathered candidates.
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
 /// Cuts `candidates[from..]` (one band's bucket, gathered from every source) to the `cap`
 /// live documents whose keys hash lowest, if it holds more; deleted ones are dropped first,
-/// as `dedup` drops them. `from_segments` says which part each segment gave, as (index in the
-/// version, start, end) in `candidates`: their ranks may be cached. Returns whether it cut.
+/// as `dedup` drops them. `from_segments` says which part each segment gave: their ranks may
+/// be cached. Returns whether it cut.
 pub(super) fn cap_band(
     state: &State,
     candidates: &mut Vec<u64>,
     from: usize,
     cap: usize,
     (band, band_key): (usize, u64),
-    from_segments: &[(usize, usize, usize)],
+    from_segments: &[SegmentPart],
 ) -> Result<bool> {
     let Some(bucket) = candidates.get(from..) else {
         return Ok(false);
@@ -87,7 +97,7 @@ pub(super) fn cap_band(
     let mut ranked: Vec<(u64, u64)> = Vec::with_capacity(bucket.len());
     let memory_end = from_segments
         .first()
-        .map_or(candidates.len(), |&(_, s, _)| s);
+        .map_or(candidates.len(), |part| part.start);
     for &d in candidates.get(from..memory_end).unwrap_or_default() {
         if !state.is_deleted(d)
             && let Some(key) = state.key_of(d)?
@@ -95,9 +105,11 @@ pub(super) fn cap_band(
             ranked.push((cap_rank(key), d));
         }
     }
-    for &(i, start, end) in from_segments {
-        let (Some(seg), Some(docnos)) = (state.version.segments.get(i), candidates.get(start..end))
-        else {
+    for part in from_segments {
+        let (Some(seg), Some(docnos)) = (
+            state.version.segments.get(part.segment),
+            candidates.get(part.start..part.end),
+        ) else {
             continue;
         };
         let ranks = seg.cap_ranks.ranks(&seg.seg, band, band_key, docnos)?;

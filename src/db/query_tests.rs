@@ -1,6 +1,10 @@
-//! Unit tests of `query.rs`.
+//! Unit tests of `query.rs` and its stages.
 
 use super::*;
+use crate::db::query_cold::prefetch_lookups;
+use crate::db::query_gather::distinct_sorted;
+use crate::db::query_rank::{PARALLEL_MATCHES, Ranked, key_head, rank};
+use crate::db::query_verify::PARALLEL_CANDIDATES;
 use crate::db::{IndexParams, Options};
 
 /// The cold-query prefetch hints run on real file maps (not the simulated filesystem,

@@ -1,6 +1,9 @@
-//! Exact re-rank (as Milvus refines over raw data): in an index that stores shingle
-//! sets, a candidate whose signature estimate comes within a margin of the threshold has its
-//! exact Jaccard computed from the stored sets, and that decides whether it matches.
+//! Exact re-rank (as Milvus refines over raw data): in an index that stores shingle sets, a
+//! candidate whose signature estimate comes within a margin of the threshold has its exact
+//! Jaccard computed from the stored sets, and that decides whether it matches. Near the
+//! threshold the estimate alone is wrong often (its spread is a few hundredths at the default
+//! sizes), while far from it, either side, it is almost never wrong, so only the few
+//! candidates in the window pay for the exact computation.
 //!
 //! The margin is [`MARGIN_SIGMAS`] standard deviations of the b-bit estimate at the threshold,
 //! either side ([`RerankWindow`]): a pair exactly at the threshold estimates below

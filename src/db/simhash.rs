@@ -68,10 +68,7 @@ pub(super) fn text_simhasher(params: &IndexParams, opts: &Options) -> Result<Opt
     let Some(sim) = params.sim_params() else {
         return Ok(None);
     };
-    match super::open::text_key(params, opts)? {
-        Some(key) => SimHasher::with_key(sim, key.as_ref()).map(Some),
-        None => Ok(None),
-    }
+    super::open::text_key(params, opts)?.signer(|key| SimHasher::with_key(sim, key))
 }
 
 /// The error for asking a SimHash index for MinHash things (its signer, a MinHash signature).

@@ -118,28 +118,26 @@ impl Db {
         }
         let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
         let gate = |bar: f64| RerankWindow::new(bar, slots, bits).gate;
-        // Exact Jaccards of the best, and every candidate's estimate by docno (reported beside
-        // the exact value).
-        type Ranked = (Vec<(u64, f64)>, Vec<(u64, f64)>);
-        let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<Ranked> {
+        let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<ExactRanking> {
             let estimated = score_all(docnos, gate(floor), estimate)?;
-            let mut by_docno = estimated.clone();
-            by_docno.sort_unstable_by_key(|&(docno, _)| docno);
-            let (scored, computed) = exact_best(state, query_set, estimated, k, floor, &gate)?;
+            let mut estimates = estimated.clone();
+            estimates.sort_unstable_by_key(|&(docno, _)| docno);
+            let (best, computed) = exact_best(state, query_set, estimated, k, floor, &gate)?;
             stats.reranked += computed;
-            Ok((scored, by_docno))
+            Ok(ExactRanking { best, estimates })
         };
         let candidates = band_candidates(state, band_keys)?;
         stats.candidates = candidates.len();
         stats.verified = candidates.len();
-        let (mut scored, mut estimates) = rank(&candidates, &mut stats)?;
+        let mut ranking = rank(&candidates, &mut stats)?;
         let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
-        if kth_best(&mut scored, k).is_none_or(|s| s < reliable) {
+        if kth_best(&mut ranking.best, k).is_none_or(|s| s < reliable) {
             let live = live_docnos(state)?;
             stats.probed = live.len();
             stats.reranked = 0;
-            (scored, estimates) = rank(&live, &mut stats)?;
+            ranking = rank(&live, &mut stats)?;
         }
+        let ExactRanking { best, estimates } = ranking;
         let estimate_of = |docno: u64, exact: f64| {
             estimates
                 .binary_search_by_key(&docno, |&(d, _)| d)
@@ -147,7 +145,7 @@ impl Db {
                 .and_then(|i| estimates.get(i))
                 .map_or(exact, |&(_, e)| e)
         };
-        let mut matches = best_by_key(state, scored, k, &estimate_of)?;
+        let mut matches = best_by_key(state, best, k, &estimate_of)?;
         for m in &mut matches {
             m.exact = true;
         }
@@ -214,6 +212,16 @@ impl Db {
         let matches = best_by_key(state, scored, k, &|_, estimate| estimate)?;
         Ok(QueryResult { matches, stats })
     }
+}
+
+/// One stage's candidates ranked for an exact top-k.
+struct ExactRanking {
+    /// The exact Jaccards, as (docno, similarity), of the candidates that can be among the
+    /// best.
+    best: Vec<(u64, f64)>,
+    /// Every candidate's estimate, as (docno, estimate), by docno (reported beside the exact
+    /// value).
+    estimates: Vec<(u64, f64)>,
 }
 
 /// The distinct docnos sharing a band bucket with the query.

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use super::Db;
 use super::options::Durability;
+use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::storage::shingle_codec;
 use crate::storage::wal::MAX_RECORD_LEN;
@@ -74,6 +75,19 @@ impl WriteBatch {
     }
 }
 
+/// A requested change made ready outside every lock: a document signed, banded and packed.
+enum Prepared<'a> {
+    Put {
+        key: &'a [u8],
+        band_keys: Box<[u64]>,
+        sig: Box<[u8]>,
+        set: Option<Box<[u8]>>,
+    },
+    Delete {
+        key: &'a [u8],
+    },
+}
+
 impl Db {
     /// Applies a batch atomically. With [`Durability::Sync`] it is durable when this returns.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
@@ -82,18 +96,31 @@ impl Db {
             return Ok(());
         }
         let preparing = self.group_commit.preparing();
-        // Sign and band outside every lock.
-        enum Prepared<'a> {
-            Put {
-                key: &'a [u8],
-                band_keys: Box<[u64]>,
-                sig: Box<[u8]>,
-                set: Option<Box<[u8]>>,
-            },
-            Delete {
-                key: &'a [u8],
-            },
+        let prepared = self.prepare(batch)?;
+        let seq = {
+            let _order = self.sequencer.lock();
+            self.check_writable()?;
+            let ops = resolve_docnos(&self.state.read(), prepared)?;
+            if ops.is_empty() {
+                return Ok(());
+            }
+            let payload = encode_batch(&ops)?;
+            let seq = self.group_commit.queue(payload, preparing)?;
+            apply_to_memtable(&mut self.state.write(), &ops);
+            seq
+        };
+        if self.opts.durability == Durability::Sync {
+            self.sync_wal_through(seq)?;
+        } else if let Err(e) = self.group_commit.write_if_large() {
+            return self.fail_wal(e);
         }
+        // Committed (with `Durability::Sync`; queued otherwise, and then a failed flush is
+        // reported by the next commit): what follows is upkeep.
+        self.after_commit(self.maybe_flush())
+    }
+
+    /// Signs, bands and packs the documents of `batch` (outside every lock).
+    fn prepare<'a>(&self, batch: &'a WriteBatch) -> Result<Vec<Prepared<'a>>> {
         let mut prepared = Vec::with_capacity(batch.ops.len());
         for op in &batch.ops {
             let (key, sig) = match op {
@@ -117,101 +144,7 @@ impl Db {
                 set,
             });
         }
-
-        let seq = {
-            let _order = self.sequencer.lock();
-            self.check_writable()?;
-            let mut ops = Vec::with_capacity(prepared.len() + 1);
-            {
-                let state = self.state.read();
-                let mut next = state.mem.next_docno();
-                // Keys touched earlier in this batch shadow the stored state.
-                let mut overlay: HashMap<&[u8], Option<u64>> = HashMap::new();
-                for p in prepared {
-                    match p {
-                        Prepared::Put {
-                            key,
-                            band_keys,
-                            sig,
-                            set,
-                        } => {
-                            let existing = match overlay.get(key) {
-                                Some(v) => *v,
-                                None => state.lookup_key(key)?,
-                            };
-                            if let Some(old) = existing {
-                                ops.push(LogOp::Delete { docno: old });
-                            }
-                            ops.push(LogOp::Insert {
-                                docno: next,
-                                key: key.into(),
-                                band_keys,
-                                sig,
-                                set,
-                            });
-                            overlay.insert(key, Some(next));
-                            next += 1;
-                        }
-                        Prepared::Delete { key } => {
-                            let existing = match overlay.get(key) {
-                                Some(v) => *v,
-                                None => state.lookup_key(key)?,
-                            };
-                            if let Some(old) = existing {
-                                ops.push(LogOp::Delete { docno: old });
-                            }
-                            overlay.insert(key, None);
-                        }
-                    }
-                }
-            }
-            if ops.is_empty() {
-                return Ok(());
-            }
-            let payload = encode_ops(&ops);
-            if payload.len() > MAX_RECORD_LEN {
-                // Refused before anything is queued or applied: the batch has no effect.
-                return Err(Error::invalid(
-                    "batch",
-                    format!(
-                        "encodes to {} bytes, more than one WAL record may hold ({}); split it or use bulk_insert",
-                        payload.len(),
-                        MAX_RECORD_LEN
-                    ),
-                ));
-            }
-            let seq = self.group_commit.queue(payload, preparing)?;
-            let mut state = self.state.write();
-            for op in &ops {
-                match op {
-                    LogOp::Insert {
-                        docno,
-                        key,
-                        band_keys,
-                        sig,
-                        set,
-                    } => {
-                        state.mem.insert(
-                            *docno,
-                            key,
-                            band_keys.iter().copied(),
-                            sig,
-                            set.as_deref(),
-                        );
-                    }
-                    LogOp::Delete { docno } => state.mem.mark_deleted(*docno),
-                }
-            }
-            seq
-        };
-        if self.opts.durability == Durability::Sync {
-            self.sync_wal_through(seq)?;
-        } else if let Err(e) = self.group_commit.write_if_large() {
-            return self.fail_wal(e);
-        }
-        // Committed (with `Durability::Sync`; queued otherwise, and then a failed flush is
-        // reported by the next commit): what follows is upkeep.
-        self.after_commit(self.maybe_flush())
+        Ok(prepared)
     }
 
     /// Inserts (or replaces) one document by signature.
@@ -301,6 +234,87 @@ impl Db {
             ));
         }
         Ok(())
+    }
+}
+
+/// The log operations of `prepared` (under the sequencer): new documents take the next
+/// docnos, and a key already stored, or put earlier in the batch, has that copy deleted.
+fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogOp>> {
+    let mut ops = Vec::with_capacity(prepared.len() + 1);
+    let mut next = state.mem.next_docno();
+    // Keys touched earlier in this batch shadow the stored state.
+    let mut overlay: HashMap<&[u8], Option<u64>> = HashMap::new();
+    for p in prepared {
+        let key = match &p {
+            Prepared::Put { key, .. } | Prepared::Delete { key } => *key,
+        };
+        let existing = match overlay.get(key) {
+            Some(v) => *v,
+            None => state.lookup_key(key)?,
+        };
+        if let Some(old) = existing {
+            ops.push(LogOp::Delete { docno: old });
+        }
+        match p {
+            Prepared::Put {
+                key,
+                band_keys,
+                sig,
+                set,
+            } => {
+                ops.push(LogOp::Insert {
+                    docno: next,
+                    key: key.into(),
+                    band_keys,
+                    sig,
+                    set,
+                });
+                overlay.insert(key, Some(next));
+                next += 1;
+            }
+            Prepared::Delete { key } => {
+                overlay.insert(key, None);
+            }
+        }
+    }
+    Ok(ops)
+}
+
+/// The WAL payload of `ops`; refused, before anything is queued or applied (the batch then has
+/// no effect), when one WAL record cannot hold it.
+fn encode_batch(ops: &[LogOp]) -> Result<Vec<u8>> {
+    let payload = encode_ops(ops);
+    if payload.len() > MAX_RECORD_LEN {
+        return Err(Error::invalid(
+            "batch",
+            format!(
+                "encodes to {} bytes, more than one WAL record may hold ({}); split it or use bulk_insert",
+                payload.len(),
+                MAX_RECORD_LEN
+            ),
+        ));
+    }
+    Ok(payload)
+}
+
+/// Applies `ops` to the in-memory table (atomically for queries: under the state's write
+/// lock).
+fn apply_to_memtable(state: &mut State, ops: &[LogOp]) {
+    for op in ops {
+        match op {
+            LogOp::Insert {
+                docno,
+                key,
+                band_keys,
+                sig,
+                set,
+            } => {
+                state
+                    .mem
+                    .insert(*docno, key, band_keys.iter().copied(), sig, set.as_deref());
+            }
+            LogOp::Delete { docno } => state.mem.mark_deleted(*docno),
+        }
     }
 }
 

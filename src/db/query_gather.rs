@@ -1,0 +1,196 @@
+//! A query's recall stage: the documents sharing a band bucket with the query, gathered from
+//! the in-memory tables and every segment, each band's bucket cut to the bucket cap, then made
+//! distinct and sorted for verification.
+
+use super::query_cap::{SegmentPart, cap_band};
+use super::query_cold::ColdWatch;
+use super::state::State;
+use super::version::Version;
+use crate::Result;
+
+/// The candidates of one query.
+pub(super) struct Gathered {
+    /// Distinct docnos, ascending (in the thread's scratch buffer: hand it back with
+    /// [`give_back`] once the query is done with it).
+    pub(super) docnos: Vec<u64>,
+    /// The lookups waited for the disk: the page cache is cold ([`ColdWatch`]).
+    pub(super) cold: bool,
+    /// Band buckets hit that were capped (see `QueryStats::hot_buckets`).
+    pub(super) hot_buckets: usize,
+}
+
+/// Gathers the candidates of the query whose band keys are `band_keys`; `bucket_cap` is the
+/// database's.
+pub(super) fn gather(
+    state: &State,
+    band_keys: &[u64],
+    bucket_cap: Option<u32>,
+) -> Result<Gathered> {
+    let version = &state.version;
+    let watch = ColdWatch::start(version, band_keys);
+    for (band, &bk) in band_keys.iter().enumerate() {
+        for seg in &version.segments {
+            seg.seg.cache_bucket_directory(band, bk);
+        }
+    }
+    let mut gatherer = Gatherer {
+        state,
+        bucket_cap,
+        candidates: scratch::take(),
+        from_segments: Vec::with_capacity(version.segments.len()),
+        hot_buckets: 0,
+        watch,
+    };
+    for (band, &bk) in band_keys.iter().enumerate() {
+        if let Some(&next) = band_keys.get(band + 1) {
+            cache_bucket_entries(version, band + 1, next);
+        }
+        gatherer.band(band, bk)?;
+        gatherer.watch.after_band(band, gatherer.candidates.len());
+    }
+    Ok(Gathered {
+        cold: gatherer.watch.is_cold(),
+        hot_buckets: gatherer.hot_buckets,
+        docnos: distinct_sorted(gatherer.candidates),
+    })
+}
+
+/// Hands a query's candidate buffer back to its thread, for the next query.
+pub(super) fn give_back(docnos: Vec<u64>) {
+    scratch::give_back(docnos);
+}
+
+/// Asks each segment to start reading the bucket entries of `band_key` in `band` (the next
+/// band's, while this one is gathered).
+fn cache_bucket_entries(version: &Version, band: usize, band_key: u64) {
+    for seg in &version.segments {
+        seg.seg.cache_bucket_entries(band, band_key);
+    }
+}
+
+/// One query's gathering in progress.
+struct Gatherer<'a> {
+    state: &'a State,
+    bucket_cap: Option<u32>,
+    /// One entry per band bucket hit, in gathering order (not yet distinct).
+    candidates: Vec<u64>,
+    /// The parts of the current band's bucket that each segment gave.
+    from_segments: Vec<SegmentPart>,
+    hot_buckets: usize,
+    watch: ColdWatch<'a>,
+}
+
+impl Gatherer<'_> {
+    /// Appends the bucket of `band_key` in `band` from every source, cut to the bucket cap.
+    fn band(&mut self, band: usize, band_key: u64) -> Result<()> {
+        let band_start = self.candidates.len();
+        self.state
+            .mem
+            .bucket_into(band, band_key, &mut self.candidates);
+        if let Some(imm) = &self.state.imm {
+            imm.bucket_into(band, band_key, &mut self.candidates);
+        }
+        let capped_by_segment = self.segment_postings(band, band_key)?;
+        if let Some(cap) = self.bucket_cap
+            && cap_band(
+                self.state,
+                &mut self.candidates,
+                band_start,
+                cap as usize,
+                (band, band_key),
+                &self.from_segments,
+            )?
+            && !capped_by_segment
+        {
+            self.hot_buckets += 1;
+        }
+        Ok(())
+    }
+
+    /// Appends every segment's postings of `band_key` in `band`, noting which part each gave;
+    /// returns whether a segment had cut this bucket to the cap when it was written (each such
+    /// segment counts as a hot bucket).
+    fn segment_postings(&mut self, band: usize, band_key: u64) -> Result<bool> {
+        self.from_segments.clear();
+        let mut capped = false;
+        for (i, seg) in self.state.version.segments.iter().enumerate() {
+            let start = self.candidates.len();
+            seg.seg
+                .postings_into(band, band_key, &mut self.candidates)?;
+            self.from_segments.push(SegmentPart {
+                segment: i,
+                start,
+                end: self.candidates.len(),
+            });
+            if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, band_key)?.is_some() {
+                self.hot_buckets += 1;
+                capped = true;
+            }
+            self.watch
+                .after_segment_lookup(band, i, self.candidates.len());
+        }
+        Ok(capped)
+    }
+}
+
+/// The buffer a thread gathers its queries' candidates in, kept from one query to the next: a
+/// hot query gathers tens of thousands of postings, and a fresh vector for each would grow
+/// by copying, and be mapped and unmapped by the allocator, every time.
+mod scratch {
+    use std::cell::Cell;
+
+    /// Larger buffers are not kept (a rare huge query must not pin its memory).
+    const KEEP_MAX: usize = 1 << 20;
+
+    thread_local! {
+        static BUFFER: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+    }
+
+    /// The thread's buffer, empty (a fresh one if a query on this thread already holds it:
+    /// rayon may run a second query on a thread whose first waits for its parallel part).
+    pub(super) fn take() -> Vec<u64> {
+        BUFFER.with(Cell::take)
+    }
+
+    /// Returns the buffer for the thread's next query.
+    pub(super) fn give_back(mut buffer: Vec<u64>) {
+        if buffer.capacity() <= KEEP_MAX {
+            buffer.clear();
+            BUFFER.with(|b| b.set(buffer));
+        }
+    }
+}
+
+/// The distinct docnos of `gathered` (one entry per band bucket hit), ascending. Many entries
+/// over a dense range (a hot query: thousands of candidates, each in many bands) are
+/// de-duplicated through a bitmap of the range, in linear time; others are sorted.
+pub(super) fn distinct_sorted(mut gathered: Vec<u64>) -> Vec<u64> {
+    const BITMAP_MIN_ENTRIES: usize = 128;
+    let (Some(&lo), Some(&hi)) = (gathered.iter().min(), gathered.iter().max()) else {
+        return gathered;
+    };
+    // One 64-bit word per 64 docnos of the range: worth it while the words to clear and scan
+    // are not many more than the entries.
+    let words = ((hi - lo) / 64 + 1) as usize;
+    if gathered.len() < BITMAP_MIN_ENTRIES || words > 2 * gathered.len() {
+        gathered.sort_unstable();
+        gathered.dedup();
+        return gathered;
+    }
+    let mut bitmap = vec![0u64; words];
+    for &d in &gathered {
+        let rel = d - lo;
+        if let Some(w) = bitmap.get_mut((rel / 64) as usize) {
+            *w |= 1 << (rel % 64);
+        }
+    }
+    gathered.clear();
+    for (i, &word) in bitmap.iter().enumerate() {
+        let mut w = word;
+        while w != 0 {
+            gathered.push(lo + i as u64 * 64 + u64::from(w.trailing_zeros()));
+            w &= w - 1;
+        }
+    }
+    gathered
+}

@@ -1,0 +1,123 @@
+//! A query's answer: the decided matches given their keys, ranked best first (ties by key),
+//! cut to the limit and copied out. Keys are resolved borrowed, not copied, and only the
+//! matches kept are copied out: ranking borrowed 40-byte rows is cheaper than ranking owned
+//! matches, and a `limit` then copies only what it keeps.
+
+use rayon::prelude::*;
+
+use super::query::{Match, PARALLEL_CHUNK};
+use super::query_verify::Decided;
+use super::state::State;
+use crate::Result;
+
+/// Matches from which one query resolves its keys, and copies them out, on every core (a key
+/// costs ~100 ns, a candidate's verification about as much: below this, handing work to the
+/// other threads costs more than it saves, as for `PARALLEL_CANDIDATES`).
+pub(super) const PARALLEL_MATCHES: usize = 4096;
+
+/// A match with its key, before the key is copied out.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ranked<'a> {
+    pub(super) jaccard: f64,
+    pub(super) key: &'a [u8],
+    /// [`key_head`] of `key`.
+    pub(super) key_head: u128,
+    pub(super) estimate: f64,
+    pub(super) exact: bool,
+}
+
+/// The best `limit` (all without one) of the `decided` matches, ranked. A match whose key no
+/// table holds any more is left out.
+pub(super) fn ranked_matches<'s>(
+    state: &'s State,
+    decided: &[Decided<'s>],
+    limit: Option<usize>,
+) -> Result<Vec<Match>> {
+    let mut ranked = with_keys(state, decided)?;
+    rank(&mut ranked);
+    if let Some(limit) = limit {
+        ranked.truncate(limit);
+    }
+    let to_match = |r: &Ranked<'_>| Match {
+        key: r.key.to_vec(),
+        jaccard: r.jaccard,
+        estimate: r.estimate,
+        distance: None,
+        cosine: None,
+        exact: r.exact,
+    };
+    Ok(if ranked.len() >= PARALLEL_MATCHES {
+        ranked
+            .par_iter()
+            .with_min_len(PARALLEL_CHUNK)
+            .map(to_match)
+            .collect()
+    } else {
+        ranked.iter().map(to_match).collect()
+    })
+}
+
+/// The `decided` matches with their keys (read now unless verification read them).
+fn with_keys<'s>(state: &'s State, decided: &[Decided<'s>]) -> Result<Vec<Ranked<'s>>> {
+    let resolve = |d: &Decided<'s>| -> Result<Option<Ranked<'s>>> {
+        let key = match d.key {
+            Some(key) => Some(key),
+            None => state.key_of(d.docno)?,
+        };
+        Ok(key.map(|key| Ranked {
+            jaccard: d.jaccard,
+            key,
+            key_head: key_head(key),
+            estimate: d.estimate,
+            exact: d.exact,
+        }))
+    };
+    if decided.len() >= PARALLEL_MATCHES {
+        Ok(decided
+            .par_chunks(PARALLEL_CHUNK)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .filter_map(|d| resolve(d).transpose())
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?
+            .concat())
+    } else {
+        decided
+            .iter()
+            .filter_map(|d| resolve(d).transpose())
+            .collect()
+    }
+}
+
+/// The first 16 bytes of `key` as a big-endian integer (zero-padded): two keys whose heads
+/// differ are ordered as their heads are, so ranking compares whole keys only on equal heads
+/// (a key that is a prefix of another pads with zeros, so the heads may tie, never invert).
+pub(super) fn key_head(key: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    let n = key.len().min(16);
+    if let (Some(to), Some(from)) = (head.get_mut(..n), key.get(..n)) {
+        to.copy_from_slice(from);
+    }
+    u128::from_be_bytes(head)
+}
+
+/// Orders matches best first, ties by key (live keys are unique, so the order is total). The
+/// similarity is sorted on as an integer first; then only runs of equal similarity (estimates
+/// are counts of equal slots, so a hot query's matches share a few hundred values) compare
+/// keys.
+pub(super) fn rank(ranked: &mut [Ranked<'_>]) {
+    ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.jaccard)));
+    for run in ranked.chunk_by_mut(|a, b| a.jaccard.to_bits() == b.jaccard.to_bits()) {
+        if run.len() > 1 {
+            run.sort_unstable_by(|a, b| a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key)));
+        }
+    }
+}
+
+/// An integer in the order of [`f64::total_cmp`].
+fn total_order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+}
