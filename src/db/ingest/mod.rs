@@ -17,7 +17,9 @@ use std::fmt;
 use crate::Error;
 use crate::sketch::Signature;
 
-pub use pipeline::{Counts, Ingest, Mode, OnDuplicate, Sink, Source, Stop, commit_batch};
+pub use pipeline::{
+    Acknowledge, Counts, Ingest, Mode, OnDuplicate, Sink, Source, Stop, commit_batch,
+};
 
 /// A batch of at least this many documents is committed as a bulk insert (written straight to
 /// a new segment and the signature log, with no WAL record to encode, write and replay and no
