@@ -13,7 +13,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `params_builder` | a new index's parameters from the options a user gave |
-//! | `open` | create, open and recovery, step by step |
+//! | `open`, `replay` | create, open and recovery, step by step; the WAL replayed on open |
 //! | `version`, `state` | the committed files a manifest names; what reads see (tables + version) |
 //! | `write`, `group_commit` | the write path ([`WriteBatch`]) and the shared WAL fsync |
 //! | [`ingest`] | loading many documents: records signed on every core, committed in order |
@@ -45,6 +45,7 @@ mod query_gather;
 mod query_rank;
 mod query_stream;
 mod query_verify;
+mod replay;
 mod rerank;
 mod simhash;
 mod state;
@@ -64,7 +65,6 @@ use parking_lot::{Mutex, RwLock};
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
-pub use open::CutTail;
 pub use options::{Durability, Options};
 pub use params::{
     DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,
@@ -75,6 +75,7 @@ pub use params_builder::{
     ParamsWarning, weak_banding,
 };
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
+pub use replay::CutTail;
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use simhash::max_distance_for_threshold;
 pub use stats::{BandStats, Stats, VerifyReport};

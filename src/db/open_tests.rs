@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{torn_tail_to_keep, wal_files};
+use crate::db::replay::{torn_tail_to_keep, wal_files};
 use crate::storage::vfs::{LockMode, Mapped, OpenMode, StdFs, Vfs, VfsFile, VfsLock};
 use crate::storage::wal::{WalReader, WalWriter};
 
