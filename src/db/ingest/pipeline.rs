@@ -38,10 +38,14 @@ pub trait Sink<O> {
     fn committed(&mut self, total: u64, last_key: &[u8]) -> Result<(), Self::Error>;
 
     /// A record was refused and passed over ([`Mode::Stream`] with `skip_invalid`).
-    fn skipped(&mut self, _rejected: &Rejected<O>) {}
+    fn skipped(&mut self, _rejected: &Rejected<O>) {
+        // A front end without a word for skipped records says nothing.
+    }
 
     /// Records up to `taken` are taken (committed or to be), after each chunk.
-    fn taken(&mut self, _taken: u64) {}
+    fn taken(&mut self, _taken: u64) {
+        // A front end without progress to show ignores it.
+    }
 }
 
 /// What to do with a key already stored ([`Mode::Stream`]).
