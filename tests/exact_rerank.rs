@@ -216,7 +216,7 @@ fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
         "{pairs} pairs, {exact_pairs} exact"
     );
     let mut estimated = 0;
-    db.dedup_pairs_with(
+    db.dedup_pairs_with_options(
         0.6,
         DedupOptions {
             estimate_only: true,

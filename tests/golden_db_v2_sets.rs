@@ -87,7 +87,7 @@ fn text_set(db: &Db, text: &str) -> Vec<u32> {
 /// Every dedup pair at the index threshold, keys in order within a pair and pairs sorted.
 fn dedup(db: &Db, threshold: f64) -> Vec<Value> {
     let mut pairs = Vec::new();
-    db.dedup_pairs_with(
+    db.dedup_pairs_with_options(
         threshold,
         DedupOptions::default(),
         |p| {

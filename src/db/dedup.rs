@@ -247,18 +247,18 @@ impl Db {
     /// go on meanwhile and are not seen.
     ///
     /// In an index that stores shingle sets, pairs are decided and reported by their exact
-    /// Jaccard ([`Db::dedup_pairs_with`] can turn that off).
+    /// Jaccard ([`Db::dedup_pairs_with_options`] can turn that off).
     pub fn dedup_pairs(
         &self,
         threshold: f64,
         emit: impl FnMut(DedupPair) -> Result<()>,
         progress: impl FnMut(usize, usize),
     ) -> Result<DedupStats> {
-        self.dedup_pairs_with(threshold, DedupOptions::default(), emit, progress)
+        self.dedup_pairs_with_options(threshold, DedupOptions::default(), emit, progress)
     }
 
     /// [`Db::dedup_pairs`] with options.
-    pub fn dedup_pairs_with(
+    pub fn dedup_pairs_with_options(
         &self,
         threshold: f64,
         opts: DedupOptions,
@@ -305,25 +305,26 @@ impl Db {
     /// when it starts, and holds no pairs: a document in a cluster is never compared again.
     pub fn dedup_clusters(&self, threshold: f64) -> Result<Vec<Vec<Vec<u8>>>> {
         let mut clusters = Vec::new();
-        self.dedup_clusters_with(threshold, |c| {
+        self.for_each_dedup_cluster(threshold, |c| {
             clusters.push(c);
             Ok(())
         })?;
         Ok(clusters)
     }
 
-    /// [`Db::dedup_clusters`], streaming: `emit` gets each cluster (center first) as soon as
-    /// it is complete, in the order of their centers' age. Returns what the pass did.
-    pub fn dedup_clusters_with(
+    /// The clusters of [`Db::dedup_clusters`], streamed: `emit` gets each cluster (center
+    /// first) as soon as it is complete, in the order of their centers' age. Returns what the
+    /// pass did.
+    pub fn for_each_dedup_cluster(
         &self,
         threshold: f64,
         emit: impl FnMut(Vec<Vec<u8>>) -> Result<()>,
     ) -> Result<DedupStats> {
-        self.dedup_clusters_with_options(threshold, DedupOptions::default(), emit)
+        self.for_each_dedup_cluster_with_options(threshold, DedupOptions::default(), emit)
     }
 
-    /// [`Db::dedup_clusters_with`] with options.
-    pub fn dedup_clusters_with_options(
+    /// [`Db::for_each_dedup_cluster`] with options.
+    pub fn for_each_dedup_cluster_with_options(
         &self,
         threshold: f64,
         opts: DedupOptions,
