@@ -34,14 +34,14 @@ pub fn run(dir: &std::path::Path) -> mhdb::Result<Vec<(f64, String)>> {
     Ok(hits
         .matches
         .iter()
-        .map(|m| (m.jaccard, String::from_utf8_lossy(&m.key).into_owned()))
+        .map(|m| (m.similarity, String::from_utf8_lossy(&m.key).into_owned()))
         .collect())
 }
 
 #[allow(dead_code)] // called by `cargo run --example readme`; tests call `run`
 fn main() -> mhdb::Result<()> {
-    for (jaccard, key) in run(std::path::Path::new("idx"))? {
-        println!("{jaccard:.3} {key}");
+    for (similarity, key) in run(std::path::Path::new("idx"))? {
+        println!("{similarity:.3} {key}");
     }
     Ok(())
 }

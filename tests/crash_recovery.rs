@@ -205,7 +205,7 @@ fn check_image(image: Arc<SimFs>, models: &[Model], must_have: usize, what: &str
         let got: BTreeMap<String, f64> = got
             .matches
             .into_iter()
-            .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
+            .map(|m| (String::from_utf8(m.key).unwrap(), m.similarity))
             .collect();
         for (key, stored) in model {
             let j = estimate(&p, &packed, stored);
@@ -263,9 +263,9 @@ fn check_exact_answers(db: &Db, model: &Model, packer: &Packer, what: &str) {
             let seed = seed_of[stored];
             let want = set_of(q).jaccard(&set_of(seed));
             assert!(
-                (m.jaccard - want).abs() < 1e-12,
+                (m.similarity - want).abs() < 1e-12,
                 "{what}: {key} exact {} vs {want}",
-                m.jaccard
+                m.similarity
             );
         }
     }

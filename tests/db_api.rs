@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use mhdb::Error;
-use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::db::{Db, Durability, IndexParams, Metric, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{MinHasher, Signature, SketchParams};
 
 use common::rng::XorShift64;
@@ -70,7 +70,8 @@ fn insert_query_delete_upsert_reopen() {
         res.matches.first().map(|m| m.key.as_slice()),
         Some(&b"doc7"[..])
     );
-    assert!(res.matches[0].jaccard >= 0.8);
+    assert!(res.matches[0].similarity >= 0.8);
+    assert_eq!(res.matches[0].metric, Metric::Jaccard);
     assert!(res.stats.candidates >= 1);
 
     // Upsert: doc7 now holds unrelated text.
@@ -95,7 +96,7 @@ fn insert_query_delete_upsert_reopen() {
         .query(&hasher.sketch_text(&text(999)), &QueryOptions::default())
         .unwrap();
     assert_eq!(res.matches[0].key, b"doc7");
-    assert!((res.matches[0].jaccard - 1.0).abs() < 1e-9);
+    assert!((res.matches[0].similarity - 1.0).abs() < 1e-9);
 }
 
 /// `stats` counts a deleted document (or an upsert's old version) while it still takes a row
@@ -219,7 +220,11 @@ fn queries_equal_brute_force_across_flushes_and_compaction() {
                 let k = String::from_utf8(m.key.clone()).unwrap();
                 let other = model.get(&k).expect("a match must be a live key");
                 let j = sig.jaccard(other).unwrap();
-                assert!((j - m.jaccard).abs() < 1e-9, "{k}: {j} vs {}", m.jaccard);
+                assert!(
+                    (j - m.similarity).abs() < 1e-9,
+                    "{k}: {j} vs {}",
+                    m.similarity
+                );
                 assert!(j >= 0.8);
             }
         }
@@ -255,7 +260,11 @@ fn top_k_and_threshold_options() {
             },
         )
         .unwrap();
-    assert!(all.matches.windows(2).all(|w| w[0].jaccard >= w[1].jaccard));
+    assert!(
+        all.matches
+            .windows(2)
+            .all(|w| w[0].similarity >= w[1].similarity)
+    );
     let top2 = db
         .query(
             &q,
@@ -351,7 +360,7 @@ fn read_only_open_changes_no_byte() {
     assert!(r.contains("unflushed").unwrap());
     let res = r.query_text(&text(3), &QueryOptions::default()).unwrap();
     assert_eq!(res.matches[0].key, b"d3");
-    assert!((res.matches[0].jaccard - 1.0).abs() < 1e-9);
+    assert!((res.matches[0].similarity - 1.0).abs() < 1e-9);
     assert_eq!(r.stats().unwrap().live_docs, 21);
     drop(r);
     assert_eq!(before, snapshot(&path));

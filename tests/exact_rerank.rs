@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use mhdb::db::{Db, DedupOptions, IndexParams, Options, QueryOptions};
+use mhdb::db::{Db, DedupOptions, IndexParams, Metric, Options, QueryOptions};
 use mhdb::sketch::{ShingleConfig, SketchParams};
 
 /// Paragraphs of this repository's own documentation (real prose and tables), and edited
@@ -102,15 +102,17 @@ fn check_answers(db: &Db, docs: &[(String, String)], threshold: f64, what: &str)
             let name = String::from_utf8_lossy(&m.key);
             if m.exact {
                 assert!(
-                    (m.jaccard - want).abs() < 1e-3 && m.jaccard >= threshold && m.estimate < sure,
+                    (m.similarity - want).abs() < 1e-3
+                        && m.similarity >= threshold
+                        && m.estimate < sure,
                     "{what}: {key} ~ {name}: reported {} (estimate {}), exact {want}",
-                    m.jaccard,
+                    m.similarity,
                     m.estimate
                 );
             } else {
                 // Far enough above the threshold for the estimate to decide.
                 assert!(
-                    m.jaccard == m.estimate && m.estimate >= sure && want >= threshold,
+                    m.similarity == m.estimate && m.estimate >= sure && want >= threshold,
                     "{what}: {key} ~ {name}: estimate {} unchecked, exact {want}",
                     m.estimate
                 );
@@ -193,15 +195,16 @@ fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
         0.6,
         |p| {
             pairs += 1;
+            assert_eq!(p.metric, Metric::Jaccard);
             let want = exact(text_of(&p.a), text_of(&p.b));
             if p.exact {
                 assert!(
-                    (p.jaccard - want).abs() < 1e-3 && p.jaccard >= 0.6,
+                    (p.similarity - want).abs() < 1e-3 && p.similarity >= 0.6,
                     "{p:?} vs {want}"
                 );
                 exact_pairs += 1;
             } else {
-                assert!(p.jaccard == p.estimate && want >= 0.6, "{p:?} vs {want}");
+                assert!(p.similarity == p.estimate && want >= 0.6, "{p:?} vs {want}");
             }
             Ok(())
         },
@@ -213,14 +216,14 @@ fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
         "{pairs} pairs, {exact_pairs} exact"
     );
     let mut estimated = 0;
-    db.dedup_pairs_with(
+    db.dedup_pairs_with_options(
         0.6,
         DedupOptions {
             estimate_only: true,
         },
         |p| {
             estimated += 1;
-            assert!(p.jaccard == p.estimate && !p.exact);
+            assert!(p.similarity == p.estimate && !p.exact);
             Ok(())
         },
         |_, _| {},
@@ -236,7 +239,7 @@ fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
             },
         )
         .unwrap();
-    assert!(!q.stats.exact && q.matches.iter().all(|m| m.jaccard == m.estimate));
+    assert!(!q.stats.exact && q.matches.iter().all(|m| m.similarity == m.estimate));
 }
 
 #[test]
@@ -332,7 +335,7 @@ fn top_k_ranks_by_exact_jaccard() {
         let got: Vec<(f64, String)> = r
             .matches
             .iter()
-            .map(|m| (m.jaccard, String::from_utf8(m.key.clone()).unwrap()))
+            .map(|m| (m.similarity, String::from_utf8(m.key.clone()).unwrap()))
             .collect();
         assert_eq!(got.len(), truth.len(), "query {q}: {got:?} vs {truth:?}");
         for ((gj, gk), (tj, tk)) in got.iter().zip(&truth) {
@@ -363,7 +366,7 @@ fn top_k_ranks_by_exact_jaccard() {
             assert_eq!(Some(&m.estimate), estimated.get(&m.key), "query {q}: {m:?}");
         }
         assert!(
-            r.matches.iter().any(|m| m.estimate != m.jaccard),
+            r.matches.iter().any(|m| m.estimate != m.similarity),
             "query {q}: every estimate equals its exact value: {:?}",
             r.matches
         );
@@ -499,7 +502,7 @@ fn dedup_over_large_buckets_agrees_with_queries() {
                 want.push((
                     m.key.clone(),
                     key.as_bytes().to_vec(),
-                    m.jaccard,
+                    m.similarity,
                     m.estimate,
                     m.exact,
                 ));
@@ -508,7 +511,7 @@ fn dedup_over_large_buckets_agrees_with_queries() {
     }
     let mut got: Vec<_> = pairs
         .into_iter()
-        .map(|p| (p.a, p.b, p.jaccard, p.estimate, p.exact))
+        .map(|p| (p.a, p.b, p.similarity, p.estimate, p.exact))
         .collect();
     let order = |a: &(Vec<u8>, Vec<u8>, f64, f64, bool), b: &(Vec<u8>, Vec<u8>, f64, f64, bool)| {
         (&a.0, &a.1).cmp(&(&b.0, &b.1))
@@ -544,7 +547,7 @@ fn top_k_against_a_rising_bar_answers_as_a_serial_one() {
             k => &copies.iter().find(|(key, _)| key == k).unwrap().1,
         };
         assert!(
-            m.exact && (m.jaccard - exact(&base, text)).abs() < 1e-3,
+            m.exact && (m.similarity - exact(&base, text)).abs() < 1e-3,
             "{m:?}"
         );
     }

@@ -63,7 +63,7 @@ fn foreign_signatures_are_stored_queried_and_text_is_refused() {
         db.insert("a", &a).unwrap();
         let hits = db.query(&b, &QueryOptions::default()).unwrap().matches;
         assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].jaccard, 0.75); // 48 of 64 equal slots, exact at 64 bits
+        assert_eq!(hits[0].similarity, 0.75); // 48 of 64 equal slots, exact at 64 bits
         assert!(is_text_refusal(&db.hasher().unwrap_err()));
         assert!(is_text_refusal(
             &db.insert_text("t", "some text").unwrap_err()

@@ -417,7 +417,7 @@ fn describe(dir: &Path, model: &Model, queries: &[(&str, String)], wal: Vec<Valu
                 .iter()
                 .map(|m| {
                     let key = String::from_utf8(m.key.clone()).unwrap();
-                    json!({"key": key, "jaccard": m.jaccard})
+                    json!({"key": key, "jaccard": m.similarity})
                 })
                 .collect();
             json!({"why": why, "text": text, "matches": matches})

@@ -87,7 +87,7 @@ fn text_set(db: &Db, text: &str) -> Vec<u32> {
 /// Every dedup pair at the index threshold, keys in order within a pair and pairs sorted.
 fn dedup(db: &Db, threshold: f64) -> Vec<Value> {
     let mut pairs = Vec::new();
-    db.dedup_pairs_with(
+    db.dedup_pairs_with_options(
         threshold,
         DedupOptions::default(),
         |p| {
@@ -95,7 +95,7 @@ fn dedup(db: &Db, threshold: f64) -> Vec<Value> {
             pairs.push((
                 String::from_utf8(a).unwrap(),
                 String::from_utf8(b).unwrap(),
-                p.jaccard,
+                p.similarity,
                 p.estimate,
                 p.exact,
             ));
@@ -134,7 +134,7 @@ fn check_sets(db: &Db, expected: &Value, what: &str) {
             continue;
         }
         assert_eq!(
-            hit.map(|m| m.jaccard),
+            hit.map(|m| m.similarity),
             Some(1.0),
             "{what}: {key:?}: its own text does not find it at exact Jaccard 1 (stored set differs)"
         );
@@ -462,7 +462,7 @@ fn describe(dir: &Path, model: &Model, queries: &[(&str, String)], wal: Vec<Valu
                 .iter()
                 .map(|m| {
                     let key = String::from_utf8(m.key.clone()).unwrap();
-                    json!({"key": key, "jaccard": m.jaccard, "estimate": m.estimate})
+                    json!({"key": key, "jaccard": m.similarity, "estimate": m.estimate})
                 })
                 .collect();
             json!({"why": why, "text": text, "matches": matches})

@@ -80,7 +80,7 @@ fn check(db: &Db, model: &Model) {
             let k = String::from_utf8(m.key.clone()).unwrap();
             let stored = model.get(&k).expect("match must be live");
             let j = estimate(p, &packed, stored);
-            assert!((j - m.jaccard).abs() < 1e-12);
+            assert!((j - m.similarity).abs() < 1e-12);
             assert!(j >= p.threshold);
         }
         for (k, stored) in model {

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mhdb::Error;
-use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::db::{Db, Durability, IndexParams, Metric, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{SimHash, SimParams, SimWeighting, cosine_from_hamming};
 use mhdb::storage::sim::{CrashMode, SimFs};
 use proptest::prelude::*;
@@ -60,6 +60,10 @@ fn answer(db: &Db, q: SimHash, opts: &QueryOptions) -> Vec<(String, u32)> {
         .map(|m| {
             let d = m.distance.expect("a SimHash match has a distance");
             assert_eq!(m.cosine, Some(cosine_from_hamming(d)));
+            assert_eq!(
+                (m.metric, m.similarity),
+                (Metric::Cosine, cosine_from_hamming(d))
+            );
             (String::from_utf8(m.key).unwrap(), d)
         })
         .collect();
@@ -190,6 +194,37 @@ fn top_k_returns_the_nearest_within_reach() {
             ..top
         };
         assert_eq!(answer(&db, q, &both), nearest(k.min(2)), "top {k}, limit 2");
+    }
+}
+
+/// Dedup in a SimHash index reports each pair's similarity as the cosine estimate of its
+/// Hamming distance, and says so.
+#[test]
+fn dedup_pairs_carry_the_cosine_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), params(4), Options::default()).unwrap();
+    let center = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = SplitMix64(11);
+    for d in 0..=3u32 {
+        db.insert_simhash(format!("d{d}"), SimHash(flip_bits(center, d, &mut rng)))
+            .unwrap();
+    }
+    let mut pairs = Vec::new();
+    db.dedup_pairs(
+        0.5,
+        |p| {
+            pairs.push(p);
+            Ok(())
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    assert!(!pairs.is_empty());
+    for p in &pairs {
+        let d = p.distance.expect("a SimHash pair has a distance");
+        assert_eq!(p.metric, Metric::Cosine);
+        assert_eq!(p.similarity, cosine_from_hamming(d));
+        assert_eq!((p.estimate, p.cosine), (p.similarity, Some(p.similarity)));
     }
 }
 

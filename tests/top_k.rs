@@ -51,7 +51,7 @@ fn top(db: &Db, query: &str, k: usize, floor: Option<f64>) -> (Vec<(String, f64)
     let got = r
         .matches
         .into_iter()
-        .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
+        .map(|m| (String::from_utf8(m.key).unwrap(), m.similarity))
         .collect();
     (got, r.stats.probed)
 }

@@ -165,14 +165,14 @@ fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py,
                 [
                     key_to_py(py, &m.key),
                     d.into_pyobject(py)?.into_any(),
-                    m.jaccard.into_pyobject(py)?.into_any(),
+                    m.similarity.into_pyobject(py)?.into_any(),
                 ],
             ),
             None => PyTuple::new(
                 py,
                 [
                     key_to_py(py, &m.key),
-                    m.jaccard.into_pyobject(py)?.into_any(),
+                    m.similarity.into_pyobject(py)?.into_any(),
                 ],
             ),
         })
@@ -599,7 +599,7 @@ impl PyIndex {
                         if let Some(d) = p.distance {
                             items.push(d.into_pyobject(py)?.into_any());
                         }
-                        items.push(p.jaccard.into_pyobject(py)?.into_any());
+                        items.push(p.similarity.into_pyobject(py)?.into_any());
                         Ok(PyTuple::new(py, items)?.into_any())
                     })
                     .collect::<PyResult<_>>()?

@@ -37,7 +37,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 Some(db.params().lsh.bands as u64),
                 "{bar:40} band {pos}/{len} {elapsed}",
             );
-            let stats = db.dedup_pairs_with(
+            let stats = db.dedup_pairs_with_options(
                 t,
                 opts,
                 |p| {
@@ -64,7 +64,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let mut clusters = 0u64;
-            let stats = db.dedup_clusters_with_options(t, opts, |c| {
+            let stats = db.for_each_dedup_cluster_with_options(t, opts, |c| {
                 clusters += 1;
                 let (keep, dups) = c
                     .split_first()

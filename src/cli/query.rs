@@ -55,8 +55,8 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         for m in &r.matches {
             match m.distance {
                 // SimHash: "DISTANCE<TAB>COSINE<TAB>KEY".
-                Some(d) => writeln!(out, "{d}\t{:.4}\t{}", m.jaccard, key_text(&m.key))?,
-                None => writeln!(out, "{:.4}\t{}", m.jaccard, key_text(&m.key))?,
+                Some(d) => writeln!(out, "{d}\t{:.4}\t{}", m.similarity, key_text(&m.key))?,
+                None => writeln!(out, "{:.4}\t{}", m.similarity, key_text(&m.key))?,
             }
         }
     }

@@ -33,7 +33,7 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
                 json!({"id": key_json(&m.key), "distance": d, "cosine": round6(c)})
             }
             _ => {
-                let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.jaccard)});
+                let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.similarity)});
                 if exact {
                     v["estimate"] = json!(round6(m.estimate));
                     v["exact"] = json!(m.exact);
@@ -98,10 +98,10 @@ pub fn write_answer(
             out.write_all(b",\"jaccard\":")?;
             // Matches come best first, so runs share a similarity (an estimate takes one of
             // k + 1 values): each run's number is formatted once.
-            if last_jaccard != Some(m.jaccard.to_bits()) {
+            if last_jaccard != Some(m.similarity.to_bits()) {
                 jaccard_text.clear();
-                serde_json::to_writer(&mut jaccard_text, &round6(m.jaccard))?;
-                last_jaccard = Some(m.jaccard.to_bits());
+                serde_json::to_writer(&mut jaccard_text, &round6(m.similarity))?;
+                last_jaccard = Some(m.similarity.to_bits());
             }
             out.write_all(&jaccard_text)?;
         }
@@ -131,7 +131,7 @@ pub fn dedup_pair(p: &DedupPair, exact: bool) -> Value {
     let (a, b) = (key_json(&p.a), key_json(&p.b));
     match (p.distance, p.cosine) {
         (Some(d), Some(c)) => json!({"a": a, "b": b, "distance": d, "cosine": round6(c)}),
-        _ => pair(a, b, p.jaccard, exact.then_some((p.estimate, p.exact))),
+        _ => pair(a, b, p.similarity, exact.then_some((p.estimate, p.exact))),
     }
 }
 
@@ -217,7 +217,7 @@ pub fn s_curve(lsh: &LshParams, points: &[f64]) -> Value {
 
 #[cfg(test)]
 mod write_answer_tests {
-    use mhdb::db::{Match, QueryStats};
+    use mhdb::db::{Match, Metric, QueryStats};
 
     use super::*;
 
@@ -248,10 +248,15 @@ mod write_answer_tests {
                         .enumerate()
                         .map(|(i, k)| Match {
                             key: k.to_vec(),
-                            jaccard: 1.0 / (i as f64 + 3.0),
+                            similarity: 1.0 / (i as f64 + 3.0),
+                            // Every other match as a SimHash index reports it.
+                            metric: if i % 2 == 1 && !exact {
+                                Metric::Cosine
+                            } else {
+                                Metric::Jaccard
+                            },
                             estimate: 1.0 / (i as f64 + 2.5),
                             exact: exact && i % 3 != 0,
-                            // Every other match as a SimHash index reports it.
                             distance: (i % 2 == 1 && !exact).then_some(i as u32),
                             cosine: (i % 2 == 1 && !exact)
                                 .then(|| mhdb::sketch::cosine_from_hamming(i as u32)),

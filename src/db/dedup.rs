@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::Db;
 use super::dedup_verify::{DecodedOnce, Scores, Verifier};
+use super::metric::Metric;
 use super::state::State;
 use crate::storage::segment::{band_key32, cap_rank, keep_lowest_ranked};
 use crate::{Error, Result};
@@ -29,18 +30,21 @@ pub struct DedupPair {
     pub a: Vec<u8>,
     /// Key of the newer document.
     pub b: Vec<u8>,
-    /// Jaccard similarity: exact (from stored shingle sets) when the pass re-ranked, else
-    /// the estimate (SimHash index: the cosine estimate, as in `cosine`).
-    pub jaccard: f64,
-    /// Jaccard similarity estimated from the stored signatures (SimHash index: as
-    /// `jaccard`).
+    /// The pair's similarity, in `metric`. Jaccard: exact (from the stored shingle sets)
+    /// when [`DedupPair::exact`], otherwise the estimate from the signatures. Cosine: the
+    /// estimate `cos(π·distance/64)`, as in `cosine`.
+    pub similarity: f64,
+    /// The metric `similarity` is in: the index's ([`IndexParams::metric`](super::IndexParams::metric)).
+    pub metric: Metric,
+    /// The similarity estimated from the stored signatures: the b-bit Jaccard estimate
+    /// (Jaccard), or the cosine estimate, as `similarity` (cosine).
     pub estimate: f64,
     /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
     pub distance: Option<u32>,
     /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
     pub cosine: Option<f64>,
-    /// True when `jaccard` is exact: the pass re-ranked and the pair's estimate came within
-    /// the re-rank margin of the threshold (above it the estimate decides).
+    /// True when `similarity` is an exact Jaccard: the pass re-ranked and the pair's estimate
+    /// came within the re-rank margin of the threshold (above it the estimate decides).
     pub exact: bool,
 }
 
@@ -243,18 +247,18 @@ impl Db {
     /// go on meanwhile and are not seen.
     ///
     /// In an index that stores shingle sets, pairs are decided and reported by their exact
-    /// Jaccard ([`Db::dedup_pairs_with`] can turn that off).
+    /// Jaccard ([`Db::dedup_pairs_with_options`] can turn that off).
     pub fn dedup_pairs(
         &self,
         threshold: f64,
         emit: impl FnMut(DedupPair) -> Result<()>,
         progress: impl FnMut(usize, usize),
     ) -> Result<DedupStats> {
-        self.dedup_pairs_with(threshold, DedupOptions::default(), emit, progress)
+        self.dedup_pairs_with_options(threshold, DedupOptions::default(), emit, progress)
     }
 
     /// [`Db::dedup_pairs`] with options.
-    pub fn dedup_pairs_with(
+    pub fn dedup_pairs_with_options(
         &self,
         threshold: f64,
         opts: DedupOptions,
@@ -301,25 +305,26 @@ impl Db {
     /// when it starts, and holds no pairs: a document in a cluster is never compared again.
     pub fn dedup_clusters(&self, threshold: f64) -> Result<Vec<Vec<Vec<u8>>>> {
         let mut clusters = Vec::new();
-        self.dedup_clusters_with(threshold, |c| {
+        self.for_each_dedup_cluster(threshold, |c| {
             clusters.push(c);
             Ok(())
         })?;
         Ok(clusters)
     }
 
-    /// [`Db::dedup_clusters`], streaming: `emit` gets each cluster (center first) as soon as
-    /// it is complete, in the order of their centers' age. Returns what the pass did.
-    pub fn dedup_clusters_with(
+    /// The clusters of [`Db::dedup_clusters`], streamed: `emit` gets each cluster (center
+    /// first) as soon as it is complete, in the order of their centers' age. Returns what the
+    /// pass did.
+    pub fn for_each_dedup_cluster(
         &self,
         threshold: f64,
         emit: impl FnMut(Vec<Vec<u8>>) -> Result<()>,
     ) -> Result<DedupStats> {
-        self.dedup_clusters_with_options(threshold, DedupOptions::default(), emit)
+        self.for_each_dedup_cluster_with_options(threshold, DedupOptions::default(), emit)
     }
 
-    /// [`Db::dedup_clusters_with`] with options.
-    pub fn dedup_clusters_with_options(
+    /// [`Db::for_each_dedup_cluster`] with options.
+    pub fn for_each_dedup_cluster_with_options(
         &self,
         threshold: f64,
         opts: DedupOptions,
@@ -542,13 +547,14 @@ impl PairPass<'_> {
             similarity,
             estimate,
         } = pair.scores;
-        let (jaccard, distance, cosine) = self.db.describe_estimate(similarity);
+        let (similarity, distance, cosine) = self.db.describe_estimate(similarity);
         Ok(DedupPair {
             a: self.index.key(self.state, pair.older)?,
             b: self.index.key(self.state, pair.newer)?,
-            jaccard,
+            similarity,
+            metric: self.db.params.metric(),
             estimate: if distance.is_some() {
-                jaccard
+                similarity
             } else {
                 estimate
             },
@@ -718,7 +724,7 @@ mod tests {
                 t,
                 |p| {
                     let key = (p.a.clone().min(p.b.clone()), p.a.max(p.b));
-                    assert!(pairs.insert(key, p.jaccard).is_none(), "a pair twice");
+                    assert!(pairs.insert(key, p.similarity).is_none(), "a pair twice");
                     Ok(())
                 },
                 |_, _| {},

@@ -22,6 +22,7 @@
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
 //! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
+//! | `metric` | the metric a reported similarity is in ([`Metric`]) |
 
 mod bulk;
 mod commit;
@@ -34,6 +35,7 @@ mod flush;
 mod group_commit;
 pub mod ingest;
 mod memtable;
+mod metric;
 mod open;
 mod options;
 mod params;
@@ -65,6 +67,7 @@ use parking_lot::{Mutex, RwLock};
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
+pub use metric::Metric;
 pub use options::{Durability, Options};
 pub use params::{
     DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,

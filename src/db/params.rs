@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::metric::Metric;
 use crate::sketch::{
     Banding, KeyFingerprint, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig,
     ShingleKind, Signature, SimParams, SimWeighting, SketchParams, TuneOptions, bbit,
@@ -287,6 +288,15 @@ impl IndexParams {
         };
         params.validate()?;
         Ok(params)
+    }
+
+    /// The metric of the similarities this index reports: Jaccard for MinHash, cosine for
+    /// SimHash.
+    pub fn metric(&self) -> Metric {
+        match self.kind {
+            IndexKind::MinHash => Metric::Jaccard,
+            IndexKind::SimHash { .. } => Metric::Cosine,
+        }
     }
 
     /// The SimHash parameters of a SimHash index; `None` for a MinHash one.

@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use super::Db;
+use super::metric::Metric;
 use super::query_cold::prefetch_keys;
 use super::query_gather::{gather, give_back};
 use super::query_rank::ranked_matches;
@@ -42,19 +43,22 @@ pub struct QueryOptions {
 pub struct Match {
     /// The stored key.
     pub key: Vec<u8>,
-    /// The Jaccard similarity: exact, from the stored shingle sets, when [`Match::exact`];
-    /// otherwise the estimate (SimHash index: the cosine estimate, as in `cosine`).
-    pub jaccard: f64,
-    /// The Jaccard similarity estimated from the stored b-bit signature (SimHash index: as
-    /// `jaccard`).
+    /// The similarity to the query, in `metric`. Jaccard: exact, from the stored shingle
+    /// sets, when [`Match::exact`], otherwise the estimate from the signatures. Cosine: the
+    /// estimate `cos(π·distance/64)`, as in `cosine`.
+    pub similarity: f64,
+    /// The metric `similarity` is in: the index's ([`IndexParams::metric`](super::IndexParams::metric)).
+    pub metric: Metric,
+    /// The similarity estimated from the stored signature: the b-bit Jaccard estimate
+    /// (Jaccard), or the cosine estimate, as `similarity` (cosine).
     pub estimate: f64,
     /// SimHash index: the Hamming distance between the fingerprints (`None` for MinHash).
     pub distance: Option<u32>,
     /// SimHash index: the cosine estimate `cos(π·distance/64)` (`None` for MinHash).
     pub cosine: Option<f64>,
-    /// True when `jaccard` is exact: the query was re-ranked and this match's estimate came
-    /// within the re-rank margin of the threshold (above it, the estimate alone decides,
-    /// wrongly with probability below 0.14 %, and is what is reported).
+    /// True when `similarity` is an exact Jaccard: the query was re-ranked and this match's
+    /// estimate came within the re-rank margin of the threshold (above it, the estimate alone
+    /// decides, wrongly with probability below 0.14 %, and is what is reported).
     pub exact: bool,
 }
 
@@ -179,7 +183,7 @@ impl Db {
         if gathered.cold && decided.len() > 1 {
             prefetch_keys(version, decided.iter().map(|d| d.docno));
         }
-        let matches = ranked_matches(state, &decided, limit)?;
+        let matches = ranked_matches(state, &decided, limit, self.params.metric())?;
         Ok(QueryResult { matches, stats })
     }
 }

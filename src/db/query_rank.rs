@@ -5,6 +5,7 @@
 
 use rayon::prelude::*;
 
+use super::metric::Metric;
 use super::query::{Match, PARALLEL_CHUNK};
 use super::query_verify::Decided;
 use super::state::State;
@@ -18,7 +19,8 @@ pub(super) const PARALLEL_MATCHES: usize = 4096;
 /// A match with its key, before the key is copied out.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Ranked<'a> {
-    pub(super) jaccard: f64,
+    /// The similarity reported, in the index's metric.
+    pub(super) similarity: f64,
     pub(super) key: &'a [u8],
     /// [`key_head`] of `key`.
     pub(super) key_head: u128,
@@ -26,12 +28,13 @@ pub(super) struct Ranked<'a> {
     pub(super) exact: bool,
 }
 
-/// The best `limit` (all without one) of the `decided` matches, ranked. A match whose key no
-/// table holds any more is left out.
+/// The best `limit` (all without one) of the `decided` matches, ranked, their similarities in
+/// `metric`. A match whose key no table holds any more is left out.
 pub(super) fn ranked_matches<'s>(
     state: &'s State,
     decided: &[Decided<'s>],
     limit: Option<usize>,
+    metric: Metric,
 ) -> Result<Vec<Match>> {
     let mut ranked = with_keys(state, decided)?;
     rank(&mut ranked);
@@ -40,7 +43,8 @@ pub(super) fn ranked_matches<'s>(
     }
     let to_match = |r: &Ranked<'_>| Match {
         key: r.key.to_vec(),
-        jaccard: r.jaccard,
+        similarity: r.similarity,
+        metric,
         estimate: r.estimate,
         distance: None,
         cosine: None,
@@ -65,7 +69,7 @@ fn with_keys<'s>(state: &'s State, decided: &[Decided<'s>]) -> Result<Vec<Ranked
             None => state.key_of(d.docno)?,
         };
         Ok(key.map(|key| Ranked {
-            jaccard: d.jaccard,
+            similarity: d.similarity,
             key,
             key_head: key_head(key),
             estimate: d.estimate,
@@ -108,8 +112,8 @@ pub(super) fn key_head(key: &[u8]) -> u128 {
 /// are counts of equal slots, so a hot query's matches share a few hundred values) compare
 /// keys.
 pub(super) fn rank(ranked: &mut [Ranked<'_>]) {
-    ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.jaccard)));
-    for run in ranked.chunk_by_mut(|a, b| a.jaccard.to_bits() == b.jaccard.to_bits()) {
+    ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.similarity)));
+    for run in ranked.chunk_by_mut(|a, b| a.similarity.to_bits() == b.similarity.to_bits()) {
         if run.len() > 1 {
             run.sort_unstable_by(|a, b| a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key)));
         }

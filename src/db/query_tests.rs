@@ -255,7 +255,7 @@ fn hot_queries_find_exactly_the_similar_candidates() {
     let mut got: Vec<(String, f64)> = got
         .matches
         .into_iter()
-        .map(|m| (String::from_utf8(m.key).unwrap(), m.jaccard))
+        .map(|m| (String::from_utf8(m.key).unwrap(), m.similarity))
         .collect();
     got.sort_by(|a, b| a.0.cmp(&b.0));
     // Enough matches that their keys are resolved on every core too.
@@ -436,7 +436,7 @@ fn ranking_falls_back_to_whole_keys_when_heads_tie() {
     let mut rows: Vec<Ranked<'_>> = keys
         .iter()
         .map(|key| Ranked {
-            jaccard: 0.5,
+            similarity: 0.5,
             key,
             key_head: key_head(key),
             estimate: 0.5,
@@ -471,7 +471,7 @@ proptest::proptest! {
             .iter()
             .zip(&rows)
             .map(|(key, &(v, _))| Ranked {
-                jaccard: VALUES[v],
+                similarity: VALUES[v],
                 key,
                 key_head: key_head(key),
                 estimate: 0.0,
@@ -479,11 +479,11 @@ proptest::proptest! {
             })
             .collect();
         let mut expected = rows.clone();
-        expected.sort_by(|a, b| b.jaccard.total_cmp(&a.jaccard).then_with(|| a.key.cmp(b.key)));
+        expected.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then_with(|| a.key.cmp(b.key)));
         let mut got = rows;
         rank(&mut got);
         let pairs = |v: &[Ranked<'_>]| -> Vec<(u64, Vec<u8>)> {
-            v.iter().map(|r| (r.jaccard.to_bits(), r.key.to_vec())).collect()
+            v.iter().map(|r| (r.similarity.to_bits(), r.key.to_vec())).collect()
         };
         proptest::prop_assert_eq!(pairs(&got), pairs(&expected));
     }

@@ -42,10 +42,10 @@ pub(super) struct Verified<'a> {
 pub(super) struct Decided<'a> {
     pub(super) docno: u64,
     /// The similarity reported: exact when `exact`, else the estimate.
-    pub(super) jaccard: f64,
+    pub(super) similarity: f64,
     /// The similarity estimated from the stored signature.
     pub(super) estimate: f64,
-    /// Whether `jaccard` was computed from the stored shingle sets.
+    /// Whether `similarity` was computed from the stored shingle sets.
     pub(super) exact: bool,
     /// Its key, when verification read it on the way.
     pub(super) key: Option<&'a [u8]>,
@@ -233,7 +233,7 @@ pub(super) fn decide<'s>(
 ) -> Result<Vec<Decided<'s>>> {
     let by_estimate = |f: &Found<'s>| Decided {
         docno: f.docno,
-        jaccard: f.estimate,
+        similarity: f.estimate,
         estimate: f.estimate,
         exact: false,
         key: f.key,
@@ -251,7 +251,7 @@ pub(super) fn decide<'s>(
                 out.push(by_estimate(f));
             } else if let Some(j) = exact_at_least(state, f.docno, query_set, threshold)? {
                 out.push(Decided {
-                    jaccard: j,
+                    similarity: j,
                     exact: true,
                     ..by_estimate(f)
                 });

@@ -174,8 +174,8 @@ impl Db {
         };
         let mut result = self.run_query(&state, &band_keys, &packed, floor, None, limit)?;
         for m in &mut result.matches {
-            let (similarity, distance, cosine) = self.describe_estimate(m.jaccard);
-            m.jaccard = similarity;
+            let (similarity, distance, cosine) = self.describe_estimate(m.similarity);
+            m.similarity = similarity;
             m.estimate = similarity;
             m.distance = distance;
             m.cosine = cosine;

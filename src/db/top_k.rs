@@ -29,6 +29,7 @@
 use rayon::prelude::*;
 
 use super::Db;
+use super::metric::Metric;
 use super::query::{Match, QueryResult, QueryStats};
 use super::rerank::{RerankWindow, exact_at_least};
 
@@ -352,12 +353,15 @@ fn best_by_key(
         scored.retain(|&(_, s)| s >= kth);
     }
     let mut matches = Vec::with_capacity(scored.len());
-    for (docno, jaccard) in scored {
+    for (docno, similarity) in scored {
         if let Some(key) = state.key_of(docno)? {
             matches.push(Match {
                 key: key.to_vec(),
-                jaccard,
-                estimate: estimate_of(docno, jaccard),
+                similarity,
+                // Top-k runs in MinHash indexes only (a SimHash index answers its top-k as a
+                // query within its Hamming reach, `simhash.rs`).
+                metric: Metric::Jaccard,
+                estimate: estimate_of(docno, similarity),
                 distance: None,
                 cosine: None,
                 exact: false,
@@ -365,8 +369,8 @@ fn best_by_key(
         }
     }
     matches.sort_unstable_by(|a, b| {
-        b.jaccard
-            .total_cmp(&a.jaccard)
+        b.similarity
+            .total_cmp(&a.similarity)
             .then_with(|| a.key.cmp(&b.key))
     });
     matches.truncate(k);

@@ -66,7 +66,7 @@ pub fn check_answers(db: &Db, expected: &Value, what: &str) {
         let got: Vec<(String, f64)> = result
             .matches
             .iter()
-            .map(|m| (String::from_utf8(m.key.clone()).unwrap(), m.jaccard))
+            .map(|m| (String::from_utf8(m.key.clone()).unwrap(), m.similarity))
             .collect();
         let want: Vec<(String, f64)> = query["matches"]
             .as_array()
