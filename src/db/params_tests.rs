@@ -1,0 +1,168 @@
+use super::*;
+
+/// Too many bands for the slots they cover names the cover (band_slots), not the
+/// signature's length.
+#[test]
+fn bands_beyond_their_slots_name_band_slots() {
+    let mut p = IndexParams::default();
+    (p.lsh.bands, p.lsh.rows) = (20, 20);
+    let err = p.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("cover only the first 128 of the signature's 512 slots (band_slots)"),
+        "{err}"
+    );
+}
+
+/// The rule `mhdb add` and the Python binding refuse texts by: a text without shingles,
+/// in either kind of index, and no other text.
+#[test]
+fn has_no_shingles_is_the_empty_text_of_either_kind() {
+    let minhash = IndexParams::default();
+    let h = minhash.hasher().unwrap();
+    let sim = SimParams::default();
+    let simhash = IndexParams::simhash(sim).unwrap();
+    let s = crate::sketch::SimHasher::new(sim).unwrap();
+    for text in ["", " \t\n "] {
+        assert!(minhash.has_no_shingles(&h.sketch_text(text)), "{text:?}");
+        assert!(simhash.has_no_shingles(&s.sketch_text(text).to_signature()));
+    }
+    assert!(!minhash.has_no_shingles(&h.sketch_text("x")));
+    assert!(!simhash.has_no_shingles(&s.sketch_text("some words").to_signature()));
+}
+
+#[test]
+fn encode_decode_roundtrip() {
+    // Version 1 has no band_slots: its bands cover every slot.
+    let v1 = IndexParams::for_threshold(SketchParams::default(), 32, 0.8).unwrap();
+    for (p, version) in [(v1, 1), (IndexParams::default(), 2)] {
+        let p = IndexParams {
+            bucket_cap: None,
+            ..p
+        };
+        let mut e = Encoder::default();
+        p.encode(&mut e, version);
+        let path = Path::new("x");
+        let mut d = Decoder::new(&e.buf, path);
+        assert_eq!(IndexParams::decode(&mut d, path, version).unwrap(), p);
+        d.expect_end().unwrap();
+    }
+}
+
+/// Bands over fewer slots than the signature round-trip; a stored k_b above k_v, or
+/// bands × rows above k_b, is corruption.
+#[test]
+fn band_slots_roundtrip_and_bad_values_are_corruption() {
+    let sketch = SketchParams {
+        num_perm: 512,
+        ..SketchParams::default()
+    };
+    let p = IndexParams::with_band_slots(sketch, 4, 128, 0.8).unwrap();
+    assert_eq!(p.band_slots, 128);
+    assert_eq!(
+        p.lsh,
+        tune(0.8, 128, &TuneOptions::default()).unwrap().params
+    );
+    let path = Path::new("x");
+    let encoded = |p: &IndexParams| {
+        let mut e = Encoder::default();
+        p.encode(&mut e, 2);
+        e.buf
+    };
+    let bytes = encoded(&p);
+    let mut d = Decoder::new(&bytes, path);
+    assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
+    for band_slots in [513, 0, 64] {
+        let bad = IndexParams { band_slots, ..p };
+        assert!(bad.validate().is_err(), "{bad:?}");
+        let bytes = encoded(&bad);
+        let mut d = Decoder::new(&bytes, path);
+        let err = IndexParams::decode(&mut d, path, 2).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    }
+    for band_slots in [0, 513] {
+        let err = IndexParams::with_band_slots(sketch, 8, band_slots, 0.8).unwrap_err();
+        assert!(err.to_string().contains("band_slots"), "{err}");
+    }
+    // k-permutation bands over a prefix too.
+    let kperm = SketchParams {
+        scheme: Scheme::KPerm,
+        num_perm: 256,
+        ..SketchParams::default()
+    };
+    let p = IndexParams::with_band_slots(kperm, 8, 64, 0.5).unwrap();
+    assert!(p.lsh.bands * p.lsh.rows <= 64);
+}
+
+#[test]
+fn stored_sets_round_trip_in_version_2_and_tune_for_recall() {
+    let p = IndexParams::default().with_stored_sets().unwrap();
+    assert!(p.store_sets);
+    assert!(p.lsh.probability(p.threshold) >= STORED_SETS_RECALL);
+    let mut e = Encoder::default();
+    p.encode(&mut e, 2);
+    let path = Path::new("x");
+    let mut d = Decoder::new(&e.buf, path);
+    assert_eq!(IndexParams::decode(&mut d, path, 2).unwrap(), p);
+}
+
+#[test]
+fn simhash_params_roundtrip_and_validate() {
+    for (h, weighting) in [
+        (0, SimWeighting::Tf),
+        (3, SimWeighting::LogTf),
+        (15, SimWeighting::Tf),
+    ] {
+        let p = IndexParams::simhash(SimParams {
+            max_hamming: h,
+            weighting,
+            seed: 7,
+            ..SimParams::default()
+        })
+        .unwrap();
+        assert_eq!(p.lsh.bands, h as usize + 1);
+        assert_eq!(p.sig_bytes(), 8);
+        let mut e = Encoder::default();
+        p.encode(&mut e, 2);
+        let path = Path::new("x");
+        let mut d = Decoder::new(&e.buf, path);
+        let back = IndexParams::decode(&mut d, path, 2).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.sim_params().unwrap().max_hamming, h);
+    }
+    assert!(
+        IndexParams::simhash(SimParams {
+            max_hamming: 16,
+            ..SimParams::default()
+        })
+        .is_err()
+    );
+}
+
+#[test]
+fn default_is_tuned_for_recall() {
+    let p = IndexParams::default();
+    assert!(p.lsh.probability(0.8) >= 0.95);
+    assert!(p.lsh.bands * p.lsh.rows <= p.band_slots);
+    assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (512, 128, 4));
+    assert_eq!(p.sig_bytes(), 256);
+}
+
+#[test]
+fn default_shape_follows_the_slots() {
+    let bits: Vec<u32> = [1024, 512, 256, 128, 64, 32, 1]
+        .iter()
+        .map(|&k| default_bits(k))
+        .collect();
+    assert_eq!(bits, [4, 4, 8, 16, 32, 32, 32]);
+    assert_eq!(default_band_slots(512), 128);
+    assert_eq!(default_band_slots(64), 64);
+    assert_eq!(default_slots(Scheme::Oph), 512);
+    assert_eq!(default_slots(Scheme::KPerm), 128);
+    let kperm = SketchParams {
+        scheme: Scheme::KPerm,
+        num_perm: default_slots(Scheme::KPerm),
+        ..SketchParams::default()
+    };
+    let p = IndexParams::with_shape(kperm, None, None, 0.5).unwrap();
+    assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (128, 128, 16));
+}
