@@ -19,13 +19,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     super::query::warn_below_tuning(&db, t);
     let t = t.unwrap_or(db.params().threshold);
     // What the threshold means, for the summary lines.
-    let at = match db.params().sim_params() {
-        Some(sim) => format!(
-            "Hamming distance ≤ {}",
-            mhdb::db::max_distance_for_threshold(t, sim.max_hamming)
-        ),
-        None => format!("J ≥ {t}"),
-    };
+    let at = db.params().describe_threshold(t);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let opts = DedupOptions {
         estimate_only: args.no_exact,

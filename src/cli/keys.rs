@@ -51,21 +51,21 @@ pub fn get(args: &GetArgs) -> CliResult<ExitCode> {
         let stored = db.get(key)?;
         missing += usize::from(stored.is_none());
         if args.json {
-            let simhash = db.params().sim_params().is_some();
-            let value = match &stored {
+            let fingerprint = match &stored {
+                Some(s) => db.params().stored_fingerprint(s)?,
+                None => None,
+            };
+            let value = match (&stored, fingerprint) {
                 // A SimHash index: the fingerprint, as 16 hex digits.
-                Some(s) if simhash => json!({
+                (Some(_), Some(fp)) => json!({
                     "id": key_json(key), "present": true,
-                    "fingerprint": format!(
-                        "{:016x}",
-                        mhdb::sketch::SimHash::from_signature(&mhdb::sketch::Signature::from_slots(s.slots()?))?.bits()
-                    ),
+                    "fingerprint": format!("{:016x}", fp.bits()),
                 }),
-                Some(s) => json!({
+                (Some(s), None) => json!({
                     "id": key_json(key), "present": true, "bits": s.bits,
                     "signature": s.slots()?,
                 }),
-                None => json!({"id": key_json(key), "present": false}),
+                (None, _) => json!({"id": key_json(key), "present": false}),
             };
             writeln!(out, "{value}")?;
         } else {

@@ -215,7 +215,7 @@ fn print_stats_json(s: &Stats) -> CliResult {
         "expected_recall_at_threshold": s.expected_recall_at_threshold,
         // A SimHash index has no S-curve: every document within max_hamming is a candidate
         // (unless its block's bucket was capped).
-        "s_curve": if p.sim_params().is_some() { json!(null) } else { shapes::s_curve(&p.lsh, &CURVE) },
+        "s_curve": shapes::index_s_curve(p, &CURVE),
     });
     outln!("{value}");
     Ok(())

@@ -75,18 +75,21 @@ pub fn threshold_arg(
     let Some(d) = max_distance else {
         return Ok(threshold);
     };
-    match db.params().sim_params() {
-        None => Err(CliError::usage(format!(
-            "--max-distance is for simhash indexes; {} is a minhash index (use --threshold)",
-            db.path().display()
-        ))),
-        Some(sim) if d > sim.max_hamming => Err(CliError::usage(format!(
-            "--max-distance {d} is more than the index's --max-hamming {}: its blocks find \
-             only documents within {} bits",
-            sim.max_hamming, sim.max_hamming
-        ))),
-        Some(_) => Ok(Some(mhdb::sketch::cosine_from_hamming(d))),
-    }
+    let p = db.params();
+    // The library decides; the words name the command's flags.
+    p.threshold_for_distance(d)
+        .map(Some)
+        .map_err(|_| match p.sim_params() {
+            None => CliError::usage(format!(
+                "--max-distance is for simhash indexes; {} is a minhash index (use --threshold)",
+                db.path().display()
+            )),
+            Some(sim) => CliError::usage(format!(
+                "--max-distance {d} is more than the index's --max-hamming {}: its blocks find \
+                 only documents within {} bits",
+                sim.max_hamming, sim.max_hamming
+            )),
+        })
 }
 
 /// A MinHash threshold below the one the bands were tuned for finds its pairs only with the
@@ -96,10 +99,9 @@ pub fn warn_below_tuning(db: &Db, t: Option<f64>) {
         return;
     };
     let p = db.params();
-    if p.sim_params().is_some() || t >= p.threshold {
+    let Some(chance) = p.candidate_probability(t).filter(|_| t < p.threshold) else {
         return;
-    }
-    let chance = p.lsh.probability(t);
+    };
     if chance < 0.9 {
         super::output::warn(format_args!(
             "the index's bands ({} × {}) were tuned for J ≥ {}: a pair at J = {t} becomes a \

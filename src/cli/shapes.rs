@@ -206,10 +206,20 @@ pub fn params_text(p: &IndexParams) -> String {
     )
 }
 
+/// An index's S-curve (as [`s_curve`]); null for a SimHash index, which has none.
+pub fn index_s_curve(p: &IndexParams, points: &[f64]) -> Value {
+    p.candidate_curve(points)
+        .map_or(Value::Null, |curve| curve_json(&curve))
+}
+
 /// The probability of becoming a candidate at each of `points`: `[{"jaccard",
 /// "probability"}]`.
 pub fn s_curve(lsh: &LshParams, points: &[f64]) -> Value {
-    lsh.curve(points)
+    curve_json(&lsh.curve(points))
+}
+
+fn curve_json(curve: &[(f64, f64)]) -> Value {
+    curve
         .iter()
         .map(|(s, p)| json!({"jaccard": round6(*s), "probability": round6(*p)}))
         .collect()

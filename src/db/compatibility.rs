@@ -1,20 +1,14 @@
 //! Which parameters may meet: signatures from elsewhere (a query, an expected sketch at
 //! open) against an index's, and one index's documents merged into another's.
 
-use super::params::{IndexKind, IndexParams};
+use super::params::IndexParams;
 use crate::sketch::{KeyFingerprint, SketchParams};
 use crate::{Error, Result};
 
 impl IndexParams {
-    /// Errors with [`Error::ParameterMismatch`] if `other`'s signatures are incompatible.
-    pub fn check_compatible(&self, other: &SketchParams) -> Result<()> {
-        if let IndexKind::SimHash { .. } = self.kind {
-            return Err(Error::ParameterMismatch {
-                name: "kind",
-                stored: self.kind.to_string(),
-                requested: format!("minhash ({} signatures)", other.scheme),
-            });
-        }
+    /// The MinHash part of [`IndexParams::check_compatible`]: the same scheme, slots, seed
+    /// and shingling.
+    pub(super) fn check_compatible_sketch(&self, other: &SketchParams) -> Result<()> {
         let s = &self.sketch;
         let mismatch = |name: &'static str, stored: String, requested: String| {
             Err(Error::ParameterMismatch {
@@ -56,33 +50,7 @@ impl IndexParams {
             stored: x,
             requested: y,
         };
-        match (a.kind, b.kind) {
-            (
-                IndexKind::SimHash {
-                    max_hamming: x,
-                    weighting: wx,
-                },
-                IndexKind::SimHash {
-                    max_hamming: y,
-                    weighting: wy,
-                },
-            ) if x != y && wx == wy => {
-                return Err(mismatch("max_hamming", x.to_string(), y.to_string()));
-            }
-            (ka, kb) if ka != kb => {
-                return Err(mismatch("kind", ka.to_string(), kb.to_string()));
-            }
-            _ => {}
-        }
-        if a.sim_params().is_none() {
-            self.check_compatible(&src.sketch)?;
-        } else if a.sketch != b.sketch {
-            return Err(mismatch(
-                "seed/shingle",
-                format!("seed {} {:?}", a.sketch.seed, a.sketch.shingle),
-                format!("seed {} {:?}", b.sketch.seed, b.sketch.shingle),
-            ));
-        }
+        a.check_same_kind(b)?;
         if a.bits != b.bits {
             return Err(mismatch("bits", a.bits.to_string(), b.bits.to_string()));
         }

@@ -23,6 +23,7 @@
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
 //! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
 //! | `metric` | the metric a reported similarity is in ([`Metric`]) |
+//! | `kind` | everything that differs between MinHash and SimHash indexes: signing, band keys, thresholds, reporting |
 
 mod bulk;
 mod commit;
@@ -34,6 +35,7 @@ mod dedup_verify;
 mod flush;
 mod group_commit;
 pub mod ingest;
+mod kind;
 mod memtable;
 mod metric;
 mod open;
@@ -49,7 +51,6 @@ mod query_stream;
 mod query_verify;
 mod replay;
 mod rerank;
-mod simhash;
 mod state;
 mod stats;
 mod top_k;
@@ -67,6 +68,7 @@ use parking_lot::{Mutex, RwLock};
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
+pub use kind::max_distance_for_threshold;
 pub use metric::Metric;
 pub use options::{Durability, Options};
 pub use params::{
@@ -80,7 +82,6 @@ pub use params_builder::{
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use replay::CutTail;
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
-pub use simhash::max_distance_for_threshold;
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
 pub use upgrade::Upgraded;
@@ -89,11 +90,11 @@ pub use write::WriteBatch;
 use group_commit::GroupCommit;
 use state::State;
 
-use crate::sketch::{MinHasher, Signature, SimHasher, bbit};
+use crate::sketch::bbit;
 use crate::storage::names;
 use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
-use simhash::BandKeys;
+use kind::Sketcher;
 
 /// A signature as stored: the packed b-bit slots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,13 +120,8 @@ pub struct Db {
     vfs: Arc<dyn Vfs>,
     opts: Options,
     params: IndexParams,
-    /// The signer (none for a foreign scheme, whose signatures come from their producer).
-    hasher: Option<MinHasher>,
-    /// The fingerprinter of a SimHash index (none for MinHash, or for a keyed index opened
-    /// without its key).
-    simhasher: Option<SimHasher>,
-    /// Band keys of a signature: LSH bands, or a fingerprint's pigeonhole blocks.
-    banding: BandKeys,
+    /// How this index's kind signs text and keys bands.
+    sketcher: Sketcher,
     read_only: bool,
     /// The writer's locks (none for a reader).
     _locks: Vec<Box<dyn VfsLock>>,
@@ -229,25 +225,6 @@ impl Db {
         &self.params
     }
 
-    /// The signer matching this database's parameters; an error for a database of
-    /// signatures made elsewhere (a foreign [`Scheme`](crate::sketch::Scheme), e.g. datasketch's),
-    /// for which mhdb never signs text.
-    pub fn hasher(&self) -> Result<&MinHasher> {
-        self.hasher.as_ref().ok_or_else(|| {
-            if self.params.sim_params().is_some() {
-                simhash::not_minhash(&self.dir)
-            } else if self.params.sketch.scheme.signs_text() {
-                // A keyed index opened without its key: the error says how to give it.
-                match self.params.key_fingerprint.check(None) {
-                    Err(e) => e,
-                    Ok(()) => self.params.sketch.scheme.text_refused(),
-                }
-            } else {
-                self.params.sketch.scheme.text_refused()
-            }
-        })
-    }
-
     /// The directory of the database.
     pub fn path(&self) -> &Path {
         &self.dir
@@ -288,22 +265,6 @@ impl Db {
     /// True when the database holds no live document.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
-    /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
-    /// sets. For a SimHash index, the fingerprint as a signature of 64 one-bit slots
-    /// ([`SimHash::to_signature`](crate::sketch::SimHash::to_signature)).
-    pub fn sketch_text(&self, text: &str) -> Result<Signature> {
-        if self.params.sim_params().is_some() {
-            return Ok(self.simhash_text(text)?.to_signature());
-        }
-        let hasher = self.hasher()?;
-        Ok(if self.params.store_sets {
-            hasher.sketch_text_with_set(text)
-        } else {
-            hasher.sketch_text(text)
-        })
     }
 
     /// Every live key, in no particular order.

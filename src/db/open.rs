@@ -19,15 +19,15 @@ use parking_lot::{Mutex, RwLock};
 use super::Db;
 use super::commit::write_manifest;
 use super::group_commit::GroupCommit;
+use super::kind::Sketcher;
 use super::memtable::MemTable;
 use super::options::Options;
 use super::params::IndexParams;
 use super::replay::{CutTail, Replayed, replay_wal};
-use super::simhash::BandKeys;
 use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
-use crate::sketch::{MinHasher, SecretKey};
+use crate::sketch::SecretKey;
 use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
@@ -166,9 +166,7 @@ fn handle(
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let hasher = text_hasher(&params, &opts)?;
-    let simhasher = super::simhash::text_simhasher(&params, &opts)?;
-    let banding = BandKeys::new(&params)?;
+    let sketcher = Sketcher::new(&params, &opts)?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()
@@ -185,9 +183,7 @@ fn handle(
         vfs,
         opts,
         params,
-        hasher,
-        simhasher,
-        banding,
+        sketcher,
         read_only,
         _locks: locks,
         state,
@@ -202,18 +198,8 @@ fn handle(
     })
 }
 
-/// The text signer of a MinHash index: none for signatures made elsewhere (or a SimHash
-/// index); for a keyed index, one under the key [`text_key`] finds, or none without one (text
-/// is then refused, saying why; signature queries still work).
-fn text_hasher(params: &IndexParams, opts: &Options) -> Result<Option<MinHasher>> {
-    if params.sim_params().is_some() || !params.sketch.scheme.signs_text() {
-        return Ok(None);
-    }
-    text_key(params, opts)?.signer(|key| MinHasher::with_key(params.sketch, key))
-}
-
 /// The key an index's text is signed under.
-pub(super) enum TextKey {
+pub(in crate::db) enum TextKey {
     /// An unkeyed index: text is signed without a key.
     Unkeyed,
     /// A keyed index, and its key (checked against the stored fingerprint).
@@ -225,7 +211,7 @@ pub(super) enum TextKey {
 impl TextKey {
     /// The signer `make` builds under this key (`None` for an unkeyed index); `None` when the
     /// key is missing.
-    pub(super) fn signer<T>(
+    pub(in crate::db) fn signer<T>(
         self,
         make: impl FnOnce(Option<&SecretKey>) -> Result<T>,
     ) -> Result<Option<T>> {
@@ -240,7 +226,7 @@ impl TextKey {
 /// The key text is signed under: for an unkeyed index none (a key given for it is a mistake,
 /// refused); for a keyed one, the key of `opts` (or of the file `MHDB_KEY_FILE` names), checked
 /// against the stored fingerprint, or [`TextKey::Missing`] when there is no key at all.
-pub(super) fn text_key(params: &IndexParams, opts: &Options) -> Result<TextKey> {
+pub(in crate::db) fn text_key(params: &IndexParams, opts: &Options) -> Result<TextKey> {
     if params.key_fingerprint.is_unkeyed() {
         params.key_fingerprint.check(opts.key.as_ref())?;
         return Ok(TextKey::Unkeyed);

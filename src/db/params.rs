@@ -3,11 +3,9 @@
 
 use std::path::Path;
 
-use super::metric::Metric;
 use crate::sketch::{
-    Banding, KeyFingerprint, LshParams, MinHasher, SPEC_VERSION, Scheme, ShingleConfig,
-    ShingleKind, Signature, SimParams, SimWeighting, SketchParams, TuneOptions, bbit,
-    cosine_from_hamming, tune,
+    Banding, KeyFingerprint, LshParams, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind,
+    SimParams, SimWeighting, SketchParams, TuneOptions, bbit, cosine_from_hamming, tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::StoredParams;
@@ -290,48 +288,8 @@ impl IndexParams {
         Ok(params)
     }
 
-    /// The metric of the similarities this index reports: Jaccard for MinHash, cosine for
-    /// SimHash.
-    pub fn metric(&self) -> Metric {
-        match self.kind {
-            IndexKind::MinHash => Metric::Jaccard,
-            IndexKind::SimHash { .. } => Metric::Cosine,
-        }
-    }
-
-    /// The SimHash parameters of a SimHash index; `None` for a MinHash one.
-    pub fn sim_params(&self) -> Option<SimParams> {
-        match self.kind {
-            IndexKind::MinHash => None,
-            IndexKind::SimHash {
-                max_hamming,
-                weighting,
-            } => Some(SimParams {
-                seed: self.sketch.seed,
-                shingle: self.sketch.shingle,
-                weighting,
-                max_hamming,
-            }),
-        }
-    }
-
-    /// Whether `sig`, the signature of a text in an index with these parameters
-    /// ([`Db::sketch_text`](crate::db::Db::sketch_text)), is that of a text without shingles
-    /// (empty, or white space only): the empty-set signature ([`Signature::is_empty_set`]) or,
-    /// in a SimHash index, the fingerprint 0. Such a document is similar to nothing, so no
-    /// query could ever find it: `mhdb add` and the Python binding refuse to store it.
-    pub fn has_no_shingles(&self, sig: &Signature) -> bool {
-        match self.kind {
-            IndexKind::MinHash => sig.is_empty_set(),
-            IndexKind::SimHash { .. } => sig.slots().iter().all(|&bit| bit == 0),
-        }
-    }
-
-    /// Checks every field; the error names the bad one.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(sim) = self.sim_params() {
-            return self.validate_simhash(&sim);
-        }
+    /// [`IndexParams::validate`] for a MinHash index.
+    pub(super) fn validate_minhash(&self) -> Result<()> {
         self.sketch.validate()?;
         bbit::validate_bits(self.bits)?;
         check_band_slots(self.band_slots, self.sketch.num_perm)?;
@@ -351,12 +309,6 @@ impl IndexParams {
         }
         LshParams::new(bands, rows, self.band_slots)?;
         self.check_threshold_and_cap()?;
-        if self.store_sets && self.kind != IndexKind::MinHash {
-            return Err(Error::invalid(
-                "store_sets",
-                "stored shingle sets are for MinHash indexes (a SimHash index compares fingerprints)",
-            ));
-        }
         if self.store_sets && !matches!(self.sketch.scheme, Scheme::Oph | Scheme::KPerm) {
             return Err(Error::invalid(
                 "store_sets",
@@ -383,7 +335,8 @@ impl IndexParams {
         Ok(())
     }
 
-    fn validate_simhash(&self, sim: &SimParams) -> Result<()> {
+    /// [`IndexParams::validate`] for a SimHash index.
+    pub(super) fn validate_simhash(&self, sim: &SimParams) -> Result<()> {
         sim.validate()?;
         let expect = |name: &'static str, ok: bool, what: String| {
             if ok {
@@ -403,6 +356,12 @@ impl IndexParams {
             self.lsh.bands == sim.block_count() && self.lsh.rows == 0,
             format!("{} blocks (max_hamming + 1) and no rows", sim.block_count()),
         )?;
+        expect(
+            "store_sets",
+            !self.store_sets,
+            "no stored shingle sets (it compares fingerprints; sets are for MinHash indexes)"
+                .into(),
+        )?;
         self.check_threshold_and_cap()?;
         Ok(())
     }
@@ -410,18 +369,6 @@ impl IndexParams {
     /// Bytes of one packed signature.
     pub fn sig_bytes(&self) -> usize {
         bbit::packed_len(self.sketch.num_perm, self.bits)
-    }
-
-    /// The signer for these parameters (an error for a SimHash index, which has none).
-    pub fn hasher(&self) -> Result<MinHasher> {
-        if self.sim_params().is_some() {
-            return Err(Error::ParameterMismatch {
-                name: "kind",
-                stored: self.kind.to_string(),
-                requested: "minhash (a MinHash signer)".into(),
-            });
-        }
-        MinHasher::new(self.sketch)
     }
 
     /// The band-key computer for these parameters.

@@ -4,7 +4,7 @@
 //! [`IndexOptions`] and call [`IndexOptions::build`]; each words the errors and warnings in its
 //! own terms (flags, keyword arguments) from the [`IndexOption`] they name.
 
-use super::params::{DEFAULT_BUCKET_CAP, IndexParams, STORED_SETS_RECALL, default_slots};
+use super::params::{DEFAULT_BUCKET_CAP, IndexParams, default_slots};
 use crate::sketch::{
     LshParams, Scheme, ShingleConfig, ShingleKind, SimParams, SimWeighting, SketchParams,
 };
@@ -333,7 +333,7 @@ pub enum ParamsWarning {
         /// The probability that a pair at the threshold becomes a candidate (below 0.5).
         probability: f64,
     },
-    /// Stored sets ask the bands for [`STORED_SETS_RECALL`] at the threshold, which no banding
+    /// Stored sets ask the bands for [`STORED_SETS_RECALL`](super::STORED_SETS_RECALL) at the threshold, which no banding
     /// of `band_slots` slots reaches.
     StoredSetsShortOfRecall {
         /// The slots the bands cover.
@@ -354,24 +354,4 @@ pub fn weak_banding(lsh: LshParams, threshold: f64) -> Option<ParamsWarning> {
         threshold,
         probability,
     })
-}
-
-impl IndexParams {
-    /// What is worth a warning about these parameters of a new index (none for SimHash).
-    pub fn warnings(&self) -> Vec<ParamsWarning> {
-        if self.sim_params().is_some() {
-            return Vec::new();
-        }
-        let mut warnings: Vec<ParamsWarning> =
-            weak_banding(self.lsh, self.threshold).into_iter().collect();
-        let probability = self.lsh.probability(self.threshold);
-        if self.store_sets && (0.5..STORED_SETS_RECALL).contains(&probability) {
-            warnings.push(ParamsWarning::StoredSetsShortOfRecall {
-                band_slots: self.band_slots,
-                threshold: self.threshold,
-                probability,
-            });
-        }
-        warnings
-    }
 }

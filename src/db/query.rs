@@ -94,15 +94,12 @@ pub struct QueryResult {
 }
 
 impl Db {
-    /// Documents similar to `sig`.
-    ///
-    /// The signature of a text without shingles (empty, or white space only: the *empty-set
-    /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
-    /// even a stored document that is empty too.
-    pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
-        if self.params.sim_params().is_some() {
-            return self.query_fingerprint(sig, opts);
-        }
+    /// [`Db::query`] on a MinHash index.
+    pub(super) fn query_signature(
+        &self,
+        sig: &Signature,
+        opts: &QueryOptions,
+    ) -> Result<QueryResult> {
         let threshold = opts.threshold.unwrap_or(self.params.threshold);
         if !(0.0..=1.0).contains(&threshold) {
             return Err(Error::invalid(
@@ -114,7 +111,7 @@ impl Db {
         if sig.is_empty_set() {
             return Ok(QueryResult::default());
         }
-        let band_keys = self.banding.band_keys(sig.slots())?;
+        let band_keys = self.sketcher.band_keys(sig.slots())?;
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
         // Exact re-rank needs the query's own set: a query by bare signature is estimated.
         let exact = sig

@@ -35,7 +35,7 @@ fn prefetch_hints_on_mapped_files_change_nothing() {
     let record_bytes = db.params.sig_bytes();
     for t in &texts {
         let sig = db.sketch_text(t).unwrap();
-        let keys = db.banding.band_keys(sig.slots()).unwrap();
+        let keys = db.sketcher.band_keys(sig.slots()).unwrap();
         for from in [0, 1, keys.len(), keys.len() + 1] {
             prefetch_lookups(version, &keys, from);
         }
@@ -220,14 +220,14 @@ fn hot_queries_find_exactly_the_similar_candidates() {
     let hasher = db.hasher().unwrap();
     let (k, bits) = (db.params.sketch.num_perm, db.params.bits);
     let q = hasher.sketch_text(&texts[40]);
-    let q_keys = db.banding.band_keys(q.slots()).unwrap();
+    let q_keys = db.sketcher.band_keys(q.slots()).unwrap();
     let q_packed = bbit::pack(q.slots(), bits).unwrap();
     let mut sharing = 0;
     let mut want: Vec<(String, f64)> = Vec::new();
     let mut sharing_deleted = 0;
     for (i, t) in texts.iter().enumerate() {
         let s = hasher.sketch_text(t);
-        let keys = db.banding.band_keys(s.slots()).unwrap();
+        let keys = db.sketcher.band_keys(s.slots()).unwrap();
         if !keys.iter().zip(&q_keys).any(|(a, b)| a == b) {
             continue;
         }

@@ -134,7 +134,7 @@ impl Db {
             };
             check_key(key)?;
             self.check_signature(&sig)?;
-            let band_keys = self.banding.band_keys(sig.slots())?.into();
+            let band_keys = self.sketcher.band_keys(sig.slots())?.into();
             let packed = bbit::pack(sig.slots(), self.params.bits)?.into();
             let set = self.coded_set(&sig)?.map(Into::into);
             prepared.push(Prepared::Put {
@@ -213,27 +213,6 @@ impl Db {
                  (MinHasher::sketch_text_with_set)",
             )),
         }
-    }
-
-    /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
-    /// fingerprint's 64 one-bit slots): whether it may be stored or queried here (a caller
-    /// with many can name the bad one before any is written).
-    pub fn check_signature(&self, sig: &Signature) -> Result<()> {
-        if self.params.sim_params().is_some() {
-            return super::simhash::fingerprint_of(sig).map(|_| ());
-        }
-        if sig.len() != self.params.sketch.num_perm {
-            return Err(Error::invalid(
-                "signature",
-                format!(
-                    "has {} slots, the database stores {} (sign with the database's own \
-                     parameters: `Db::hasher`, Python `Index.hasher()`)",
-                    sig.len(),
-                    self.params.sketch.num_perm
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 

@@ -4,9 +4,10 @@
 use rayon::prelude::*;
 
 use super::{Content, Fault, Record, Rejected};
+use crate::Error;
 use crate::db::Db;
-use crate::sketch::{MinHasher, Signature, SimHasher};
-use crate::{Error, Result};
+use crate::db::kind::TextSigner;
+use crate::sketch::Signature;
 
 /// A record's signature, or why it has none.
 pub(super) enum Signing {
@@ -28,46 +29,18 @@ pub(super) struct Prepared<T, O> {
 /// An item made a record and signed, or refused by the front end's parser.
 pub(super) type Outcome<T, O> = std::result::Result<Prepared<T, O>, Rejected<O>>;
 
-/// How texts are signed in the database being loaded.
-#[derive(Clone, Copy)]
-enum Hasher<'a> {
-    MinHash(&'a MinHasher),
-    /// An index that stores sets: signatures carry their shingle sets.
-    MinHashWithSets(&'a MinHasher),
-    /// SimHash fingerprints, as their one-bit signatures.
-    SimHash(&'a SimHasher),
-}
-
-impl<'a> Hasher<'a> {
-    fn of(db: &'a Db) -> Result<Self> {
-        Ok(match db.params().sim_params() {
-            Some(_) => Hasher::SimHash(db.simhasher()?),
-            None if db.params().store_sets => Hasher::MinHashWithSets(db.hasher()?),
-            None => Hasher::MinHash(db.hasher()?),
-        })
-    }
-
-    fn sign(self, text: &str) -> Signature {
-        match self {
-            Hasher::MinHash(h) => h.sketch_text(text),
-            Hasher::MinHashWithSets(h) => h.sketch_text_with_set(text),
-            Hasher::SimHash(h) => h.sketch_text(text).to_signature(),
-        }
-    }
-}
-
 /// Signs records for one database. A database that cannot sign text is only an error when a
 /// text comes: signatures given by the caller need no signer.
 pub(super) struct Signer<'a> {
     db: &'a Db,
-    hasher: Option<Hasher<'a>>,
+    hasher: Option<TextSigner<'a>>,
 }
 
 impl<'a> Signer<'a> {
     pub fn of(db: &'a Db) -> Self {
         Signer {
             db,
-            hasher: Hasher::of(db).ok(),
+            hasher: db.text_signer().ok(),
         }
     }
 
@@ -77,7 +50,7 @@ impl<'a> Signer<'a> {
         match &record.content {
             Content::Text(text) => {
                 // Without a signer, asking again gives the reason.
-                let hasher = match self.hasher.map_or_else(|| Hasher::of(self.db), Ok) {
+                let hasher = match self.hasher.map_or_else(|| self.db.text_signer(), Ok) {
                     Ok(h) => h,
                     Err(e) => return Signing::Failed(e),
                 };

@@ -1,0 +1,244 @@
+//! An open index's kind: how it signs text, keys its bands, checks a signature's shape,
+//! answers a query and reports an estimate. Built once at open from the stored parameters
+//! (and the key), so that no other code asks which kind it serves.
+
+use std::path::Path;
+
+use super::max_distance_for_threshold;
+use super::simhash::{distance_of, estimate_at};
+use crate::db::open::text_key;
+use crate::db::params::IndexParams;
+use crate::db::{Db, Options, QueryOptions, QueryResult};
+use crate::sketch::{Banding, MinHasher, Signature, SimHash, SimHasher, cosine_from_hamming};
+use crate::{Error, Result};
+
+/// What an open index signs and bands with, by kind.
+#[derive(Debug)]
+pub(in crate::db) enum Sketcher {
+    MinHash {
+        /// The signer: none for signatures made elsewhere (a foreign scheme), or for a keyed
+        /// index opened without its key (text is then refused, saying why).
+        signer: Option<MinHasher>,
+        /// Signatures carry their shingle sets (an index that stores sets).
+        with_sets: bool,
+        banding: Banding,
+    },
+    SimHash {
+        /// The fingerprinter: none for a keyed index opened without its key.
+        fingerprinter: Option<SimHasher>,
+        /// Block keys depend on the seed only (never on a secret key), so an unkeyed hasher
+        /// computes them for every index.
+        blocks: SimHasher,
+    },
+}
+
+/// How texts are signed in one index, borrowed from its [`Sketcher`].
+#[derive(Clone, Copy)]
+pub(in crate::db) enum TextSigner<'a> {
+    MinHash(&'a MinHasher),
+    /// An index that stores sets: signatures carry their shingle sets.
+    MinHashWithSets(&'a MinHasher),
+    /// SimHash fingerprints, as their one-bit signatures.
+    SimHash(&'a SimHasher),
+}
+
+impl TextSigner<'_> {
+    /// The signature of `text` as the index stores it.
+    pub fn sign(self, text: &str) -> Signature {
+        match self {
+            TextSigner::MinHash(h) => h.sketch_text(text),
+            TextSigner::MinHashWithSets(h) => h.sketch_text_with_set(text),
+            TextSigner::SimHash(h) => h.sketch_text(text).to_signature(),
+        }
+    }
+}
+
+impl Sketcher {
+    /// The sketcher of an index with `params`, opened with `opts` (whose key signs text).
+    pub fn new(params: &IndexParams, opts: &Options) -> Result<Self> {
+        Ok(match params.sim_params() {
+            None => Sketcher::MinHash {
+                signer: if params.sketch.scheme.signs_text() {
+                    text_key(params, opts)?.signer(|key| MinHasher::with_key(params.sketch, key))?
+                } else {
+                    None
+                },
+                with_sets: params.store_sets,
+                banding: params.banding()?,
+            },
+            Some(sim) => Sketcher::SimHash {
+                fingerprinter: text_key(params, opts)?
+                    .signer(|key| SimHasher::with_key(sim, key))?,
+                blocks: SimHasher::new(sim)?,
+            },
+        })
+    }
+
+    /// The band keys of `slots`, one per band: LSH bands of a MinHash signature, or the
+    /// pigeonhole block keys of a fingerprint.
+    pub fn band_keys(&self, slots: &[u64]) -> Result<Vec<u64>> {
+        match self {
+            Sketcher::MinHash { banding, .. } => banding.band_keys(slots),
+            Sketcher::SimHash { blocks, .. } => Ok(blocks.block_keys(fingerprint_of_slots(slots)?)),
+        }
+    }
+
+    /// [`Sketcher::band_keys`] into `out` (exactly one slot per band).
+    pub fn band_keys_to_slice(&self, slots: &[u64], out: &mut [u64]) -> Result<()> {
+        match self {
+            Sketcher::MinHash { banding, .. } => banding.band_keys_to_slice(slots, out),
+            Sketcher::SimHash { blocks, .. } => {
+                blocks.block_keys_to_slice(fingerprint_of_slots(slots)?, out)
+            }
+        }
+    }
+}
+
+fn fingerprint_of_slots(slots: &[u64]) -> Result<SimHash> {
+    SimHash::from_signature(&Signature::from_slots(slots.to_vec()))
+}
+
+/// The error for asking a SimHash index for MinHash things (its signer, a MinHash signature).
+fn not_minhash(dir: &Path) -> Error {
+    Error::ParameterMismatch {
+        name: "kind",
+        stored: format!("simhash ({})", dir.display()),
+        requested: "minhash (a MinHash signer or signature)".into(),
+    }
+}
+
+impl Db {
+    /// The signer matching this database's parameters; an error for a database of
+    /// signatures made elsewhere (a foreign [`Scheme`](crate::sketch::Scheme), e.g. datasketch's),
+    /// for which mhdb never signs text, or for a SimHash index.
+    pub fn hasher(&self) -> Result<&MinHasher> {
+        match &self.sketcher {
+            Sketcher::MinHash {
+                signer: Some(h), ..
+            } => Ok(h),
+            Sketcher::MinHash { signer: None, .. } => Err(self.why_no_signer()),
+            Sketcher::SimHash { .. } => Err(not_minhash(&self.dir)),
+        }
+    }
+
+    /// The fingerprinter of a SimHash index; an error for a MinHash index, or for a keyed
+    /// index opened without its key.
+    pub fn simhasher(&self) -> Result<&SimHasher> {
+        match &self.sketcher {
+            Sketcher::SimHash {
+                fingerprinter: Some(h),
+                ..
+            } => Ok(h),
+            Sketcher::SimHash { .. } => Err(self.why_no_signer()),
+            Sketcher::MinHash { .. } => Err(Error::ParameterMismatch {
+                name: "kind",
+                stored: format!("minhash ({})", self.dir.display()),
+                requested: "simhash (a SimHash fingerprint)".into(),
+            }),
+        }
+    }
+
+    /// Why an index of either kind has no text signer: a keyed index opened without its key
+    /// (the error says how to give it), or signatures made elsewhere.
+    fn why_no_signer(&self) -> Error {
+        match self.params.key_fingerprint.check(None) {
+            Err(e) if self.params.sketch.scheme.signs_text() || self.sim() => e,
+            _ => self.params.sketch.scheme.text_refused(),
+        }
+    }
+
+    fn sim(&self) -> bool {
+        matches!(self.sketcher, Sketcher::SimHash { .. })
+    }
+
+    /// How this index signs text; the error says why it cannot.
+    pub(in crate::db) fn text_signer(&self) -> Result<TextSigner<'_>> {
+        Ok(match &self.sketcher {
+            Sketcher::MinHash {
+                with_sets: true, ..
+            } => TextSigner::MinHashWithSets(self.hasher()?),
+            Sketcher::MinHash { .. } => TextSigner::MinHash(self.hasher()?),
+            Sketcher::SimHash { .. } => TextSigner::SimHash(self.simhasher()?),
+        })
+    }
+
+    /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
+    /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
+    /// sets. For a SimHash index, the fingerprint as the engine stores it, a signature of 64
+    /// one-bit slots ([`SimHash::to_signature`]).
+    pub fn sketch_text(&self, text: &str) -> Result<Signature> {
+        Ok(self.text_signer()?.sign(text))
+    }
+
+    /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
+    /// fingerprint's 64 one-bit slots): whether it may be stored or queried here (a caller
+    /// with many can name the bad one before any is written).
+    pub fn check_signature(&self, sig: &Signature) -> Result<()> {
+        if self.sim() {
+            return SimHash::from_signature(sig).map(|_| ());
+        }
+        if sig.len() != self.params.sketch.num_perm {
+            return Err(Error::invalid(
+                "signature",
+                format!(
+                    "has {} slots, the database stores {} (sign with the database's own \
+                     parameters: `Db::hasher`, Python `Index.hasher()`)",
+                    sig.len(),
+                    self.params.sketch.num_perm
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Documents similar to `sig`.
+    ///
+    /// The signature of a text without shingles (empty, or white space only: the *empty-set
+    /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
+    /// even a stored document that is empty too.
+    pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
+        match self.sketcher {
+            Sketcher::MinHash { .. } => self.query_signature(sig, opts),
+            Sketcher::SimHash { .. } => self.query_fingerprint(sig, opts),
+        }
+    }
+
+    /// Errors unless this is a SimHash index (the kind check of the fingerprint methods).
+    pub(super) fn simhash_kind_check(&self) -> Result<()> {
+        if self.sim() {
+            Ok(())
+        } else {
+            self.simhasher().map(|_| ())
+        }
+    }
+
+    /// The least verification estimate of a match at `threshold`: the threshold itself for a
+    /// MinHash index; for a SimHash index, whose threshold is a minimum cosine estimate, the
+    /// one-bit estimate at the largest distance it admits.
+    pub(in crate::db) fn similarity_floor(&self, threshold: f64) -> Result<f64> {
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(Error::invalid(
+                "threshold",
+                format!("must be in [0, 1], got {threshold}"),
+            ));
+        }
+        Ok(match self.params.sim_params() {
+            None => threshold,
+            Some(sim) => estimate_at(max_distance_for_threshold(threshold, sim.max_hamming)),
+        })
+    }
+
+    /// A verification estimate as reported: for a MinHash index the Jaccard estimate itself;
+    /// for a SimHash index the cosine estimate, with the distance and cosine fields set.
+    pub(in crate::db) fn describe_estimate(
+        &self,
+        estimate: f64,
+    ) -> (f64, Option<u32>, Option<f64>) {
+        if !self.sim() {
+            return (estimate, None, None);
+        }
+        let d = distance_of(estimate);
+        let cosine = cosine_from_hamming(d);
+        (cosine, Some(d), Some(cosine))
+    }
+}
