@@ -22,6 +22,7 @@
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
 //! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
+//! | `novel` | insert if novel: the check and the insert as one step ([`Db::insert_if_novel`]) |
 //! | `metric` | the metric a reported similarity is in ([`Metric`]) |
 //! | `kind` | everything that differs between MinHash and SimHash indexes: signing, band keys, thresholds, reporting |
 
@@ -38,6 +39,7 @@ pub mod ingest;
 mod kind;
 mod memtable;
 mod metric;
+mod novel;
 mod open;
 mod options;
 mod params;
@@ -70,6 +72,7 @@ pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
 pub use kind::max_distance_for_threshold;
 pub use metric::Metric;
+pub use novel::{Novelty, NoveltyOptions};
 pub use options::{Durability, Options};
 pub use params::{
     DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,

@@ -97,6 +97,7 @@ impl Db {
     /// [`Db::query`] on a MinHash index.
     pub(super) fn query_signature(
         &self,
+        state: &State,
         sig: &Signature,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
@@ -118,14 +119,13 @@ impl Db {
             .shingle_set()
             .filter(|_| self.params.store_sets && !opts.estimate_only)
             .map(|s| s.values());
-        let state = self.state.read();
         if let Some(k) = opts.top {
             let floor = opts.threshold.unwrap_or(super::TOP_K_FLOOR);
-            let mut result = self.run_top_k(&state, &band_keys, &packed, k, floor, exact)?;
+            let mut result = self.run_top_k(state, &band_keys, &packed, k, floor, exact)?;
             result.matches.truncate(opts.limit.unwrap_or(usize::MAX));
             return Ok(result);
         }
-        self.run_query(&state, &band_keys, &packed, threshold, exact, opts.limit)
+        self.run_query(state, &band_keys, &packed, threshold, exact, opts.limit)
     }
 
     /// Documents similar to `text`.

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::Db;
+use super::group_commit::Preparing;
 use super::options::Durability;
 use super::state::State;
 use crate::sketch::{Signature, bbit};
@@ -76,7 +77,7 @@ impl WriteBatch {
 }
 
 /// A requested change made ready outside every lock: a document signed, banded and packed.
-enum Prepared<'a> {
+pub(super) enum Prepared<'a> {
     Put {
         key: &'a [u8],
         band_keys: Box<[u64]>,
@@ -100,15 +101,35 @@ impl Db {
         let seq = {
             let _order = self.sequencer.lock();
             self.check_writable()?;
-            let ops = resolve_docnos(&self.state.read(), prepared)?;
-            if ops.is_empty() {
-                return Ok(());
+            match self.queue_and_apply(prepared, preparing)? {
+                Some(seq) => seq,
+                None => return Ok(()),
             }
-            let payload = encode_batch(&ops)?;
-            let seq = self.group_commit.queue(payload, preparing)?;
-            apply_to_memtable(&mut self.state.write(), &ops);
-            seq
         };
+        self.settle(seq)
+    }
+
+    /// Under the sequencer: gives `prepared` its document numbers, queues its WAL record and
+    /// applies it to the in-memory table, in that order; its queue number, or none when it
+    /// changes nothing (deletes of absent keys).
+    pub(super) fn queue_and_apply(
+        &self,
+        prepared: Vec<Prepared<'_>>,
+        preparing: Preparing<'_>,
+    ) -> Result<Option<u64>> {
+        let ops = resolve_docnos(&self.state.read(), prepared)?;
+        if ops.is_empty() {
+            return Ok(None);
+        }
+        let payload = encode_batch(&ops)?;
+        let seq = self.group_commit.queue(payload, preparing)?;
+        apply_to_memtable(&mut self.state.write(), &ops);
+        Ok(Some(seq))
+    }
+
+    /// After queueing `seq` (outside the sequencer): durable on return with
+    /// [`Durability::Sync`], then the upkeep a commit may call for (a flush).
+    pub(super) fn settle(&self, seq: u64) -> Result<()> {
         if self.opts.durability == Durability::Sync {
             self.sync_wal_through(seq)?;
         } else if let Err(e) = self.group_commit.write_if_large() {
@@ -120,7 +141,7 @@ impl Db {
     }
 
     /// Signs, bands and packs the documents of `batch` (outside every lock).
-    fn prepare<'a>(&self, batch: &'a WriteBatch) -> Result<Vec<Prepared<'a>>> {
+    pub(super) fn prepare<'a>(&self, batch: &'a WriteBatch) -> Result<Vec<Prepared<'a>>> {
         let mut prepared = Vec::with_capacity(batch.ops.len());
         for op in &batch.ops {
             let (key, sig) = match op {
@@ -132,19 +153,21 @@ impl Db {
                     continue;
                 }
             };
-            check_key(key)?;
-            self.check_signature(&sig)?;
-            let band_keys = self.sketcher.band_keys(sig.slots())?.into();
-            let packed = bbit::pack(sig.slots(), self.params.bits)?.into();
-            let set = self.coded_set(&sig)?.map(Into::into);
-            prepared.push(Prepared::Put {
-                key,
-                band_keys,
-                sig: packed,
-                set,
-            });
+            prepared.push(self.prepare_put(key, &sig)?);
         }
         Ok(prepared)
+    }
+
+    /// Bands and packs one document (outside every lock); refuses a bad key or signature.
+    pub(super) fn prepare_put<'a>(&self, key: &'a [u8], sig: &Signature) -> Result<Prepared<'a>> {
+        check_key(key)?;
+        self.check_signature(sig)?;
+        Ok(Prepared::Put {
+            key,
+            band_keys: self.sketcher.band_keys(sig.slots())?.into(),
+            sig: bbit::pack(sig.slots(), self.params.bits)?.into(),
+            set: self.coded_set(sig)?.map(Into::into),
+        })
     }
 
     /// Inserts (or replaces) one document by signature.

@@ -4,6 +4,7 @@
 //! translates at the edges (distance ↔ the one-bit estimate `1 − d/32`).
 
 use crate::Result;
+use crate::db::state::State;
 use crate::db::{Db, QueryOptions, QueryResult};
 use crate::sketch::{Signature, SimHash, bbit, cosine_from_hamming};
 
@@ -57,6 +58,7 @@ impl Db {
     /// empty-set signature does in a MinHash index.
     pub(in crate::db) fn query_fingerprint(
         &self,
+        state: &State,
         sig: &Signature,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
@@ -67,7 +69,6 @@ impl Db {
         }
         let band_keys = self.sketcher.band_keys(sig.slots())?;
         let packed = fp.bits().to_le_bytes();
-        let state = self.state.read();
         // Top-k: the k nearest within the index's reach (every document within
         // `max_hamming` is a candidate; none beyond it can be found), best first like any
         // answer, so the first k of them.
@@ -75,7 +76,7 @@ impl Db {
             (Some(k), Some(l)) => Some(k.min(l)),
             (top, limit) => top.or(limit),
         };
-        let mut result = self.run_query(&state, &band_keys, &packed, floor, None, limit)?;
+        let mut result = self.run_query(state, &band_keys, &packed, floor, None, limit)?;
         for m in &mut result.matches {
             let (similarity, distance, cosine) = self.describe_estimate(m.similarity);
             m.similarity = similarity;

@@ -1,0 +1,264 @@
+//! Insert if novel checks and stores as one step: a document similar at the threshold to a
+//! stored one is skipped and names it; a batch is checked item by item against what is stored
+//! before each; and threads inserting clusters of near-duplicates at once never both store two
+//! of one cluster, whatever the interleaving (the invariant is checked after the fact, so no
+//! outcome depends on timing).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use common::rng::SplitMix64;
+use mhdb::db::{
+    Db, Durability, IndexParams, Novelty, NoveltyOptions, Options, QueryOptions, WriteBatch,
+};
+use mhdb::sketch::SimParams;
+use mhdb::storage::sim::SimFs;
+
+/// Variant `v` of cluster `c`: 200 words, of which variant v ≥ 1 changes word v. Any two
+/// variants of a cluster share all but at most four of their 199 word 2-grams (Jaccard ≥
+/// 195/203 ≈ 0.96); two clusters share none.
+fn variant(c: u64, v: u64) -> String {
+    (0..200)
+        .map(|w| {
+            if v > 0 && w == v * 7 {
+                format!("changed{c}x{v}")
+            } else {
+                format!("c{c}w{w}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn open(params: IndexParams, opts: Options) -> Db {
+    Db::create_with_vfs(Arc::new(SimFs::new()), Path::new("/db"), params, opts).unwrap()
+}
+
+fn minhash() -> Db {
+    open(common::params::word_index(64, 16, 0.8), Options::default())
+}
+
+fn simhash() -> Db {
+    let params = IndexParams::simhash(SimParams {
+        shingle: mhdb::sketch::ShingleConfig::words(2),
+        max_hamming: 6,
+        ..SimParams::default()
+    })
+    .unwrap();
+    open(params, Options::default())
+}
+
+fn keys_of(novelty: &Novelty) -> Vec<Vec<u8>> {
+    match novelty {
+        Novelty::Inserted => Vec::new(),
+        Novelty::Duplicate(matches) => matches.iter().map(|m| m.key.clone()).collect(),
+    }
+}
+
+fn skips_a_near_duplicate_naming_the_stored_one(db: &Db) {
+    let opts = NoveltyOptions::default();
+    let first = db.insert_text_if_novel("a", &variant(1, 0), &opts).unwrap();
+    assert_eq!(first, Novelty::Inserted);
+    let again = db.insert_text_if_novel("b", &variant(1, 3), &opts).unwrap();
+    assert_eq!(keys_of(&again), vec![b"a".to_vec()]);
+    let Novelty::Duplicate(matches) = &again else {
+        unreachable!()
+    };
+    assert!(matches[0].similarity >= db.params().threshold);
+    assert!(db.contains("a").unwrap());
+    assert!(
+        !db.contains("b").unwrap(),
+        "a skipped document is not stored"
+    );
+    let other = db.insert_text_if_novel("c", &variant(2, 0), &opts).unwrap();
+    assert_eq!(other, Novelty::Inserted);
+    assert_eq!(db.len(), 2);
+}
+
+#[test]
+fn a_near_duplicate_is_skipped_and_names_the_stored_document() {
+    skips_a_near_duplicate_naming_the_stored_one(&minhash());
+}
+
+#[test]
+fn a_simhash_index_skips_near_duplicates_too() {
+    skips_a_near_duplicate_naming_the_stored_one(&simhash());
+}
+
+#[test]
+fn a_given_threshold_replaces_the_index_one() {
+    let db = minhash();
+    db.insert_text("a", &variant(1, 0)).unwrap();
+    let strict = NoveltyOptions {
+        threshold: Some(1.0),
+        ..NoveltyOptions::default()
+    };
+    let outcome = db
+        .insert_text_if_novel("b", &variant(1, 3), &strict)
+        .unwrap();
+    assert_eq!(outcome, Novelty::Inserted, "below 1.0 is no duplicate");
+    let bad = NoveltyOptions {
+        threshold: Some(1.5),
+        ..NoveltyOptions::default()
+    };
+    assert!(db.insert_text_if_novel("c", &variant(3, 0), &bad).is_err());
+    assert!(!db.contains("c").unwrap(), "a refused check stores nothing");
+}
+
+#[test]
+fn a_batch_checks_each_item_against_the_items_stored_before_it() {
+    let db = minhash();
+    let mut batch = WriteBatch::new();
+    for (key, c, v) in [
+        ("x0", 1, 0),
+        ("x1", 1, 1),
+        ("y0", 2, 0),
+        ("x2", 1, 2),
+        ("y1", 2, 5),
+    ] {
+        batch.insert_text(key, variant(c, v));
+    }
+    let outcomes = db
+        .insert_many_if_novel(&batch, &NoveltyOptions::default())
+        .unwrap();
+    let named: Vec<Vec<Vec<u8>>> = outcomes.iter().map(keys_of).collect();
+    assert_eq!(
+        named,
+        vec![
+            vec![],
+            vec![b"x0".to_vec()],
+            vec![],
+            vec![b"x0".to_vec()],
+            vec![b"y0".to_vec()],
+        ]
+    );
+    assert_eq!(db.len(), 2);
+}
+
+#[test]
+fn a_batch_with_a_delete_is_refused_before_anything_is_stored() {
+    let db = minhash();
+    let mut batch = WriteBatch::new();
+    batch.insert_text("a", variant(1, 0)).delete("b");
+    let err = db
+        .insert_many_if_novel(&batch, &NoveltyOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("inserts only"), "{err}");
+    assert!(db.is_empty());
+}
+
+#[test]
+fn a_read_only_handle_refuses() {
+    let fs = Arc::new(SimFs::new());
+    let params = common::params::word_index(64, 16, 0.8);
+    drop(Db::create_with_vfs(fs.clone(), Path::new("/db"), params, Options::default()).unwrap());
+    let db = Db::open_with_vfs(fs, Path::new("/db"), Options::default(), true).unwrap();
+    let outcome = db.insert_text_if_novel("a", &variant(1, 0), &NoveltyOptions::default());
+    assert!(outcome.is_err());
+}
+
+const CLUSTERS: u64 = 40;
+const VARIANTS: u64 = 8;
+const THREADS: u64 = 8;
+
+/// Every thread offers every variant of every cluster, each thread in its own shuffled order,
+/// with flushes and compactions going on (small in-memory table). Afterwards: exactly one
+/// document of each cluster is stored, no stored document finds another at the threshold,
+/// and every skip named documents that are stored, of its own cluster.
+#[test]
+fn concurrent_callers_never_both_store_near_duplicates() {
+    let opts = Options {
+        durability: Durability::None,
+        memtable_bytes: 16 << 10,
+        merge_factor: 2,
+        ..Options::default()
+    };
+    let db = open(common::params::word_index(64, 16, 0.8), opts);
+    let outcomes: Vec<Vec<(String, u64, Novelty)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let db = &db;
+                scope.spawn(move || {
+                    let mut items: Vec<(u64, u64)> = (0..CLUSTERS)
+                        .flat_map(|c| (0..VARIANTS).map(move |v| (c, v)))
+                        .collect();
+                    shuffle(&mut items, t);
+                    items
+                        .into_iter()
+                        .map(|(c, v)| {
+                            let key = format!("t{t}-c{c}-v{v}");
+                            let novelty = db
+                                .insert_text_if_novel(
+                                    &key,
+                                    &variant(c, v),
+                                    &NoveltyOptions::default(),
+                                )
+                                .unwrap();
+                            (key, c, novelty)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    check_no_two_stored_are_duplicates(&db, &outcomes);
+}
+
+fn check_no_two_stored_are_duplicates(db: &Db, outcomes: &[Vec<(String, u64, Novelty)>]) {
+    let stored: BTreeSet<Vec<u8>> = db.keys().unwrap().into_iter().collect();
+    let cluster_of = |key: &[u8]| -> u64 {
+        let key = std::str::from_utf8(key).unwrap();
+        key.split('-').nth(1).unwrap()[1..].parse().unwrap()
+    };
+    let mut per_cluster: BTreeMap<u64, usize> = BTreeMap::new();
+    for key in &stored {
+        *per_cluster.entry(cluster_of(key)).or_default() += 1;
+    }
+    assert_eq!(per_cluster.len() as u64, CLUSTERS);
+    assert!(per_cluster.values().all(|&n| n == 1), "{per_cluster:?}");
+    let mut inserted = 0;
+    for (key, c, novelty) in outcomes.iter().flatten() {
+        match novelty {
+            Novelty::Inserted => {
+                inserted += 1;
+                assert!(stored.contains(key.as_bytes()), "{key} was acknowledged");
+            }
+            Novelty::Duplicate(matches) => {
+                assert!(!stored.contains(key.as_bytes()));
+                assert!(!matches.is_empty());
+                for m in matches {
+                    assert!(stored.contains(&m.key), "a skip names a stored document");
+                    assert_eq!(cluster_of(&m.key), *c);
+                }
+            }
+        }
+    }
+    assert_eq!(inserted, stored.len());
+    for key in &stored {
+        let text = variant(cluster_of(key), variant_of(key));
+        let found = db.query_text(&text, &QueryOptions::default()).unwrap();
+        let others: Vec<_> = found.matches.iter().filter(|m| &m.key != key).collect();
+        assert!(
+            others.is_empty(),
+            "{:?} finds {others:?}",
+            String::from_utf8_lossy(key)
+        );
+    }
+}
+
+fn variant_of(key: &[u8]) -> u64 {
+    let key = std::str::from_utf8(key).unwrap();
+    key.rsplit('-').next().unwrap()[1..].parse().unwrap()
+}
+
+/// A Fisher-Yates shuffle seeded by `seed`.
+fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut rng = SplitMix64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5);
+    for i in (1..items.len()).rev() {
+        items.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+}
