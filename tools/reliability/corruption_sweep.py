@@ -51,6 +51,7 @@ fixed pipeline of CLI commands (sibling_bases, pipeline_base), and
             of the same name (a segment and deletion list left by a write cut off by a crash,
             whose ids the next write took again); never the newest WAL's older copy of itself
             (undetectable: the fault model)
+
 For each mutation every command runs on its own copy: query, get, keys, dedup, stats and
 verify (read-only), add, compact and export (writers; their result is read back: keys, get,
 query, verify). Each (command, mutation) is classified:
@@ -863,22 +864,22 @@ def apply(db, ops):
 # Files from elsewhere (--siblings): databases built by one pipeline, and an older state of one
 
 
-def pick(docs, k, salt, exclude=()):
+def pick(docs, k, salt):
     """The ids of `k` of `docs` ((id, text) pairs), chosen by their texts: what a pipeline's
     data-dependent step (a dedup feeding `mhdb delete`, an upsert of changed rows) chooses,
     so that databases built by the same commands from other texts differ in which documents
     it touches, not in how many."""
-    pool = [(zlib.crc32((salt + text).encode()), key) for key, text in docs if key not in exclude]
+    pool = [(zlib.crc32((salt + text).encode()), key) for key, text in docs]
     return [key for _, key in sorted(pool)[:k]]
 
 
 def pipeline_base(runner, work, name, docs, spare, kind_flags=()):
     """One database created with `kind_flags` (default: a MinHash index of 64 slots of 8 bits)
     and built by the fixed pipeline below from `docs` (at least 171 (id, text) pairs, added
-    in order) and `spare` (at least 11 texts for upserts). Every step's file
-    names and counts depend on the commands only, so two databases built from other texts
-    with ids of equal lengths have files of the same names and mostly the same lengths (what
-    lets a copied file pass the manifest's length checks). A snapshot after each step keeps
+    in order) and `spare` (at least 11 texts for upserts). Every step's file names and counts
+    depend on the commands only, so two databases built from other texts with ids of equal
+    lengths have files of the same names and mostly the same lengths (what lets a copied
+    file pass the manifest's length checks). A snapshot after each step keeps
     the older files of every kind for the rollbacks:
       add 80, add 70 + 5 upserts (a deletion list of 5), delete 4 (a WAL file), compact,
       add 20 + 5 upserts (a new segment, a new deletion list of 5), delete 3, delete 2 (two
