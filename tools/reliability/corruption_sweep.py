@@ -38,6 +38,20 @@ Mutations, one at a time, of every file (LOCK aside):
             rolled back together
   swap      (same kind) two files' contents exchanged
 
+Files from elsewhere (`--siblings`, instead of the mutations above; not in CI's short run,
+since format version 2 ties no file to its database and fails them): bases built by one
+fixed pipeline of CLI commands (sibling_bases, pipeline_base), and
+  sibling   a file of a twin database (the same commands, the same ids, other texts) written
+            over each segment, deletion list and WAL file of the same kind (same name or
+            another), its manifest alone and with its CURRENT, its segments and deletion list
+            together, and all its data files together
+  shard     the same from two other shards of the pipeline (other ids of the same lengths)
+  rollback  each older segment, deletion list or WAL file of the base's own history written
+            over each current file of its kind: older files of other names, and older copies
+            of the same name (a segment and deletion list left by a write cut off by a crash,
+            whose ids the next write took again); never the newest WAL's older copy of itself
+            (undetectable: the fault model)
+
 For each mutation every command runs on its own copy: query, get, keys, dedup, stats and
 verify (read-only), add, compact and export (writers; their result is read back: keys, get,
 query, verify). Each (command, mutation) is classified:
@@ -73,6 +87,7 @@ answers (format version 1 is known to have them) but never crashes or hangs.
     cargo build --release && python3 tools/reliability/corruption_sweep.py      # everything
     python3 tools/reliability/corruption_sweep.py --limit 40 --allow-silent      # CI's short run
     python3 tools/reliability/corruption_sweep.py --details /tmp/sweep.jsonl     # every outcome
+    python3 tools/reliability/corruption_sweep.py --siblings --allow-silent      # files from elsewhere
 
 Python 3 standard library only.
 """
@@ -170,6 +185,7 @@ class Base:
         self.prefix_baselines = []  # (records kept, answers) for cuts of the newest WAL
         self.newest_wal = None
         self.wal_boundaries = []
+        self.donors = []  # (family, path) of databases its files come from (--siblings)
 
 
 def fingerprint(runner, base, db):
@@ -650,6 +666,13 @@ def kind_of(name):
 # Mutations
 
 
+def cuts_newest_wal(base, data, ops):
+    """Whether `ops` leave the newest WAL holding a proper prefix of its batch records (sealed
+    or not) and nothing else: records removed whole from its end."""
+    written = [op for op in ops if op[1] == base.newest_wal]
+    return bool(written) and all(op[0] == "delete" or wal_prefix_of(op[2], data[base.newest_wal]) for op in written)
+
+
 def mutations(base, rng):
     """Every mutation of `base`: dicts with base, file, kind, what, ops, boundary_cut."""
     files = sorted(f for f in os.listdir(base.path) if f != "LOCK")
@@ -663,12 +686,7 @@ def mutations(base, rng):
 
     def add(f, kind, what, ops, boundary_cut=False, rollback=False):
         if boundary_cut is None:
-            # Whether the ops leave the newest WAL holding a proper prefix of its batch records
-            # (sealed or not) and nothing else: records removed whole from its end.
-            written = [op for op in ops if op[1] == base.newest_wal]
-            boundary_cut = bool(written) and all(
-                op[0] == "delete" or wal_prefix_of(op[2], data[base.newest_wal]) for op in written
-            )
+            boundary_cut = cuts_newest_wal(base, data, ops)
         out.append({"base": base.name, "file": f, "file_kind": kind_of(f), "kind": kind, "what": what, "ops": ops, "boundary_cut": boundary_cut, "rollback": rollback})
 
     for f in files:
@@ -843,6 +861,182 @@ def apply(db, ops):
 
 
 # ---------------------------------------------------------------------------------------------
+# Files from elsewhere (--siblings): databases built by one pipeline, and an older state of one
+
+
+def pick(docs, k, salt):
+    """The ids of `k` of `docs` ((id, text) pairs), chosen by their texts: what a pipeline's
+    data-dependent step (a dedup feeding `mhdb delete`, an upsert of changed rows) chooses,
+    so that databases built by the same commands from other texts differ in which documents
+    it touches, not in how many."""
+    pool = [(zlib.crc32((salt + text).encode()), key) for key, text in docs]
+    return [key for _, key in sorted(pool)[:k]]
+
+
+def pipeline_base(runner, work, name, docs, spare, kind_flags=()):
+    """One database created with `kind_flags` (default: a MinHash index of 64 slots of 8 bits)
+    and built by the fixed pipeline below from `docs` (at least 171 (id, text) pairs, added
+    in order) and `spare` (at least 11 texts for upserts). Every step's file names and counts
+    depend on the commands only, so two databases built from other texts with ids of equal
+    lengths have files of the same names and mostly the same lengths (what lets a copied
+    file pass the manifest's length checks). A snapshot after each step keeps
+    the older files of every kind for the rollbacks:
+      add 80, add 70 + 5 upserts (a deletion list of 5), delete 4 (a WAL file), compact,
+      add 20 + 5 upserts (a new segment, a new deletion list of 5), delete 3, delete 2 (two
+      WAL files, the newest last);
+    and, as if a crash had cut it off before its manifest, that add made first from other
+    texts and upserts on a copy (its segment and deletion list have the names the real add's
+    get: the older copies of the same names)."""
+    path = os.path.join(work, name)
+    flags = list(kind_flags) or ["--perms", "64", "--bits", "8", "--threshold", "0.6"]
+    must(runner, ["create", path] + flags)
+    snaps = []
+    live = {}
+
+    def step(i, args, rows=None):
+        if rows is not None:
+            f = os.path.join(work, f"{name}-step{i}.jsonl")
+            write_jsonl(f, [{"id": k, "text": t} for k, t in rows])
+            args = args + [f]
+            live.update(rows)
+        must(runner, args)
+        snap = os.path.join(work, f"{name}-snap{len(snaps)}")
+        shutil.copytree(path, snap)
+        snaps.append(snap)
+
+    def delete(i, k):
+        gone = pick(sorted(live.items()), k, f"delete-{i}")
+        for key in gone:
+            del live[key]
+        step(i, ["delete", path] + gone)
+        return gone
+
+    step(0, ["add", path], docs[:80])
+    upserts = pick(docs[:80], 5, "upsert-1")
+    step(1, ["add", path], docs[80:150] + [(k, spare[i]) for i, k in enumerate(upserts)])
+    deleted = delete(2, 4)
+    step(3, ["compact", path])
+    # A write cut off by a crash before its manifest: it left a segment and a deletion list
+    # that no manifest names, whose ids the next write takes again (format/README.md). Its
+    # copy keeps them: an older file of the same name, range and length as the next write's.
+    cut = os.path.join(work, f"{name}-cut-write")
+    shutil.copytree(path, cut)
+    f = os.path.join(work, f"{name}-cut-write.jsonl")
+    others = pick(sorted(live.items()), 5, "upsert-2-cut")
+    write_jsonl(f, [{"id": k, "text": t[::-1]} for k, t in docs[150:170]] + [{"id": k, "text": spare[i]} for i, k in enumerate(others)])
+    must(runner, ["add", cut, f])
+    snaps.append(cut)
+    upserts = pick(sorted(live.items()), 5, "upsert-2")
+    step(4, ["add", path], docs[150:170] + [(k, spare[5 + i]) for i, k in enumerate(upserts)])
+    deleted += delete(5, 3)
+    deleted += delete(6, 2)
+    snaps.pop()  # (the state after the last step is the base itself)
+    corpus_queries = read_jsonl(os.path.join(ROOT, "samples", "queries.jsonl"))[:6]
+    queries = os.path.join(work, f"{name}-queries.jsonl")
+    texts = [q["text"] for q in corpus_queries] + [t for _, t in docs[:170:17]] + list(spare[:10:3])
+    write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
+    keys = [k for k, _ in docs[:170:9]] + deleted + ["absent-key"]
+    add_input = os.path.join(work, f"{name}-add.jsonl")
+    write_jsonl(add_input, [{"id": docs[170][0], "text": docs[170][1]}, {"id": docs[3][0], "text": spare[10]}])
+    base = Base(name, path, queries, keys, add_input)
+    base.snapshots = snaps
+    return base
+
+
+def sibling_bases(runner, work):
+    """The bases of --siblings, each with the databases its files come from (`donors`:
+    (family, path)): `sib`, `sib-sets` (made with --store-sets) and `sib-simhash` (a SimHash
+    index), each with a twin built by the same commands with the same ids and other texts
+    (family `sibling`); `shard`, with two other shards of the same pipeline (other ids of
+    the same lengths, other texts: family `shard`). Each base's own snapshots give the
+    rollbacks (family `rollback`)."""
+    corpus = read_jsonl(os.path.join(ROOT, "samples", "corpus.jsonl"))
+    texts = [d["text"] for d in corpus]
+    n = len(texts)
+
+    def docs(ids, offset):
+        return [(k, texts[(offset + i) % n]) for i, k in enumerate(ids)]
+
+    ids = [d["id"] for d in corpus[:171]]
+    spare_a = [texts[(200 + i) % n] for i in range(11)]
+    spare_b = [texts[(20 + i) % n] for i in range(11)]
+    bases = []
+    variants = [("sib", []), ("sib-sets", ["--perms", "64", "--bits", "8", "--threshold", "0.6", "--store-sets"]),
+                ("sib-simhash", ["--kind", "simhash", "--max-hamming", "6"])]
+    for name, flags in variants:
+        a = pipeline_base(runner, work, name, docs(ids, 0), spare_a, flags)
+        twin = pipeline_base(runner, work, name + "-twin", docs(ids, n // 2), spare_b, flags)
+        a.donors = [("sibling", twin.path)]
+        bases.append(a)
+    shards = [pipeline_base(runner, work, f"shard-{s}", docs([f"shard{s}-doc-{i:04d}" for i in range(171)], s * n // 3),
+                            [spare_a, spare_b, spare_a[::-1]][s]) for s in range(3)]
+    shards[0].name = "shard"
+    shards[0].donors = [("shard", s.path) for s in shards[1:]]
+    bases.append(shards[0])
+    return bases
+
+
+def db_files(path):
+    """{name: bytes} of a database directory's files (LOCK aside)."""
+    return {f: open(os.path.join(path, f), "rb").read() for f in sorted(os.listdir(path)) if f != "LOCK"}
+
+
+def sibling_mutations(base):
+    """The files-from-elsewhere mutations of `base`, each a whole file written over one of
+    its own:
+      sibling / shard  a donor's file of the same kind over each of the base's files (the
+                     file of the same name, and those of other names), the donor's manifest
+                     alone and with its CURRENT, and every segment and deletion list, then
+                     every data file, of the donor copied over (`cp B/seg-* B/del-* A/`);
+      rollback       each older file of the same kind kept in the base's snapshots (another
+                     name's or an older copy of the same name's) over each segment, the
+                     deletion list and each WAL file (the newest WAL too, but never with an
+                     older copy of itself: the fault model's undetectable case)."""
+    data = db_files(base.path)
+    wals = sorted(f for f in data if f.startswith("wal-"))
+    base.newest_wal = wals[-1] if wals else None
+    out = []
+
+    def add(f, kind, what, ops):
+        out.append({"base": base.name, "file": f, "file_kind": kind_of(f), "kind": kind, "what": what, "ops": ops,
+                    "boundary_cut": cuts_newest_wal(base, data, ops), "rollback": False})
+
+    def same_kind(a, b):
+        return kind_of(a) == kind_of(b)
+
+    data_kinds = ("segment", "deletion list", "WAL")
+    for family, donor in base.donors:
+        theirs = db_files(donor)
+        for f in data:
+            for g in theirs:
+                if same_kind(f, g) and kind_of(f) in data_kinds:
+                    where = "its copy" if f == g else f"its {g}"
+                    same = " (the same bytes)" if theirs[g] == data[f] else ""
+                    add(f, family, f"replaced by {where} from the {family} database{same}", [("write", f, theirs[g])])
+        manifest = next(f for f in theirs if f.startswith("MANIFEST-"))
+        if manifest in data:
+            add(manifest, family, f"replaced by its copy from the {family} database", [("write", manifest, theirs[manifest])])
+        add("CURRENT", family, f"CURRENT and {manifest} from the {family} database",
+            [("write", "CURRENT", theirs["CURRENT"]), ("write", manifest, theirs[manifest])])
+        for kinds, what in [(("segment", "deletion list"), "every segment and deletion list"), (data_kinds, "every data file")]:
+            ops = [("write", g, theirs[g]) for g in theirs if kind_of(g) in kinds]
+            if ops:
+                add(ops[0][1], family, f"{what} of the {family} database copied in", ops)
+    older = {}
+    for snap in base.snapshots:
+        for g, b in db_files(snap).items():
+            if kind_of(g) in data_kinds:
+                older.setdefault((g, b), os.path.basename(snap))
+    for f in data:
+        for (g, b), snap in sorted(older.items()):
+            if not same_kind(f, g) or b == data[f] or (f == base.newest_wal and g == f):
+                continue
+            where = "its older copy" if f == g else f"the older {g}"
+            add(f, "rollback", f"replaced by {where} from {snap}", [("write", f, b)])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Classification
 
 
@@ -902,6 +1096,8 @@ def main(argv):
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--allow-silent", action="store_true", help="silent wrong answers do not fail the run")
     ap.add_argument("--bases", default="golden,built,sets,sets-built,simhash-built")
+    ap.add_argument("--siblings", action="store_true",
+                    help="instead of the bases' damage: files from elsewhere (a sibling database's, another shard's, an older state's)")
     ap.add_argument("--details", help="write every (mutation, command, outcome) as JSON lines here")
     ap.add_argument("--work", help="scratch directory (default: under /dev/shm when present)")
     args = ap.parse_args(argv)
@@ -912,8 +1108,8 @@ def main(argv):
     work = tempfile.mkdtemp(prefix="mhdb-sweep-", dir=scratch_root)
     started = time.time()
     try:
-        bases = []
-        for name in args.bases.split(","):
+        bases = sibling_bases(runner, work) if args.siblings else []
+        for name in [] if args.siblings else args.bases.split(","):
             if name in ("golden", "golden-v1"):
                 base = golden_base(runner, work, upgrade=(name == "golden"))
             elif name == "built":
@@ -930,7 +1126,7 @@ def main(argv):
         rng = random.Random(args.seed)
         todo = []
         for base in bases:
-            todo += [(base, m) for m in mutations(base, rng)]
+            todo += [(base, m) for m in (sibling_mutations(base) if args.siblings else mutations(base, rng))]
         total = len(todo)
         if args.limit and args.limit < total:
             todo = random.Random(args.seed).sample(todo, args.limit)
@@ -1003,7 +1199,7 @@ def main(argv):
 
     n = len(todo)
     print(f"corruption sweep: {n} mutations (of {total}) x {len(COMMANDS)} commands = {n * len(COMMANDS)} runs, "
-          f"bases {args.bases}, seed {args.seed}, {time.time() - started:.0f} s")
+          f"bases {','.join(b.name for b in bases)}, seed {args.seed}, {time.time() - started:.0f} s")
     print()
     print("| outcome | " + " | ".join(COMMANDS) + " | all |")
     print("| --- |" + " ---: |" * (len(COMMANDS) + 1))
@@ -1021,7 +1217,7 @@ def main(argv):
     print()
     print("| mutation | " + " | ".join(OUTCOMES) + " |")
     print("| --- |" + " ---: |" * len(OUTCOMES))
-    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "reseal", "stale", "swap"]:
+    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "reseal", "stale", "swap", "sibling", "shard", "rollback"]:
         if kind in by_mutation:
             print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
     print()
