@@ -55,6 +55,8 @@ _MinHashMatch = tuple[_Key, float]
 """A match in a MinHash index: ``(key, estimated or exact Jaccard)``."""
 _SimHashMatch = tuple[_Key, int, float]
 """A match in a SimHash index: ``(key, Hamming distance, cosine)``."""
+_NearDuplicate = tuple[_Key, list[Union[_MinHashMatch, _SimHashMatch]]]
+"""A document ``insert_many(novel_only=True)`` did not store: ``(key, matches)``."""
 _MinHashPair = tuple[_Key, _Key, float]
 """A near-duplicate pair of a MinHash index: ``(older key, newer key, jaccard)``."""
 _SimHashPair = tuple[_Key, _Key, int, float]
@@ -278,6 +280,38 @@ class Index(Generic[_KindT]):
         without shingles (empty or white space only) could never be found and is refused with
         :class:`InvalidParameterError` naming the key, as ``mhdb add`` refuses it."""
     @overload
+    def insert_if_novel(
+        self: Index[_MinHash],
+        key: _Key,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        *,
+        threshold: Optional[float] = None,
+    ) -> list[_MinHashMatch]:
+        """Inserts one document unless a stored one is similar at ``threshold`` (the index's
+        by default), as one step for every writing thread; durable on return. Returns the
+        matches that made it a duplicate (nothing stored), or ``[]`` when it was stored."""
+    @overload
+    def insert_if_novel(
+        self: Index[_SimHash],
+        key: _Key,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        *,
+        threshold: Optional[float] = None,
+    ) -> list[_SimHashMatch]:
+        """In a SimHash index: matches ``(key, distance, cosine)``."""
+    @overload
+    def insert_if_novel(
+        self,
+        key: _Key,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        *,
+        threshold: Optional[float] = None,
+    ) -> list[Union[_MinHashMatch, _SimHashMatch]]:
+        """An index of either kind."""
+    @overload
     def insert_many(
         self,
         items: Iterable[tuple[_Key, Union[str, _SignatureLike]]],
@@ -285,6 +319,7 @@ class Index(Generic[_KindT]):
         *,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[False] = False,
     ) -> int:
         """Inserts (or replaces) documents from ``(key, text_or_signature)`` pairs, committing
         ``commit_every`` at a time (each batch durable, then ``on_commit(total)``); batches
@@ -302,9 +337,36 @@ class Index(Generic[_KindT]):
         *,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[False] = False,
     ) -> int:
         """As above, with the keys and the texts (or signatures) from two iterables (errors
         name ``texts[7]``)."""
+    @overload
+    def insert_many(
+        self,
+        items: Iterable[tuple[_Key, Union[str, _SignatureLike]]],
+        texts: None = None,
+        *,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[True],
+        threshold: Optional[float] = None,
+    ) -> list[_NearDuplicate]:
+        """Stores only the documents no stored document, nor an earlier one of the call, is
+        similar to at ``threshold`` (the index's by default), each checked and stored in
+        turn; returns the others, in input order, with their matches."""
+    @overload
+    def insert_many(
+        self,
+        items: Iterable[_Key],
+        texts: Iterable[Union[str, _SignatureLike]],
+        *,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[True],
+        threshold: Optional[float] = None,
+    ) -> list[_NearDuplicate]:
+        """As above, with the keys and the texts from two iterables."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:

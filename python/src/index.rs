@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mhdb::db::{Db, IndexParams, Match, Options, QueryOptions, Stats};
+use mhdb::db::{Db, IndexParams, Match, Novelty, NoveltyOptions, Options, QueryOptions, Stats};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -372,6 +372,41 @@ impl PyIndex {
         ingest::insert(py, &db, key, doc)
     }
 
+    /// Inserts one document, given by ``text`` or ``signature``, unless a stored document is
+    /// similar to it at ``threshold`` (the index's by default): "have I seen something like
+    /// this before? If not, remember it", as one step. The check and the insert are one
+    /// step for every thread writing this index, so two callers never both store
+    /// near-duplicates of each other. Durable when it returns (and so are the documents a
+    /// duplicate names).
+    ///
+    /// Returns:
+    ///     the matches that made it a duplicate, best first, as :meth:`query` reports them
+    ///     (nothing was stored); an empty list when it was stored.
+    ///
+    /// Raises:
+    ///     as :meth:`insert`, and InvalidParameterError for a threshold outside [0, 1].
+    #[pyo3(signature = (key, text = None, signature = None, *, threshold = None))]
+    fn insert_if_novel<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        text: Option<&Bound<'py, PyAny>>,
+        signature: Option<&Bound<'py, PyAny>>,
+        threshold: Option<f64>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let key = key_from_py(key)?;
+        let doc = doc_one_of(py, text, signature)?;
+        let db = self.db(py)?;
+        let opts = NoveltyOptions {
+            threshold,
+            ..NoveltyOptions::default()
+        };
+        match ingest::insert_if_novel(py, &db, key, doc, &opts)? {
+            Novelty::Inserted => Ok(PyList::empty(py)),
+            Novelty::Duplicate(matches) => matches_to_py(py, &matches),
+        }
+    }
+
     /// Inserts (or replaces) many documents, streaming from any iterable in bounded memory.
     ///
     /// ``items`` is an iterable of ``(key, text)`` pairs (or ``(key, signature)`` pairs);
@@ -393,8 +428,16 @@ impl PyIndex {
     /// A text without shingles (empty, or white space only) is a bad document, refused as
     /// ``mhdb add`` refuses it: it is similar to nothing, so no query could ever find it.
     ///
+    /// With ``novel_only=True``, a document is stored only when no stored document, nor an
+    /// earlier document of the call, is similar to it at ``threshold`` (the index's by
+    /// default), as :meth:`insert_if_novel` checks; each is checked and stored in turn, so a
+    /// batch is durable when ``on_commit`` reports it, but a crash inside a batch may keep
+    /// the documents before the crash.
+    ///
     /// Returns:
-    ///     the number of documents inserted.
+    ///     the number of documents inserted; with ``novel_only=True``, the documents not
+    ///     stored, in input order: ``(key, matches)``, the matches best first as
+    ///     :meth:`query` reports them.
     ///
     /// Raises:
     ///     InvalidParameterError: a text without shingles or a signature of the wrong
@@ -404,21 +447,48 @@ impl PyIndex {
     ///     TypeError: an item is not a ``(key, text)`` or ``(key, signature)`` tuple, a key
     ///         is not ``str`` or ``bytes``, or a value is neither a text (``str``) nor a
     ///         signature (named by position, and key when it was read).
-    #[pyo3(signature = (items, texts = None, *, commit_every = 10_000, on_commit = None))]
-    fn insert_many(
+    #[pyo3(signature = (
+        items, texts = None, *, commit_every = 10_000, on_commit = None, novel_only = false,
+        threshold = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
+    fn insert_many<'py>(
         &self,
-        py: Python<'_>,
-        items: &Bound<'_, PyAny>,
-        texts: Option<&Bound<'_, PyAny>>,
+        py: Python<'py>,
+        items: &Bound<'py, PyAny>,
+        texts: Option<&Bound<'py, PyAny>>,
         commit_every: usize,
-        on_commit: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<u64> {
+        on_commit: Option<&Bound<'py, PyAny>>,
+        novel_only: bool,
+        threshold: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if commit_every == 0 {
             return Err(invalid(py, "commit_every", "must be at least 1"));
         }
+        if threshold.is_some() && !novel_only {
+            return Err(invalid(py, "threshold", "is for novel_only=True"));
+        }
+        let novelty = novel_only.then_some(NoveltyOptions {
+            threshold,
+            ..NoveltyOptions::default()
+        });
         let db = self.db(py)?;
         let mut source = Source::new(items, texts)?;
-        ingest::insert_many(py, &db, &mut source, commit_every, on_commit)
+        let (committed, skipped) =
+            ingest::insert_many(py, &db, &mut source, commit_every, on_commit, novelty)?;
+        if !novel_only {
+            return Ok(committed.into_pyobject(py)?.into_any());
+        }
+        let skipped = skipped
+            .iter()
+            .map(|(key, matches)| {
+                PyTuple::new(
+                    py,
+                    [key_to_py(py, key), matches_to_py(py, matches)?.into_any()],
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, skipped)?.into_any())
     }
 
     /// Deletes ``key``. Returns whether it was present.

@@ -3,7 +3,7 @@
 //! and the library's refusals worded with the documents' positions.
 
 use mhdb::db::ingest::{self, Fault, Ingest, Mode, Record, Rejected, Stop};
-use mhdb::db::{Db, MAX_KEY_LEN};
+use mhdb::db::{Db, MAX_KEY_LEN, Match, Novelty, NoveltyOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
@@ -37,6 +37,33 @@ pub fn insert(py: Python<'_>, db: &Db, key: Vec<u8>, doc: Doc) -> PyResult<()> {
         .map_err(|stop| stopped(py, stop))
 }
 
+/// Signs one document and stores it unless a stored document is similar
+/// ([`Db::insert_many_if_novel`]), durably, without the GIL.
+pub fn insert_if_novel(
+    py: Python<'_>,
+    db: &Db,
+    key: Vec<u8>,
+    doc: Doc,
+    opts: &NoveltyOptions,
+) -> PyResult<Novelty> {
+    let records = [Record {
+        key,
+        content: doc,
+        origin: Origin::Insert,
+    }];
+    let outcomes = py
+        .detach(|| ingest::commit_batch_if_novel::<PyErr, _, _>(db, &records, opts))
+        .map_err(|stop| stopped(py, stop))?;
+    outcomes
+        .into_iter()
+        .next()
+        .ok_or_else(|| invalid(py, "key", "one document gave no outcome"))
+}
+
+/// The documents `insert_many(novel_only=True)` did not store, with their matches, in input
+/// order.
+pub type NearDuplicates = Vec<(Vec<u8>, Vec<Match>)>;
+
 /// `insert_many`: reads `commit_every` documents at a time from `source` and hands each batch
 /// to the library's pipeline in its batch-atomic mode: while the next batch's Python objects
 /// are read (with the GIL, on one core), the batch before is signed on every core and the one
@@ -49,14 +76,21 @@ pub fn insert_many(
     source: &mut Source<'_>,
     commit_every: usize,
     on_commit: Option<&Bound<'_, PyAny>>,
-) -> PyResult<u64> {
+    novelty: Option<NoveltyOptions>,
+) -> PyResult<(u64, NearDuplicates)> {
     let mut ingest = Ingest::new(db, Mode::Atomic { commit_every });
-    let mut sink = OnCommit(on_commit);
+    if let Some(opts) = novelty {
+        ingest = ingest.novel_only(opts);
+    }
+    let mut sink = OnCommit {
+        callback: on_commit,
+        near_duplicates: Vec::new(),
+    };
     let identity = |record: PyRecord| Ok(record);
     ingest
         .run(source, &identity, &mut sink)
         .map_err(|stop| stopped(py, stop))?;
-    Ok(ingest.counts().committed)
+    Ok((ingest.counts().committed, sink.near_duplicates))
 }
 
 /// The Python exception for why a load stopped.
@@ -87,16 +121,24 @@ fn refusal(rejected: Rejected<Origin>) -> mhdb::Error {
     }
 }
 
-/// Tells `on_commit(total)` of each durable batch.
-struct OnCommit<'a, 'py>(Option<&'a Bound<'py, PyAny>>);
+/// Tells `on_commit(total)` of each durable batch, and keeps the near duplicates skipped.
+struct OnCommit<'a, 'py> {
+    callback: Option<&'a Bound<'py, PyAny>>,
+    near_duplicates: NearDuplicates,
+}
 
 impl ingest::Sink<Origin> for OnCommit<'_, '_> {
     type Error = PyErr;
 
     fn committed(&mut self, total: u64, _last_key: &[u8]) -> PyResult<()> {
-        if let Some(callback) = self.0 {
+        if let Some(callback) = self.callback {
             callback.call1((total,))?;
         }
+        Ok(())
+    }
+
+    fn near_duplicate(&mut self, key: &[u8], matches: &[Match]) -> PyResult<()> {
+        self.near_duplicates.push((key.to_vec(), matches.to_vec()));
         Ok(())
     }
 }

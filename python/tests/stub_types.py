@@ -31,6 +31,12 @@ def minhash_index(path: str) -> None:
         assert_type(idx.dedup(format="drop"), Iterator[Key])
         for a, b, jaccard in idx.dedup():
             assert_type(jaccard, float)
+        assert_type(idx.insert_if_novel("k", "text"), list[tuple[Key, float]])
+        assert_type(idx.insert_many([("k", "text")]), int)
+        skipped = idx.insert_many([("k", "text")], novel_only=True, threshold=0.9)
+        assert_type(skipped, list[tuple[Key, list[Match]]])
+        for key, matches in skipped:
+            assert_type(matches, list[Match])
     assert_type(mhdb.Index.open_or_create(path), mhdb.Index[Literal["minhash"]])
 
 
@@ -39,6 +45,7 @@ def simhash_index(path: str) -> None:
         assert_type(idx, mhdb.Index[Literal["simhash"]])
         assert_type(idx.query("text"), list[tuple[Key, int, float]])
         assert_type(idx.query_many(texts=["a"]), mhdb.QueryIterator[tuple[Key, int, float]])
+        assert_type(idx.insert_if_novel("k", "text"), list[tuple[Key, int, float]])
         for a, b, distance, cosine in idx.dedup():
             assert_type(distance, int)
         assert_type(idx.dedup(format="drop"), Iterator[Key])

@@ -19,6 +19,7 @@ use crate::sketch::Signature;
 
 pub use pipeline::{
     Acknowledge, Counts, Ingest, Mode, OnDuplicate, Sink, Source, Stop, commit_batch,
+    commit_batch_if_novel,
 };
 
 /// A batch of at least this many documents is committed as a bulk insert (written straight to

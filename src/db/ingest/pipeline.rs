@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use super::sign::{Outcome, Prepared, Signer, Signing};
 use super::{BULK_MIN, Fault, Record, Rejected, STREAM_CHUNK};
 use crate::Error;
-use crate::db::{Db, WriteBatch};
+use crate::db::{Db, Match, Novelty, NoveltyOptions, WriteBatch};
 use crate::sketch::Signature;
 
 /// Where records come from. The pipeline calls it on the caller's thread only.
@@ -40,6 +40,14 @@ pub trait Sink<O> {
     /// A record was refused and passed over ([`Mode::Stream`] with `skip_invalid`).
     fn skipped(&mut self, _rejected: &Rejected<O>) {
         // A front end without a word for skipped records says nothing.
+    }
+
+    /// A record was not stored because stored documents are similar to it
+    /// ([`Ingest::novel_only`]): its key, and the matches, best first. Called in input order,
+    /// after the batch holding it is committed.
+    fn near_duplicate(&mut self, _key: &[u8], _matches: &[Match]) -> Result<(), Self::Error> {
+        // A front end that does not report skips only counts them.
+        Ok(())
     }
 
     /// Records up to `taken` are taken (committed or to be), after each chunk.
@@ -114,6 +122,8 @@ pub struct Counts {
     pub skipped_invalid: u64,
     /// Records skipped for a key already stored.
     pub skipped_duplicates: u64,
+    /// Records not stored because stored documents are similar ([`Ingest::novel_only`]).
+    pub skipped_near_duplicates: u64,
 }
 
 /// Keys with their signatures, in input order.
@@ -124,11 +134,22 @@ struct Batch {
     docs: Docs,
 }
 
-/// What committing some batches did: the size and last key of each committed, in order, then
-/// the error that stopped the rest.
+/// What committing some batches did: each batch committed, in order, then the error that
+/// stopped the rest.
 struct CommitReport {
-    committed: Vec<(u64, Vec<u8>)>,
+    committed: Vec<Committed>,
     error: Option<CommitError>,
+}
+
+/// One batch committed.
+struct Committed {
+    /// Documents stored.
+    stored: u64,
+    /// The batch's last key.
+    last_key: Vec<u8>,
+    /// The batch's records found similar to stored documents, and their matches, in order
+    /// ([`Ingest::novel_only`]).
+    near_duplicates: Vec<(Vec<u8>, Vec<Match>)>,
 }
 
 /// What stopped a run of commits.
@@ -142,6 +163,8 @@ pub struct Ingest<'db> {
     db: &'db Db,
     mode: Mode,
     acknowledge: Option<&'db Acknowledge<'db>>,
+    /// Store only the records no stored document is similar to.
+    novelty: Option<NoveltyOptions>,
     counts: Counts,
     /// Records taken since the last batch was sealed ([`Mode::Stream`]).
     pending: Docs,
@@ -158,6 +181,7 @@ impl<'db> Ingest<'db> {
             db,
             mode,
             acknowledge: None,
+            novelty: None,
             counts: Counts::default(),
             pending: Vec::new(),
             pending_keys: HashSet::new(),
@@ -168,6 +192,15 @@ impl<'db> Ingest<'db> {
     /// Has `hook` acknowledge each batch as soon as it is durable, on the committing thread.
     pub fn acknowledge_with(mut self, hook: &'db Acknowledge<'db>) -> Self {
         self.acknowledge = Some(hook);
+        self
+    }
+
+    /// Stores only the records no stored document (nor an earlier record of the load) is
+    /// similar to, as [`Db::insert_many_if_novel`] checks: each record is checked and stored
+    /// in turn, so a batch is durable when committed but a crash may keep a prefix of it.
+    /// The others are counted and told to the sink ([`Sink::near_duplicate`]).
+    pub fn novel_only(mut self, opts: NoveltyOptions) -> Self {
+        self.novelty = Some(opts);
         self
     }
 
@@ -281,10 +314,16 @@ where
     /// any.
     fn report(&mut self, report: CommitReport) -> Result<(), StopOf<S, O>> {
         let counts = &mut self.ingest.counts;
-        for (n, last_key) in report.committed {
-            counts.committed += n;
+        for batch in report.committed {
+            counts.committed += batch.stored;
+            counts.skipped_near_duplicates += batch.near_duplicates.len() as u64;
+            for (key, matches) in &batch.near_duplicates {
+                self.sink
+                    .near_duplicate(key, matches)
+                    .map_err(Stop::Caller)?;
+            }
             self.sink
-                .committed(counts.committed, &last_key)
+                .committed(counts.committed, &batch.last_key)
                 .map_err(Stop::Caller)?;
         }
         match report.error {
@@ -443,6 +482,7 @@ struct Commits<'a> {
     /// Documents committed before these batches.
     committed_before: u64,
     acknowledge: Option<&'a Acknowledge<'a>>,
+    novelty: Option<NoveltyOptions>,
 }
 
 impl<'db> Ingest<'db> {
@@ -453,6 +493,7 @@ impl<'db> Ingest<'db> {
             bulk_min: self.bulk_min(),
             committed_before: self.counts.committed,
             acknowledge: self.acknowledge,
+            novelty: self.novelty,
         }
     }
 }
@@ -471,16 +512,26 @@ impl Commits<'_> {
             let Some(last_key) = docs.last().map(|(key, _)| key.clone()) else {
                 continue;
             };
-            let n = docs.len() as u64;
-            if let Err(e) = write(db, docs, self.bulk_min) {
-                report.error = Some(CommitError::Db(e));
-                break;
-            }
-            total += n;
+            let written = match self.novelty {
+                None => write(db, docs, self.bulk_min),
+                Some(opts) => write_novel(db, docs, &opts),
+            };
+            let (stored, near_duplicates) = match written {
+                Ok(done) => done,
+                Err(e) => {
+                    report.error = Some(CommitError::Db(e));
+                    break;
+                }
+            };
+            total += stored;
             let acknowledged = self
                 .acknowledge
                 .map_or(Ok(()), |hook| hook(total, &last_key));
-            report.committed.push((n, last_key));
+            report.committed.push(Committed {
+                stored,
+                last_key,
+                near_duplicates,
+            });
             if let Err(e) = acknowledged {
                 report.error = Some(CommitError::Acknowledge(e));
                 break;
@@ -490,23 +541,80 @@ impl Commits<'_> {
     }
 }
 
+/// What a commit stored: the number of documents, and the records not stored as near
+/// duplicates with their matches.
+type Written = (u64, Vec<(Vec<u8>, Vec<Match>)>);
+
 /// Commits `docs` atomically and durably.
-fn write(db: &Db, docs: Docs, bulk_min: usize) -> crate::Result<()> {
+fn write(db: &Db, docs: Docs, bulk_min: usize) -> crate::Result<Written> {
+    let n = docs.len() as u64;
     if docs.len() >= bulk_min {
-        db.bulk_insert(&docs)
+        db.bulk_insert(&docs)?;
     } else {
-        let mut batch = WriteBatch::new();
-        for (key, sig) in docs {
-            batch.insert(key, sig);
-        }
-        db.write(&batch)
+        db.write(&write_batch(docs))?;
     }
+    Ok((n, Vec::new()))
+}
+
+fn write_batch(docs: Docs) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    for (key, sig) in docs {
+        batch.insert(key, sig);
+    }
+    batch
+}
+
+/// Commits those of `docs` no stored document is similar to, durably (whatever the handle's
+/// durability: a commit is acknowledged as durable).
+fn write_novel(db: &Db, docs: Docs, opts: &NoveltyOptions) -> crate::Result<Written> {
+    let keys: Vec<Vec<u8>> = docs.iter().map(|(key, _)| key.clone()).collect();
+    let outcomes = db.insert_many_if_novel(&write_batch(docs), opts)?;
+    db.commit()?;
+    let mut stored = 0;
+    let mut near_duplicates = Vec::new();
+    for (key, outcome) in keys.into_iter().zip(outcomes) {
+        match outcome {
+            Novelty::Inserted => stored += 1,
+            Novelty::Duplicate(matches) => near_duplicates.push((key, matches)),
+        }
+    }
+    Ok((stored, near_duplicates))
 }
 
 /// Signs `records` and commits them atomically and durably as one batch (a bulk insert from
 /// [`BULK_MIN`] records, a write batch below), or refuses the first bad record and commits
 /// nothing. The records stay the caller's.
 pub fn commit_batch<E, T, O>(db: &Db, records: &[Record<T, O>]) -> Result<(), Stop<E, O>>
+where
+    T: AsRef<str> + Sync,
+    O: Clone + Send + Sync,
+{
+    let docs = sign_batch(db, records)?;
+    write(db, docs, BULK_MIN).map(drop).map_err(Stop::Db)
+}
+
+/// Signs `records` (refusing the first bad record, with nothing stored) and stores each that
+/// no stored document, nor an earlier record, is similar to ([`Db::insert_many_if_novel`]),
+/// durably; the outcomes are in the records' order.
+pub fn commit_batch_if_novel<E, T, O>(
+    db: &Db,
+    records: &[Record<T, O>],
+    opts: &NoveltyOptions,
+) -> Result<Vec<Novelty>, Stop<E, O>>
+where
+    T: AsRef<str> + Sync,
+    O: Clone + Send + Sync,
+{
+    let docs = sign_batch(db, records)?;
+    let outcomes = db
+        .insert_many_if_novel(&write_batch(docs), opts)
+        .map_err(Stop::Db)?;
+    db.commit().map_err(Stop::Db)?;
+    Ok(outcomes)
+}
+
+/// Every record's key and signature, signed on every core, or the first record refused.
+fn sign_batch<E, T, O>(db: &Db, records: &[Record<T, O>]) -> Result<Docs, Stop<E, O>>
 where
     T: AsRef<str> + Sync,
     O: Clone + Send + Sync,
@@ -523,6 +631,5 @@ where
                 origin: r.origin.clone(),
             })
         });
-    let docs = signed_or_first_refusal(prepared)?;
-    write(db, docs, BULK_MIN).map_err(Stop::Db)
+    signed_or_first_refusal(prepared)
 }
