@@ -3,7 +3,7 @@
 //! each variant offered in a shuffled order), interleaved round by round.
 //!
 //! Run: `cargo bench --bench novel_insert -- [--clusters 5000] [--variants 4] [--threads 8]
-//! [--rounds 3] [--sync]`. Each round builds a fresh database in a temporary directory (with
+//! [--rounds 3] [--sync] [--only WAY]`. Each round builds a fresh database in a temporary directory (with
 //! `--sync`, every call durable on return; by default `Durability::None`, as a crawler that
 //! commits periodically runs). Prints one JSON line per (way, threads, round) and one line of
 //! medians with the ratio. Query-then-insert is racy with several threads: its `stored`
@@ -20,6 +20,8 @@ struct Args {
     threads: usize,
     rounds: usize,
     sync: bool,
+    /// Run one way only (`insert_if_novel` or `query_then_insert`), for a profiler.
+    only: Option<String>,
 }
 
 fn args() -> Args {
@@ -29,10 +31,15 @@ fn args() -> Args {
         threads: 8,
         rounds: 3,
         sync: false,
+        only: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut it = argv.iter();
     while let Some(flag) = it.next() {
+        if flag == "--only" {
+            a.only = it.next().cloned();
+            continue;
+        }
         let mut value = || it.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         match flag.as_str() {
             "--clusters" => a.clusters = value(),
@@ -133,10 +140,20 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let a = args();
     let docs = offers(&a);
-    for threads in [1, a.threads] {
+    let mut counts = vec![1, a.threads];
+    counts.dedup();
+    for threads in counts {
         let (mut novel, mut racy) = (Vec::new(), Vec::new());
         for round in 0..a.rounds {
-            for (way, is_novel) in [("insert_if_novel", true), ("query_then_insert", false)] {
+            // Alternate which way goes first, so that neither always runs on a warmer machine.
+            let mut ways = [("insert_if_novel", true), ("query_then_insert", false)];
+            if round % 2 == 1 {
+                ways.reverse();
+            }
+            for (way, is_novel) in ways {
+                if a.only.as_deref().is_some_and(|only| only != way) {
+                    continue;
+                }
                 let (secs, stored) = run(&a, &docs, threads, is_novel);
                 let rate = docs.len() as f64 / secs;
                 println!(
@@ -145,6 +162,9 @@ fn main() {
                 );
                 if is_novel { &mut novel } else { &mut racy }.push(rate);
             }
+        }
+        if novel.is_empty() || racy.is_empty() {
+            continue;
         }
         let (n, r) = (median(novel), median(racy));
         println!(

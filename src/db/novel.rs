@@ -7,8 +7,10 @@
 use std::borrow::Cow;
 
 use super::Db;
+use super::options::Durability;
+use super::query::Banded;
 use super::query::{Match, QueryOptions};
-use super::write::{BatchOp, WriteBatch};
+use super::write::{BatchOp, Prepared, WriteBatch};
 use crate::sketch::Signature;
 use crate::{Error, Result};
 
@@ -64,9 +66,7 @@ impl Db {
         sig: &Signature,
         opts: &NoveltyOptions,
     ) -> Result<Novelty> {
-        let mut batch = WriteBatch::new();
-        batch.insert(key, sig.clone());
-        only(self.insert_many_if_novel(&batch, opts)?)
+        only(self.check_and_store(&[(key.as_ref(), sig)], opts)?)
     }
 
     /// [`Db::insert_if_novel`] for the signature of `text`.
@@ -76,9 +76,8 @@ impl Db {
         text: &str,
         opts: &NoveltyOptions,
     ) -> Result<Novelty> {
-        let mut batch = WriteBatch::new();
-        batch.insert_text(key, text);
-        only(self.insert_many_if_novel(&batch, opts)?)
+        let sig = self.sketch_text(text)?;
+        only(self.check_and_store(&[(key.as_ref(), &sig)], opts)?)
     }
 
     /// [`Db::insert_if_novel`] for each insert of `batch`, in order: each document is checked
@@ -91,19 +90,32 @@ impl Db {
         batch: &WriteBatch,
         opts: &NoveltyOptions,
     ) -> Result<Vec<Novelty>> {
-        self.check_writable()?;
         let signed = self.sign_inserts(batch)?;
-        let prepared = signed
+        let docs: Vec<(&[u8], &Signature)> = signed
+            .iter()
+            .map(|(key, sig)| (*key, sig.as_ref()))
+            .collect();
+        self.check_and_store(&docs, opts)
+    }
+
+    /// Checks and stores each of `docs` in turn (the work of the `insert*_if_novel` calls).
+    fn check_and_store(
+        &self,
+        docs: &[(&[u8], &Signature)],
+        opts: &NoveltyOptions,
+    ) -> Result<Vec<Novelty>> {
+        self.check_writable()?;
+        let prepared = docs
             .iter()
             .map(|(key, sig)| self.prepare_put(key, sig))
             .collect::<Result<Vec<_>>>()?;
         let query = opts.query();
-        let mut outcomes = Vec::with_capacity(signed.len());
+        let mut outcomes = Vec::with_capacity(docs.len());
         let (last, failure) = {
             let _order = self.sequencer.lock();
             self.check_writable()?;
             let mut failure = None;
-            for ((_, sig), put) in signed.iter().zip(prepared) {
+            for ((_, sig), put) in docs.iter().zip(prepared) {
                 match self.check_then_insert(sig, put, &query) {
                     Ok(outcome) => outcomes.push(outcome),
                     Err(e) => {
@@ -116,7 +128,14 @@ impl Db {
             // everything queued so far is waited for, not only this batch.
             (self.group_commit.last_queued()?, failure)
         };
-        let settled = self.settle(last);
+        // Nothing stored: no upkeep to do, only the matches' durability to wait for.
+        let settled = if outcomes.iter().any(Novelty::is_inserted) {
+            self.settle(last)
+        } else if self.opts.durability == Durability::Sync {
+            self.sync_wal_through(last)
+        } else {
+            Ok(())
+        };
         match failure {
             Some(e) => Err(e),
             None => settled.map(|()| outcomes),
@@ -127,10 +146,17 @@ impl Db {
     fn check_then_insert(
         &self,
         sig: &Signature,
-        put: super::write::Prepared<'_>,
+        put: Prepared<'_>,
         query: &QueryOptions,
     ) -> Result<Novelty> {
-        let found = self.query_in(&self.state.read(), sig, query)?;
+        let banded = match &put {
+            Prepared::Put { band_keys, sig, .. } => Some(Banded {
+                band_keys,
+                packed: sig,
+            }),
+            Prepared::Delete { .. } => None,
+        };
+        let found = self.query_in(&self.state.read(), sig, banded, query)?;
         if !found.matches.is_empty() {
             return Ok(Novelty::Duplicate(found.matches));
         }

@@ -5,6 +5,8 @@
 //! verification against stored signatures and exact re-rank (`query_verify.rs`, the precision
 //! stage) → keys and ranking (`query_rank.rs`).
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 use super::Db;
@@ -93,12 +95,21 @@ pub struct QueryResult {
     pub stats: QueryStats,
 }
 
+/// A query's band keys and packed signature, computed already (by a writer that stores the
+/// document when the query finds nothing).
+#[derive(Clone, Copy)]
+pub(super) struct Banded<'a> {
+    pub band_keys: &'a [u64],
+    pub packed: &'a [u8],
+}
+
 impl Db {
     /// [`Db::query`] on a MinHash index.
     pub(super) fn query_signature(
         &self,
         state: &State,
         sig: &Signature,
+        banded: Option<Banded<'_>>,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
         let threshold = opts.threshold.unwrap_or(self.params.threshold);
@@ -112,8 +123,13 @@ impl Db {
         if sig.is_empty_set() {
             return Ok(QueryResult::default());
         }
-        let band_keys = self.sketcher.band_keys(sig.slots())?;
-        let packed = bbit::pack(sig.slots(), self.params.bits)?;
+        let (band_keys, packed) = match banded {
+            Some(b) => (Cow::Borrowed(b.band_keys), Cow::Borrowed(b.packed)),
+            None => (
+                Cow::Owned(self.sketcher.band_keys(sig.slots())?),
+                Cow::Owned(bbit::pack(sig.slots(), self.params.bits)?),
+            ),
+        };
         // Exact re-rank needs the query's own set: a query by bare signature is estimated.
         let exact = sig
             .shingle_set()

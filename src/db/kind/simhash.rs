@@ -4,6 +4,7 @@
 //! translates at the edges (distance ↔ the one-bit estimate `1 − d/32`).
 
 use crate::Result;
+use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, QueryOptions, QueryResult};
 use crate::sketch::{Signature, SimHash, bbit, cosine_from_hamming};
@@ -60,6 +61,7 @@ impl Db {
         &self,
         state: &State,
         sig: &Signature,
+        banded: Option<Banded<'_>>,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
         let fp = SimHash::from_signature(sig)?;
@@ -67,7 +69,15 @@ impl Db {
         if fp.bits() == 0 {
             return Ok(QueryResult::default());
         }
-        let band_keys = self.sketcher.band_keys(sig.slots())?;
+        let computed;
+        let band_keys = match banded {
+            Some(b) => b.band_keys,
+            None => {
+                computed = self.sketcher.band_keys(sig.slots())?;
+                &computed
+            }
+        };
+        // The packed record of a fingerprint is its bits, little-endian.
         let packed = fp.bits().to_le_bytes();
         // Top-k: the k nearest within the index's reach (every document within
         // `max_hamming` is a candidate; none beyond it can be found), best first like any
@@ -76,7 +86,7 @@ impl Db {
             (Some(k), Some(l)) => Some(k.min(l)),
             (top, limit) => top.or(limit),
         };
-        let mut result = self.run_query(state, &band_keys, &packed, floor, None, limit)?;
+        let mut result = self.run_query(state, band_keys, &packed, floor, None, limit)?;
         for m in &mut result.matches {
             let (similarity, distance, cosine) = self.describe_estimate(m.similarity);
             m.similarity = similarity;

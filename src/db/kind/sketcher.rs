@@ -8,6 +8,7 @@ use super::max_distance_for_threshold;
 use super::simhash::{distance_of, estimate_at};
 use crate::db::open::text_key;
 use crate::db::params::IndexParams;
+use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, Options, QueryOptions, QueryResult};
 use crate::sketch::{Banding, MinHasher, Signature, SimHash, SimHasher, cosine_from_hamming};
@@ -198,19 +199,21 @@ impl Db {
     /// signature*, [`Signature::is_empty_set`]) is similar to nothing: it has no matches, not
     /// even a stored document that is empty too.
     pub fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
-        self.query_in(&self.state.read(), sig, opts)
+        self.query_in(&self.state.read(), sig, None, opts)
     }
 
-    /// [`Db::query`] against `state` (a writer checking before it inserts holds it).
+    /// [`Db::query`] against `state`, with the band keys and packed signature when they are
+    /// computed already (a writer checking before it stores the document does both).
     pub(in crate::db) fn query_in(
         &self,
         state: &State,
         sig: &Signature,
+        banded: Option<Banded<'_>>,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
         match self.sketcher {
-            Sketcher::MinHash { .. } => self.query_signature(state, sig, opts),
-            Sketcher::SimHash { .. } => self.query_fingerprint(state, sig, opts),
+            Sketcher::MinHash { .. } => self.query_signature(state, sig, banded, opts),
+            Sketcher::SimHash { .. } => self.query_fingerprint(state, sig, banded, opts),
         }
     }
 
