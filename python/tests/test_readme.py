@@ -52,3 +52,13 @@ def test_migration_example(tmp_path: pathlib.Path) -> None:
         assert "m1" in done.stdout
     with mhdb.Index.open(tmp_path / "lsh-idx", read_only=True) as idx:
         assert len(idx) == 2
+
+
+def test_insert_if_novel_example(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_in(tmp_path, example("python-novel"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[]"
+    assert lines[1].startswith("[('https://a.example/1', 0.9")
+    assert lines[2] == "['c']"
