@@ -7,6 +7,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use crate::storage::vfs::LockHolder;
+
 /// Result alias used throughout mhdb.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -78,10 +80,13 @@ pub enum Error {
         /// The directory that holds no database.
         path: PathBuf,
     },
-    /// The database is locked by another process.
+    /// The database is locked by another writer: another process, or another handle of this
+    /// one.
     Locked {
         /// The lock file.
         path: PathBuf,
+        /// Who holds it, where the system says.
+        holder: LockHolder,
     },
     /// An earlier I/O error (or damage found while writing) left this handle refusing writes
     /// until the database is reopened: its durable state was no longer known. What was
@@ -198,7 +203,7 @@ impl fmt::Display for Error {
                 "{} is not an mhdb database (no CURRENT file)",
                 path.display()
             ),
-            Error::Locked { path } => {
+            Error::Locked { path, holder } => {
                 // The lock is taken on the directory, then on its LOCK file: name the database.
                 let db = match path.file_name() {
                     Some(name) if name == crate::storage::names::LOCK => {
@@ -206,10 +211,18 @@ impl fmt::Display for Error {
                     }
                     _ => path,
                 };
+                let who = match holder {
+                    LockHolder::ThisProcess => {
+                        "this process already has it open for writing through another handle \
+                         (close that one first, or share it)"
+                            .to_string()
+                    }
+                    LockHolder::Process(pid) => format!("process {pid} has it open for writing"),
+                    LockHolder::Unknown => "another process has it open for writing".to_string(),
+                };
                 write!(
                     f,
-                    "database {} is locked by another writer: another process has it open for \
-                     writing (lock on {})",
+                    "database {} is locked by another writer: {who} (lock on {})",
                     db.display(),
                     path.display()
                 )

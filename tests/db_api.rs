@@ -299,7 +299,21 @@ fn second_writer_is_locked_out_and_readers_work_beside_the_writer() {
     let db = Db::create(&path, params(), opts()).unwrap();
     db.insert_text("a", "hello world, hello everyone").unwrap();
     let err = Db::open(&path, opts()).unwrap_err();
-    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    // The holder is this process (another handle): the error says so, not "another process".
+    assert!(
+        matches!(
+            err,
+            Error::Locked {
+                holder: mhdb::error::LockHolder::ThisProcess,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("this process already has it open"),
+        "{err}"
+    );
     // Readers open beside the writer and see what it committed, its WAL included.
     let r1 = Db::open_read_only(&path).unwrap();
     let r2 = Db::open_read_only(&path).unwrap();
@@ -531,4 +545,50 @@ fn large_bulk_and_flush_batches_store_every_signature() {
     check(&db);
     drop(db);
     check(&Db::open(&path, bulk_opts).unwrap());
+}
+
+/// A lock held by another process is named by its process id. The holder here is
+/// util-linux's `flock` on the database directory, the lock a writer takes first; it says
+/// "ready" once it holds it, so no timing is involved.
+#[test]
+fn a_writer_in_another_process_is_named_by_its_id() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    drop(Db::create(&path, params(), opts()).unwrap());
+    let mut child = std::process::Command::new("flock")
+        .args([
+            "--exclusive",
+            path.to_str().unwrap(),
+            "-c",
+            "echo ready; read line",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux flock");
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    let err = Db::open(&path, opts()).unwrap_err();
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    let pid = child.id();
+    assert!(
+        matches!(
+            err,
+            Error::Locked {
+                holder: mhdb::error::LockHolder::Process(p),
+                ..
+            } if p == pid
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("process {pid} has it open")),
+        "{err}"
+    );
 }

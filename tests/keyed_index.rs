@@ -28,7 +28,7 @@ const TEXTS: [&str; 3] = [
 ];
 
 #[test]
-fn text_needs_the_right_key_and_signatures_need_none() {
+fn text_and_stored_signatures_need_the_right_key_and_queries_need_none() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let db = Db::create(&dir, IndexParams::default(), with_key(Some(key(7)))).unwrap();
@@ -63,6 +63,18 @@ fn text_needs_the_right_key_and_signatures_need_none() {
     let by_signature = db.query(&keyed, &QueryOptions::default()).unwrap();
     assert_eq!(by_signature.matches[0].key, b"doc0");
     assert_eq!(db.get("doc0").unwrap().unwrap(), stored);
+    // Storing a signature needs the key too: without it the handle cannot tell a keyed
+    // signature from a meaningless one.
+    for refused in [
+        db.insert("doc9", &keyed),
+        db.bulk_insert(&[("doc9", keyed.clone())]),
+        db.insert_if_novel("doc9", &keyed, &Default::default())
+            .map(drop),
+    ] {
+        let err = refused.unwrap_err();
+        assert!(err.to_string().contains("MHDB_KEY_FILE"), "{err}");
+    }
+    assert!(!db.contains("doc9").unwrap());
     drop(db);
 
     // A different key is refused at open, naming fingerprints only.

@@ -116,7 +116,7 @@ fn build(py: Python<'_>, e: &mhdb::Error) -> PyResult<PyErr> {
             set("supported", supported.into_pyobject(py)?.into_any())?;
             set("detail", e.to_string().into_pyobject(py)?.into_any())?;
         }
-        E::NotFound { path: p } | E::Locked { path: p } => {
+        E::NotFound { path: p } | E::Locked { path: p, .. } => {
             set("path", path(p).into_pyobject(py)?.into_any())?;
             set("detail", e.to_string().into_pyobject(py)?.into_any())?;
         }

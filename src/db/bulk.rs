@@ -20,6 +20,7 @@ impl Db {
     /// are replaced, and within `docs` the last copy of a key wins.
     pub fn bulk_insert<K: AsRef<[u8]> + Sync>(&self, docs: &[(K, Signature)]) -> Result<()> {
         self.check_writable()?;
+        self.check_may_store_signatures()?;
         for (key, sig) in docs {
             check_key(key.as_ref())?;
             self.check_signature(sig)?;

@@ -31,7 +31,7 @@ use crate::sketch::SecretKey;
 use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
-use crate::storage::vfs::{LockMode, OpenMode, Vfs, VfsLock, read_file};
+use crate::storage::vfs::{LockHeld, LockHolder, LockMode, OpenMode, Vfs, VfsLock, read_file};
 use crate::storage::wal::WalWriter;
 use crate::{Error, Result};
 
@@ -252,7 +252,13 @@ pub(super) fn lock_writer(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Box<dyn VfsLo
     for path in [dir.to_path_buf(), dir.join(names::LOCK)] {
         let lock = vfs.lock(&path, LockMode::Exclusive).map_err(|e| {
             match e.kind() {
-                std::io::ErrorKind::WouldBlock => Error::Locked { path: path.clone() },
+                std::io::ErrorKind::WouldBlock => Error::Locked {
+                    path: path.clone(),
+                    holder: e
+                        .get_ref()
+                        .and_then(|inner| inner.downcast_ref::<LockHeld>())
+                        .map_or(LockHolder::Unknown, |held| held.0),
+                },
                 // A shipped read-only copy: say what still works.
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                     Error::io(

@@ -162,6 +162,7 @@ impl Db {
     pub(super) fn prepare_put<'a>(&self, key: &'a [u8], sig: &Signature) -> Result<Prepared<'a>> {
         check_key(key)?;
         self.check_signature(sig)?;
+        self.check_may_store_signatures()?;
         Ok(Prepared::Put {
             key,
             band_keys: self.sketcher.band_keys(sig.slots())?.into(),

@@ -220,6 +220,65 @@ impl VfsFile for StdFile {
 #[derive(Debug)]
 struct StdLock(#[allow(dead_code)] std::fs::File);
 
+/// Who holds a lock that could not be taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockHolder {
+    /// This process, through another open handle (a second `Db::open` of the same database).
+    ThisProcess,
+    /// The process with this id.
+    Process(u32),
+    /// Not known (the system does not say, or said nothing that matched).
+    Unknown,
+}
+
+/// The payload of the `WouldBlock` error of [`Vfs::lock`]: who holds the lock.
+#[derive(Debug)]
+pub struct LockHeld(pub LockHolder);
+
+impl std::fmt::Display for LockHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            LockHolder::ThisProcess => f.write_str("lock is held by this process"),
+            LockHolder::Process(pid) => write!(f, "lock is held by process {pid}"),
+            LockHolder::Unknown => f.write_str("lock is held by another process"),
+        }
+    }
+}
+
+impl std::error::Error for LockHeld {}
+
+/// Who holds the flock(2) lock on `file`, as Linux lists it in `/proc/locks` (a line per
+/// lock: `1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`, the device numbers
+/// in hex); [`LockHolder::Unknown`] elsewhere. A second handle of this process conflicts
+/// with the first as another process would (each open file description locks on its own),
+/// so telling the two apart is what lets the error say "close the other handle".
+fn lock_holder(file: &std::fs::File) -> LockHolder {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(meta), Ok(locks)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
+        return LockHolder::Unknown;
+    };
+    let dev = meta.dev();
+    let wanted = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(dev),
+        libc::minor(dev),
+        meta.ino()
+    );
+    let holder = locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Waiters are listed with "->" after the id; only holders count.
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, devino, ..] if *devino == wanted => pid.parse::<u32>().ok(),
+            _ => None,
+        }
+    });
+    match holder {
+        Some(pid) if pid == std::process::id() => LockHolder::ThisProcess,
+        Some(pid) => LockHolder::Process(pid),
+        None => LockHolder::Unknown,
+    }
+}
+
 impl VfsLock for StdLock {}
 
 impl Drop for StdLock {
@@ -294,7 +353,7 @@ impl Vfs for StdFs {
             Ok(()) => Ok(Box::new(StdLock(file))),
             Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
-                "lock is held by another process",
+                LockHeld(lock_holder(&file)),
             )),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }

@@ -149,6 +149,21 @@ impl Db {
         }
     }
 
+    /// Errors unless this handle may store signatures given by a caller: a keyed index takes
+    /// them only from a handle that holds its key. Its signatures are made under the key, so
+    /// one given by a caller without it is either made with the key elsewhere or meaningless
+    /// here, and a handle opened without the key cannot tell which.
+    pub(in crate::db) fn check_may_store_signatures(&self) -> Result<()> {
+        let has_signer = match &self.sketcher {
+            Sketcher::MinHash { signer, .. } => signer.is_some(),
+            Sketcher::SimHash { fingerprinter, .. } => fingerprinter.is_some(),
+        };
+        match self.params.key_fingerprint.check(None) {
+            Err(e) if !has_signer => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     fn sim(&self) -> bool {
         matches!(self.sketcher, Sketcher::SimHash { .. })
     }
