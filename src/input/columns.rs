@@ -145,12 +145,15 @@ fn readable(data_type: &DataType, role: Role) -> bool {
     bytes || (role == Role::Id && data_type.is_integer())
 }
 
+/// Reads one row of a column as bytes.
+type Getter<'b> = Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>;
+
 /// One column of a batch, read row by row.
 struct Values<'b> {
     field: &'b str,
     /// The column and the structs above it: a row is null if any of them is.
     levels: Vec<&'b ArrayRef>,
-    get: Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>,
+    get: Getter<'b>,
 }
 
 impl<'b> Values<'b> {
@@ -207,9 +210,9 @@ impl<'b> Values<'b> {
 
 /// Reads a row of `column` as bytes: strings and binary as they are, integers as their
 /// decimal digits.
-fn getter<'b>(column: &'b ArrayRef) -> Option<Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>> {
+fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
     use DataType as D;
-    fn int<'b, T: ArrowPrimitiveType>(c: &'b ArrayRef) -> Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>
+    fn int<'b, T: ArrowPrimitiveType>(c: &'b ArrayRef) -> Getter<'b>
     where
         T::Native: ToString,
     {

@@ -53,7 +53,7 @@ impl<'a> JsonLine<'a> {
         Ok(JsonLine { value, at })
     }
 
-    /// The id in `field` (a name or a path, see [`lookup`]) as a database key: a string, or
+    /// The id in `field` (a name, or a path: `meta.url`) as a database key: a string, or
     /// `{"hex": …}` for any bytes. Missing, a number or any other value is an error.
     pub fn key(&self, field: &str) -> Result<Vec<u8>, String> {
         match lookup(&self.value, field) {
