@@ -13,7 +13,8 @@
 //! - Key lines: every line is one key, escaped as `escape` describes (so an empty line is
 //!   the empty key).
 //! - A key read from JSON (`add`, `delete --jsonl`: [`JsonLine::key`]) is a string or
-//!   `{"hex": …}`; a number is refused. `query` echoes its id back as given, any JSON value
+//!   `{"hex": …}`; a number is refused. These JSON rules, and line reading, are the library's
+//!   (`mhdb::input`), which `add` reads every input format through. `query` echoes its id back as given, any JSON value
 //!   or null when missing ([`JsonLine::id_as_given`]): it names a query, not a key.
 //! - A text without shingles (empty or white space only) is similar to nothing: `query`
 //!   answers it with no matches, `add` refuses to store it (the library's rule,
