@@ -65,7 +65,8 @@ impl Columns {
         self.id.iter().chain([&self.text])
     }
 
-    /// Every row of `batch`, in order, appended to `out`; `file` names the file in errors.
+    /// Every row of `batch`, in order, appended to `out`; `file` names the file (or whatever
+    /// the batch came from) in errors.
     pub fn rows(
         &self,
         batch: &RecordBatch,

@@ -3,7 +3,8 @@
 //! streams, CSV and TSV; files, directories, glob patterns and standard input. A [`Reader`] is
 //! the pipeline's [`Source`](crate::db::ingest::Source); [`Fields::parse`] makes each of its
 //! items a [`Record`](crate::db::ingest::Record) (on any core). `mhdb add` is built on it, and
-//! so can any front end that loads files.
+//! so can any front end that loads files; one that holds Arrow batches of its own (a binding
+//! handed an Arrow stream) reads their ids and texts with [`Columns`], by the same rules.
 //!
 //! The rules:
 //! - **Inputs** are taken in the order given; `-` (or no input) is standard input, read as JSON
@@ -67,6 +68,7 @@ mod reader;
 
 use std::fmt;
 
+pub use columns::{ColumnPath, Columns, RowValues};
 pub use detect::{Compression, Format};
 pub use json::{At, JsonLine, key_from_json, within_key_limit};
 pub use lines::{Line, Lines};
