@@ -65,21 +65,23 @@ pub fn decompressed(
             count: compressed.clone(),
         },
     );
-    Ok(match compression {
-        Compression::None => Box::new(counting),
-        Compression::Gzip => Box::new(Located {
-            decoder: flate2::bufread::MultiGzDecoder::new(counting),
-            what: "gzip",
-            compressed,
-            decompressed: 0,
-        }),
-        Compression::Zstd => Box::new(Located {
-            decoder: zstd::stream::read::Decoder::with_buffer(counting)?,
-            what: "zstd",
-            compressed,
-            decompressed: 0,
-        }),
-    })
+    let (decoder, what): (Box<dyn Read + Send>, _) = match compression {
+        Compression::None => return Ok(counting.into_inner().inner),
+        Compression::Gzip => (
+            Box::new(flate2::bufread::MultiGzDecoder::new(counting)),
+            "gzip",
+        ),
+        Compression::Zstd => (
+            Box::new(zstd::stream::read::Decoder::with_buffer(counting)?),
+            "zstd",
+        ),
+    };
+    Ok(Box::new(Located {
+        decoder,
+        what,
+        compressed,
+        decompressed: 0,
+    }))
 }
 
 #[cfg(test)]
