@@ -11,9 +11,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, BinaryArray, Float64Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
-    StructArray, UInt8Array,
+    ArrayRef, BinaryArray, DictionaryArray, Float64Array, Int64Array, LargeStringArray,
+    RecordBatch, StringArray, StructArray, UInt8Array,
 };
 use arrow_schema::{DataType, Field};
 use common::cli::{run, run_with_stdin, success};
@@ -399,6 +400,10 @@ fn id_columns_may_be_strings_binary_or_integers() {
         ("i64", Arc::new(Int64Array::from(vec![17, -5]))),
         ("u8", Arc::new(UInt8Array::from(vec![0, 255]))),
         ("f64", Arc::new(Float64Array::from(vec![1.5, 2.0]))),
+        (
+            "dict",
+            Arc::new(DictionaryArray::<Int32Type>::from_iter(["x", "x"])),
+        ),
         ("text", Arc::new(StringArray::from(vec!["one", "two"]))),
     ]);
     parquet(&path, &table, Compression::SNAPPY, 10);
@@ -413,6 +418,12 @@ fn id_columns_may_be_strings_binary_or_integers() {
     // An integer is its decimal digits: the key the JSON id "17" gives.
     assert_eq!(keys("i64"), [b"17".to_vec(), b"-5".to_vec()]);
     assert_eq!(keys("u8"), [b"0".to_vec(), b"255".to_vec()]);
+    // A dictionary-encoded column (a pandas categorical) is read as its values.
+    assert_eq!(keys("dict"), [b"x".to_vec(), b"x".to_vec()]);
+    assert_eq!(
+        read_ok(&[&path], &fields("u8", "dict"))[1],
+        Ok((b"255".to_vec(), "x".to_string()))
+    );
     let name = path.display();
     assert_eq!(
         read(&[&path], &fields("f64", "text")).1.unwrap(),

@@ -139,6 +139,9 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
 
 fn readable(data_type: &DataType, role: Role) -> bool {
     use DataType as D;
+    if let D::Dictionary(_, values) = data_type {
+        return readable(values, role);
+    }
     let bytes = matches!(
         data_type,
         D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Binary | D::LargeBinary | D::BinaryView
@@ -210,7 +213,7 @@ impl<'b> Values<'b> {
 }
 
 /// Reads a row of `column` as bytes: strings and binary as they are, integers as their
-/// decimal digits.
+/// decimal digits, dictionary-encoded columns as their values.
 fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
     use DataType as D;
     fn int<'b, T: ArrowPrimitiveType>(c: &'b ArrayRef) -> Getter<'b>
@@ -248,6 +251,13 @@ fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
         D::FixedSizeBinary(_) => {
             let a = column.as_fixed_size_binary();
             Box::new(move |i| Cow::Borrowed(a.value(i)))
+        }
+        D::Dictionary(..) => {
+            // Each row is the value its key points at (pandas categoricals, for one).
+            let dictionary = column.as_any_dictionary();
+            let keys = dictionary.normalized_keys();
+            let values = getter(dictionary.values())?;
+            Box::new(move |i| values(keys[i]))
         }
         D::Int8 => int::<Int8Type>(column),
         D::Int16 => int::<Int16Type>(column),

@@ -25,10 +25,11 @@
 //!   objects or Arrow/Parquet struct columns (`meta.url`). CSV/TSV columns are named by their
 //!   header, exactly.
 //! - **Ids**: in JSON, a string or `{"hex": "…"}` ([`key_from_json`]). In Parquet and Arrow, a
-//!   string or binary column (its bytes), or an integer column (its decimal digits: 17 is the key
-//!   `17`, as the JSON id `"17"`). In CSV/TSV, the field's bytes. With [`Id::FromPath`], the
-//!   id is the file's path relative to its input root, a colon and the record's number as
-//!   messages name it ([`Origin::path_id`]): `sub/part-0001.parquet:17`.
+//!   string or binary column (its bytes; dictionary-encoded too), or an integer column (its
+//!   decimal digits: 17 is the key `17`, as the JSON id `"17"`). In CSV/TSV, the field's
+//!   bytes. With [`Id::FromPath`], the id is the file's path relative to its input root, a
+//!   colon and the record's number as messages name it ([`Origin::path_id`]):
+//!   `sub/part-0001.parquet:17`.
 //! - **Texts** are JSON strings; string columns, or binary columns holding UTF-8; CSV fields
 //!   that are UTF-8.
 //! - **Places** ([`Origin`]): JSON Lines and CSV/TSV records by their line, counted from 1 (a CSV
