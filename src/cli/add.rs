@@ -98,14 +98,14 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     Err(e)
 }
 
-/// A refused record's message, naming its line (or file) as every input error does.
+/// A refused record's message, naming its line or row (or file) as every input error does.
 fn rejection(rejected: &AddRejected) -> String {
     let key = rejected.key.as_deref().unwrap_or_default();
-    let line = match &rejected.origin {
+    let place = match &rejected.origin {
         Place::Input(origin) => Some(origin),
         Place::File => None,
     };
-    match (&rejected.fault, line) {
+    match (&rejected.fault, place) {
         (Fault::Malformed(message), _) => message.clone(),
         (Fault::Duplicate, at) => format!(
             "{}: id {} is already stored (--on-duplicate error)",
@@ -164,6 +164,8 @@ impl ingest::Source for Inputs {
     }
 }
 
+/// Loads the inputs as the library reads them (`mhdb::input`: every format, directories and
+/// globs; none or '-': standard input).
 fn load_inputs(
     args: &AddArgs,
     ingest: &mut Ingest<'_>,
