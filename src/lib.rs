@@ -23,6 +23,8 @@
 
 pub mod db;
 pub mod error;
+#[cfg(feature = "input")]
+pub mod input;
 pub mod sketch;
 pub mod storage;
 

@@ -1,27 +1,27 @@
-//! `mhdb add`: JSON Lines or plain files read into records for the library's ingest pipeline
+//! `mhdb add`: the inputs read by the library (`mhdb::input`: JSON Lines, Parquet, Arrow,
+//! CSV/TSV) or plain files read into records for the library's ingest pipeline
 //! (`mhdb::db::ingest`, which signs on every core and commits in steps, in input order), and
 //! what it reports worded for the command line.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use indicatif::ProgressBar;
 use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
 use mhdb::db::{Db, Durability, Options};
+use mhdb::input::{Fields, Id, Item, Origin, Reader};
 
 use super::args::{AddArgs, OnDuplicate};
 use super::escape::{key_json, key_text};
-use super::input::{At, Input, JsonLine, Line, is_stdin, read_text, walk};
+use super::input::{is_stdin, read_text, walk};
 use super::output::{CliError, CliResult, message, progress};
 
 /// Where a record came from.
 #[derive(Clone, Debug)]
 enum Place {
-    /// A line of the input named `input` (its path, or `<stdin>`).
-    Line { input: Arc<str>, line: usize },
+    /// A line or row of an input.
+    Input(Origin),
     /// A file of `--files`, which its key (its path) names.
     File,
 }
@@ -65,7 +65,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     let loaded = if args.files {
         load_files(args, &mut ingest, &mut sink)
     } else {
-        load_jsonl(args, &mut ingest, &mut sink)
+        load_inputs(args, &mut ingest, &mut sink)
     };
     if let Some(bar) = &sink.progress {
         bar.finish_and_clear();
@@ -98,17 +98,14 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     Err(e)
 }
 
-/// A refused record's message, naming its line (or file) as every input error does.
+/// A refused record's message, naming its line or row (or file) as every input error does.
 fn rejection(rejected: &AddRejected) -> String {
     let key = rejected.key.as_deref().unwrap_or_default();
-    let line = match &rejected.origin {
-        Place::Line { input, line } => Some(At {
-            name: input,
-            line: *line,
-        }),
+    let place = match &rejected.origin {
+        Place::Input(origin) => Some(origin),
         Place::File => None,
     };
-    match (&rejected.fault, line) {
+    match (&rejected.fault, place) {
         (Fault::Malformed(message), _) => message.clone(),
         (Fault::Duplicate, at) => format!(
             "{}: id {} is already stored (--on-duplicate error)",
@@ -153,80 +150,56 @@ impl ingest::Sink<Place> for Report {
     }
 }
 
-/// JSON Lines from the inputs in turn ('-' or none: standard input); a chunk holds lines of
-/// one input.
-struct JsonlSource {
-    paths: VecDeque<PathBuf>,
-    current: Option<(Input, Arc<str>)>,
-}
+/// The library's reader of the inputs, with the command line's errors.
+struct Inputs(Reader);
 
-impl ingest::Source for JsonlSource {
-    type Item = (Arc<str>, Line);
+impl ingest::Source for Inputs {
+    type Item = Item;
     type Error = CliError;
 
-    fn next_chunk(&mut self, max: usize) -> CliResult<Vec<(Arc<str>, Line)>> {
-        loop {
-            let (input, name) = match &mut self.current {
-                Some(current) => current,
-                None => {
-                    let Some(path) = self.paths.pop_front() else {
-                        return Ok(Vec::new());
-                    };
-                    let input = Input::open(&path)?;
-                    let name = Arc::from(input.name());
-                    self.current.insert((input, name))
-                }
-            };
-            let (lines, done) = input.read_lines(max)?;
-            let chunk: Vec<_> = lines.into_iter().map(|l| (name.clone(), l)).collect();
-            if done {
-                self.current = None;
-            }
-            if !chunk.is_empty() {
-                return Ok(chunk);
-            }
-        }
+    fn next_chunk(&mut self, max: usize) -> CliResult<Vec<Item>> {
+        self.0
+            .next_chunk(max)
+            .map_err(|e| CliError::other(e.to_string()))
     }
 }
 
-fn load_jsonl(
+/// Loads the inputs as the library reads them (`mhdb::input`: every format, directories and
+/// globs; none or '-': standard input).
+fn load_inputs(
     args: &AddArgs,
     ingest: &mut Ingest<'_>,
     sink: &mut Report,
 ) -> Result<(), Stop<CliError, Place>> {
-    let paths = if args.inputs.is_empty() {
-        VecDeque::from([PathBuf::from("-")])
-    } else {
-        args.inputs.iter().cloned().collect()
+    let fields = Fields {
+        id: if args.id_from_path {
+            Id::FromPath
+        } else {
+            Id::Field(args.id_field.clone())
+        },
+        text: args.text_field.clone(),
     };
-    let mut source = JsonlSource {
-        paths,
-        current: None,
-    };
-    let parse = |(input, Line { no, bytes }): (Arc<str>, Line)| -> Result<AddRecord, AddRejected> {
-        let at = At {
-            name: &input,
-            line: no,
-        };
-        let read = JsonLine::parse(&bytes, at).and_then(|mut record| {
-            let key = record.key(&args.id_field)?;
-            Ok((key, record.take_text(&args.text_field)?))
-        });
-        let origin = Place::Line { input, line: no };
-        match read {
-            Ok((key, text)) => Ok(Record {
+    let reader = Reader::new(&args.inputs, fields.clone())
+        .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?;
+    let parse = |item: Item| -> Result<AddRecord, AddRejected> {
+        match fields.parse(item) {
+            Ok(Record {
                 key,
-                content: Content::Text(text),
+                content,
                 origin,
+            }) => Ok(Record {
+                key,
+                content,
+                origin: Place::Input(origin),
             }),
-            Err(message) => Err(Rejected {
-                origin,
-                key: None,
-                fault: Fault::Malformed(message),
+            Err(Rejected { origin, key, fault }) => Err(Rejected {
+                origin: Place::Input(origin),
+                key,
+                fault,
             }),
         }
     };
-    ingest.run(&mut source, &parse, sink)
+    ingest.run(&mut Inputs(reader), &parse, sink)
 }
 
 /// The files of `--files`, read in order; a file that is not UTF-8 is an item that the parser

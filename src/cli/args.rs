@@ -75,9 +75,10 @@ pub enum Command {
         after_help = "Examples:\n  mhdb create idx --perms 128 --threshold 0.8 --bits 32\n  mhdb create simidx --kind simhash --max-hamming 3 --shingle word:2\n\nA simhash index (same content, different words) keeps a 64-bit SimHash fingerprint per\ndocument and finds those within --max-hamming differing bits; --perms, --scheme, --bits,\n--bands, --rows and --threshold are MinHash flags it refuses.\nPrints what it created on stderr (--json: {\"created\", \"params\", \"probability_at_threshold\"}\non stdout). Warns when the banding makes fewer than half the pairs at the threshold\ncandidates (P(threshold) < 0.5).\nExit codes: 0 created; 1 I/O; 2 bad parameter, or the directory is not empty."
     )]
     Create(CreateArgs),
-    /// Add documents from JSON Lines (default) or plain files.
+    /// Add documents from JSON Lines (plain, gzip or zstd), Parquet, Arrow, CSV/TSV, or plain
+    /// files.
     #[command(
-        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx --files docs/\n\nIds are strings, or {\"hex\": \"...\"} for keys that are not UTF-8; numbers are refused.\nA text without shingles (empty or white space only) is refused like any invalid line.\n--json: one line {\"committed\", \"last_id\"} per durable commit.\nExit codes: 0 loaded; 1 a bad line (named; everything before it is committed), I/O or\nlocked; 2 usage."
+        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx data/ --text-field body --id-field meta.url\n  mhdb add idx 'crawl/**/*.parquet' --id-from-path\n  mhdb add idx --files docs/\n\nFormats are recognized by their first bytes, then by extension: gzip and zstd (JSON Lines,\nor CSV/TSV when named .csv.gz, .tsv.zst...), Parquet, Arrow IPC files and streams, .csv and\n.tsv with a header; anything else is JSON Lines. Directories are walked in name order\n(names starting with '.' or '_' passed over); a quoted glob pattern is expanded sorted.\nFields may be paths into nested objects or struct columns (meta.url).\nIds are strings, or {\"hex\": \"...\"} for keys that are not UTF-8; numbers are refused in\nJSON. Parquet and Arrow id columns may be strings, binary or integers (17 is the key \"17\").\n--id-from-path: the id is the file's path below its input root, ':' and the line (JSON\nLines, CSV; from 1) or row (Parquet, Arrow; from 0): sub/part-0001.parquet:17.\nA text without shingles (empty or white space only) is refused like any invalid line.\n--json: one line {\"committed\", \"last_id\"} per durable commit.\nExit codes: 0 loaded; 1 a bad line or row (named; everything before it is committed), an\nunreadable file (named, with the row group or byte offset), I/O or locked; 2 usage."
     )]
     Add(AddArgs),
     /// Find documents similar to a text, a file, or each line of a JSONL file.
@@ -294,16 +295,22 @@ pub enum OnDuplicate {
 pub struct AddArgs {
     /// Database directory.
     pub db: PathBuf,
-    /// JSON Lines files ('-' or nothing: standard input); with --files, files and directories.
+    /// Files, directories or glob patterns of JSON Lines, Parquet, Arrow or CSV/TSV ('-' or
+    /// nothing: standard input, JSON Lines); with --files, files and directories.
     pub inputs: Vec<PathBuf>,
     /// Treat inputs as plain text files (directories are walked); each file is one document
     /// keyed by its path.
     #[arg(long)]
     pub files: bool,
-    /// JSON field holding the document id: a string, or {"hex": "..."} for any bytes.
+    /// Field or column holding the document id (a path like meta.url reaches into nested
+    /// objects and struct columns): in JSON a string, or {"hex": "..."} for any bytes.
     #[arg(long, default_value = "id")]
     pub id_field: String,
-    /// JSON field holding the text.
+    /// The data has no ids: each document's id is its file's path below its input root, ':'
+    /// and its line (JSON Lines, CSV/TSV; from 1) or row (Parquet, Arrow; from 0).
+    #[arg(long, conflicts_with_all = ["id_field", "files"])]
+    pub id_from_path: bool,
+    /// Field or column holding the text (a path like doc.body reaches into nested objects).
     #[arg(long, default_value = "text")]
     pub text_field: String,
     /// Commit (durably) every N documents, and at the end.
@@ -315,7 +322,8 @@ pub struct AddArgs {
     /// What to do with an id that is already stored.
     #[arg(long, value_enum, default_value = "replace")]
     pub on_duplicate: OnDuplicate,
-    /// Skip (and count) malformed lines instead of stopping.
+    /// Skip (and count) malformed lines and rows instead of stopping (a file that cannot be
+    /// read, or a Parquet row group that cannot be decoded, still stops the load).
     #[arg(long)]
     pub skip_invalid: bool,
 }

@@ -25,7 +25,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use mhdb::db::MAX_KEY_LEN;
+use mhdb::input::within_key_limit;
 use serde_json::Value;
 
 /// `key` as one line of text (without the line's `\n`), escaped as the module describes.
@@ -109,19 +109,6 @@ pub fn parse_key_text(line: &[u8]) -> Result<Vec<u8>, String> {
     within_key_limit(key).map_err(|e| format!("the key {e}"))
 }
 
-/// `key` if a database can hold it (at most [`MAX_KEY_LEN`] bytes), else why not, so that it
-/// is refused as the input record it came from (file and line), not later as a whole
-/// command's parameter.
-fn within_key_limit(key: Vec<u8>) -> Result<Vec<u8>, String> {
-    if key.len() > MAX_KEY_LEN {
-        return Err(format!(
-            "is {} bytes long, at most {MAX_KEY_LEN} allowed",
-            key.len()
-        ));
-    }
-    Ok(key)
-}
-
 /// Drops the line ending of a line as read (`\n`, or `\r\n`).
 pub fn strip_line_end(mut line: &[u8]) -> &[u8] {
     if let Some(rest) = line.strip_suffix(b"\n") {
@@ -144,45 +131,11 @@ pub fn key_json(key: &[u8]) -> Value {
     }
 }
 
-/// A key given in JSON: a string, or `{"hex": "…"}`. `Err`: why it is not one, for the caller
-/// to prefix with the field and line.
-pub fn key_from_json(value: &Value) -> Result<Vec<u8>, String> {
-    match value {
-        Value::String(s) => within_key_limit(s.as_bytes().to_vec()),
-        Value::Object(o) if o.len() == 1 && o.contains_key("hex") => {
-            let hex = o.get("hex").and_then(Value::as_str).unwrap_or("?");
-            let digits = hex.as_bytes();
-            if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
-                return Err(format!(
-                    "\"hex\" must hold an even number of hex digits, got {}",
-                    o.get("hex").map_or(Value::Null, Clone::clone)
-                ));
-            }
-            within_key_limit(
-                digits
-                    .chunks(2)
-                    .map(|p| {
-                        let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-                        nibble(p[0]) << 4 | nibble(p[1])
-                    })
-                    .collect(),
-            )
-        }
-        // Not echoed: serde_json would print `1e3` as `1000.0`, which is not what was written.
-        Value::Number(_) => Err(
-            "must be a string, got a number (keys are text: quote the id, \"17\" rather than 17)"
-                .to_string(),
-        ),
-        other => Err(format!(
-            "must be a string or {{\"hex\": \"…\"}}, got {}",
-            serde_json::to_string(other).unwrap_or_default()
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mhdb::db::MAX_KEY_LEN;
+    use mhdb::input::key_from_json;
 
     #[test]
     fn ordinary_keys_are_unchanged() {

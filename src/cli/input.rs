@@ -13,7 +13,8 @@
 //! - Key lines: every line is one key, escaped as `escape` describes (so an empty line is
 //!   the empty key).
 //! - A key read from JSON (`add`, `delete --jsonl`: [`JsonLine::key`]) is a string or
-//!   `{"hex": …}`; a number is refused. `query` echoes its id back as given, any JSON value
+//!   `{"hex": …}`; a number is refused. These JSON rules, and line reading, are the library's
+//!   (`mhdb::input`), which `add` reads every input format through. `query` echoes its id back as given, any JSON value
 //!   or null when missing ([`JsonLine::id_as_given`]): it names a query, not a key.
 //! - A text without shingles (empty or white space only) is similar to nothing: `query`
 //!   answers it with no matches, `add` refuses to store it (the library's rule,
@@ -23,13 +24,13 @@
 //! before it, or skips it with `--skip-invalid`; `query` stops after answering the lines before
 //! it; `delete` and `get` stop before doing anything.
 
-use std::fmt;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use mhdb::input::Lines;
+pub use mhdb::input::{At, JsonLine, Line};
 
-use super::escape::{key_from_json, parse_key_text, strip_line_end};
+use super::escape::{parse_key_text, strip_line_end};
 use super::output::{CliError, CliResult};
 
 /// True for the path `-`, which means standard input.
@@ -37,19 +38,10 @@ pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Lines read from a file or standard input.
+/// Lines read from a file or standard input (the library's line reader, with the command
+/// line's errors).
 pub struct Input {
-    name: String,
-    reader: BufReader<Box<dyn Read + Send>>,
-    line_no: usize,
-}
-
-/// One non-blank line with its number; `bytes` ends with the `\n` unless it was the last line.
-pub struct Line {
-    /// 1-based, blank lines included.
-    pub no: usize,
-    /// The line as read.
-    pub bytes: Vec<u8>,
+    lines: Lines,
 }
 
 impl Input {
@@ -69,42 +61,23 @@ impl Input {
 
     fn new(name: String, reader: Box<dyn Read + Send>) -> Input {
         Input {
-            name,
-            reader: BufReader::with_capacity(1 << 20, reader),
-            line_no: 0,
+            lines: Lines::new(name, reader),
         }
     }
 
     /// The input as messages name it: its path, or `<stdin>`.
     pub fn name(&self) -> &str {
-        &self.name
+        self.lines.name()
     }
 
     /// The next line, blank or not, or `None` at the end (`P: read error: …` on failure).
     pub fn next_any_line(&mut self) -> CliResult<Option<Line>> {
-        let mut bytes = Vec::new();
-        let n = self
-            .reader
-            .read_until(b'\n', &mut bytes)
-            .map_err(|e| CliError::other(format!("{}: read error: {e}", self.name)))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        self.line_no += 1;
-        Ok(Some(Line {
-            no: self.line_no,
-            bytes,
-        }))
+        self.lines.next_any_line().map_err(cli_error)
     }
 
     /// The next non-blank line, or `None` at the end (`P: read error: …` on failure).
     pub fn next_line(&mut self) -> CliResult<Option<Line>> {
-        while let Some(line) = self.next_any_line()? {
-            if !line.bytes.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some(line));
-            }
-        }
-        Ok(None)
+        self.lines.next_line().map_err(cli_error)
     }
 
     /// Appends every remaining line, as an escaped key (see `escape`), to `keys`; stops at the
@@ -113,7 +86,7 @@ impl Input {
         while let Some(line) = self.next_any_line()? {
             let key = parse_key_text(strip_line_end(&line.bytes)).map_err(|e| {
                 let at = At {
-                    name: &self.name,
+                    name: self.lines.name(),
                     line: line.no,
                 };
                 CliError::other(format!("{at}: {e}"))
@@ -128,7 +101,7 @@ impl Input {
     pub fn read_json_keys(&mut self, field: &str, keys: &mut Vec<Vec<u8>>) -> CliResult {
         while let Some(line) = self.next_line()? {
             let at = At {
-                name: &self.name,
+                name: self.lines.name(),
                 line: line.no,
             };
             let key = JsonLine::parse(&line.bytes, at).and_then(|record| record.key(field));
@@ -136,89 +109,11 @@ impl Input {
         }
         Ok(())
     }
-
-    /// Up to `max` more non-blank lines, and `true` once the input is exhausted.
-    pub fn read_lines(&mut self, max: usize) -> CliResult<(Vec<Line>, bool)> {
-        let mut lines = Vec::with_capacity(max.min(1 << 16));
-        while lines.len() < max {
-            match self.next_line()? {
-                Some(line) => lines.push(line),
-                None => return Ok((lines, true)),
-            }
-        }
-        Ok((lines, false))
-    }
 }
 
-/// Where a line is, as messages name it: `corpus.jsonl:17`.
-#[derive(Clone, Copy, Debug)]
-pub struct At<'a> {
-    /// The input's name ([`Input::name`]).
-    pub name: &'a str,
-    /// The line number ([`Line::no`]).
-    pub line: usize,
-}
-
-impl fmt::Display for At<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.name, self.line)
-    }
-}
-
-/// The UTF-8 encoding of U+FEFF, the byte-order mark.
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// One parsed JSON Lines record. Its errors are whole messages naming the line.
-pub struct JsonLine<'a> {
-    value: Value,
-    at: At<'a>,
-}
-
-impl<'a> JsonLine<'a> {
-    /// Checks that the line is UTF-8 and parses its JSON value.
-    pub fn parse(bytes: &[u8], at: At<'a>) -> Result<Self, String> {
-        // A byte-order mark that some editors put at the start of a UTF-8 file is not part of
-        // the first record (JSON cannot start with it).
-        let bytes = match bytes.strip_prefix(UTF8_BOM) {
-            Some(rest) if at.line == 1 => rest,
-            _ => bytes,
-        };
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| format!("{at}: not UTF-8 (byte {} of the line)", e.valid_up_to()))?;
-        let value = serde_json::from_str(text).map_err(|e| {
-            // serde_json places the error in the text it was given, always line 1 here: only
-            // its column says more than the file's own line number.
-            let position = format!(" at line {} column {}", e.line(), e.column());
-            let what = e.to_string();
-            let what = what.strip_suffix(&position).unwrap_or(&what);
-            format!("{at}: invalid JSON at column {}: {what}", e.column())
-        })?;
-        Ok(JsonLine { value, at })
-    }
-
-    /// The id in `field` as a database key: a string, or `{"hex": …}` for any bytes. Missing,
-    /// a number or any other value is an error.
-    pub fn key(&self, field: &str) -> Result<Vec<u8>, String> {
-        match self.value.get(field) {
-            Some(v) => key_from_json(v).map_err(|e| format!("{}: field {field:?} {e}", self.at)),
-            None => Err(format!("{}: missing field {field:?}", self.at)),
-        }
-    }
-
-    /// The id in `field` exactly as given, any JSON value; null when missing.
-    pub fn id_as_given(&self, field: &str) -> Value {
-        self.value.get(field).cloned().unwrap_or(Value::Null)
-    }
-
-    /// Takes the text out of `field`, which must hold a string. Read the id first: the id and
-    /// the text may be one field.
-    pub fn take_text(&mut self, field: &str) -> Result<String, String> {
-        match self.value.get_mut(field) {
-            Some(Value::String(s)) => Ok(std::mem::take(s)),
-            Some(_) => Err(format!("{}: field {field:?} must be a string", self.at)),
-            None => Err(format!("{}: missing field {field:?}", self.at)),
-        }
-    }
+/// A reading error of the library, worded as it is.
+fn cli_error(e: mhdb::input::Error) -> CliError {
+    CliError::other(e.to_string())
 }
 
 /// Reads a whole file (standard input for `-`) as one text. `Err`: it cannot be read
@@ -279,6 +174,7 @@ pub fn files_in(dir: &Path) -> CliResult<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn input(data: &'static [u8]) -> Input {
         Input::new("in.jsonl".to_string(), Box::new(data))
@@ -290,23 +186,6 @@ mod tests {
             line: 3,
         };
         JsonLine::parse(json.as_bytes(), at).unwrap()
-    }
-
-    #[test]
-    fn blank_lines_are_skipped_but_counted() {
-        let mut inp = input(b"\n{\"a\": 1}\n  \t\r\n\x0c\n{\"b\": 2}\r\n{\"c\": 3}");
-        let (lines, done) = inp.read_lines(usize::MAX).unwrap();
-        assert!(done);
-        let got: Vec<(usize, &[u8])> = lines.iter().map(|l| (l.no, &l.bytes[..])).collect();
-        assert_eq!(
-            got,
-            [
-                (2, &b"{\"a\": 1}\n"[..]),
-                (5, b"{\"b\": 2}\r\n"),
-                (6, b"{\"c\": 3}")
-            ]
-        );
-        assert!(inp.next_line().unwrap().is_none());
     }
 
     #[test]
@@ -329,17 +208,6 @@ mod tests {
                 .starts_with("in.jsonl:3: field \"id\" must be a string"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn chunks_end_when_full_or_exhausted() {
-        let mut inp = input(b"1\n2\n\n3\n");
-        let (a, done) = inp.read_lines(2).unwrap();
-        assert_eq!((a.len(), done), (2, false));
-        let (b, done) = inp.read_lines(2).unwrap();
-        assert_eq!((b.len(), b[0].no, done), (1, 4, true));
-        let (c, done) = inp.read_lines(2).unwrap();
-        assert!(c.is_empty() && done);
     }
 
     #[test]

@@ -1,0 +1,272 @@
+//! Ids and texts out of Arrow columns, for Parquet files and Arrow IPC alike: a field found in
+//! a schema (by its exact name, else as a path into struct columns) and checked for a type
+//! that can be an id or a text, then read row by row from each batch.
+
+use std::borrow::Cow;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
+use arrow_schema::{DataType, Fields as SchemaFields, Schema};
+
+use super::json::within_key_limit;
+use super::{Error, Fields, Id};
+
+/// What a column holds for a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Id,
+    Text,
+}
+
+/// A field found in a file's schema.
+#[derive(Clone, Debug)]
+pub struct ColumnPath {
+    /// As the user named it.
+    field: String,
+    /// The names from the top-level column down.
+    pub parts: Vec<String>,
+}
+
+/// The id and text columns of one file.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    id: Option<ColumnPath>,
+    text: ColumnPath,
+}
+
+/// A record's values as read from a row: its key (none when it comes from its place) and
+/// its text; `Err` says why the row is refused.
+pub type RowValues = Result<(Option<Vec<u8>>, String), String>;
+
+impl Columns {
+    /// Finds the fields in `schema` and checks their types; `file` names the file in errors.
+    pub fn find(schema: &Schema, fields: &Fields, file: &str) -> Result<Columns, Error> {
+        let id = match &fields.id {
+            Id::Field(f) => Some(find(schema, f, Role::Id, file)?),
+            Id::FromPath => None,
+        };
+        let text = find(schema, &fields.text, Role::Text, file)?;
+        Ok(Columns { id, text })
+    }
+
+    /// The top-level columns read, for a projection.
+    pub fn roots(&self) -> impl Iterator<Item = &str> {
+        self.id
+            .iter()
+            .chain([&self.text])
+            .map(|c| c.parts[0].as_str())
+    }
+
+    /// The paths read, for a projection.
+    pub fn paths(&self) -> impl Iterator<Item = &ColumnPath> {
+        self.id.iter().chain([&self.text])
+    }
+
+    /// Every row of `batch`, in order, appended to `out`; `file` names the file (or whatever
+    /// the batch came from) in errors.
+    pub fn rows(
+        &self,
+        batch: &RecordBatch,
+        out: &mut Vec<RowValues>,
+        file: &str,
+    ) -> Result<(), Error> {
+        let id = self
+            .id
+            .as_ref()
+            .map(|c| Values::of(batch, c, file))
+            .transpose()?;
+        let text = Values::of(batch, &self.text, file)?;
+        for row in 0..batch.num_rows() {
+            let key = match &id {
+                Some(id) => match id.key(row) {
+                    Ok(key) => Some(key),
+                    Err(e) => {
+                        out.push(Err(e));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            out.push(text.text(row).map(|text| (key, text)));
+        }
+        Ok(())
+    }
+}
+
+/// Finds `field` in `schema`: its exact top-level name, else a dotted path into structs.
+fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPath, Error> {
+    let exact = schema
+        .fields()
+        .find(field)
+        .map(|(_, f)| (vec![field.to_string()], f.data_type()));
+    let found = exact.or_else(|| {
+        let mut fields: &SchemaFields = schema.fields();
+        let mut data_type: Option<&DataType> = None;
+        for part in field.split('.') {
+            match data_type {
+                None => {}
+                Some(DataType::Struct(children)) => fields = children,
+                Some(_) => return None,
+            }
+            data_type = Some(fields.find(part)?.1.data_type());
+        }
+        Some((field.split('.').map(String::from).collect(), data_type?))
+    });
+    let Some((parts, data_type)) = found else {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        return Err(Error::new(format!(
+            "{file}: no column {field:?} (its columns: {})",
+            names.join(", ")
+        )));
+    };
+    if !readable(data_type, role) {
+        let wanted = match role {
+            Role::Id => "an id column must hold strings, binary or integers",
+            Role::Text => "a text column must hold strings or binary",
+        };
+        return Err(Error::new(format!(
+            "{file}: column {field:?} is of type {data_type}; {wanted}"
+        )));
+    }
+    Ok(ColumnPath {
+        field: field.to_string(),
+        parts,
+    })
+}
+
+fn readable(data_type: &DataType, role: Role) -> bool {
+    use DataType as D;
+    if let D::Dictionary(_, values) = data_type {
+        return readable(values, role);
+    }
+    let bytes = matches!(
+        data_type,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Binary | D::LargeBinary | D::BinaryView
+    ) || matches!(data_type, D::FixedSizeBinary(_));
+    bytes || (role == Role::Id && data_type.is_integer())
+}
+
+/// Reads one row of a column as bytes.
+type Getter<'b> = Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>;
+
+/// One column of a batch, read row by row.
+struct Values<'b> {
+    field: &'b str,
+    /// The column and the structs above it: a row is null if any of them is.
+    levels: Vec<&'b ArrayRef>,
+    get: Getter<'b>,
+}
+
+impl<'b> Values<'b> {
+    fn of(batch: &'b RecordBatch, path: &'b ColumnPath, file: &str) -> Result<Self, Error> {
+        let missing = || Error::new(format!("{file}: no column {:?} in a batch", path.field));
+        let mut column = batch.column_by_name(&path.parts[0]).ok_or_else(missing)?;
+        let mut levels = vec![column];
+        for part in &path.parts[1..] {
+            let parent = column.as_struct_opt().ok_or_else(missing)?;
+            column = parent.column_by_name(part).ok_or_else(missing)?;
+            levels.push(column);
+        }
+        let get = getter(column).ok_or_else(|| {
+            Error::new(format!(
+                "{file}: column {:?} changed type to {} within the file",
+                path.field,
+                column.data_type()
+            ))
+        })?;
+        Ok(Values {
+            field: &path.field,
+            levels,
+            get,
+        })
+    }
+
+    fn value(&self, row: usize) -> Result<Cow<'b, [u8]>, String> {
+        if self.levels.iter().any(|a| a.is_null(row)) {
+            return Err(format!("column {:?} is null", self.field));
+        }
+        Ok((self.get)(row))
+    }
+
+    fn key(&self, row: usize) -> Result<Vec<u8>, String> {
+        within_key_limit(self.value(row)?.into_owned())
+            .map_err(|e| format!("column {:?} {e}", self.field))
+    }
+
+    fn text(&self, row: usize) -> Result<String, String> {
+        let bytes = self.value(row)?;
+        match bytes {
+            Cow::Borrowed(b) => std::str::from_utf8(b).map(str::to_string),
+            Cow::Owned(b) => String::from_utf8(b).map_err(|e| e.utf8_error()),
+        }
+        .map_err(|e| {
+            format!(
+                "column {:?} is not UTF-8 (byte {} of the value)",
+                self.field,
+                e.valid_up_to()
+            )
+        })
+    }
+}
+
+/// Reads a row of `column` as bytes: strings and binary as they are, integers as their
+/// decimal digits, dictionary-encoded columns as their values.
+fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
+    use DataType as D;
+    fn int<'b, T: ArrowPrimitiveType>(c: &'b ArrayRef) -> Getter<'b>
+    where
+        T::Native: ToString,
+    {
+        let a = c.as_primitive::<T>();
+        Box::new(move |i| Cow::Owned(a.value(i).to_string().into_bytes()))
+    }
+    Some(match column.data_type() {
+        D::Utf8 => {
+            let a = column.as_string::<i32>();
+            Box::new(move |i| Cow::Borrowed(a.value(i).as_bytes()))
+        }
+        D::LargeUtf8 => {
+            let a = column.as_string::<i64>();
+            Box::new(move |i| Cow::Borrowed(a.value(i).as_bytes()))
+        }
+        D::Utf8View => {
+            let a = column.as_string_view();
+            Box::new(move |i| Cow::Borrowed(a.value(i).as_bytes()))
+        }
+        D::Binary => {
+            let a = column.as_binary::<i32>();
+            Box::new(move |i| Cow::Borrowed(a.value(i)))
+        }
+        D::LargeBinary => {
+            let a = column.as_binary::<i64>();
+            Box::new(move |i| Cow::Borrowed(a.value(i)))
+        }
+        D::BinaryView => {
+            let a = column.as_binary_view();
+            Box::new(move |i| Cow::Borrowed(a.value(i)))
+        }
+        D::FixedSizeBinary(_) => {
+            let a = column.as_fixed_size_binary();
+            Box::new(move |i| Cow::Borrowed(a.value(i)))
+        }
+        D::Dictionary(..) => {
+            // Each row is the value its key points at (pandas categoricals, for one).
+            let dictionary = column.as_any_dictionary();
+            let keys = dictionary.normalized_keys();
+            let values = getter(dictionary.values())?;
+            Box::new(move |i| values(keys[i]))
+        }
+        D::Int8 => int::<Int8Type>(column),
+        D::Int16 => int::<Int16Type>(column),
+        D::Int32 => int::<Int32Type>(column),
+        D::Int64 => int::<Int64Type>(column),
+        D::UInt8 => int::<UInt8Type>(column),
+        D::UInt16 => int::<UInt16Type>(column),
+        D::UInt32 => int::<UInt32Type>(column),
+        D::UInt64 => int::<UInt64Type>(column),
+        _ => return None,
+    })
+}

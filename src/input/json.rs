@@ -1,0 +1,180 @@
+//! A JSON line's id and text, and the rules for a key given in JSON. Every error is a whole
+//! message naming the line: `corpus.jsonl:17: missing field "text"`.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::db::MAX_KEY_LEN;
+
+/// Where a line is, as messages name it: `corpus.jsonl:17`.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The input's name (its path, or `<stdin>`).
+    pub name: &'a str,
+    /// The line number, from 1.
+    pub line: usize,
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.name, self.line)
+    }
+}
+
+/// The UTF-8 encoding of U+FEFF, the byte-order mark.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One parsed JSON Lines record. Its errors are whole messages naming the line.
+pub struct JsonLine<'a> {
+    value: Value,
+    at: At<'a>,
+}
+
+impl<'a> JsonLine<'a> {
+    /// Checks that the line is UTF-8 and parses its JSON value.
+    pub fn parse(bytes: &[u8], at: At<'a>) -> Result<Self, String> {
+        // A byte-order mark that some editors put at the start of a UTF-8 file is not part of
+        // the first record (JSON cannot start with it).
+        let bytes = match bytes.strip_prefix(UTF8_BOM) {
+            Some(rest) if at.line == 1 => rest,
+            _ => bytes,
+        };
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("{at}: not UTF-8 (byte {} of the line)", e.valid_up_to()))?;
+        let value = serde_json::from_str(text).map_err(|e| {
+            // serde_json places the error in the text it was given, always line 1 here: only
+            // its column says more than the file's own line number.
+            let position = format!(" at line {} column {}", e.line(), e.column());
+            let what = e.to_string();
+            let what = what.strip_suffix(&position).unwrap_or(&what);
+            format!("{at}: invalid JSON at column {}: {what}", e.column())
+        })?;
+        Ok(JsonLine { value, at })
+    }
+
+    /// The id in `field` (a name, or a path: `meta.url`) as a database key: a string, or
+    /// `{"hex": …}` for any bytes. Missing, a number or any other value is an error.
+    pub fn key(&self, field: &str) -> Result<Vec<u8>, String> {
+        match lookup(&self.value, field) {
+            Some(v) => key_from_json(v).map_err(|e| format!("{}: field {field:?} {e}", self.at)),
+            None => Err(format!("{}: missing field {field:?}", self.at)),
+        }
+    }
+
+    /// The id in the top-level `field` exactly as given, any JSON value; null when missing.
+    pub fn id_as_given(&self, field: &str) -> Value {
+        self.value.get(field).cloned().unwrap_or(Value::Null)
+    }
+
+    /// Takes the text out of `field` (a name or a path), which must hold a string. Read the id
+    /// first: the id and the text may be one field.
+    pub fn take_text(&mut self, field: &str) -> Result<String, String> {
+        match lookup_mut(&mut self.value, field) {
+            Some(Value::String(s)) => Ok(std::mem::take(s)),
+            Some(_) => Err(format!("{}: field {field:?} must be a string", self.at)),
+            None => Err(format!("{}: missing field {field:?}", self.at)),
+        }
+    }
+}
+
+/// The value of `field` in `value`: the member named exactly `field` if there is one, else,
+/// for a name with dots, the path through nested objects (`meta.url`).
+fn lookup<'v>(value: &'v Value, field: &str) -> Option<&'v Value> {
+    if let Some(v) = value.get(field) {
+        return Some(v);
+    }
+    if !field.contains('.') {
+        return None;
+    }
+    field.split('.').try_fold(value, |v, part| v.get(part))
+}
+
+/// [`lookup`], mutable.
+fn lookup_mut<'v>(value: &'v mut Value, field: &str) -> Option<&'v mut Value> {
+    if value.get(field).is_some() || !field.contains('.') {
+        return value.get_mut(field);
+    }
+    field.split('.').try_fold(value, |v, part| v.get_mut(part))
+}
+
+/// `key` if a database can hold it (at most [`MAX_KEY_LEN`] bytes), else why not, so that it
+/// is refused as the input record it came from (file and line), not later as a whole
+/// command's parameter.
+pub fn within_key_limit(key: Vec<u8>) -> Result<Vec<u8>, String> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(format!(
+            "is {} bytes long, at most {MAX_KEY_LEN} allowed",
+            key.len()
+        ));
+    }
+    Ok(key)
+}
+
+/// A key given in JSON: a string, or `{"hex": "…"}`. `Err`: why it is not one, for the caller
+/// to prefix with the field and line.
+pub fn key_from_json(value: &Value) -> Result<Vec<u8>, String> {
+    match value {
+        Value::String(s) => within_key_limit(s.as_bytes().to_vec()),
+        Value::Object(o) if o.len() == 1 && o.contains_key("hex") => {
+            let hex = o.get("hex").and_then(Value::as_str).unwrap_or("?");
+            let digits = hex.as_bytes();
+            if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
+                return Err(format!(
+                    "\"hex\" must hold an even number of hex digits, got {}",
+                    o.get("hex").map_or(Value::Null, Clone::clone)
+                ));
+            }
+            within_key_limit(
+                digits
+                    .chunks(2)
+                    .map(|p| {
+                        let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                        nibble(p[0]) << 4 | nibble(p[1])
+                    })
+                    .collect(),
+            )
+        }
+        // Not echoed: serde_json would print `1e3` as `1000.0`, which is not what was written.
+        Value::Number(_) => Err(
+            "must be a string, got a number (keys are text: quote the id, \"17\" rather than 17)"
+                .to_string(),
+        ),
+        other => Err(format!(
+            "must be a string or {{\"hex\": \"…\"}}, got {}",
+            serde_json::to_string(other).unwrap_or_default()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(json: &str) -> JsonLine<'static> {
+        let at = At {
+            name: "in.jsonl",
+            line: 3,
+        };
+        JsonLine::parse(json.as_bytes(), at).unwrap()
+    }
+
+    #[test]
+    fn paths_reach_into_objects_after_exact_names() {
+        let mut l = line(r#"{"meta": {"url": "u", "n": {"t": "deep"}}, "a.b": "literal"}"#);
+        assert_eq!(l.key("meta.url").unwrap(), b"u");
+        assert_eq!(l.key("a.b").unwrap(), b"literal");
+        assert_eq!(l.take_text("meta.n.t").unwrap(), "deep");
+        assert_eq!(
+            l.key("meta.nope").unwrap_err(),
+            "in.jsonl:3: missing field \"meta.nope\""
+        );
+        assert_eq!(
+            l.take_text("meta").unwrap_err(),
+            "in.jsonl:3: field \"meta\" must be a string"
+        );
+        // An exact name wins over a path.
+        let mut l = line(r#"{"m.u": "exact", "m": {"u": "path"}}"#);
+        assert_eq!(l.take_text("m.u").unwrap(), "exact");
+    }
+}

@@ -1,0 +1,132 @@
+//! Documents read where users keep them, for the library's one ingest pipeline
+//! ([`crate::db::ingest`]): JSON Lines (plain, gzip or zstd), Parquet, Arrow IPC files and
+//! streams, CSV and TSV; files, directories, glob patterns and standard input. A [`Reader`] is
+//! the pipeline's [`Source`](crate::db::ingest::Source); [`Fields::parse`] makes each of its
+//! items a [`Record`](crate::db::ingest::Record) (on any core). `mhdb add` is built on it, and
+//! so can any front end that loads files; one that holds Arrow batches of its own (a binding
+//! handed an Arrow stream) reads their ids and texts with [`Columns`], by the same rules.
+//!
+//! The rules:
+//! - **Inputs** are taken in the order given; `-` (or no input) is standard input, read as JSON
+//!   Lines, plain or compressed. A directory is walked in name order, depth first, passing over
+//!   entries whose names start with `.` or `_` (`_SUCCESS`, `.part-0.crc`: the files that Spark
+//!   and Hadoop leave beside their data, skipped as pyarrow's datasets skip them). A path that
+//!   does not exist and holds `*`, `?` or `[` is a glob pattern (`data/**/*.parquet`); its
+//!   matches are taken sorted, and a pattern that matches no file is an error.
+//! - **Formats** ([`Format`]) are recognized by their first bytes, then by extension: gzip
+//!   (`1f 8b`) and zstd (`28 b5 2f fd`) streams are decompressed (a multi-member gzip or
+//!   multi-frame zstd file whole) and read as JSON Lines, or as CSV/TSV when the name ends in
+//!   `.csv.gz`, `.tsv.zst` and so on; `PAR1` is Parquet, `ARROW1` an Arrow IPC file, `ff ff ff
+//!   ff` an Arrow IPC stream. Otherwise `.parquet`/`.pq` is Parquet, `.arrow`/`.feather`/`.ipc`
+//!   an Arrow file, `.arrows` an Arrow stream, `.csv` CSV, `.tsv`/`.tab` TSV, and anything else
+//!   JSON Lines.
+//! - **Fields** ([`Fields`]) name the id and the text. A name is first looked up as it is; if
+//!   no field or column has that exact name and it holds dots, it is a path into nested JSON
+//!   objects or Arrow/Parquet struct columns (`meta.url`). CSV/TSV columns are named by their
+//!   header, exactly.
+//! - **Ids**: in JSON, a string or `{"hex": "…"}` ([`key_from_json`]). In Parquet and Arrow, a
+//!   string or binary column (its bytes; dictionary-encoded too), or an integer column (its
+//!   decimal digits: 17 is the key `17`, as the JSON id `"17"`). In CSV/TSV, the field's
+//!   bytes. With [`Id::FromPath`], the id is the file's path relative to its input root, a
+//!   colon and the record's number as messages name it ([`Origin::path_id`]):
+//!   `sub/part-0001.parquet:17`.
+//! - **Texts** are JSON strings; string columns, or binary columns holding UTF-8; CSV fields
+//!   that are UTF-8.
+//! - **Places** ([`Origin`]): JSON Lines and CSV/TSV records by their line, counted from 1 (a CSV
+//!   record spanning lines by the line it starts on; the header is line 1); Parquet and Arrow
+//!   rows by their row in the file, counted from 0 as dataframes index them, and in Parquet
+//!   also by their row group.
+//! - **Errors**: a record that cannot be stored (a bad JSON line, a null or missing value, a
+//!   text that is not UTF-8, a CSV row of the wrong width) is refused in its place, and
+//!   `mhdb add --skip-invalid` passes over it. What cannot be read at all stops the load
+//!   ([`Error`], naming the file and the row group, rows or byte offset): a file that cannot be
+//!   opened, a truncated or corrupt compressed stream, a Parquet footer or row group that cannot
+//!   be decoded, a missing column or one of the wrong type. Those are not skipped, because the
+//!   rows they hide cannot be told apart or counted: skipping would drop an unknown part of the
+//!   input silently.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `paths` | inputs made files, in order: directories walked, globs expanded, names relative to their root |
+//! | `detect` | a file's format and compression, from its first bytes and its name |
+//! | `decompress` | gzip and zstd streams, failing with the byte offset |
+//! | `lines` | reading lines, numbered |
+//! | `json` | a JSON line's id and text, and the JSON key rules |
+//! | `columns` | ids and texts out of Arrow columns (Parquet and Arrow IPC) |
+//! | `parquet`, `ipc`, `csv` | each format's reader, in bounded memory |
+//! | `reader` | the files in turn as one source; items, places and records |
+
+mod columns;
+mod csv;
+mod decompress;
+mod detect;
+mod ipc;
+mod json;
+mod lines;
+mod parquet;
+mod paths;
+mod reader;
+
+use std::fmt;
+
+pub use columns::{ColumnPath, Columns, RowValues};
+pub use detect::{Compression, Format};
+pub use json::{At, JsonLine, key_from_json, within_key_limit};
+pub use lines::{Line, Lines};
+pub use paths::{InputFile, expand};
+pub use reader::{Item, Origin, Position, Reader};
+
+/// Rows read from a Parquet or Arrow file at a time: a bound on the memory a file takes.
+pub const BATCH_ROWS: usize = 4096;
+
+/// Which fields of a record hold its id and its text.
+#[derive(Clone, Debug)]
+pub struct Fields {
+    /// Where the id comes from.
+    pub id: Id,
+    /// The field (or column, or path) holding the text.
+    pub text: String,
+}
+
+/// Where a record's id comes from.
+#[derive(Clone, Debug)]
+pub enum Id {
+    /// A field, column or path.
+    Field(String),
+    /// The file's path relative to its input root and the record's place in it
+    /// ([`Origin::path_id`]), for data without ids.
+    FromPath,
+}
+
+impl Id {
+    /// The field to read, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Id::Field(f) => Some(f),
+            Id::FromPath => None,
+        }
+    }
+}
+
+/// Why reading stopped: a whole message naming the file and where in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Error {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
