@@ -323,8 +323,10 @@ pub struct AddArgs {
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file", "jsonl"])))]
 pub struct QueryArgs {
-    /// Database directory.
-    pub db: PathBuf,
+    /// Database directory; several (or a glob pattern, expanded and sorted when the shell did
+    /// not) are shards queried as one index: a key in two shards answers from the later one.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
     /// Query text.
     #[arg(long)]
     pub text: Option<String>,
@@ -407,8 +409,11 @@ pub enum DedupFormat {
 
 #[derive(clap::Args)]
 pub struct DedupArgs {
-    /// Database directory.
-    pub db: PathBuf,
+    /// Database directory; several (or a glob pattern, expanded and sorted when the shell did
+    /// not) are shards deduplicated as one index, without merging them: the older of a pair
+    /// is the earlier shard's, and a key in two shards is the later shard's document.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
     /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold); for a simhash
     /// index, the minimum cosine estimate cos(π·d/64).
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
