@@ -407,4 +407,41 @@ fn cli_on_a_damaged_shard_exits_3_naming_the_file() {
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(s(&paths[1])), "{stderr}");
+    args[0] = "verify";
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(s(&paths[1])) && stderr.contains(".seg"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cli_stats_and_verify_over_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let (paths, merged) = split_and_merge(dir.path(), params(0.5, false, None));
+    let pattern = dir.path().join("shard-?");
+    let stats: Value = serde_json::from_str(&ok(&["stats", s(&pattern), "--json"])).unwrap();
+    let shards = stats["shards"].as_array().unwrap();
+    let listed: Vec<&str> = shards.iter().map(|x| x["path"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = paths.iter().map(|p| s(p)).collect();
+    assert_eq!(listed, expected, "a pattern expands sorted");
+    let one: Value = serde_json::from_str(&ok(&["stats", s(&paths[0]), "--json"])).unwrap();
+    let mut first = shards[0].clone();
+    first.as_object_mut().unwrap().remove("path");
+    assert_eq!(first, one, "each shard as `stats` shows it alone");
+    // The key stored in two shards counts in both.
+    let merged_live = Db::open_read_only(&merged).unwrap().len();
+    assert_eq!(stats["total"]["live_docs"], merged_live + 1);
+    assert_eq!(stats["total"]["shards"], 4);
+    let text = ok(&["stats", s(&paths[0]), s(&paths[1])]);
+    assert!(text.contains("total         2 shards"), "{text}");
+    let verified: Value = serde_json::from_str(&ok(&["verify", s(&pattern), "--json"])).unwrap();
+    let alone: Value = serde_json::from_str(&ok(&["verify", s(&paths[0]), "--json"])).unwrap();
+    assert_eq!(verified["ok"], true);
+    assert_eq!(
+        verified["files_checked"].as_u64().unwrap(),
+        4 * alone["files_checked"].as_u64().unwrap()
+    );
 }

@@ -30,15 +30,21 @@ impl Source {
     /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
     /// opened, several as [`Shards`].
     pub fn open(args: &[PathBuf]) -> CliResult<Source> {
+        let source = Self::open_quietly(args)?;
+        for db in source.dbs() {
+            super::output::report_recovery(db);
+        }
+        Ok(source)
+    }
+
+    /// [`Source::open`] without the warnings about torn WAL tails (`verify` reports them).
+    pub fn open_quietly(args: &[PathBuf]) -> CliResult<Source> {
         let mut paths = database_args(args)?;
         let source = if paths.len() == 1 {
             Source::One(Db::open_read_only(paths.remove(0))?)
         } else {
             Source::Many(Shards::open_many(&paths)?)
         };
-        for db in source.dbs() {
-            super::output::report_recovery(db);
-        }
         Ok(source)
     }
 
