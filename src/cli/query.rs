@@ -22,7 +22,7 @@ const WINDOW: usize = 2048;
 
 /// What a command reads: one database, or shards answering as one index.
 pub enum Source {
-    One(Db),
+    One(Box<Db>),
     Many(Shards),
 }
 
@@ -41,7 +41,7 @@ impl Source {
     pub fn open_quietly(args: &[PathBuf]) -> CliResult<Source> {
         let mut paths = database_args(args)?;
         let source = if paths.len() == 1 {
-            Source::One(Db::open_read_only(paths.remove(0))?)
+            Source::One(Box::new(Db::open_read_only(paths.remove(0))?))
         } else {
             Source::Many(Shards::open_many(&paths)?)
         };
@@ -51,7 +51,7 @@ impl Source {
     /// The database whose parameters answer (a shard set's first).
     pub fn first(&self) -> &Db {
         match self {
-            Source::One(db) => db,
+            Source::One(db) => db.as_ref(),
             Source::Many(shards) => &shards.shards()[0],
         }
     }
@@ -59,7 +59,7 @@ impl Source {
     /// Every database read.
     pub fn dbs(&self) -> &[Db] {
         match self {
-            Source::One(db) => std::slice::from_ref(db),
+            Source::One(db) => std::slice::from_ref(db.as_ref()),
             Source::Many(shards) => shards.shards(),
         }
     }
