@@ -246,6 +246,36 @@ fn a_key_in_two_shards_answers_from_the_later_shard() {
 }
 
 #[test]
+fn many_replaced_matches_answer_as_the_merged_index() {
+    // 300 copies of one text in the first shard, 120 of their keys stored again with another
+    // text in the second: a query for the first text matches every copy in the first shard,
+    // and the 120 replaced ones must go, with or without a limit or top-k.
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let (same, other) = (&docs[5].1, &docs[6].1);
+    let p = params(0.5, false, None);
+    let paths = [dir.path().join("a"), dir.path().join("b")];
+    let a = Db::create(&paths[0], p, Options::default()).unwrap();
+    let b = Db::create(&paths[1], p, Options::default()).unwrap();
+    for i in 0..300 {
+        a.insert_text(format!("k-{i:03}"), same).unwrap();
+    }
+    for i in (0..300).step_by(5).chain((1..300).step_by(5)) {
+        b.insert_text(format!("k-{i:03}"), other).unwrap();
+    }
+    let merged = Db::create(dir.path().join("m"), p, Options::default()).unwrap();
+    merged.merge_from(&a).unwrap();
+    merged.merge_from(&b).unwrap();
+    drop((a, b));
+    let shards = Db::open_many(&paths).unwrap();
+    assert_queries_agree(&shards, &merged, &[same.as_str(), other.as_str()]);
+    let answer = shards
+        .query_detailed(&shards.sketch_text(same).unwrap(), &QueryOptions::default())
+        .unwrap();
+    assert_eq!((answer.result.matches.len(), answer.superseded), (180, 120));
+}
+
+#[test]
 fn a_shard_given_twice_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");
