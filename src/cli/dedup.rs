@@ -9,8 +9,8 @@ use mhdb::db::{DedupOptions, DedupPair, DedupStats};
 use super::args::{DedupArgs, DedupFormat};
 use super::escape::key_text;
 use super::output::{CliResult, message, progress};
-use super::query::Source;
 use super::shapes;
+use super::sources::Source;
 
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
 use super::output::{CliError, CliResult, message, outln};
-use super::query::Source;
 use super::shapes;
+use super::sources::Source;
 
 /// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
 /// on stdout).

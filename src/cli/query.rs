@@ -1,13 +1,13 @@
 //! `mhdb query`: one text, one file, or one query per JSONL line, streamed: answered on every
 //! core a window at a time and written in input order as they come. Several databases (or a
-//! glob pattern naming them) are shards answering as one index ([`Shards`]).
+//! glob pattern naming them) are shards answering as one index (`sources.rs`).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use mhdb::db::{Db, QueryOptions, QueryResult, Shards};
+use mhdb::db::{Db, QueryOptions, QueryResult};
 use serde_json::Value;
 
 use super::args::QueryArgs;
@@ -15,73 +15,11 @@ use super::escape::key_text;
 use super::input::{At, Input, JsonLine, read_text};
 use super::output::{CliError, CliResult, progress};
 use super::shapes;
+use super::sources::Source;
 
 /// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
 /// every core busy, few enough that memory stays a few megabytes whatever the input's length.
 const WINDOW: usize = 2048;
-
-/// What a command reads: one database, or shards answering as one index.
-pub enum Source {
-    One(Box<Db>),
-    Many(Shards),
-}
-
-impl Source {
-    /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
-    /// opened, several as [`Shards`].
-    pub fn open(args: &[PathBuf]) -> CliResult<Source> {
-        let source = Self::open_quietly(args)?;
-        for db in source.dbs() {
-            super::output::report_recovery(db);
-        }
-        Ok(source)
-    }
-
-    /// [`Source::open`] without the warnings about torn WAL tails (`verify` reports them).
-    pub fn open_quietly(args: &[PathBuf]) -> CliResult<Source> {
-        let mut paths = database_args(args)?;
-        let source = if paths.len() == 1 {
-            Source::One(Box::new(Db::open_read_only(paths.remove(0))?))
-        } else {
-            Source::Many(Shards::open_many(&paths)?)
-        };
-        Ok(source)
-    }
-
-    /// The database whose parameters answer (a shard set's first).
-    pub fn first(&self) -> &Db {
-        match self {
-            Source::One(db) => db.as_ref(),
-            Source::Many(shards) => &shards.shards()[0],
-        }
-    }
-
-    /// Every database read.
-    pub fn dbs(&self) -> &[Db] {
-        match self {
-            Source::One(db) => std::slice::from_ref(db.as_ref()),
-            Source::Many(shards) => shards.shards(),
-        }
-    }
-
-    fn query_text(&self, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
-        match self {
-            Source::One(db) => db.query_text(text, opts),
-            Source::Many(shards) => shards.query_text(text, opts),
-        }
-    }
-
-    fn query_text_stream<'s>(
-        &'s self,
-        queries: JsonlQueries<'s>,
-        opts: &'s QueryOptions,
-    ) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
-        match self {
-            Source::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
-            Source::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
-        }
-    }
-}
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
@@ -112,7 +50,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
-    let r = source.query_text(&text, &opts)?;
+    let r = answer_text(&source, &text, &opts)?;
     if args.json {
         writeln!(out, "{}", shapes::answer(id, &r))?;
     } else {
@@ -128,107 +66,24 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The databases the command line names: each argument as given, or, when no file has that
-/// name and it holds a wildcard (`*`, `?`, `[…]`) that the shell left unexpanded (quoted, or
-/// a shell that does not expand), the paths it matches, sorted by name. A pattern that
-/// matches nothing is an error naming it.
-pub fn database_args(args: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
-    let mut out = Vec::with_capacity(args.len());
-    for arg in args {
-        let text = arg.to_string_lossy();
-        if arg.exists() || !text.contains(['*', '?', '[']) {
-            out.push(arg.clone());
-            continue;
-        }
-        let mut matched = glob(&text);
-        if matched.is_empty() {
-            return Err(CliError::other(format!("no database matches {text}")));
-        }
-        matched.sort();
-        out.extend(matched);
-    }
-    Ok(out)
-}
-
-/// The directories `pattern` matches (databases are directories), one component at a time; a component with a wildcard lists
-/// its directory (names starting with `.` only when the component does too, as shells do).
-fn glob(pattern: &str) -> Vec<PathBuf> {
-    let absolute = pattern.starts_with('/');
-    let mut found = vec![if absolute {
-        PathBuf::from("/")
-    } else {
-        PathBuf::new()
-    }];
-    for part in pattern.split('/').filter(|p| !p.is_empty()) {
-        if !part.contains(['*', '?', '[']) {
-            found = found.into_iter().map(|dir| dir.join(part)).collect();
-            continue;
-        }
-        let pattern: Vec<char> = part.chars().collect();
-        let mut next = Vec::new();
-        for dir in &found {
-            let listed = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir.as_path()
-            };
-            let Ok(entries) = std::fs::read_dir(listed) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') && !part.starts_with('.') {
-                    continue;
-                }
-                let name_chars: Vec<char> = name.chars().collect();
-                if wildcard_match(&pattern, &name_chars) {
-                    next.push(dir.join(&name));
-                }
-            }
-        }
-        found = next;
-    }
-    found.retain(|p| p.is_dir());
-    found
-}
-
-/// Whether `name` matches `pattern`: `*` any run of characters, `?` one character, `[…]` one
-/// character of a set (ranges `a-z`, negated by a leading `!` or `^`); anything else itself.
-fn wildcard_match(pattern: &[char], name: &[char]) -> bool {
-    match pattern.split_first() {
-        None => name.is_empty(),
-        Some(('*', rest)) => (0..=name.len()).any(|skip| wildcard_match(rest, &name[skip..])),
-        Some(('?', rest)) => !name.is_empty() && wildcard_match(rest, &name[1..]),
-        Some(('[', rest)) => match (name.split_first(), rest.iter().position(|&c| c == ']')) {
-            (Some((&c, tail)), Some(end)) if end > 0 => {
-                set_matches(&rest[..end], c) && wildcard_match(&rest[end + 1..], tail)
-            }
-            // No closing bracket: `[` is itself.
-            (Some((&c, tail)), _) => c == '[' && wildcard_match(rest, tail),
-            (None, _) => false,
-        },
-        Some((&p, rest)) => name.first() == Some(&p) && wildcard_match(rest, &name[1..]),
+/// One text answered by one database or by shards.
+fn answer_text(source: &Source, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
+    match source {
+        Source::One(db) => db.query_text(text, opts),
+        Source::Many(shards) => shards.query_text(text, opts),
     }
 }
 
-/// Whether `c` is in the bracket set `set` (its text between `[` and `]`).
-fn set_matches(set: &[char], c: char) -> bool {
-    let (negated, set) = match set.split_first() {
-        Some(('!' | '^', rest)) if !rest.is_empty() => (true, rest),
-        _ => (false, set),
-    };
-    let mut i = 0;
-    let mut found = false;
-    while i < set.len() {
-        if i + 2 < set.len() && set[i + 1] == '-' {
-            found |= set[i] <= c && c <= set[i + 2];
-            i += 3;
-        } else {
-            found |= set[i] == c;
-            i += 1;
-        }
+/// A stream of queries answered by one database or by shards, in input order.
+fn answer_stream<'s>(
+    source: &'s Source,
+    queries: JsonlQueries<'s>,
+    opts: &'s QueryOptions,
+) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
+    match source {
+        Source::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
+        Source::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
     }
-    found != negated
 }
 
 /// The query threshold `--threshold` or `--max-distance` select (`None`: the database's).
@@ -340,7 +195,7 @@ fn query_jsonl(
     let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
     let mut answered = 0usize;
     let written = (|| -> CliResult {
-        for ((line, id), result) in source.query_text_stream(queries, opts) {
+        for ((line, id), result) in answer_stream(source, queries, opts) {
             let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
             shapes::write_answer(out, &id, &r)?;
             out.write_all(b"\n")?;
