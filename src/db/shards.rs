@@ -4,8 +4,8 @@
 //! The shards answer as the index `merge` would make of them, in the order given: a key
 //! stored in two shards answers from the later one, and "first" (the older document of a
 //! pair, the document a cluster keeps) means shard order, then insertion order. Opening
-//! reads no document: each shard opens as [`Db::open_read_only`] does (file handles and
-//! maps). A key that a later shard also holds is found when a query matches it (a key
+//! reads no document: each shard opens as [`Db::open_read_only`] does (its files mapped,
+//! its band directories read ahead by the OS). A key that a later shard also holds is found when a query matches it (a key
 //! lookup in the later shards, for matched keys only), and by `dedup`, which reads every
 //! document anyway. Cross-shard dedup is in `shards/dedup.rs`.
 //!
