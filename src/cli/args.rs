@@ -131,12 +131,12 @@ pub enum Command {
     #[command(
         after_help = "Example:\n  mhdb stats idx --json\n\nParameters are named as the `create` flags that set them (text: the flags themselves;\nJSON: \"params\" with the flag names, '-' written '_')."
     )]
-    Stats(JsonDbArgs),
+    Stats(StatsArgs),
     /// Check every checksum and invariant (exit code 3 on corruption).
     #[command(
         after_help = "Example:\n  mhdb verify idx && echo ok\n\nPrints \"ok: N files checked\" on stdout, or each problem on stderr. --json: {\"ok\",\n\"files_checked\", \"problems\": [{\"corruption\", \"message\"}]} on stdout.\nExit codes: 0 ok; 1 a problem that is not corruption, or I/O; 3 corruption."
     )]
-    Verify(JsonDbArgs),
+    Verify(VerifyArgs),
     /// Choose (bands, rows) for a threshold and print alternatives and the S-curve.
     #[command(
         after_help = "Examples:\n  mhdb tune --threshold 0.8 --perms 128\n  mhdb tune --threshold 0.8 --bands 4 --rows 32\n\nWarns on stderr when the best (or the given) banding has P(threshold) < 0.5.\n--json: {\"threshold\", \"perms\", \"choices\": [{\"bands\", \"rows\", \"probability_at_threshold\",\n\"false_positive\", \"false_negative\", \"meets_recall_floor\"}], \"s_curve\": [{\"jaccard\",\n\"probability\"}]}."
@@ -195,6 +195,27 @@ impl SketchArgs {
 
 // Like `SketchArgs`, the argument structs below carry no doc comments: a subcommand's `--help`
 // summary is the doc comment of its `Command` variant.
+
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// Database directory; several (or a glob pattern) are shards: each one's statistics,
+    /// then their totals.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Database directory; several (or a glob pattern) are shards, all verified.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
 
 #[derive(clap::Args)]
 pub struct JsonDbArgs {
@@ -331,8 +352,10 @@ pub struct AddArgs {
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file", "jsonl"])))]
 pub struct QueryArgs {
-    /// Database directory.
-    pub db: PathBuf,
+    /// Database directory; several (or a glob pattern, expanded and sorted when the shell did
+    /// not) are shards queried as one index: a key in two shards answers from the later one.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
     /// Query text.
     #[arg(long)]
     pub text: Option<String>,
@@ -415,8 +438,11 @@ pub enum DedupFormat {
 
 #[derive(clap::Args)]
 pub struct DedupArgs {
-    /// Database directory.
-    pub db: PathBuf,
+    /// Database directory; several (or a glob pattern, expanded and sorted when the shell did
+    /// not) are shards deduplicated as one index, without merging them: the older of a pair
+    /// is the earlier shard's, and a key in two shards is the later shard's document.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
     /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold); for a simhash
     /// index, the minimum cosine estimate cos(π·d/64).
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]

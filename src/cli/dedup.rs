@@ -1,22 +1,23 @@
 //! `mhdb dedup`: every near-duplicate pair, star cluster, or key to drop, verified at a
-//! threshold.
+//! threshold, in one database or across shards as one index.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use mhdb::db::{Db, DedupOptions};
+use mhdb::db::{DedupOptions, DedupPair, DedupStats};
 
 use super::args::{DedupArgs, DedupFormat};
 use super::escape::key_text;
 use super::output::{CliResult, message, progress};
 use super::shapes;
+use super::sources::Source;
 
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
-    let db = Db::open_read_only(&args.db)?;
-    super::output::report_recovery(&db);
-    let t = super::query::threshold_arg(&db, args.threshold, args.max_distance)?;
-    super::query::warn_below_tuning(&db, t);
+    let source = Source::open(&args.dbs)?;
+    let db = source.first();
+    let t = super::query::threshold_arg(db, args.threshold, args.max_distance)?;
+    super::query::warn_below_tuning(db, t);
     let t = t.unwrap_or(db.params().threshold);
     // What the threshold means, for the summary lines.
     let at = db.params().describe_threshold(t);
@@ -31,7 +32,8 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 Some(db.params().lsh.bands as u64),
                 "{bar:40} band {pos}/{len} {elapsed}",
             );
-            let stats = db.dedup_pairs_with_options(
+            let stats = pairs(
+                &source,
                 t,
                 opts,
                 |p| {
@@ -58,7 +60,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let mut clusters = 0u64;
-            let stats = db.for_each_dedup_cluster_with_options(t, opts, |c| {
+            let stats = clusters_of(&source, t, opts, |c| {
                 clusters += 1;
                 let (keep, dups) = c
                     .split_first()
@@ -93,4 +95,31 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every pair, from one database or across shards.
+fn pairs(
+    source: &Source,
+    t: f64,
+    opts: DedupOptions,
+    emit: impl FnMut(DedupPair) -> mhdb::Result<()>,
+    progress: impl FnMut(usize, usize),
+) -> mhdb::Result<DedupStats> {
+    match source {
+        Source::One(db) => db.dedup_pairs_with_options(t, opts, emit, progress),
+        Source::Many(shards) => shards.dedup_pairs_with_options(t, opts, emit, progress),
+    }
+}
+
+/// Every cluster, from one database or across shards.
+fn clusters_of(
+    source: &Source,
+    t: f64,
+    opts: DedupOptions,
+    emit: impl FnMut(Vec<Vec<u8>>) -> mhdb::Result<()>,
+) -> mhdb::Result<DedupStats> {
+    match source {
+        Source::One(db) => db.for_each_dedup_cluster_with_options(t, opts, emit),
+        Source::Many(shards) => shards.for_each_dedup_cluster_with_options(t, opts, emit),
+    }
 }

@@ -3,12 +3,13 @@
 
 use std::process::ExitCode;
 
-use mhdb::db::{Db, Options, Stats, Upgraded};
-use serde_json::json;
+use mhdb::db::{Db, Options, ShardsStats, Stats, Upgraded};
+use serde_json::{Value, json};
 
-use super::args::{ExportArgs, JsonDbArgs, MergeArgs, UpgradeArgs};
+use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
 use super::output::{CliError, CliResult, message, outln};
 use super::shapes;
+use super::sources::Source;
 
 /// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
 /// on stdout).
@@ -67,9 +68,13 @@ pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
 
 /// `mhdb verify`: the verdict on stdout, problems on stderr (`--json`: the whole report on
 /// stdout); exit code 3 when a problem is corruption, else 1.
-pub fn verify(args: &JsonDbArgs) -> CliResult<ExitCode> {
-    let db = Db::open_read_only(&args.db)?;
-    let report = db.verify()?;
+pub fn verify(args: &VerifyArgs) -> CliResult<ExitCode> {
+    // Shards are verified one after the other; the report is one, each problem naming its
+    // file.
+    let report = match Source::open_quietly(&args.dbs)? {
+        Source::One(db) => db.verify()?,
+        Source::Many(shards) => shards.verify()?,
+    };
     let corrupt = report.problems.iter().any(|p| p.is_corruption());
     if args.json {
         let problems: Vec<_> = report
@@ -182,24 +187,72 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
 }
 
 /// `mhdb stats`.
-pub fn stats(args: &JsonDbArgs) -> CliResult<ExitCode> {
-    let db = Db::open_read_only(&args.db)?;
-    super::output::report_recovery(&db);
-    let s = db.stats()?;
-    if args.json {
-        print_stats_json(&s)?;
-    } else {
-        print_stats_text(&s)?;
+pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
+    match Source::open(&args.dbs)? {
+        Source::One(db) => {
+            let s = db.stats()?;
+            if args.json {
+                outln!("{}", stats_json(&s));
+            } else {
+                print_stats_text(&s)?;
+            }
+        }
+        Source::Many(shards) => print_shards_stats(&shards.stats()?, args.json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shards' statistics: each shard's, as one database's are shown, then their totals
+/// (`--json`: `{"shards": [{"path", …one database's stats…}], "total": {…}}`).
+fn print_shards_stats(all: &ShardsStats, json: bool) -> CliResult {
+    if json {
+        let shards: Vec<Value> = all
+            .shards
+            .iter()
+            .map(|(path, s)| {
+                let mut v = stats_json(s);
+                if let Value::Object(map) = &mut v {
+                    map.insert("path".into(), path.to_string_lossy().into());
+                }
+                v
+            })
+            .collect();
+        let total = json!({
+            "shards": all.shards.len(),
+            "live_docs": all.live_docs,
+            "deleted_docs": all.deleted_docs,
+            "memtable_docs": all.memtable_docs,
+            "segments": all.segments,
+            "bytes": all.bytes,
+            "hot_buckets": all.hot_buckets,
+            "torn_tails": all.torn_tails,
+        });
+        outln!("{}", json!({"shards": shards, "total": total}));
+        return Ok(());
+    }
+    for (path, s) in &all.shards {
+        outln!("shard         {}", path.display());
+        print_stats_text(s)?;
+        outln!("");
+    }
+    outln!(
+        "total         {} shards: {} live (a key in two shards counts twice), {} deleted, {} in \
+         memory; {} segments",
+        all.shards.len(),
+        all.live_docs,
+        all.deleted_docs,
+        all.memtable_docs,
+        all.segments
+    );
+    Ok(())
 }
 
 /// The S-curve points `stats` shows.
 const CURVE: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95];
 
-fn print_stats_json(s: &Stats) -> CliResult {
+fn stats_json(s: &Stats) -> Value {
     let p = &s.params;
-    let value = json!({
+    json!({
         "format_version": s.format_version,
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
@@ -216,9 +269,7 @@ fn print_stats_json(s: &Stats) -> CliResult {
         // A SimHash index has no S-curve: every document within max_hamming is a candidate
         // (unless its block's bucket was capped).
         "s_curve": shapes::index_s_curve(p, &CURVE),
-    });
-    outln!("{value}");
-    Ok(())
+    })
 }
 
 fn print_stats_text(s: &Stats) -> CliResult {

@@ -10,6 +10,7 @@
 //! | `create` | `create`, `tune` |
 //! | `add` | `add` |
 //! | `query` | `query` |
+//! | `sources` | the databases a reading command names: one, or shards answering as one index (glob patterns expanded) |
 //! | `keys` | `get`, `keys`, `delete` |
 //! | `dedup` | `dedup` |
 //! | `maintain` | `compact`, `verify`, `stats`, `export`, `merge` |
@@ -27,6 +28,7 @@ mod maintain;
 mod output;
 mod query;
 mod shapes;
+mod sources;
 
 use std::process::ExitCode;
 

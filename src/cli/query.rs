@@ -1,12 +1,13 @@
 //! `mhdb query`: one text, one file, or one query per JSONL line, streamed: answered on every
-//! core a window at a time and written in input order as they come.
+//! core a window at a time and written in input order as they come. Several databases (or a
+//! glob pattern naming them) are shards answering as one index (`sources.rs`).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use mhdb::db::{Db, QueryOptions};
+use mhdb::db::{Db, QueryOptions, QueryResult};
 use serde_json::Value;
 
 use super::args::QueryArgs;
@@ -14,6 +15,7 @@ use super::escape::key_text;
 use super::input::{At, Input, JsonLine, read_text};
 use super::output::{CliError, CliResult, progress};
 use super::shapes;
+use super::sources::Source;
 
 /// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
 /// every core busy, few enough that memory stays a few megabytes whatever the input's length.
@@ -21,24 +23,24 @@ const WINDOW: usize = 2048;
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
-    let db = Db::open_read_only(&args.db)?;
-    super::output::report_recovery(&db);
-    super::output::warn_unused_key(&db);
+    let source = Source::open(&args.dbs)?;
+    let db = source.first();
+    super::output::warn_unused_key(db);
     let opts = QueryOptions {
-        threshold: threshold_arg(&db, args.threshold, args.max_distance)?,
+        threshold: threshold_arg(db, args.threshold, args.max_distance)?,
         limit: args.limit,
         estimate_only: args.no_exact,
         top: args.top,
     };
     if args.top.is_none() {
-        warn_below_tuning(&db, opts.threshold);
+        warn_below_tuning(db, opts.threshold);
     }
     // A keyed index without its key cannot sign any text: refused as a whole here, not as
     // the first input line's fault.
     db.sketch_text("")?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
-        return query_jsonl(&db, &opts, args, path, &mut out);
+        return query_jsonl(&source, &opts, args, path, &mut out);
     }
     let (id, text) = match (&args.text, &args.file) {
         (Some(t), _) => (Value::Null, t.clone()),
@@ -48,7 +50,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
-    let r = db.query_text(&text, &opts)?;
+    let r = answer_text(&source, &text, &opts)?;
     if args.json {
         writeln!(out, "{}", shapes::answer(id, &r))?;
     } else {
@@ -62,6 +64,26 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One text answered by one database or by shards.
+fn answer_text(source: &Source, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
+    match source {
+        Source::One(db) => db.query_text(text, opts),
+        Source::Many(shards) => shards.query_text(text, opts),
+    }
+}
+
+/// A stream of queries answered by one database or by shards, in input order.
+fn answer_stream<'s>(
+    source: &'s Source,
+    queries: JsonlQueries<'s>,
+    opts: &'s QueryOptions,
+) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
+    match source {
+        Source::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
+        Source::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
+    }
 }
 
 /// The query threshold `--threshold` or `--max-distance` select (`None`: the database's).
@@ -155,7 +177,7 @@ impl Iterator for JsonlQueries<'_> {
 /// `mhdb query --jsonl`: one answer line per query line, in input order, written as they are
 /// ready; a bad line ends the command after the answers to the lines before it.
 fn query_jsonl(
-    db: &Db,
+    source: &Source,
     opts: &QueryOptions,
     args: &QueryArgs,
     path: &Path,
@@ -173,7 +195,7 @@ fn query_jsonl(
     let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
     let mut answered = 0usize;
     let written = (|| -> CliResult {
-        for ((line, id), result) in db.query_text_stream(queries, opts, WINDOW) {
+        for ((line, id), result) in answer_stream(source, queries, opts) {
             let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
             shapes::write_answer(out, &id, &r)?;
             out.write_all(b"\n")?;

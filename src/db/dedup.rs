@@ -388,7 +388,7 @@ impl Db {
 }
 
 /// (key32, docno) of every live document in `band`, sorted, each once.
-fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)>> {
+pub(super) fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)>> {
     let mut postings: Vec<(u32, u64)> = Vec::new();
     for seg in &state.version.segments {
         seg.seg.for_each_posting(band, |k, d| {
@@ -433,7 +433,7 @@ fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
 
 /// Per band, the key32 of the buckets a segment already cut when it was written: they count
 /// as capped too (the same rule, so the count does not depend on what was flushed when).
-fn segment_hot_keys(state: &State, bands: usize) -> Result<Vec<Vec<u32>>> {
+pub(super) fn segment_hot_keys(state: &State, bands: usize) -> Result<Vec<Vec<u32>>> {
     let mut hot_keys: Vec<Vec<u32>> = vec![Vec::new(); bands];
     for seg in &state.version.segments {
         for h in seg.seg.hot_buckets() {
@@ -648,7 +648,7 @@ fn similar_to_center(
     }
 }
 
-fn check_threshold(threshold: f64) -> Result<()> {
+pub(super) fn check_threshold(threshold: f64) -> Result<()> {
     if threshold > 0.0 && threshold <= 1.0 {
         Ok(())
     } else {

@@ -22,6 +22,7 @@
 //! | `compaction`, `compaction_policy` | rewriting runs of segments, and which runs |
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
 //! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
+//! | `shards` | many read-only databases answering as one index ([`Shards`]): queries, dedup, stats and verify across them |
 //! | `novel` | insert if novel: the check and the insert as one step ([`Db::insert_if_novel`]) |
 //! | `metric` | the metric a reported similarity is in ([`Metric`]) |
 //! | `kind` | everything that differs between MinHash and SimHash indexes: signing, band keys, thresholds, reporting |
@@ -53,6 +54,7 @@ mod query_stream;
 mod query_verify;
 mod replay;
 mod rerank;
+mod shards;
 mod state;
 mod stats;
 mod top_k;
@@ -85,6 +87,7 @@ pub use params_builder::{
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
 pub use replay::CutTail;
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
+pub use shards::{Shards, ShardsAnswer, ShardsStats};
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
 pub use upgrade::Upgraded;

@@ -1,0 +1,182 @@
+//! The databases a reading command names: one, as it always opened, or several (given one by
+//! one, or as glob patterns the shell left unexpanded) opened as shards answering as one
+//! index ([`Shards`]).
+
+use std::path::{Path, PathBuf};
+
+use mhdb::db::{Db, Shards};
+
+use super::output::{CliError, CliResult};
+
+/// What a command reads: one database, or shards answering as one index.
+pub enum Source {
+    One(Box<Db>),
+    Many(Shards),
+}
+
+impl Source {
+    /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
+    /// opened, several as [`Shards`].
+    pub fn open(args: &[PathBuf]) -> CliResult<Source> {
+        let source = Self::open_quietly(args)?;
+        for db in source.dbs() {
+            super::output::report_recovery(db);
+        }
+        Ok(source)
+    }
+
+    /// [`Source::open`] without the warnings about torn WAL tails (`verify` reports them).
+    pub fn open_quietly(args: &[PathBuf]) -> CliResult<Source> {
+        let mut paths = database_args(args)?;
+        let source = if paths.len() == 1 {
+            Source::One(Box::new(Db::open_read_only(paths.remove(0))?))
+        } else {
+            Source::Many(Shards::open_many(&paths)?)
+        };
+        Ok(source)
+    }
+
+    /// The database whose parameters answer (a shard set's first).
+    pub fn first(&self) -> &Db {
+        match self {
+            Source::One(db) => db.as_ref(),
+            Source::Many(shards) => &shards.shards()[0],
+        }
+    }
+
+    /// Every database read.
+    pub fn dbs(&self) -> &[Db] {
+        match self {
+            Source::One(db) => std::slice::from_ref(db.as_ref()),
+            Source::Many(shards) => shards.shards(),
+        }
+    }
+}
+
+/// The databases the command line names: each argument as given, or, when no file has that
+/// name and it holds a wildcard (`*`, `?`, `[…]`) that the shell left unexpanded (quoted, or
+/// a shell that does not expand), the paths it matches, sorted by name. A pattern that
+/// matches nothing is an error naming it.
+fn database_args(args: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
+    let mut out = Vec::with_capacity(args.len());
+    for arg in args {
+        let text = arg.to_string_lossy();
+        if arg.exists() || !text.contains(['*', '?', '[']) {
+            out.push(arg.clone());
+            continue;
+        }
+        let mut matched = glob(&text);
+        if matched.is_empty() {
+            return Err(CliError::other(format!("no database matches {text}")));
+        }
+        matched.sort();
+        out.extend(matched);
+    }
+    Ok(out)
+}
+
+/// The directories `pattern` matches (databases are directories), one component at a time; a component with a wildcard lists
+/// its directory (names starting with `.` only when the component does too, as shells do).
+fn glob(pattern: &str) -> Vec<PathBuf> {
+    let absolute = pattern.starts_with('/');
+    let mut found = vec![if absolute {
+        PathBuf::from("/")
+    } else {
+        PathBuf::new()
+    }];
+    for part in pattern.split('/').filter(|p| !p.is_empty()) {
+        if !part.contains(['*', '?', '[']) {
+            found = found.into_iter().map(|dir| dir.join(part)).collect();
+            continue;
+        }
+        let pattern: Vec<char> = part.chars().collect();
+        let mut next = Vec::new();
+        for dir in &found {
+            let listed = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir.as_path()
+            };
+            let Ok(entries) = std::fs::read_dir(listed) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') && !part.starts_with('.') {
+                    continue;
+                }
+                let name_chars: Vec<char> = name.chars().collect();
+                if wildcard_match(&pattern, &name_chars) {
+                    next.push(dir.join(&name));
+                }
+            }
+        }
+        found = next;
+    }
+    found.retain(|p| p.is_dir());
+    found
+}
+
+/// Whether `name` matches `pattern`: `*` any run of characters, `?` one character, `[…]` one
+/// character of a set (ranges `a-z`, negated by a leading `!` or `^`); anything else itself.
+fn wildcard_match(pattern: &[char], name: &[char]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some(('*', rest)) => (0..=name.len()).any(|skip| wildcard_match(rest, &name[skip..])),
+        Some(('?', rest)) => !name.is_empty() && wildcard_match(rest, &name[1..]),
+        Some(('[', rest)) => match (name.split_first(), rest.iter().position(|&c| c == ']')) {
+            (Some((&c, tail)), Some(end)) if end > 0 => {
+                set_matches(&rest[..end], c) && wildcard_match(&rest[end + 1..], tail)
+            }
+            // No closing bracket: `[` is itself.
+            (Some((&c, tail)), _) => c == '[' && wildcard_match(rest, tail),
+            (None, _) => false,
+        },
+        Some((&p, rest)) => name.first() == Some(&p) && wildcard_match(rest, &name[1..]),
+    }
+}
+
+/// Whether `c` is in the bracket set `set` (its text between `[` and `]`).
+fn set_matches(set: &[char], c: char) -> bool {
+    let (negated, set) = match set.split_first() {
+        Some(('!' | '^', rest)) if !rest.is_empty() => (true, rest),
+        _ => (false, set),
+    };
+    let mut i = 0;
+    let mut found = false;
+    while i < set.len() {
+        if i + 2 < set.len() && set[i + 1] == '-' {
+            found |= set[i] <= c && c <= set[i + 2];
+            i += 3;
+        } else {
+            found |= set[i] == c;
+            i += 1;
+        }
+    }
+    found != negated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard_match;
+
+    fn matches(pattern: &str, name: &str) -> bool {
+        let p: Vec<char> = pattern.chars().collect();
+        let n: Vec<char> = name.chars().collect();
+        wildcard_match(&p, &n)
+    }
+
+    #[test]
+    fn wildcards_match_as_a_shell_matches_names() {
+        assert!(matches("shard-*", "shard-"));
+        assert!(matches("shard-*", "shard-017"));
+        assert!(!matches("shard-*", "shards"));
+        assert!(matches("*-1?", "part-12"));
+        assert!(!matches("*-1?", "part-1"));
+        assert!(matches("s[0-3]", "s2") && !matches("s[0-3]", "s4"));
+        assert!(matches("s[!0-3]", "s4") && !matches("s[^0-3]", "s1"));
+        assert!(matches("s[ab-]", "s-") && matches("s[ab-]", "sb"));
+        assert!(matches("a[b", "a[b"), "an unclosed bracket is itself");
+        assert!(matches("*.*", "naïve.db") && !matches("*.*", "naive"));
+    }
+}
