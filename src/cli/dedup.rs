@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use mhdb::db::{DedupOptions, DedupPair, DedupStats};
 
 use super::args::{DedupArgs, DedupFormat};
+use super::databases::Databases;
 use super::escape::key_text;
 use super::output::{CliResult, message, progress};
 use super::shapes;
-use super::sources::Source;
 
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
-    let source = Source::open(&args.dbs)?;
+    let source = Databases::open(&args.dbs)?;
     let db = source.first();
     let t = super::query::threshold_arg(db, args.threshold, args.max_distance)?;
     super::query::warn_below_tuning(db, t);
@@ -99,27 +99,27 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
 
 /// Every pair, from one database or across shards.
 fn pairs(
-    source: &Source,
+    source: &Databases,
     t: f64,
     opts: DedupOptions,
     emit: impl FnMut(DedupPair) -> mhdb::Result<()>,
     progress: impl FnMut(usize, usize),
 ) -> mhdb::Result<DedupStats> {
     match source {
-        Source::One(db) => db.dedup_pairs_with_options(t, opts, emit, progress),
-        Source::Many(shards) => shards.dedup_pairs_with_options(t, opts, emit, progress),
+        Databases::One(db) => db.dedup_pairs_with_options(t, opts, emit, progress),
+        Databases::Many(shards) => shards.dedup_pairs_with_options(t, opts, emit, progress),
     }
 }
 
 /// Every cluster, from one database or across shards.
 fn clusters_of(
-    source: &Source,
+    source: &Databases,
     t: f64,
     opts: DedupOptions,
     emit: impl FnMut(Vec<Vec<u8>>) -> mhdb::Result<()>,
 ) -> mhdb::Result<DedupStats> {
     match source {
-        Source::One(db) => db.for_each_dedup_cluster_with_options(t, opts, emit),
-        Source::Many(shards) => shards.for_each_dedup_cluster_with_options(t, opts, emit),
+        Databases::One(db) => db.for_each_dedup_cluster_with_options(t, opts, emit),
+        Databases::Many(shards) => shards.for_each_dedup_cluster_with_options(t, opts, emit),
     }
 }

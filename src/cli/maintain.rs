@@ -7,9 +7,9 @@ use mhdb::db::{Db, Options, ShardsStats, Stats, Upgraded};
 use serde_json::{Value, json};
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
+use super::databases::Databases;
 use super::output::{CliError, CliResult, message, outln};
 use super::shapes;
-use super::sources::Source;
 
 /// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
 /// on stdout).
@@ -71,9 +71,9 @@ pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
 pub fn verify(args: &VerifyArgs) -> CliResult<ExitCode> {
     // Shards are verified one after the other; the report is one, each problem naming its
     // file.
-    let report = match Source::open_quietly(&args.dbs)? {
-        Source::One(db) => db.verify()?,
-        Source::Many(shards) => shards.verify()?,
+    let report = match Databases::open_quietly(&args.dbs)? {
+        Databases::One(db) => db.verify()?,
+        Databases::Many(shards) => shards.verify()?,
     };
     let corrupt = report.problems.iter().any(|p| p.is_corruption());
     if args.json {
@@ -188,8 +188,8 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
 
 /// `mhdb stats`.
 pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
-    match Source::open(&args.dbs)? {
-        Source::One(db) => {
+    match Databases::open(&args.dbs)? {
+        Databases::One(db) => {
             let s = db.stats()?;
             if args.json {
                 outln!("{}", stats_json(&s));
@@ -197,7 +197,7 @@ pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
                 print_stats_text(&s)?;
             }
         }
-        Source::Many(shards) => print_shards_stats(&shards.stats()?, args.json)?,
+        Databases::Many(shards) => print_shards_stats(&shards.stats()?, args.json)?,
     }
     Ok(ExitCode::SUCCESS)
 }

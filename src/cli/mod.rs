@@ -10,7 +10,7 @@
 //! | `create` | `create`, `tune` |
 //! | `add` | `add` |
 //! | `query` | `query` |
-//! | `sources` | the databases a reading command names: one, or shards answering as one index (glob patterns expanded) |
+//! | `databases` | the databases a reading command names: one, or shards answering as one index (glob patterns expanded) |
 //! | `keys` | `get`, `keys`, `delete` |
 //! | `dedup` | `dedup` |
 //! | `maintain` | `compact`, `verify`, `stats`, `export`, `merge` |
@@ -19,6 +19,7 @@
 mod add;
 mod args;
 mod create;
+mod databases;
 mod dedup;
 mod demo;
 mod escape;
@@ -28,7 +29,6 @@ mod maintain;
 mod output;
 mod query;
 mod shapes;
-mod sources;
 
 use std::process::ExitCode;
 

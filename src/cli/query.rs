@@ -11,11 +11,11 @@ use mhdb::db::{Db, QueryOptions, QueryResult};
 use serde_json::Value;
 
 use super::args::QueryArgs;
+use super::databases::Databases;
 use super::escape::key_text;
 use super::input::{At, Input, JsonLine, read_text};
 use super::output::{CliError, CliResult, progress};
 use super::shapes;
-use super::sources::Source;
 
 /// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
 /// every core busy, few enough that memory stays a few megabytes whatever the input's length.
@@ -23,7 +23,7 @@ const WINDOW: usize = 2048;
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
-    let source = Source::open(&args.dbs)?;
+    let source = Databases::open(&args.dbs)?;
     let db = source.first();
     super::output::warn_unused_key(db);
     let opts = QueryOptions {
@@ -67,22 +67,22 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
 }
 
 /// One text answered by one database or by shards.
-fn answer_text(source: &Source, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
+fn answer_text(source: &Databases, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
     match source {
-        Source::One(db) => db.query_text(text, opts),
-        Source::Many(shards) => shards.query_text(text, opts),
+        Databases::One(db) => db.query_text(text, opts),
+        Databases::Many(shards) => shards.query_text(text, opts),
     }
 }
 
 /// A stream of queries answered by one database or by shards, in input order.
 fn answer_stream<'s>(
-    source: &'s Source,
+    source: &'s Databases,
     queries: JsonlQueries<'s>,
     opts: &'s QueryOptions,
 ) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
     match source {
-        Source::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
-        Source::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
+        Databases::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
+        Databases::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
     }
 }
 
@@ -177,7 +177,7 @@ impl Iterator for JsonlQueries<'_> {
 /// `mhdb query --jsonl`: one answer line per query line, in input order, written as they are
 /// ready; a bad line ends the command after the answers to the lines before it.
 fn query_jsonl(
-    source: &Source,
+    source: &Databases,
     opts: &QueryOptions,
     args: &QueryArgs,
     path: &Path,

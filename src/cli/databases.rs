@@ -9,15 +9,15 @@ use mhdb::db::{Db, Shards};
 use super::output::{CliError, CliResult};
 
 /// What a command reads: one database, or shards answering as one index.
-pub enum Source {
+pub enum Databases {
     One(Box<Db>),
     Many(Shards),
 }
 
-impl Source {
+impl Databases {
     /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
     /// opened, several as [`Shards`].
-    pub fn open(args: &[PathBuf]) -> CliResult<Source> {
+    pub fn open(args: &[PathBuf]) -> CliResult<Databases> {
         let source = Self::open_quietly(args)?;
         for db in source.dbs() {
             super::output::report_recovery(db);
@@ -25,13 +25,13 @@ impl Source {
         Ok(source)
     }
 
-    /// [`Source::open`] without the warnings about torn WAL tails (`verify` reports them).
-    pub fn open_quietly(args: &[PathBuf]) -> CliResult<Source> {
+    /// [`Databases::open`] without the warnings about torn WAL tails (`verify` reports them).
+    pub fn open_quietly(args: &[PathBuf]) -> CliResult<Databases> {
         let mut paths = database_args(args)?;
         let source = if paths.len() == 1 {
-            Source::One(Box::new(Db::open_read_only(paths.remove(0))?))
+            Databases::One(Box::new(Db::open_read_only(paths.remove(0))?))
         } else {
-            Source::Many(Shards::open_many(&paths)?)
+            Databases::Many(Shards::open_many(&paths)?)
         };
         Ok(source)
     }
@@ -39,16 +39,16 @@ impl Source {
     /// The database whose parameters answer (a shard set's first).
     pub fn first(&self) -> &Db {
         match self {
-            Source::One(db) => db.as_ref(),
-            Source::Many(shards) => &shards.shards()[0],
+            Databases::One(db) => db.as_ref(),
+            Databases::Many(shards) => &shards.shards()[0],
         }
     }
 
     /// Every database read.
     pub fn dbs(&self) -> &[Db] {
         match self {
-            Source::One(db) => std::slice::from_ref(db.as_ref()),
-            Source::Many(shards) => shards.shards(),
+            Databases::One(db) => std::slice::from_ref(db.as_ref()),
+            Databases::Many(shards) => shards.shards(),
         }
     }
 }
