@@ -355,3 +355,62 @@ fn a_crash_at_any_sync_point_keeps_what_was_acknowledged() {
         }
     }
 }
+
+/// `mhdb add --novel-only --report`: the first document of each cluster is stored, the others
+/// are reported in input order with their best match; the summary counts them; `--threshold`
+/// and `--report` need `--novel-only`.
+#[test]
+fn the_cli_adds_only_novel_documents_and_reports_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db = db.to_str().unwrap();
+    common::cli::ok(&["create", db, "--shingle", "word:2"]);
+    let order = [(1, 0), (1, 2), (2, 0), (1, 4), (3, 0), (2, 3)];
+    let lines: String = order
+        .iter()
+        .map(|&(c, v)| {
+            format!(
+                "{}\n",
+                serde_json::json!({"id": format!("c{c}v{v}"), "text": variant(c, v)})
+            )
+        })
+        .collect();
+    let input = tmp.path().join("in.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    let report = tmp.path().join("dups.jsonl");
+    let out = common::cli::run(&[
+        "add",
+        db,
+        input.to_str().unwrap(),
+        "--novel-only",
+        "--commit-every",
+        "2",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("added 3 documents"), "{stderr}");
+    assert!(stderr.contains("3 near-duplicates skipped"), "{stderr}");
+    let reported: Vec<serde_json::Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let pairs: Vec<(&str, &str)> = reported
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["best_match"].as_str().unwrap()))
+        .collect();
+    assert_eq!(pairs, [("c1v2", "c1v0"), ("c1v4", "c1v0"), ("c2v3", "c2v0")]);
+    assert!(reported.iter().all(|r| r["similarity"].as_f64().unwrap() >= 0.8));
+    let keys = common::cli::ok(&["keys", db]);
+    let mut keys: Vec<&str> = keys.lines().collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["c1v0", "c2v0", "c3v0"]);
+    for flags in [&["--threshold", "0.9"][..], &["--report", "x.jsonl"][..]] {
+        let mut args = vec!["add", db, input.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let out = common::cli::run(&args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?} without --novel-only");
+    }
+}

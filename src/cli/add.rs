@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use indicatif::ProgressBar;
 use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
-use mhdb::db::{Db, Durability, Options};
+use mhdb::db::{Db, Durability, Match, NoveltyOptions, Options};
 use mhdb::input::{Fields, Id, Item, Origin, Reader};
 
 use super::args::{AddArgs, OnDuplicate};
@@ -59,8 +59,18 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     if args.json {
         ingest = ingest.acknowledge_with(&json_commit_line);
     }
+    if args.novel_only {
+        ingest = ingest.novel_only(NoveltyOptions {
+            threshold: args.threshold,
+            ..NoveltyOptions::default()
+        });
+    }
     let mut sink = Report {
         progress: progress(None, "{spinner} {pos} documents  {per_sec}  {elapsed}"),
+        near_duplicates: match &args.report {
+            Some(path) => Some(NearDuplicateReport::create(path)?),
+            None => None,
+        },
     };
     let loaded = if args.files {
         load_files(args, &mut ingest, &mut sink)
@@ -71,10 +81,19 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         bar.finish_and_clear();
     }
     let counts = ingest.counts();
+    let loaded = loaded.and_then(|()| sink.finish().map_err(Stop::Caller));
+    let near = if args.novel_only {
+        format!(
+            ", {} near-duplicates skipped",
+            counts.skipped_near_duplicates
+        )
+    } else {
+        String::new()
+    };
     let e = match loaded {
         Ok(()) => {
             message(format_args!(
-                "added {} documents ({} invalid skipped, {} duplicates skipped)",
+                "added {} documents ({} invalid skipped, {} duplicates skipped{near})",
                 counts.committed, counts.skipped_invalid, counts.skipped_duplicates
             ));
             super::output::warn_write_failure(&db);
@@ -90,8 +109,8 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     // committed id; --json has printed each commit).
     if !e.is_broken_pipe() {
         message(format_args!(
-            "added {} documents before stopping ({} invalid skipped, {} duplicates skipped); \
-             nothing after them was added",
+            "added {} documents before stopping ({} invalid skipped, {} duplicates \
+             skipped{near}); nothing after them was added",
             counts.committed, counts.skipped_invalid, counts.skipped_duplicates
         ));
     }
@@ -120,6 +139,67 @@ fn rejection(rejected: &AddRejected) -> String {
 /// What `add` prints as the load goes (`--json`'s commit lines are [`json_commit_line`]).
 struct Report {
     progress: Option<ProgressBar>,
+    /// `--report`: the near-duplicates `--novel-only` skipped.
+    near_duplicates: Option<NearDuplicateReport>,
+}
+
+impl Report {
+    /// Flushes the report file, if any.
+    fn finish(&mut self) -> CliResult {
+        match &mut self.near_duplicates {
+            Some(report) => report.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `--report FILE`: a JSON line per document `--novel-only` skipped, in input order, written
+/// as each batch is committed.
+struct NearDuplicateReport {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+/// A failed write of the report: the documents are committed all the same.
+fn report_write_failed(path: &std::path::Path, e: std::io::Error) -> CliError {
+    CliError::other(format!(
+        "cannot write the report {}: {e} (the report failed, not the database: what was \
+         committed stays committed)",
+        path.display()
+    ))
+}
+
+impl NearDuplicateReport {
+    fn create(path: &std::path::Path) -> CliResult<Self> {
+        let file = std::fs::File::create(path).map_err(|e| {
+            CliError::other(format!("cannot create the report {}: {e}", path.display()))
+        })?;
+        Ok(NearDuplicateReport {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+        })
+    }
+
+    fn write(&mut self, key: &[u8], matches: &[Match]) -> CliResult {
+        let mut line = serde_json::json!({
+            "id": key_json(key),
+            "matches": matches.len(),
+        });
+        if let Some(best) = matches.first() {
+            line["best_match"] = key_json(&best.key);
+            line["similarity"] = serde_json::json!(super::shapes::round6(best.similarity));
+            if let Some(d) = best.distance {
+                line["distance"] = serde_json::json!(d);
+            }
+        }
+        writeln!(self.out, "{line}").map_err(|e| report_write_failed(&self.path, e))
+    }
+
+    fn flush(&mut self) -> CliResult {
+        self.out
+            .flush()
+            .map_err(|e| report_write_failed(&self.path, e))
+    }
 }
 
 /// With `--json`, one line per durable commit, printed by the committing thread as soon as
@@ -137,6 +217,13 @@ impl ingest::Sink<Place> for Report {
 
     fn committed(&mut self, _total: u64, _last_key: &[u8]) -> CliResult {
         Ok(())
+    }
+
+    fn near_duplicate(&mut self, key: &[u8], matches: &[Match]) -> CliResult {
+        match &mut self.near_duplicates {
+            Some(report) => report.write(key, matches),
+            None => Ok(()),
+        }
     }
 
     fn skipped(&mut self, rejected: &AddRejected) {

@@ -347,6 +347,19 @@ pub struct AddArgs {
     /// read, or a Parquet row group that cannot be decoded, still stops the load).
     #[arg(long)]
     pub skip_invalid: bool,
+    /// Store a document only if nothing stored (nor an earlier document of the input) is
+    /// similar to it at the threshold: check and insert as one step. Documents are then
+    /// committed one by one through the write-ahead log rather than as bulk segments.
+    #[arg(long)]
+    pub novel_only: bool,
+    /// With --novel-only: the similarity that makes a duplicate (default: the index's
+    /// threshold; for a simhash index, a minimum cosine).
+    #[arg(long, requires = "novel_only", value_parser = threshold, allow_negative_numbers = true)]
+    pub threshold: Option<f64>,
+    /// With --novel-only: write each skipped document to this JSON Lines file, in input order:
+    /// {"id", "best_match", "similarity", "matches"} ("distance" too in a simhash index).
+    #[arg(long, requires = "novel_only")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
