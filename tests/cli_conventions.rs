@@ -427,14 +427,19 @@ fn ids_are_strings_and_empty_texts_match_nothing() {
         .unwrap();
         let out = run(&["add", s(&db), s(&data), "--on-duplicate", "skip"]);
         assert_eq!(out.status.code(), Some(1), "{number}");
+        let err = stderr(&out);
+        let (cause, note) = err.split_once('\n').unwrap();
         assert_eq!(
-            stderr(&out),
+            cause,
             format!(
                 "mhdb: {}:2: field \"id\" must be a string, got a number (keys are text: quote \
-                 the id, \"17\" rather than 17)\n",
+                 the id, \"17\" rather than 17)",
                 s(&data)
             )
         );
+        // Then what was added before it.
+        assert!(note.starts_with("mhdb: added "), "{err}");
+        assert!(note.contains(" before stopping"), "{err}");
         let gone = run_with_stdin(
             &["delete", s(&db), "--jsonl", "-"],
             format!("{{\"id\": {number}}}\n").as_bytes(),
@@ -472,7 +477,7 @@ fn ids_are_strings_and_empty_texts_match_nothing() {
     let out = run(&["add", s(&db), s(&data), "--skip-invalid"]);
     assert!(out.status.success());
     assert!(stderr(&out).contains(":2: the text has no shingles"));
-    assert!(stderr(&out).contains("added 1 documents (2 invalid skipped"));
+    assert!(stderr(&out).contains("added 1 document (2 invalid skipped"));
     let files = dir.path().join("files");
     std::fs::create_dir(&files).unwrap();
     std::fs::write(files.join("empty.txt"), "").unwrap();
@@ -494,4 +499,40 @@ fn ids_are_strings_and_empty_texts_match_nothing() {
     let demo = json(&["demo", s(&files), "--threshold", "0.5"]);
     assert_eq!(demo[0]["documents"], 2);
     assert_eq!(demo[0]["pairs"], serde_json::json!([]));
+}
+
+/// `add`'s words for what went wrong: a non-hex `{"hex": …}` id is blamed on its digits, a
+/// JSON array line on being an array, `--commit-every 0` is refused, one document is one
+/// document, and the summary of what was added comes after the cause.
+#[test]
+fn add_names_what_went_wrong_before_what_it_did() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db = db.to_str().unwrap();
+    common::cli::ok(&["create", db]);
+    let add = |stdin: &str, extra: &[&str]| {
+        let mut args = vec!["add", db, "-"];
+        args.extend_from_slice(extra);
+        let out = common::cli::run_with_stdin(&args, stdin.as_bytes());
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, err) = add("{\"id\": {\"hex\": \"zz\"}, \"text\": \"some words here\"}\n", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("must hold only hex digits"), "{err}");
+    assert!(!err.contains("even number"), "{err}");
+    let (code, err) = add("[\"id\", \"text\"]\n", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("<stdin>:1: the line holds an array"), "{err}");
+    let (code, err) = add("", &["--commit-every", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, err) = add("{\"id\": \"a\", \"text\": \"one short document\"}\n", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("added 1 document ("), "{err}");
+    let two = "{\"id\": \"b\", \"text\": \"another document\"}\n{\"id\": 7, \"text\": \"x\"}\n";
+    let (code, err) = add(two, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    let cause = lines.iter().position(|l| l.contains("must be a string, got a number"));
+    let summary = lines.iter().position(|l| l.contains("added 1 document before stopping"));
+    assert!(matches!((cause, summary), (Some(c), Some(s)) if c < s), "{err}");
 }

@@ -401,8 +401,15 @@ fn the_cli_adds_only_novel_documents_and_reports_the_others() {
         .iter()
         .map(|r| (r["id"].as_str().unwrap(), r["best_match"].as_str().unwrap()))
         .collect();
-    assert_eq!(pairs, [("c1v2", "c1v0"), ("c1v4", "c1v0"), ("c2v3", "c2v0")]);
-    assert!(reported.iter().all(|r| r["similarity"].as_f64().unwrap() >= 0.8));
+    assert_eq!(
+        pairs,
+        [("c1v2", "c1v0"), ("c1v4", "c1v0"), ("c2v3", "c2v0")]
+    );
+    assert!(
+        reported
+            .iter()
+            .all(|r| r["similarity"].as_f64().unwrap() >= 0.8)
+    );
     let keys = common::cli::ok(&["keys", db]);
     let mut keys: Vec<&str> = keys.lines().collect();
     keys.sort_unstable();

@@ -699,7 +699,11 @@ fn add_stops_at_a_bad_row_after_committing_the_rows_before_it_or_skips_it() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("mhdb: {path_s}: row group 1, row 150: column \"id\" is null\n")
+        format!(
+            "mhdb: {path_s}: row group 1, row 150: column \"id\" is null\nmhdb: added 150 \
+             documents before stopping (0 invalid skipped, 0 duplicates skipped); nothing after \
+             them was added\n"
+        )
     );
     // Everything before the bad row is committed.
     assert_eq!(stored_keys(&db).len(), 150);

@@ -93,28 +93,38 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     let e = match loaded {
         Ok(()) => {
             message(format_args!(
-                "added {} documents ({} invalid skipped, {} duplicates skipped{near})",
-                counts.committed, counts.skipped_invalid, counts.skipped_duplicates
+                "added {} ({} invalid skipped, {} duplicates skipped{near})",
+                documents(counts.committed),
+                counts.skipped_invalid,
+                counts.skipped_duplicates
             ));
             super::output::warn_write_failure(&db);
             return Ok(ExitCode::SUCCESS);
         }
-        // A bad record's error names it and says that the records before it are in.
-        Err(Stop::Rejected(rejected)) => return Err(CliError::other(rejection(&rejected))),
+        // A bad record's error names it; the note below says the records before it are in.
+        Err(Stop::Rejected(rejected)) => CliError::other(rejection(&rejected)),
         Err(Stop::Caller(e)) => e,
         Err(Stop::Acknowledge(e)) => CliError::stdout(e),
         Err(Stop::Db(e)) => e.into(),
     };
     // Say how much of the input is committed (in input order, every document up to the last
-    // committed id; --json has printed each commit).
-    if !e.is_broken_pipe() {
-        message(format_args!(
-            "added {} documents before stopping ({} invalid skipped, {} duplicates \
-             skipped{near}); nothing after them was added",
-            counts.committed, counts.skipped_invalid, counts.skipped_duplicates
-        ));
+    // committed id; --json has printed each commit), after the cause.
+    Err(e.then_note(format_args!(
+        "added {} before stopping ({} invalid skipped, {} duplicates skipped{near}); nothing \
+         after them was added",
+        documents(counts.committed),
+        counts.skipped_invalid,
+        counts.skipped_duplicates
+    )))
+}
+
+/// `1 document`, `2 documents`.
+fn documents(n: u64) -> String {
+    if n == 1 {
+        "1 document".to_string()
+    } else {
+        format!("{n} documents")
     }
-    Err(e)
 }
 
 /// A refused record's message, naming its line or row (or file) as every input error does.

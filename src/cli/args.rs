@@ -335,7 +335,7 @@ pub struct AddArgs {
     #[arg(long, default_value = "text")]
     pub text_field: String,
     /// Commit (durably) every N documents, and at the end.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
     pub commit_every: usize,
     /// Print one JSON line per durable commit: {"committed": N, "last_id": ...}.
     #[arg(long)]

@@ -57,6 +57,15 @@ impl CliError {
         }
     }
 
+    /// The same failure, followed by a line saying what the command did before it (printed
+    /// after the cause, which is what a reader looks for first).
+    pub fn then_note(self, note: impl fmt::Display) -> Self {
+        CliError {
+            msg: format!("{}\nmhdb: {note}", self.msg),
+            ..self
+        }
+    }
+
     /// The process exit code this failure ends the command with.
     pub fn exit_code(&self) -> u8 {
         self.code

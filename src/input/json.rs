@@ -56,10 +56,28 @@ impl<'a> JsonLine<'a> {
     /// The id in `field` (a name, or a path: `meta.url`) as a database key: a string, or
     /// `{"hex": …}` for any bytes. Missing, a number or any other value is an error.
     pub fn key(&self, field: &str) -> Result<Vec<u8>, String> {
+        self.object()?;
         match lookup(&self.value, field) {
             Some(v) => key_from_json(v).map_err(|e| format!("{}: field {field:?} {e}", self.at)),
             None => Err(format!("{}: missing field {field:?}", self.at)),
         }
+    }
+
+    /// Errors unless the line holds a JSON object: an array or a scalar has no fields, and
+    /// saying "missing field" of it would send the reader looking for a typo.
+    fn object(&self) -> Result<(), String> {
+        let kind = match &self.value {
+            Value::Object(_) => return Ok(()),
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            Value::Null => "null",
+        };
+        Err(format!(
+            "{}: the line holds {kind}, not a JSON object with the fields asked for",
+            self.at
+        ))
     }
 
     /// The id in the top-level `field` exactly as given, any JSON value; null when missing.
@@ -70,6 +88,7 @@ impl<'a> JsonLine<'a> {
     /// Takes the text out of `field` (a name or a path), which must hold a string. Read the id
     /// first: the id and the text may be one field.
     pub fn take_text(&mut self, field: &str) -> Result<String, String> {
+        self.object()?;
         match lookup_mut(&mut self.value, field) {
             Some(Value::String(s)) => Ok(std::mem::take(s)),
             Some(_) => Err(format!("{}: field {field:?} must be a string", self.at)),
@@ -117,12 +136,23 @@ pub fn key_from_json(value: &Value) -> Result<Vec<u8>, String> {
     match value {
         Value::String(s) => within_key_limit(s.as_bytes().to_vec()),
         Value::Object(o) if o.len() == 1 && o.contains_key("hex") => {
-            let hex = o.get("hex").and_then(Value::as_str).unwrap_or("?");
-            let digits = hex.as_bytes();
-            if !digits.len().is_multiple_of(2) || !digits.iter().all(u8::is_ascii_hexdigit) {
+            let given = o.get("hex").map_or(Value::Null, Clone::clone);
+            let Some(hex) = o.get("hex").and_then(Value::as_str) else {
                 return Err(format!(
-                    "\"hex\" must hold an even number of hex digits, got {}",
-                    o.get("hex").map_or(Value::Null, Clone::clone)
+                    "\"hex\" must be a string of hex digits, got {given}"
+                ));
+            };
+            let digits = hex.as_bytes();
+            if let Some(at) = digits.iter().position(|c| !c.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "\"hex\" must hold only hex digits (0-9, a-f), got {given}: character {} \
+                     is not one",
+                    at + 1
+                ));
+            }
+            if !digits.len().is_multiple_of(2) {
+                return Err(format!(
+                    "\"hex\" must hold an even number of hex digits (two per byte), got {given}"
                 ));
             }
             within_key_limit(
