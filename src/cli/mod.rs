@@ -14,6 +14,7 @@
 //! | `dedup` | `dedup` |
 //! | `maintain` | `compact`, `verify`, `stats`, `export`, `merge` |
 //! | `demo` | `demo` |
+//! | `serve` | `serve`: the HTTP/JSON server |
 
 mod add;
 mod args;
@@ -26,6 +27,7 @@ mod keys;
 mod maintain;
 mod output;
 mod query;
+mod serve;
 mod shapes;
 
 use std::process::ExitCode;
@@ -52,5 +54,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Merge(a) => maintain::merge(a),
         Command::Upgrade(a) => maintain::upgrade(a),
         Command::Demo(a) => demo::demo(a),
+        Command::Serve(a) => serve::serve(a),
     }
 }
