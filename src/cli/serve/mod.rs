@@ -72,10 +72,10 @@ pub struct App {
 /// `mhdb serve`.
 pub fn serve(args: &ServeArgs) -> CliResult<ExitCode> {
     let token = read_token(args)?;
-    let (index, writer) = open(args)?;
+    let db = open(args)?;
     let app = Arc::new(App {
-        index,
-        writer,
+        index: db.clone(),
+        writer: args.writer.then_some(db),
         token,
         limits: Limits {
             max_body_bytes: args.max_body_bytes,
@@ -123,21 +123,18 @@ async fn run(app: Arc<App>, args: &ServeArgs) -> CliResult {
     Ok(())
 }
 
-/// Every endpoint, behind the guard.
+/// Every endpoint, behind the guard. The write endpoints of a server without `--writer`
+/// answer 403 (kind `read_only`), which says more than a 404.
 fn routes(app: &Arc<App>) -> Router {
-    let mut router = Router::new()
+    Router::new()
         .route("/query", post(reads::query))
         .route("/query_batch", post(reads::query_batch))
         .route("/stats", get(reads::stats))
         .route("/health", get(reads::health))
-        .route("/metrics", get(metrics::endpoint));
-    if app.writer.is_some() {
-        router = router
-            .route("/insert", post(writes::insert))
-            .route("/insert_if_novel", post(writes::insert_if_novel))
-            .route("/delete", post(writes::delete));
-    }
-    router
+        .route("/metrics", get(metrics::endpoint))
+        .route("/insert", post(writes::insert))
+        .route("/insert_if_novel", post(writes::insert_if_novel))
+        .route("/delete", post(writes::delete))
         .fallback(reads::not_found)
         .method_not_allowed_fallback(reads::wrong_method)
         .layer(axum::middleware::from_fn_with_state(
@@ -148,7 +145,7 @@ fn routes(app: &Arc<App>) -> Router {
 }
 
 /// The database, opened as `--writer` asks; a keyed index must have its key.
-fn open(args: &ServeArgs) -> CliResult<(Arc<dyn ServedIndex>, Option<Arc<Db>>)> {
+fn open(args: &ServeArgs) -> CliResult<Arc<Db>> {
     let db = if args.writer {
         Db::open(&args.db, mhdb::db::Options::default())?
     } else {
@@ -167,9 +164,7 @@ fn open(args: &ServeArgs) -> CliResult<(Arc<dyn ServedIndex>, Option<Arc<Db>>)> 
             ))
         })?;
     }
-    let db = Arc::new(db);
-    let writer = args.writer.then(|| db.clone());
-    Ok((db, writer))
+    Ok(Arc::new(db))
 }
 
 /// The token in `--token-file`, without the white space around it.

@@ -93,10 +93,13 @@ async fn write_request(
     app: &Arc<App>,
     req: Request,
 ) -> Result<(Option<Permit>, Value, Arc<Db>), ApiError> {
-    let db = app
-        .writer
-        .clone()
-        .ok_or_else(|| ApiError::from(mhdb::Error::ReadOnly))?;
+    let db = app.writer.clone().ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "read_only",
+            "this server was started without --writer: it answers queries only",
+        )
+    })?;
     let permit = permit(&req);
     let (parts, body) = req.into_parts();
     let bytes = read_body(&parts.headers, body, app.limits.max_body_bytes).await?;
