@@ -71,7 +71,9 @@ def build(args) -> tuple:
 def in_process(db: str, qfile: str) -> dict:
     out = subprocess.run(
         ["cargo", "bench", "--bench", "query_latency", "--", "--db", db, "--queries", qfile],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {r["clients"]: r for r in rows}
@@ -113,16 +115,20 @@ def load(addr: str, method: str, path: str, bodies: list, clients: int, max_s: f
     wall = time.monotonic() - t0
     lat.sort()
     return {
-        "requests": len(lat), "qps": len(lat) / wall,
-        "p50_us": statistics.median(lat), "p99_us": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
-        "errors": errors[0], "503": overload[0],
+        "requests": len(lat),
+        "qps": len(lat) / wall,
+        "p50_us": statistics.median(lat),
+        "p99_us": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+        "errors": errors[0],
+        "503": overload[0],
     }
 
 
 def start_server(mhdb: str, db: str) -> tuple:
     p = subprocess.Popen(
         [mhdb, "serve", db, "--listen", "127.0.0.1:0", "--max-concurrent", "256"],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     line = p.stdout.readline().strip()
     return p, line.removeprefix("listening on ")
@@ -140,11 +146,20 @@ def main() -> None:
     lib = in_process(db, qfile)
     server, addr = start_server(args.mhdb, db)
     try:
-        rows = [("/health", 1, load(addr, "GET", "/health", [None] * len(qs), 1, args.max_seconds), None)]
+        rows = [
+            (
+                "/health",
+                1,
+                load(addr, "GET", "/health", [None] * len(qs), 1, args.max_seconds),
+                None,
+            )
+        ]
         bodies = [json.dumps({"text": q}) for q in qs]
         for c in (1, 8, 64):
-            rows.append(("/query", c, load(addr, "POST", "/query", bodies, c, args.max_seconds), lib.get(c)))
-        batches = ["\n".join(bodies[i:i + 100]) for i in range(0, len(bodies), 100)]
+            rows.append(
+                ("/query", c, load(addr, "POST", "/query", bodies, c, args.max_seconds), lib.get(c))
+            )
+        batches = ["\n".join(bodies[i : i + 100]) for i in range(0, len(bodies), 100)]
         for c in (1, 8):
             r = load(addr, "POST", "/query_batch", batches, c, args.max_seconds)
             r["qps"] *= 100  # queries, not requests
@@ -153,14 +168,22 @@ def main() -> None:
         server.terminate()
         server.wait()
     print(f"{args.docs} documents, {len(qs)} queries (text), loopback\n")
-    print("| endpoint | clients | requests | QPS | p50 µs | p99 µs | errors | 503s | library QPS | library p50 µs | library p99 µs |")
+    print(
+        "| endpoint | clients | requests | QPS | p50 µs | p99 µs | errors | 503s | library QPS | library p50 µs | library p99 µs |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, c, r, l in rows:
-        lq = f"{l['qps']:.0f} | {l['p50_us']:.0f} | {l['p99_us']:.0f}" if l else "– | – | –"
-        print(f"| {name} | {c} | {r['requests']} | {r['qps']:.0f} | {r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['errors']} | {r['503']} | {lq} |")
+    for name, c, r, lib_row in rows:
+        lq = "– | – | –"
+        if lib_row:
+            lq = f"{lib_row['qps']:.0f} | {lib_row['p50_us']:.0f} | {lib_row['p99_us']:.0f}"
+        print(
+            f"| {name} | {c} | {r['requests']} | {r['qps']:.0f} | {r['p50_us']:.0f} | {r['p99_us']:.0f} | {r['errors']} | {r['503']} | {lq} |"
+        )
     one = rows[1]
-    print(f"\nserver overhead at p50, 1 client: {one[2]['p50_us'] - one[3]['p50_us']:.0f} µs "
-          f"(/health round trip: {rows[0][2]['p50_us']:.0f} µs)")
+    print(
+        f"\nserver overhead at p50, 1 client: {one[2]['p50_us'] - one[3]['p50_us']:.0f} µs "
+        f"(/health round trip: {rows[0][2]['p50_us']:.0f} µs)"
+    )
 
 
 if __name__ == "__main__":
