@@ -35,6 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::serve::ListenerExt as _;
 use axum::routing::{get, post};
 use mhdb::db::Db;
 use tokio::sync::Semaphore;
@@ -117,6 +118,11 @@ async fn run(app: Arc<App>, args: &ServeArgs) -> CliResult {
         writeln!(out, "listening on {bound}").map_err(CliError::stdout)?;
         out.flush().map_err(CliError::stdout)?;
     }
+    // Answers go out as soon as they are written: without TCP_NODELAY, a streamed batch's
+    // second chunk waits for the client's delayed ACK of the first (40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(stop_signal())
         .await?;
