@@ -7,9 +7,11 @@ documents, half new). Then, each phase bounded by its count and by --max-seconds
 
 - in process: `cargo bench --bench query_latency` (benches/query_latency.rs) answers the
   queries with 1, 8 and 64 threads, each query timed alone;
-- `GET /health` at 1 client (the transport floor: one HTTP round trip, no database call);
-- `POST /query` (text) at 1, 8 and 64 clients, each a thread with its own keep-alive
-  connection, sending one query at a time;
+- `GET /health` (the transport floor: one HTTP round trip, no database call) and `POST /query`
+  (text) at 1 client, in ten alternating rounds (medians of the rounds), so that both see the
+  same moments of a shared machine;
+- `POST /query` at 8 and 64 clients, each a thread with its own keep-alive connection,
+  sending one query at a time;
 - `POST /query_batch` at 1 and 8 clients, batches of 100 queries.
 
 Prints a Markdown table: QPS, p50 and p99 latency, errors and 503s (counted, not retried),
@@ -124,6 +126,26 @@ def load(addr: str, method: str, path: str, bodies: list, clients: int, max_s: f
     }
 
 
+def paired(addr: str, bodies: list, max_s: float, rounds: int = 10) -> tuple:
+    """`/health` and `/query` at 1 client in alternating rounds, so that both see the same
+    moments of a shared machine: their difference is the server's work for a query."""
+    health, query = [], []
+    size = max(1, len(bodies) // rounds)
+    for r in range(rounds):
+        share = bodies[r * size : (r + 1) * size]
+        health.append(load(addr, "GET", "/health", [None] * len(share), 1, max_s / rounds / 2))
+        query.append(load(addr, "POST", "/query", share, 1, max_s / rounds / 2))
+    return merge(health), merge(query)
+
+
+def merge(parts: list) -> dict:
+    """One figure from rounds: summed counts, median of the rounds' QPS and percentiles."""
+    out = {k: sum(p[k] for p in parts) for k in ("requests", "errors", "503")}
+    for k in ("qps", "p50_us", "p99_us"):
+        out[k] = statistics.median(p[k] for p in parts)
+    return out
+
+
 def start_server(mhdb: str, db: str) -> tuple:
     p = subprocess.Popen(
         [mhdb, "serve", db, "--listen", "127.0.0.1:0", "--max-concurrent", "256"],
@@ -146,16 +168,10 @@ def main() -> None:
     lib = in_process(db, qfile)
     server, addr = start_server(args.mhdb, db)
     try:
-        rows = [
-            (
-                "/health",
-                1,
-                load(addr, "GET", "/health", [None] * len(qs), 1, args.max_seconds),
-                None,
-            )
-        ]
         bodies = [json.dumps({"text": q}) for q in qs]
-        for c in (1, 8, 64):
+        health, one = paired(addr, bodies, args.max_seconds)
+        rows = [("/health", 1, health, None), ("/query", 1, one, lib.get(1))]
+        for c in (8, 64):
             rows.append(
                 ("/query", c, load(addr, "POST", "/query", bodies, c, args.max_seconds), lib.get(c))
             )

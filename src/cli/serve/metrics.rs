@@ -97,6 +97,16 @@ impl Metrics {
         let mut out = String::new();
         self.write_requests(&mut out);
         self.write_latency(&mut out);
+        self.write_counters(&mut out);
+        let _ = write!(
+            out,
+            "# HELP mhdb_live_documents Live documents in the index.\n\
+             # TYPE mhdb_live_documents gauge\nmhdb_live_documents {live_docs}\n"
+        );
+        out
+    }
+
+    fn write_counters(&self, out: &mut String) {
         let counters: [(&str, &str, &AtomicU64); 10] = [
             (
                 "mhdb_queries_total",
@@ -156,12 +166,6 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
             );
         }
-        let _ = write!(
-            out,
-            "# HELP mhdb_live_documents Live documents in the index.\n\
-             # TYPE mhdb_live_documents gauge\nmhdb_live_documents {live_docs}\n"
-        );
-        out
     }
 
     fn write_requests(&self, out: &mut String) {

@@ -35,8 +35,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt as _;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
 use mhdb::db::Db;
 use tokio::sync::Semaphore;
 
