@@ -516,7 +516,10 @@ fn add_names_what_went_wrong_before_what_it_did() {
         let out = common::cli::run_with_stdin(&args, stdin.as_bytes());
         (out.status.code(), String::from_utf8(out.stderr).unwrap())
     };
-    let (code, err) = add("{\"id\": {\"hex\": \"zz\"}, \"text\": \"some words here\"}\n", &[]);
+    let (code, err) = add(
+        "{\"id\": {\"hex\": \"zz\"}, \"text\": \"some words here\"}\n",
+        &[],
+    );
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("must hold only hex digits"), "{err}");
     assert!(!err.contains("even number"), "{err}");
@@ -532,7 +535,14 @@ fn add_names_what_went_wrong_before_what_it_did() {
     let (code, err) = add(two, &[]);
     assert_eq!(code, Some(1), "{err}");
     let lines: Vec<&str> = err.lines().collect();
-    let cause = lines.iter().position(|l| l.contains("must be a string, got a number"));
-    let summary = lines.iter().position(|l| l.contains("added 1 document before stopping"));
-    assert!(matches!((cause, summary), (Some(c), Some(s)) if c < s), "{err}");
+    let cause = lines
+        .iter()
+        .position(|l| l.contains("must be a string, got a number"));
+    let summary = lines
+        .iter()
+        .position(|l| l.contains("added 1 document before stopping"));
+    assert!(
+        matches!((cause, summary), (Some(c), Some(s)) if c < s),
+        "{err}"
+    );
 }

@@ -147,6 +147,11 @@ pub enum Command {
         after_help = "Example:\n  mhdb demo samples/texts --threshold 0.5\n\n--json: {\"documents\", \"bands\", \"rows\", \"pairs\": [{\"a\", \"b\", \"jaccard\"}], \"s_curve\"};\npairs name files, best first. Files without shingles pair with nothing."
     )]
     Demo(DemoArgs),
+    /// Serve one database over HTTP/JSON (queries; with --writer, inserts and deletes too).
+    #[command(
+        after_help = "Examples:\n  mhdb serve idx\n  mhdb serve idx --writer --listen 127.0.0.1:9000 --token-file token.txt\n  curl -s localhost:8080/query -d '{\"text\": \"the quick brown fox\"}'\n\nEndpoints: POST /query ({\"text\"} or {\"signature\"}, with \"threshold\", \"max_distance\", \"limit\",\n\"top\", \"no_exact\"; answered as `query --json` answers), POST /query_batch (JSON Lines in, one\nanswer line per query out, in input order, streamed), GET /stats (as `stats --json`),\nGET /health, GET /metrics (Prometheus text). With --writer: POST /insert, /insert_if_novel\nand /delete ({\"id\", \"text\"} or a list of them), each answered once durable.\nA read-only server picks up what a writer in another process commits within --refresh-ms.\nErrors are JSON {\"error\", \"kind\"}: 4xx for the request's fault, 5xx for the server's (503\nwith Retry-After when --max-concurrent requests are running). Prints \"listening on\nADDRESS\" on stdout once it accepts connections; SIGTERM or SIGINT stops it after the requests\nunder way finish. TLS is left to a reverse proxy.\nExit codes: 0 stopped by a signal; 1 I/O (the address is taken) or locked; 2 usage (a keyed\nindex without its key, a bad token file)."
+    )]
+    Serve(ServeArgs),
 }
 
 // How documents are sketched (`create`, `demo`). No doc comment: clap would take it as help
@@ -534,4 +539,39 @@ pub struct DemoArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Database directory.
+    pub db: PathBuf,
+    /// Address and port to listen on (port 0: any free port, printed on start). Another
+    /// address than loopback without --token-file is warned about.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Open the database for writing (it takes the writer's lock) and serve /insert,
+    /// /insert_if_novel and /delete.
+    #[arg(long)]
+    pub writer: bool,
+    /// File holding a bearer token every endpoint but /health requires
+    /// (`Authorization: Bearer TOKEN`); white space around it is ignored.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Read-only server: how often to look for what a writer committed, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub refresh_ms: u64,
+    /// Largest request body, in bytes (413 beyond).
+    #[arg(long, default_value_t = 16 << 20, value_parser = at_least_one)]
+    pub max_body_bytes: usize,
+    /// Most queries in one /query_batch request, and documents in one write request (413
+    /// beyond).
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
+    pub max_batch: usize,
+    /// Most requests served at once (503 with Retry-After beyond; /health and /metrics
+    /// are not counted).
+    #[arg(long, default_value_t = 256, value_parser = at_least_one)]
+    pub max_concurrent: usize,
+    /// Longest a request may take, in milliseconds (504 beyond; a write may still commit).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
 }

@@ -192,7 +192,7 @@ pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
         Databases::One(db) => {
             let s = db.stats()?;
             if args.json {
-                outln!("{}", stats_json(&s));
+                outln!("{}", shapes::stats(&s));
             } else {
                 print_stats_text(&s)?;
             }
@@ -210,7 +210,7 @@ fn print_shards_stats(all: &ShardsStats, json: bool) -> CliResult {
             .shards
             .iter()
             .map(|(path, s)| {
-                let mut v = stats_json(s);
+                let mut v = shapes::stats(s);
                 if let Value::Object(map) = &mut v {
                     map.insert("path".into(), path.to_string_lossy().into());
                 }
@@ -245,31 +245,6 @@ fn print_shards_stats(all: &ShardsStats, json: bool) -> CliResult {
         all.segments
     );
     Ok(())
-}
-
-/// The S-curve points `stats` shows.
-const CURVE: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95];
-
-fn stats_json(s: &Stats) -> Value {
-    let p = &s.params;
-    json!({
-        "format_version": s.format_version,
-        "live_docs": s.live_docs,
-        "deleted_docs": s.deleted_docs,
-        "memtable_docs": s.memtable_docs,
-        "segments": s.segments,
-        "bytes": s.bytes,
-        "hot_buckets": s.hot_buckets,
-        "torn_tails": s.torn_tails,
-        "bands": s.bands.iter().map(|b| json!({
-            "buckets": b.buckets, "p50": b.p50, "p99": b.p99, "max": b.max, "hot": b.hot,
-        })).collect::<Vec<_>>(),
-        "params": shapes::params(p),
-        "expected_recall_at_threshold": s.expected_recall_at_threshold,
-        // A SimHash index has no S-curve: every document within max_hamming is a candidate
-        // (unless its block's bucket was capped).
-        "s_curve": shapes::index_s_curve(p, &CURVE),
-    })
 }
 
 fn print_stats_text(s: &Stats) -> CliResult {
@@ -336,7 +311,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
     outln!(
         "S-curve       {}",
         p.lsh
-            .curve(&CURVE)
+            .curve(&shapes::STATS_CURVE)
             .iter()
             .map(|(s, p)| format!("J={s:.2}:{p:.3}"))
             .collect::<Vec<_>>()

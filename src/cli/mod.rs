@@ -15,6 +15,7 @@
 //! | `dedup` | `dedup` |
 //! | `maintain` | `compact`, `verify`, `stats`, `export`, `merge` |
 //! | `demo` | `demo` |
+//! | `serve` | `serve`: the HTTP/JSON server |
 
 mod add;
 mod args;
@@ -28,6 +29,7 @@ mod keys;
 mod maintain;
 mod output;
 mod query;
+mod serve;
 mod shapes;
 
 use std::process::ExitCode;
@@ -54,5 +56,6 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Merge(a) => maintain::merge(a),
         Command::Upgrade(a) => maintain::upgrade(a),
         Command::Demo(a) => demo::demo(a),
+        Command::Serve(a) => serve::serve(a),
     }
 }

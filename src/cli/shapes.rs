@@ -2,7 +2,7 @@
 //! `query --text --json` and `query --jsonl`, or `keys --json` and `dedup --format drop
 //! --json`, print the same thing. README's "JSON shapes" lists them.
 
-use mhdb::db::{DedupPair, IndexParams, QueryResult};
+use mhdb::db::{DedupPair, IndexParams, QueryResult, Stats};
 use mhdb::sketch::LshParams;
 use serde_json::{Value, json};
 
@@ -223,6 +223,33 @@ fn curve_json(curve: &[(f64, f64)]) -> Value {
         .iter()
         .map(|(s, p)| json!({"jaccard": round6(*s), "probability": round6(*p)}))
         .collect()
+}
+
+/// The S-curve points `stats` shows.
+pub const STATS_CURVE: [f64; 7] = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95];
+
+/// A database's summary (`stats --json`, `GET /stats`): counts, sizes, bucket distributions,
+/// parameters and S-curve.
+pub fn stats(s: &Stats) -> Value {
+    let p = &s.params;
+    json!({
+        "format_version": s.format_version,
+        "live_docs": s.live_docs,
+        "deleted_docs": s.deleted_docs,
+        "memtable_docs": s.memtable_docs,
+        "segments": s.segments,
+        "bytes": s.bytes,
+        "hot_buckets": s.hot_buckets,
+        "torn_tails": s.torn_tails,
+        "bands": s.bands.iter().map(|b| json!({
+            "buckets": b.buckets, "p50": b.p50, "p99": b.p99, "max": b.max, "hot": b.hot,
+        })).collect::<Vec<_>>(),
+        "params": params(p),
+        "expected_recall_at_threshold": s.expected_recall_at_threshold,
+        // A SimHash index has no S-curve: every document within max_hamming is a candidate
+        // (unless its block's bucket was capped).
+        "s_curve": index_s_curve(p, &STATS_CURVE),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,217 @@
+//! `mhdb serve`: one database over HTTP/JSON, for services that do not link Rust.
+//!
+//! The stack is axum on hyper and tokio: the mainstream async HTTP stack of Rust, maintained
+//! together by the tokio project, with HTTP/1 keep-alive, streamed bodies and a graceful
+//! shutdown built in, and nothing here needs more than its routing and middleware (it is built
+//! without its default features: no JSON, forms or query-string extractors; bodies are parsed
+//! with the `serde_json` the CLI already uses). The database's calls block (they read mapped
+//! files and wait for fsyncs): every one runs on tokio's blocking pool, never on the async
+//! workers, which only move bytes.
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | `index` | what a read-only server serves ([`ServedIndex`]): one database now, shards later |
+//! | `request` | request bodies: JSON parsing with its position, query and document fields |
+//! | `reply` | JSON errors with their status and kind, and JSON answers |
+//! | `guard` | what every request passes: the token, the concurrency bound, the timeout, metrics |
+//! | `reads` | `/query`, `/query_batch`, `/stats`, `/health` |
+//! | `writes` | `/insert`, `/insert_if_novel`, `/delete` (with `--writer`) |
+//! | `metrics` | `/metrics` in Prometheus text format |
+//! | `refresh` | a read-only server following a writer in another process |
+
+mod guard;
+mod index;
+mod metrics;
+mod reads;
+mod refresh;
+mod reply;
+mod request;
+mod writes;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
+use mhdb::db::Db;
+use tokio::sync::Semaphore;
+
+use super::args::ServeArgs;
+use super::output::{CliError, CliResult, message, warn};
+pub use index::ServedIndex;
+use metrics::Metrics;
+
+/// The bounds a request is held to.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Most queries of a batch, or documents of a write.
+    pub max_batch: usize,
+    /// Longest a request may take.
+    pub timeout: Duration,
+}
+
+/// What every handler shares.
+pub struct App {
+    /// What queries and stats read.
+    pub index: Arc<dyn ServedIndex>,
+    /// The same database as a writer's handle, with `--writer`.
+    pub writer: Option<Arc<Db>>,
+    /// The bearer token every endpoint but `/health` requires, if any.
+    pub token: Option<String>,
+    pub limits: Limits,
+    /// Requests served at once; a request finding none free is answered 503.
+    pub slots: Arc<Semaphore>,
+    pub metrics: Metrics,
+}
+
+/// `mhdb serve`.
+pub fn serve(args: &ServeArgs) -> CliResult<ExitCode> {
+    let token = read_token(args)?;
+    let db = open(args)?;
+    let app = Arc::new(App {
+        index: db.clone(),
+        writer: args.writer.then_some(db),
+        token,
+        limits: Limits {
+            max_body_bytes: args.max_body_bytes,
+            max_batch: args.max_batch,
+            timeout: Duration::from_millis(args.timeout_ms),
+        },
+        slots: Arc::new(Semaphore::new(args.max_concurrent)),
+        metrics: Metrics::default(),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Every admitted request holds at most one blocking thread; the refresher one more.
+        .max_blocking_threads(args.max_concurrent + 2)
+        .build()?;
+    let served = runtime.block_on(run(app.clone(), args));
+    // Dropping the runtime waits for the blocking calls still running (a write whose request
+    // timed out): none is cut off, and the database closes after them.
+    drop(runtime);
+    served?;
+    message("stopped: every request under way was finished");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Binds, says where, and serves until SIGTERM or SIGINT; the requests under way finish first.
+async fn run(app: Arc<App>, args: &ServeArgs) -> CliResult {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| CliError::other(format!("cannot listen on {}: {e}", args.listen)))?;
+    let bound = listener.local_addr()?;
+    warn_if_exposed(bound, app.token.is_some());
+    if app.writer.is_none() {
+        refresh::spawn(app.clone(), Duration::from_millis(args.refresh_ms));
+    }
+    let router = routes(&app);
+    // The first line on stdout: a caller that asked for port 0 learns the port here, and
+    // knows connections are accepted from now on.
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {bound}").map_err(CliError::stdout)?;
+        out.flush().map_err(CliError::stdout)?;
+    }
+    // Answers go out as soon as they are written: without TCP_NODELAY, a streamed batch's
+    // second chunk waits for the client's delayed ACK of the first (40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(stop_signal())
+        .await?;
+    Ok(())
+}
+
+/// Every endpoint, behind the guard. The write endpoints of a server without `--writer`
+/// answer 403 (kind `read_only`), which says more than a 404.
+fn routes(app: &Arc<App>) -> Router {
+    Router::new()
+        .route("/query", post(reads::query))
+        .route("/query_batch", post(reads::query_batch))
+        .route("/stats", get(reads::stats))
+        .route("/health", get(reads::health))
+        .route("/metrics", get(metrics::endpoint))
+        .route("/insert", post(writes::insert))
+        .route("/insert_if_novel", post(writes::insert_if_novel))
+        .route("/delete", post(writes::delete))
+        .fallback(reads::not_found)
+        .method_not_allowed_fallback(reads::wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::guard,
+        ))
+        .with_state(app.clone())
+}
+
+/// The database, opened as `--writer` asks; a keyed index must have its key.
+fn open(args: &ServeArgs) -> CliResult<Arc<Db>> {
+    let db = if args.writer {
+        Db::open(&args.db, mhdb::db::Options::default())?
+    } else {
+        Db::open_read_only(&args.db)?
+    };
+    super::output::report_recovery(&db);
+    super::output::warn_unused_key(&db);
+    if !db.params().key_fingerprint.is_unkeyed() {
+        // Text queries and inserts need the key: a server without it would refuse every
+        // request that carries text, so it does not start.
+        db.sketch_text("").map_err(|e| {
+            CliError::usage(format!(
+                "cannot serve {}: {}",
+                args.db.display(),
+                CliError::from(e)
+            ))
+        })?;
+    }
+    Ok(Arc::new(db))
+}
+
+/// The token in `--token-file`, without the white space around it.
+fn read_token(args: &ServeArgs) -> CliResult<Option<String>> {
+    let Some(path) = &args.token_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(CliError::usage(format!(
+            "{} holds no token (it is empty or white space)",
+            path.display()
+        )));
+    }
+    Ok(Some(token.to_string()))
+}
+
+/// Anyone who can reach a non-loopback address can query (and with `--writer`, write).
+fn warn_if_exposed(bound: SocketAddr, has_token: bool) {
+    if !bound.ip().is_loopback() && !has_token {
+        warn(format_args!(
+            "listening on {bound}, which is not a loopback address, without --token-file: \
+             anyone who can reach it can use every endpoint (and there is no TLS: put a \
+             reverse proxy in front)"
+        ));
+    }
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers the server runs until killed, as any process would.
+        return std::future::pending().await;
+    };
+    let (term, int) = (Box::pin(term.recv()), Box::pin(int.recv()));
+    futures_util::future::select(term, int).await;
+    message("stopping: finishing the requests under way");
+}
