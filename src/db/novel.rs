@@ -58,7 +58,7 @@ impl NoveltyOptions {
 impl Db {
     /// Stores `sig` under `key` unless a stored document is similar at the threshold: the
     /// check and the insert are one step for every other writer of this database. With
-    /// [`Durability::Sync`](super::Durability::Sync), on return the document is durable when
+    /// [`Durability::Sync`], on return the document is durable when
     /// inserted, and so are the matches a duplicate names.
     pub fn insert_if_novel(
         &self,
