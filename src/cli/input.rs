@@ -9,7 +9,7 @@
 //! - Lines end at `\n`; line numbers start at 1 and count every line.
 //! - JSON Lines: a line of nothing but ASCII white space is skipped. A line must be UTF-8
 //!   (`not UTF-8 (byte N of the line)`) holding one JSON value (`invalid JSON: …`); a value
-//!   that is not an object has none of the fields asked for. Texts must be JSON strings.
+//!   that is not an object is refused as what it is (`the line holds an array`). Texts must be JSON strings.
 //! - Key lines: every line is one key, escaped as `escape` describes (so an empty line is
 //!   the empty key).
 //! - A key read from JSON (`add`, `delete --jsonl`: [`JsonLine::key`]) is a string or
@@ -233,11 +233,11 @@ mod tests {
         assert!(err(b"\xEF\xBB\xBF{}").starts_with("in.jsonl:7: invalid JSON at column 1"));
         let first = At { line: 1, ..at };
         assert!(JsonLine::parse(b"\xEF\xBB\xBF{\"id\": \"a\"}", first).is_ok());
-        // Any JSON value parses; a non-object has no fields.
+        // Any JSON value parses; a non-object has no fields, and is named for what it is.
         let arr = JsonLine::parse(b"[1, 2]", at).unwrap();
         assert_eq!(
             arr.key("id").unwrap_err(),
-            "in.jsonl:7: missing field \"id\""
+            "in.jsonl:7: the line holds an array, not a JSON object with the fields asked for"
         );
     }
 
