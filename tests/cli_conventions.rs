@@ -546,3 +546,34 @@ fn add_names_what_went_wrong_before_what_it_did() {
         "{err}"
     );
 }
+
+/// `tune` names and defaults its slot flags as `create` does: `--perms` is all the slots
+/// (512 by default), the bands cover `--band-slots` (128 by default, or fewer for fewer
+/// slots), and its first choice is the banding `create` picks for the same flags.
+#[test]
+fn tune_takes_the_slot_flags_of_create() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, band_slots) in [
+        (vec![], 128),
+        (vec!["--perms", "512"], 128),
+        (vec!["--perms", "64"], 64),
+        (vec!["--perms", "256", "--band-slots", "256"], 256),
+    ] {
+        let mut args = vec!["tune", "--threshold", "0.7"];
+        args.extend(&flags);
+        let tune = json(&args);
+        assert_eq!(tune[0]["band_slots"], band_slots, "{flags:?}");
+        let db = dir.path().join(format!("db{}", flags.join("")));
+        let mut create = vec!["create", s(&db), "--threshold", "0.7"];
+        create.extend(&flags);
+        ok(&create);
+        let params = &json(&["stats", s(&db)])[0]["params"];
+        assert_eq!(params["band_slots"], band_slots, "{flags:?}");
+        let first = &tune[0]["choices"][0];
+        assert_eq!(
+            (&first["bands"], &first["rows"]),
+            (&params["bands"], &params["rows"]),
+            "{flags:?}"
+        );
+    }
+}

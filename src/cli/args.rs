@@ -139,7 +139,7 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Choose (bands, rows) for a threshold and print alternatives and the S-curve.
     #[command(
-        after_help = "Examples:\n  mhdb tune --threshold 0.8 --perms 128\n  mhdb tune --threshold 0.8 --bands 4 --rows 32\n\nWarns on stderr when the best (or the given) banding has P(threshold) < 0.5.\n--json: {\"threshold\", \"perms\", \"choices\": [{\"bands\", \"rows\", \"probability_at_threshold\",\n\"false_positive\", \"false_negative\", \"meets_recall_floor\"}], \"s_curve\": [{\"jaccard\",\n\"probability\"}]}."
+        after_help = "Examples:\n  mhdb tune --threshold 0.8 --perms 512 --band-slots 128\n  mhdb tune --threshold 0.8 --bands 4 --rows 32\n\nWarns on stderr when the best (or the given) banding has P(threshold) < 0.5.\n--json: {\"threshold\", \"perms\", \"band_slots\", \"choices\": [{\"bands\", \"rows\", \"probability_at_threshold\",\n\"false_positive\", \"false_negative\", \"meets_recall_floor\"}], \"s_curve\": [{\"jaccard\",\n\"probability\"}]}."
     )]
     Tune(TuneArgs),
     /// Sketch every file of a directory and print the pairs at or above the threshold.
@@ -509,9 +509,13 @@ pub struct TuneArgs {
     /// Similarity threshold in (0, 1].
     #[arg(long, value_parser = threshold, allow_negative_numbers = true)]
     pub threshold: f64,
-    /// Slots the bands cover (k_b; a new index's default, 128).
-    #[arg(long, default_value_t = mhdb::db::DEFAULT_BAND_SLOTS)]
+    /// Slots of the signature, as `create --perms` (a new index's default, 512).
+    #[arg(long, default_value_t = mhdb::db::DEFAULT_OPH_SLOTS)]
     pub perms: usize,
+    /// Slots the bands cover, as `create --band-slots` (default: as create chooses for
+    /// --perms, at most 128). The choices are tuned over these.
+    #[arg(long)]
+    pub band_slots: Option<usize>,
     /// How many alternatives to list.
     #[arg(long, default_value_t = 5)]
     pub alternatives: usize,

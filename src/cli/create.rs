@@ -207,19 +207,22 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
         alternatives,
         ..
     } = args;
-    // The slots, the threshold and the banding checked as `create` checks them (here the
-    // bands cover every slot).
+    // The slots, the threshold and the banding named, defaulted and checked as `create`'s;
+    // the bands are tuned over the slots they cover.
+    let band_slots = args
+        .band_slots
+        .unwrap_or_else(|| mhdb::db::default_band_slots(perms));
     let built = IndexOptions {
         threshold: Some(threshold),
         num_perm: Some(perms),
-        band_slots: Some(perms),
+        band_slots: Some(band_slots),
         bands: args.bands,
         rows: args.rows,
         ..IndexOptions::default()
     }
     .build()
     .map_err(options_error)?;
-    let mut all = tune_all(threshold, perms, &TuneOptions::default())?;
+    let mut all = tune_all(threshold, band_slots, &TuneOptions::default())?;
     if args.bands.is_some() {
         // Every valid (bands, rows) is among the scored choices.
         all.retain(|t| t.params == built.lsh);
@@ -228,7 +231,7 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
     }
     let Some(first) = all.first() else {
         return Err(CliError::usage(format!(
-            "no (bands, rows) choice for {perms} slots"
+            "no (bands, rows) choice for {band_slots} band slots"
         )));
     };
     if let Some(warning) = weak_banding(first.params, threshold) {
@@ -253,13 +256,14 @@ pub fn tune(args: &TuneArgs) -> CliResult<ExitCode> {
             json!({
                 "threshold": threshold,
                 "perms": perms,
+                "band_slots": band_slots,
                 "choices": choices,
                 "s_curve": shapes::s_curve(&first.params, &curve_points()),
             })
         );
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("threshold {threshold}, {perms} slots");
+    outln!("threshold {threshold}, bands over {band_slots} of {perms} slots");
     outln!("  bands  rows  P(t)      false-pos  false-neg");
     for t in &all {
         outln!(
