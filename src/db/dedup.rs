@@ -95,32 +95,32 @@ struct RowTile {
 
 /// A bucket membership that does not exist (the document is alone in its bucket, or was cut
 /// by the cap).
-const NO_BUCKET: u32 = u32::MAX;
+pub(super) const NO_BUCKET: u32 = u32::MAX;
 
 /// Comparisons verified together (in parallel) before their pairs are written out: bounds the
 /// pairs held in memory whatever the size of a bucket.
-const PAIR_WINDOW: u64 = 1 << 18;
+pub(super) const PAIR_WINDOW: u64 = 1 << 18;
 
 /// Rows of a bucket verified together in a pass over pairs: their signatures and decoded sets
 /// are held, and each later member's stored set is decoded once for all of them instead of
 /// once per row.
-const ROW_TILE: u64 = 16;
+pub(super) const ROW_TILE: u64 = 16;
 
 /// A center's candidates from which its verification is spread over every core.
-const PARALLEL_CANDIDATES: usize = 2048;
+pub(super) const PARALLEL_CANDIDATES: usize = 2048;
 
 /// One band's buckets of two or more documents.
-struct BandBuckets {
+pub(super) struct BandBuckets {
     /// Members of every bucket, by ordinal, ascending within a bucket; bucket `i` is
     /// `members[starts[i]..starts[i + 1]]`.
-    members: Vec<u32>,
-    starts: Vec<u32>,
+    pub(super) members: Vec<u32>,
+    pub(super) starts: Vec<u32>,
     /// The bucket of each ordinal, or [`NO_BUCKET`].
-    bucket_of: Vec<u32>,
+    pub(super) bucket_of: Vec<u32>,
 }
 
 impl BandBuckets {
-    fn bucket(&self, i: u32) -> &[u32] {
+    pub(super) fn bucket(&self, i: u32) -> &[u32] {
         let i = i as usize;
         match (self.starts.get(i), self.starts.get(i + 1)) {
             (Some(&s), Some(&e)) => self.members.get(s as usize..e as usize).unwrap_or_default(),
@@ -128,7 +128,7 @@ impl BandBuckets {
         }
     }
 
-    fn buckets(&self) -> usize {
+    pub(super) fn buckets(&self) -> usize {
         self.starts.len().saturating_sub(1)
     }
 }
@@ -149,11 +149,17 @@ impl BucketIndex {
 
     /// True if `a` and `b` share a bucket in a band before `band`.
     fn share_earlier(&self, a: u32, b: u32, band: usize) -> bool {
-        self.bands.iter().take(band).any(|bb| {
-            let x = bb.bucket_of.get(a as usize).copied().unwrap_or(NO_BUCKET);
-            x != NO_BUCKET && Some(&x) == bb.bucket_of.get(b as usize)
-        })
+        share_earlier(&self.bands, a, b, band)
     }
+}
+
+/// True if ordinals `a` and `b` share a bucket in one of `bands` before `band`: the pair was
+/// then verified in that band already.
+pub(super) fn share_earlier(bands: &[BandBuckets], a: u32, b: u32, band: usize) -> bool {
+    bands.iter().take(band).any(|bb| {
+        let x = bb.bucket_of.get(a as usize).copied().unwrap_or(NO_BUCKET);
+        x != NO_BUCKET && Some(&x) == bb.bucket_of.get(b as usize)
+    })
 }
 
 /// A row of a tile.

@@ -16,47 +16,15 @@ use rayon::prelude::*;
 
 use super::Shards;
 use crate::db::dedup::{
+    BandBuckets, NO_BUCKET, PAIR_WINDOW, PARALLEL_CANDIDATES, ROW_TILE, share_earlier,
+};
+use crate::db::dedup::{
     DedupOptions, DedupPair, DedupStats, check_threshold, live_postings, segment_hot_keys,
 };
 use crate::db::dedup_verify::{Scores, Verifier};
 use crate::db::state::State;
 use crate::storage::segment::{cap_rank, keep_lowest_ranked};
 use crate::{Error, Result};
-
-/// A bucket membership that does not exist (alone in its bucket, or cut by the cap).
-const NO_BUCKET: u32 = u32::MAX;
-
-/// Comparisons verified together (in parallel) before their pairs are written out.
-const PAIR_WINDOW: u64 = 1 << 18;
-
-/// Rows of a bucket one parallel task verifies.
-const ROW_TILE: u32 = 16;
-
-/// A center's candidates from which its verification is spread over every core.
-const PARALLEL_CANDIDATES: usize = 2048;
-
-/// One band's buckets of two or more documents, by ordinal.
-struct BandBuckets {
-    /// Bucket `i` is `members[starts[i]..starts[i + 1]]`, ascending.
-    members: Vec<u32>,
-    starts: Vec<u32>,
-    /// The bucket of each ordinal, or [`NO_BUCKET`].
-    bucket_of: Vec<u32>,
-}
-
-impl BandBuckets {
-    fn bucket(&self, i: u32) -> &[u32] {
-        let i = i as usize;
-        match (self.starts.get(i), self.starts.get(i + 1)) {
-            (Some(&s), Some(&e)) => self.members.get(s as usize..e as usize).unwrap_or_default(),
-            _ => &[],
-        }
-    }
-
-    fn buckets(&self) -> u32 {
-        self.starts.len().saturating_sub(1) as u32
-    }
-}
 
 /// The documents of a pass over shards and their merged buckets.
 struct Index<'a> {
@@ -93,10 +61,7 @@ impl Index<'_> {
 
     /// True if `a` and `b` share a bucket in a band before `band`.
     fn share_earlier(&self, a: u32, b: u32, band: usize) -> bool {
-        self.bands.iter().take(band).any(|bb| {
-            let x = bb.bucket_of.get(a as usize).copied().unwrap_or(NO_BUCKET);
-            x != NO_BUCKET && Some(&x) == bb.bucket_of.get(b as usize)
-        })
+        share_earlier(&self.bands, a, b, band)
     }
 }
 
@@ -174,11 +139,11 @@ impl Shards {
             progress(band, bands);
             let mut window: Vec<(u32, u32)> = Vec::new();
             let mut comparisons = 0u64;
-            for bucket in 0..bb.buckets() {
+            for bucket in 0..bb.buckets() as u32 {
                 let len = bb.bucket(bucket).len() as u32;
                 for first in (0..len.saturating_sub(1)).step_by(ROW_TILE as usize) {
                     window.push((bucket, first));
-                    let rows = ROW_TILE.min(len - 1 - first);
+                    let rows = (ROW_TILE as u32).min(len - 1 - first);
                     comparisons += u64::from(rows) * u64::from(len - first);
                     if comparisons >= PAIR_WINDOW {
                         self.verify_window(&verify, band, &mut window, &mut stats, &mut emit)?;
@@ -544,7 +509,7 @@ fn band_buckets(
         if run.len() < 2 {
             continue;
         }
-        let bucket = bb.buckets();
+        let bucket = bb.buckets() as u32;
         let mut members: Vec<u32> = if run.len() > cap {
             if hot.binary_search(&run[0].0).is_err() {
                 stats.capped_buckets += 1;
