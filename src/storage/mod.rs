@@ -12,11 +12,13 @@
 //! | [`wal`] | `wal-<id>.log` and its batch payload | `format/wal.md` |
 //! | [`shingle_codec`] | a coded shingle set (SHINGLES, WAL inserts) | `format/segment.md` |
 //!
-//! `codec` is the field encoding they share; [`vfs`] the file-system trait (with the one
+//! `codec` is the field encoding they share; [`identity`] what ties a version-3 file to its
+//! database; [`vfs`] the file-system trait (with the one
 //! `unsafe` block, the mmap, in `mmap`).
 
 pub(crate) mod codec;
 pub(crate) mod deletions;
+pub mod identity;
 pub(crate) mod manifest;
 mod mmap;
 pub(crate) use mmap::{prefetch_lines, thread_major_faults};

@@ -1,0 +1,74 @@
+//! What ties a file to its database in format version 3: the database's 16-byte identity
+//! (`db_id`) and the file's own number (`file_id`, the `<id>` of its name), both written in the
+//! header of every segment, deletion list and WAL file and checked against the manifest and the
+//! name on open (`format/v3-design.md`, "Database identity"). Drawing a new identity is the
+//! database layer's; storage only carries and compares it.
+
+use std::fmt;
+
+/// A database's identity. All-zero means "none" (versions 1 and 2 have no identity).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DbId(pub [u8; 16]);
+
+impl DbId {
+    /// The absent identity of a version-1 or version-2 database.
+    pub const NONE: DbId = DbId([0; 16]);
+
+    /// Whether this is the absent identity.
+    pub fn is_none(&self) -> bool {
+        self.0 == [0; 16]
+    }
+
+    /// Parses 32 hex digits (either case) in byte order.
+    pub fn from_hex(text: &str) -> Option<DbId> {
+        let digits = text.as_bytes();
+        if digits.len() != 32 || !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).ok()?;
+            *byte = u8::from_str_radix(pair, 16).ok()?;
+        }
+        Some(DbId(bytes))
+    }
+}
+
+/// 32 lowercase hex digits in byte order.
+impl fmt::Display for DbId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for DbId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DbId({self})")
+    }
+}
+
+/// The identity a file of a version-3 database must carry: its database's and its own number.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FileIdentity {
+    /// The database the file belongs to.
+    pub db_id: DbId,
+    /// The `<id>` of the file's name.
+    pub file_id: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip_and_refusals() {
+        let id = DbId(std::array::from_fn(|i| i as u8));
+        assert_eq!(id.to_string(), "000102030405060708090a0b0c0d0e0f");
+        assert_eq!(DbId::from_hex(&id.to_string()), Some(id));
+        assert_eq!(DbId::from_hex("000102030405060708090A0B0C0D0E0F"), Some(id));
+        assert_eq!(DbId::from_hex("00"), None);
+        assert_eq!(DbId::from_hex("zz0102030405060708090a0b0c0d0e0f"), None);
+        assert_eq!(DbId::from_hex("+00102030405060708090a0b0c0d0e0f"), None);
+        assert!(DbId::NONE.is_none() && !id.is_none());
+    }
+}
