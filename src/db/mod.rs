@@ -36,6 +36,7 @@ mod dedup;
 mod dedup_verify;
 mod flush;
 mod group_commit;
+mod identity;
 pub mod ingest;
 mod kind;
 mod memtable;
@@ -69,9 +70,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+pub use crate::storage::identity::DbId;
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
+pub use identity::{IdentitySource, TEST_IDENTITY_ENV, identity_for_new_database};
 pub use kind::max_distance_for_threshold;
 pub use metric::Metric;
 pub use novel::{Novelty, NoveltyOptions};
