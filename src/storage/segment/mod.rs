@@ -40,15 +40,17 @@ mod reader;
 mod stats;
 #[cfg(test)]
 mod test_rng;
+#[cfg(test)]
+mod v3_tests;
 mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
-pub use combine::combine_segments;
+pub use combine::{combine_segments, combine_segments_as};
 pub use encode::cap_rank;
 pub(crate) use encode::keep_lowest_ranked;
 pub use format::{
-    BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
-    band_key32,
+    BLOCK_LEN, SEGMENT_DOC_COUNT_OFFSET, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1,
+    SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, band_key32,
 };
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};
