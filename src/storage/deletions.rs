@@ -279,5 +279,6 @@ fn read_header(bytes: &[u8], path: &Path) -> Result<Header> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 #[path = "deletions_tests.rs"]
 mod tests;

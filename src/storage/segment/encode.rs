@@ -277,6 +277,12 @@ impl Draft<'_> {
         if let Some(sets) = self.sets {
             w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
         }
+        Ok(self.finish_file(w, &header, doc_count))
+    }
+
+    /// The sections from SIGNATURES on, the table, the header and the footer, once every
+    /// section before them is written.
+    fn finish_file(&self, mut w: SectionWriter, header: &[u8], doc_count: u64) -> Encoded {
         let split = w.out.len();
         w.push_signatures(doc_count, self.signatures);
         // Block checksums over every section so far, so that a reader can check the bytes it
@@ -288,12 +294,12 @@ impl Draft<'_> {
             (checksums.len() / 4) as u64,
             &checksums,
         );
-        let (bytes, meta_crc) = w.finish(&header);
-        Ok(Encoded {
+        let (bytes, meta_crc) = w.finish(header);
+        Encoded {
             bytes,
             split,
             meta_crc,
-        })
+        }
     }
 
     /// The number of documents, once the signatures are checked to be `record_bytes` each.
