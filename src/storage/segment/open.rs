@@ -1,6 +1,8 @@
 //! Opening a segment: [`Segment::open`] reads the header, footer and section table, checks
 //! the metadata checksum and that every section's kind, offset, widths and size agree, and
 //! keeps the resulting [`Layout`] so that later reads need no further checks of the metadata.
+//! A version-3 file's identity is checked against the one the caller expects, and its flags
+//! and section kinds that this build reserves are refused as unsupported.
 //! O(bands) work; the sections' contents are not read (see `verify.rs` for that).
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
