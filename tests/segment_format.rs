@@ -436,13 +436,13 @@ fn every_single_byte_flip_is_detected() {
 #[test]
 fn unknown_version_is_unsupported() {
     let mut bytes = small_segment();
-    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
     // Written so by a newer writer: the checksums match.
     fix_checksums(&mut bytes);
-    match Segment::open(bytes, "v3") {
+    match Segment::open(bytes, "v4") {
         Err(Error::UnsupportedVersion {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             ..
         }) => {}
         other => panic!("{other:?}"),

@@ -290,7 +290,7 @@ impl Db {
         if sorted.is_empty() {
             return Ok(DeletionsMeta::default());
         }
-        let bytes = deletions::encode(sorted);
+        let bytes = deletions::encode(sorted, None);
         let id = self.new_file_id();
         let path = self.dir.join(names::deletions_name(id));
         write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;

@@ -205,7 +205,7 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
                 ),
             ));
         }
-        Deletions::open(map, &path, manifest.deletions.count)?
+        Deletions::open(map, &path, manifest.deletions.count, None)?
     } else {
         Deletions::default()
     };

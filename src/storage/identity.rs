@@ -5,6 +5,9 @@
 //! database layer's; storage only carries and compares it.
 
 use std::fmt;
+use std::path::Path;
+
+use crate::{Error, Result};
 
 /// A database's identity. All-zero means "none" (versions 1 and 2 have no identity).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -54,6 +57,77 @@ pub struct FileIdentity {
     pub db_id: DbId,
     /// The `<id>` of the file's name.
     pub file_id: u64,
+}
+
+/// Where a file kind keeps the fields an identity check names in its errors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdentityOffsets {
+    /// The format version field: what a file of the wrong generation (with an identity where
+    /// none is expected, or without one where one is) gets wrong.
+    pub(crate) version: u64,
+    /// The `db_id` field.
+    pub(crate) db_id: u64,
+    /// The `file_id` field.
+    pub(crate) file_id: u64,
+}
+
+/// Checks the identity a file carries (`found`: `None` for a file of a version without one)
+/// against the one its reader expects (`None` for a database of version 1 or 2): any
+/// difference is corruption at the field that differs, `what` naming the kind of file.
+pub(crate) fn check_file_identity(
+    path: &Path,
+    what: &str,
+    found: Option<FileIdentity>,
+    expected: Option<FileIdentity>,
+    at: IdentityOffsets,
+) -> Result<()> {
+    let (found, expected) = match (found, expected) {
+        (None, None) => return Ok(()),
+        (Some(f), None) => {
+            return Err(Error::corruption(
+                path,
+                at.version,
+                format!(
+                    "a {what} of format version 3 (of database {}) in a database of an older \
+                     version, whose files carry no identity",
+                    f.db_id
+                ),
+            ));
+        }
+        (None, Some(e)) => {
+            return Err(Error::corruption(
+                path,
+                at.version,
+                format!(
+                    "a {what} of an older format version, without an identity, in database {} \
+                     (of version 3)",
+                    e.db_id
+                ),
+            ));
+        }
+        (Some(f), Some(e)) => (f, e),
+    };
+    if found.db_id != expected.db_id {
+        return Err(Error::corruption(
+            path,
+            at.db_id,
+            format!(
+                "belongs to database {}, not to this database ({})",
+                found.db_id, expected.db_id
+            ),
+        ));
+    }
+    if found.file_id != expected.file_id {
+        return Err(Error::corruption(
+            path,
+            at.file_id,
+            format!(
+                "carries file number {:016x}, not {:016x} (its name's)",
+                found.file_id, expected.file_id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! Checked reads (format version 2): the data area of a segment (every section before
+//! Checked reads (format versions 2 and 3): the data area of a segment (every section before
 //! CHECKSUMS) is cut into 4 KiB blocks aligned with the file's pages (block j is file bytes
-//! 4096·j .. 4096·(j + 1); block 0 starts after the header), each with a CRC-32 in the
-//! CHECKSUMS section. A read
+//! 4096·j .. 4096·(j + 1); block 0 starts after the header, of 64 bytes or version 3's 96),
+//! each with a CRC-32 in the CHECKSUMS section. A read
 //! uses a byte only after its block's CRC matched once; one bit per block remembers that, so
 //! a warm read costs one atomic load and a test. A mismatch is corruption naming the block's
 //! offset, returned to the caller: damage never becomes a wrong answer.
@@ -15,7 +15,7 @@ use super::format::BLOCK_LEN;
 use super::reader::Segment;
 use crate::Result;
 
-/// Where a version-2 segment's block checksums are and what they cover.
+/// Where a segment's block checksums are and what they cover (versions 2 and 3).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BlockChecks {
     /// First byte covered (the first section).

@@ -5,6 +5,7 @@
 
 use super::encode::Draft;
 use super::format::band_key32;
+use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
 
 /// Options shared by [`SegmentBuilder::finish`] and [`combine_segments`](super::combine_segments).
@@ -256,7 +257,19 @@ impl SegmentBuilder {
 
     /// Encodes the segment as three parts to write one after another, without copying the
     /// signatures into the file's bytes (most of a segment, when its signatures are wide).
+    /// A version-2 segment, without an identity: see [`SegmentBuilder::finish_parts_as`].
     pub fn finish_parts(self, opts: &SegmentOptions) -> Result<SegmentParts> {
+        self.finish_parts_as(opts, None)
+    }
+
+    /// [`SegmentBuilder::finish_parts`] for the file `identity` names: with `Some`, a
+    /// version-3 segment carrying the database's identity and the file's number (the `<id>`
+    /// of the name it will be written under); with `None`, exactly the version-2 bytes.
+    pub fn finish_parts_as(
+        self,
+        opts: &SegmentOptions,
+        identity: Option<FileIdentity>,
+    ) -> Result<SegmentParts> {
         let cap = opts.cap_field()?;
         let end = match (self.end, self.docnos.last()) {
             (Some(e), _) => e,
@@ -292,8 +305,9 @@ impl SegmentBuilder {
             signatures: &self.signatures,
             sets: sets.as_deref(),
             sorted_runs: false,
+            identity,
         };
-        let (mut head, split) = draft.encode(|band| {
+        let encoded = draft.encode(|band| {
             let postings = docnos
                 .iter()
                 .enumerate()
@@ -304,12 +318,7 @@ impl SegmentBuilder {
                 .collect();
             Ok((postings, Vec::new()))
         })?;
-        let tail = head.split_off(split);
-        Ok(SegmentParts {
-            head,
-            signatures: self.signatures,
-            tail,
-        })
+        Ok(encoded.into_parts(self.signatures))
     }
 }
 
@@ -323,6 +332,9 @@ pub struct SegmentParts {
     pub signatures: Vec<u8>,
     /// CHECKSUMS, the section table and the footer.
     pub tail: Vec<u8>,
+    /// The footer's metadata checksum ([`Segment::meta_crc`](super::Segment::meta_crc)), which
+    /// a version-3 manifest records.
+    pub meta_crc: u32,
 }
 
 impl SegmentParts {

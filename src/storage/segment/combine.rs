@@ -6,9 +6,10 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
-use super::builder::SegmentOptions;
+use super::builder::{SegmentOptions, SegmentParts};
 use super::encode::Draft;
 use super::reader::Segment;
+use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
 
 /// Combines segments with disjoint docno ranges, given oldest first, into one new segment
@@ -25,11 +26,26 @@ use crate::{Error, Result};
 /// When no input was capped, the result is byte for byte what
 /// [`SegmentBuilder`](super::SegmentBuilder) writes for the surviving documents with the same
 /// options.
+///
+/// The result is a version-2 segment, without an identity: see [`combine_segments_as`].
 pub fn combine_segments<B: AsRef<[u8]> + Sync>(
     inputs: &[&Segment<B>],
     is_live: impl Fn(u64) -> bool + Sync,
     opts: &SegmentOptions,
 ) -> Result<Vec<u8>> {
+    Ok(combine_segments_as(inputs, is_live, opts, None)?.into_vec())
+}
+
+/// [`combine_segments`] into the file `identity` names: with `Some`, a version-3 segment
+/// carrying the database's identity and the file's number; with `None`, a version-2 one. The
+/// result comes in parts, with its metadata checksum, as
+/// [`SegmentBuilder::finish_parts_as`](super::SegmentBuilder::finish_parts_as) gives them.
+pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
+    inputs: &[&Segment<B>],
+    is_live: impl Fn(u64) -> bool + Sync,
+    opts: &SegmentOptions,
+    identity: Option<FileIdentity>,
+) -> Result<SegmentParts> {
     let cap = opts.cap_field()?;
     let (first, last) = check_inputs(inputs)?;
     let live = Live::gather(inputs, &is_live)?;
@@ -54,20 +70,15 @@ pub fn combine_segments<B: AsRef<[u8]> + Sync>(
         signatures: &live.signatures,
         sets: sets.as_deref(),
         sorted_runs: true,
+        identity,
     };
     let prior_hot_by_band = prior_hot_by_band(inputs)?;
-    let (mut head, split) = draft.encode(|band| {
+    let encoded = draft.encode(|band| {
         let postings = live_postings(inputs, band, &is_live)?;
         let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
         Ok((postings, prior_hot))
     })?;
-    let tail = head.split_off(split);
-    Ok(super::builder::SegmentParts {
-        head,
-        signatures: live.signatures,
-        tail,
-    }
-    .into_vec())
+    Ok(encoded.into_parts(live.signatures))
 }
 
 /// The first and last of `inputs`, once they are checked to agree in band count, signature

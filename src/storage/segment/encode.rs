@@ -12,14 +12,17 @@ use zerocopy::IntoBytes;
 use zerocopy::little_endian::{U16, U32, U64};
 
 use super::bits::{BitWriter, bits_below, bits_for};
+use super::builder::SegmentParts;
 use super::format::{
-    BLOCK_LEN, FOOTER_LEN, Footer, HEADER_LEN, Header, HotRecord, KIND_BAND, KIND_CHECKSUMS,
-    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES,
-    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, SectionEntry,
+    BLOCK_LEN, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, Header, HotRecord,
+    IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_HOT,
+    KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, SECTION_ENTRY_LEN,
+    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry,
     key_hash32, meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
+use crate::storage::identity::FileIdentity;
 
 /// One band encoded: table bytes, prefix bits, posting count, hot records.
 type EncodedBand = (Vec<u8>, u32, u64, Vec<HotRecord>);
@@ -164,6 +167,29 @@ pub(super) struct Draft<'a> {
     pub(super) sets: Option<&'a [u8]>,
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
     pub(super) sorted_runs: bool,
+    /// The identity to write: a version-3 segment with it, a version-2 one without.
+    pub(super) identity: Option<FileIdentity>,
+}
+
+/// A segment encoded by [`Draft::encode`]: the file's bytes but the signatures, which go at
+/// `split`, and the footer's metadata checksum.
+pub(super) struct Encoded {
+    bytes: Vec<u8>,
+    split: usize,
+    meta_crc: u32,
+}
+
+impl Encoded {
+    /// The file's parts, `signatures` (those the draft was given) in their place.
+    pub(super) fn into_parts(mut self, signatures: Vec<u8>) -> SegmentParts {
+        let tail = self.bytes.split_off(self.split);
+        SegmentParts {
+            head: self.bytes,
+            signatures,
+            tail,
+            meta_crc: self.meta_crc,
+        }
+    }
 }
 
 pub(super) type BandInput = (Vec<(u32, u64)>, Vec<(u32, u64)>);
@@ -202,11 +228,12 @@ impl Draft<'_> {
 
     /// `band_input(band)` returns that band's postings `(key32, docno)` (any order) and the
     /// buckets already hot in the inputs, `(key32, documents dropped by earlier caps)`.
-    /// Returns the file's bytes without the signatures, and the offset where they go.
+    /// Returns the file's bytes without the signatures, the offset where they go, and the
+    /// metadata checksum.
     pub(super) fn encode(
         &self,
         band_input: impl Fn(usize) -> Result<BandInput> + Sync,
-    ) -> Result<(Vec<u8>, usize)> {
+    ) -> Result<Encoded> {
         let doc_count = self.check_signatures()?;
         let docno_bits = bits_below(self.span);
         let end_bits = bits_for(self.key_blob.len() as u64);
@@ -222,7 +249,8 @@ impl Draft<'_> {
             || self.encode_bands(&band_input, docno_bits),
         );
         let (doc_table, index_table, index_prefix) = front?;
-        let mut w = SectionWriter::new(self.num_bands);
+        let header = self.header(doc_count);
+        let mut w = SectionWriter::new(self.num_bands, header.len());
         w.out
             .reserve(self.capacity_hint(&doc_table, &index_table, &bands));
         w.push(
@@ -249,18 +277,29 @@ impl Draft<'_> {
         if let Some(sets) = self.sets {
             w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
         }
+        Ok(self.finish_file(w, &header, doc_count))
+    }
+
+    /// The sections from SIGNATURES on, the table, the header and the footer, once every
+    /// section before them is written.
+    fn finish_file(&self, mut w: SectionWriter, header: &[u8], doc_count: u64) -> Encoded {
         let split = w.out.len();
         w.push_signatures(doc_count, self.signatures);
         // Block checksums over every section so far, so that a reader can check the bytes it
         // uses, 4 KiB at a time, the first time it uses them.
-        let checksums = block_checksums(&w.out, self.signatures);
+        let checksums = block_checksums(&w.out, self.signatures, header.len());
         w.push(
             KIND_CHECKSUMS,
             (0, 0, 0),
             (checksums.len() / 4) as u64,
             &checksums,
         );
-        Ok((w.finish(&self.header(doc_count)), split))
+        let (bytes, meta_crc) = w.finish(header);
+        Encoded {
+            bytes,
+            split,
+            meta_crc,
+        }
     }
 
     /// The number of documents, once the signatures are checked to be `record_bytes` each.
@@ -351,12 +390,18 @@ impl Draft<'_> {
             + FOOTER_LEN
     }
 
-    /// The header of the segment being encoded.
-    fn header(&self, doc_count: u64) -> Header {
-        Header {
+    /// The header of the segment being encoded: version 2's 64 bytes without an identity,
+    /// version 3's 96 with one (its flags saying which optional sections follow).
+    fn header(&self, doc_count: u64) -> Vec<u8> {
+        let (version, flags) = match self.identity {
+            None => (SEGMENT_FORMAT_V2, 0),
+            Some(_) if self.sets.is_some() => (SEGMENT_FORMAT_V3, FLAG_SHINGLES),
+            Some(_) => (SEGMENT_FORMAT_V3, 0),
+        };
+        let header = Header {
             magic: SEGMENT_MAGIC,
-            version: U32::new(SEGMENT_FORMAT_VERSION),
-            flags: U32::new(0),
+            version: U32::new(version),
+            flags: U32::new(flags),
             num_bands: U32::new(self.num_bands),
             bucket_cap: U32::new(self.cap),
             base_docno: U64::new(self.base),
@@ -364,7 +409,20 @@ impl Draft<'_> {
             doc_count: U64::new(doc_count),
             record_bytes: U32::new(self.record_bytes),
             reserved: [0; 12],
+        };
+        let mut bytes = header.as_bytes().to_vec();
+        if let Some(id) = self.identity {
+            bytes.truncate(IDENTITY_TAIL_OFFSET);
+            let tail = IdentityTail {
+                reserved: [0; 4],
+                db_id: id.db_id.0,
+                file_id: U64::new(id.file_id),
+                reserved_end: [0; 16],
+            };
+            bytes.extend_from_slice(tail.as_bytes());
+            debug_assert_eq!(bytes.len(), HEADER_V3_LEN);
         }
+        bytes
     }
 }
 
@@ -380,10 +438,11 @@ struct SectionWriter {
 }
 
 impl SectionWriter {
-    /// A writer with room for the header, filled in by [`SectionWriter::finish`].
-    fn new(num_bands: u32) -> Self {
+    /// A writer with room for a header of `header_len` bytes, filled in by
+    /// [`SectionWriter::finish`].
+    fn new(num_bands: u32, header_len: usize) -> Self {
         SectionWriter {
-            out: vec![0u8; HEADER_LEN],
+            out: vec![0u8; header_len],
             sections: Vec::with_capacity(num_bands as usize + 7),
             gap: 0,
         }
@@ -442,15 +501,15 @@ impl SectionWriter {
     }
 
     /// The section table, `header` in its place and the footer (with the metadata checksum):
-    /// the file's bytes but the signatures.
-    fn finish(mut self, header: &Header) -> Vec<u8> {
+    /// the file's bytes but the signatures, and that checksum.
+    fn finish(mut self, header: &[u8]) -> (Vec<u8>, u32) {
         let table_at = self.out.len();
         let section_table_offset = (table_at + self.gap) as u64;
         for s in &self.sections {
             self.out.extend_from_slice(s.as_bytes());
         }
-        if let Some(h) = self.out.get_mut(..HEADER_LEN) {
-            h.copy_from_slice(header.as_bytes());
+        if let Some(h) = self.out.get_mut(..header.len()) {
+            h.copy_from_slice(header);
         }
         let mut footer = Footer {
             section_table_offset: U64::new(section_table_offset),
@@ -461,13 +520,13 @@ impl SectionWriter {
             magic: SEGMENT_FOOTER_MAGIC,
         };
         let crc = meta_crc(
-            header.as_bytes(),
+            header,
             self.out.get(table_at..).unwrap_or_default(),
             footer.as_bytes(),
         );
         footer.meta_crc = U32::new(crc);
         self.out.extend_from_slice(footer.as_bytes());
-        self.out
+        (self.out, crc)
     }
 }
 
@@ -484,16 +543,17 @@ pub(super) fn sets_section(ends: &[u64], data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The CRC of each 4 KiB block of the file bytes from offset 64 up to the end of
-/// `head ‖ signatures` (`head` holds the file from offset 0), blocks aligned with the file's
-/// pages: block j is bytes `max(64, 4096·j) .. min(4096·(j + 1), end)` (`format/segment.md`).
-fn block_checksums(head: &[u8], signatures: &[u8]) -> Vec<u8> {
+/// The CRC of each 4 KiB block of the file bytes from the end of the header (`header_len`:
+/// 64, or 96 in version 3) up to the end of `head ‖ signatures` (`head` holds the file from
+/// offset 0), blocks aligned with the file's pages: block j is bytes
+/// `max(header_len, 4096·j) .. min(4096·(j + 1), end)` (`format/segment.md`).
+fn block_checksums(head: &[u8], signatures: &[u8], header_len: usize) -> Vec<u8> {
     let end = head.len() + signatures.len();
     (0..end.div_ceil(BLOCK_LEN))
         .into_par_iter()
         .flat_map_iter(|j| {
             let (from, to) = (
-                (j * BLOCK_LEN).max(HEADER_LEN),
+                (j * BLOCK_LEN).max(header_len),
                 ((j + 1) * BLOCK_LEN).min(end),
             );
             let mut h = crc32fast::Hasher::new();

@@ -1,7 +1,8 @@
-//! The fixed parts of the byte layout of `format/segment.md`: magic numbers and version, the
-//! header, section-table entry, footer and hot-record structs, the section kinds, and the two
-//! hashes the format defines (the stored band-key bits and the key-index hash) plus the
-//! metadata checksum. Everything here is shared by the encoder and the decoder.
+//! The fixed parts of the byte layout of `format/segment.md`: magic numbers and versions, the
+//! header (version 3's with its identity), section-table entry, footer and hot-record structs,
+//! the section kinds and header flags, and the two hashes the format defines (the stored
+//! band-key bits and the key-index hash) plus the metadata checksum. Everything here is shared
+//! by the encoder and the decoder.
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,15 +14,30 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 pub const SEGMENT_MAGIC: [u8; 8] = *b"MHDBSEG\0";
 /// Last 4 bytes of every segment file.
 pub const SEGMENT_FOOTER_MAGIC: [u8; 4] = *b"MHSF";
-/// The segment format version this build writes (it also reads [`SEGMENT_FORMAT_V1`]).
-pub const SEGMENT_FORMAT_VERSION: u32 = 2;
+/// The segment format version a database of format version 2 writes: a segment built without a
+/// [`FileIdentity`](crate::storage::identity::FileIdentity).
+pub const SEGMENT_FORMAT_VERSION: u32 = SEGMENT_FORMAT_V2;
 /// The first segment format: no signatures (they were in the database's signature log) and
 /// no block checksums. Still read, for version-1 databases opened read-only or upgraded.
 pub const SEGMENT_FORMAT_V1: u32 = 1;
-/// Version 2 checks the data area in blocks of this many bytes.
+/// Signatures and block checksums, no identity: the segments of a version-2 database.
+pub const SEGMENT_FORMAT_V2: u32 = 2;
+/// A 96-byte header carrying the database's identity and the file's number, and flag bits for
+/// the optional sections: a segment built with a
+/// [`FileIdentity`](crate::storage::identity::FileIdentity). The newest version this build reads.
+pub const SEGMENT_FORMAT_V3: u32 = 3;
+/// Where every version keeps the header's `doc_count`, for an error that names the field.
+pub const SEGMENT_DOC_COUNT_OFFSET: u64 = 40;
+/// Versions 2 and 3 check the data area in blocks of this many bytes.
 pub const BLOCK_LEN: usize = 4096;
 
+/// Header length of versions 1 and 2; their data area starts here.
 pub(super) const HEADER_LEN: usize = 64;
+/// Header length of version 3; its data area starts here.
+pub(super) const HEADER_V3_LEN: usize = 96;
+/// Where version 3 keeps the database identity and the file number.
+pub(super) const DB_ID_OFFSET: usize = 56;
+pub(super) const FILE_ID_OFFSET: usize = 72;
 pub(super) const FOOTER_LEN: usize = 32;
 pub(super) const SECTION_ENTRY_LEN: usize = 40;
 pub(super) const HOT_RECORD_LEN: usize = 16;
@@ -35,7 +51,31 @@ pub(super) const KIND_SIGNATURES: u16 = 6;
 /// Stored shingle sets (`format/segment.md`), in the segments of an index that stores them.
 pub(super) const KIND_SHINGLES: u16 = 7;
 pub(super) const KIND_CHECKSUMS: u16 = 8;
+/// Section kinds version 3 reserves for work to come (`format/segment.md`), each with the
+/// feature it stands for: a file holding one is refused as unsupported, never misread.
+pub(super) const RESERVED_KINDS: [(u16, &str); 4] = [
+    (9, "per-document exact hashes (segment section EXACT_HASH)"),
+    (10, "per-document keep values (segment section KEEP)"),
+    (11, "per-document set sizes (segment section SET_SIZE)"),
+    (12, "per-band filters (segment section BAND_FILTER)"),
+];
 
+/// Version 3 header flag: the segment has a SHINGLES section (the one optional section built).
+pub(super) const FLAG_SHINGLES: u32 = 1;
+/// Version 3 header flags reserved for the optional sections to come, with the feature each
+/// stands for; any other unknown bit is refused too.
+pub(super) const RESERVED_FLAGS: [(u32, &str); 4] = [
+    (
+        1 << 1,
+        "per-document exact hashes (segment flag EXACT_HASH)",
+    ),
+    (1 << 2, "per-document keep values (segment flag KEEP)"),
+    (1 << 3, "per-document set sizes (segment flag SET_SIZE)"),
+    (1 << 4, "per-band filters (segment flag BAND_FILTER)"),
+];
+
+/// The header of versions 1 and 2. Version 3's first 52 bytes are the same fields; its
+/// `reserved` bytes are where [`IdentityTail`] begins.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]
 #[repr(C)]
 pub(super) struct Header {
@@ -52,6 +92,21 @@ pub(super) struct Header {
     pub(super) record_bytes: U32,
     pub(super) reserved: [u8; 12],
 }
+
+/// Version 3's header bytes 52..96, after the fields it shares with version 2.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]
+#[repr(C)]
+pub(super) struct IdentityTail {
+    pub(super) reserved: [u8; 4],
+    /// The database's identity (offset 56).
+    pub(super) db_id: [u8; 16],
+    /// The `<id>` of the file's name (offset 72).
+    pub(super) file_id: U64,
+    pub(super) reserved_end: [u8; 16],
+}
+
+/// Where [`IdentityTail`] starts: the end of the fields every version shares.
+pub(super) const IDENTITY_TAIL_OFFSET: usize = 52;
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy)]
 #[repr(C)]
@@ -87,6 +142,9 @@ pub(super) struct HotRecord {
 }
 
 const _: () = assert!(size_of::<Header>() == HEADER_LEN);
+const _: () = assert!(IDENTITY_TAIL_OFFSET + size_of::<IdentityTail>() == HEADER_V3_LEN);
+const _: () =
+    assert!(IDENTITY_TAIL_OFFSET + 4 == DB_ID_OFFSET && DB_ID_OFFSET + 16 == FILE_ID_OFFSET);
 const _: () = assert!(size_of::<SectionEntry>() == SECTION_ENTRY_LEN);
 const _: () = assert!(size_of::<Footer>() == FOOTER_LEN);
 const _: () = assert!(size_of::<HotRecord>() == HOT_RECORD_LEN);
@@ -101,7 +159,8 @@ pub(super) fn key_hash32(key: &[u8]) -> u32 {
     (xxh3_64(key) >> 32) as u32
 }
 
-/// CRC-32 (IEEE) of header ‖ section table ‖ footer bytes 0..24.
+/// CRC-32 (IEEE) of header ‖ section table ‖ footer bytes 0..24 (the whole header: 64 bytes in
+/// versions 1 and 2, 96 in version 3).
 pub(super) fn meta_crc(header: &[u8], section_table: &[u8], footer: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(header);

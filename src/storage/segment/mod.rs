@@ -9,6 +9,10 @@
 //! * [`Segment`] reads those bytes in place (an mmap, a `Vec<u8>`, anything `AsRef<[u8]>`).
 //!   [`Segment::open`] is cheap (O(bands)) and copies nothing; [`Segment::verify`] checks
 //!   every checksum and invariant.
+//! * Given a [`FileIdentity`](crate::storage::identity::FileIdentity), the builder and
+//!   [`combine_segments_as`] write format version 3, whose header carries the database's
+//!   identity and the file's number, and [`Segment::open_as`] checks them; without one they
+//!   write and read version 2 (and version 1 is still read).
 //! * [`combine_segments`] k-way merges segments with disjoint docno ranges, dropping dead
 //!   documents and re-applying bucket caps, using only what the segments store.
 //!
@@ -24,7 +28,7 @@
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
 //! (prefix tables), `encode` (the shared encoder), `builder`, `combine`, `open` (metadata
-//! checks), `blocks` (version 2's checked reads), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
+//! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
 mod bits;
@@ -40,15 +44,17 @@ mod reader;
 mod stats;
 #[cfg(test)]
 mod test_rng;
+#[cfg(test)]
+mod v3_tests;
 mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
-pub use combine::combine_segments;
+pub use combine::{combine_segments, combine_segments_as};
 pub use encode::cap_rank;
 pub(crate) use encode::keep_lowest_ranked;
 pub use format::{
-    BLOCK_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC,
-    band_key32,
+    BLOCK_LEN, SEGMENT_DOC_COUNT_OFFSET, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1,
+    SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, band_key32,
 };
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};

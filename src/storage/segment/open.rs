@@ -1,6 +1,8 @@
 //! Opening a segment: [`Segment::open`] reads the header, footer and section table, checks
 //! the metadata checksum and that every section's kind, offset, widths and size agree, and
 //! keeps the resulting [`Layout`] so that later reads need no further checks of the metadata.
+//! A version-3 file's identity is checked against the one the caller expects, and its flags
+//! and section kinds that this build reserves are refused as unsupported.
 //! O(bands) work; the sections' contents are not read (see `verify.rs` for that).
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
@@ -12,13 +14,15 @@ use zerocopy::FromBytes;
 use super::bits::{bits_below, bits_for};
 use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    BLOCK_LEN, FOOTER_LEN, Footer, HEADER_LEN, HOT_RECORD_LEN, Header, KIND_BAND, KIND_CHECKSUMS,
-    KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES,
-    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION,
-    SEGMENT_MAGIC, SectionEntry, meta_crc,
+    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN,
+    HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND,
+    KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES,
+    KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
+    SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
+use crate::storage::identity::{DbId, FileIdentity, IdentityOffsets, check_file_identity};
 use crate::{Error, Result};
 
 /// Where a SHINGLES section's parts are (`format/segment.md`).
@@ -35,8 +39,12 @@ pub(super) struct SetsSection {
 /// Byte ranges and parameters found by [`Segment::open`]; O(bands) in size.
 #[derive(Clone, Debug)]
 pub(super) struct Layout {
-    /// The file's format version: 1 or 2.
+    /// The file's format version: 1, 2 or 3.
     pub(super) version: u32,
+    /// The identity a version-3 file carries (`None` in versions 1 and 2).
+    pub(super) identity: Option<FileIdentity>,
+    /// The footer's metadata checksum: the root of the chain of checksums over every byte.
+    pub(super) meta_crc: u32,
     /// Bytes of one stored signature (0: none stored, always so in version 1).
     pub(super) record_bytes: usize,
     /// Offset of the SIGNATURES section (version 2).
@@ -63,10 +71,23 @@ pub(super) struct Layout {
 impl<B: AsRef<[u8]>> Segment<B> {
     /// Validates the header, footer, section table and metadata checksum (O(bands) work, no
     /// per-document memory) and returns a view of the segment. `path` only names the file in
-    /// errors.
+    /// errors. The file must carry no identity (versions 1 and 2, as a database of version 2
+    /// or older holds): see [`Segment::open_as`].
     pub fn open(bytes: B, path: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_as(bytes, path, None)
+    }
+
+    /// [`Segment::open`] for a file that must carry `expected`: the database's identity and
+    /// the number of the file's name (a version-3 segment), or, with `None`, no identity (a
+    /// segment of version 1 or 2). Anything else is corruption naming the field that differs:
+    /// the version (offset 8), `db_id` (56) or `file_id` (72).
+    pub fn open_as(
+        bytes: B,
+        path: impl Into<PathBuf>,
+        expected: Option<FileIdentity>,
+    ) -> Result<Self> {
         let path = path.into();
-        let layout = Self::parse(bytes.as_ref(), &path)?;
+        let layout = Self::parse(bytes.as_ref(), &path, expected)?;
         let checked = checked_bits(layout.blocks.as_ref());
         Ok(Segment {
             bytes,
@@ -77,36 +98,39 @@ impl<B: AsRef<[u8]>> Segment<B> {
     }
 
     /// Reads and checks the metadata in file order: header and footer, where the section
-    /// table is, the metadata checksum and version, the header's fields, then every section.
-    fn parse(data: &[u8], path: &Path) -> Result<Layout> {
-        let (header, footer) = read_frame(data, path)?;
-        let table = TableSpan::of(footer, data.len(), path)?;
-        check_meta_crc(data, &table, footer, path)?;
-        // The version is judged only once the metadata checksum, which covers it, matched:
-        // a damaged version field is corruption, not a newer format.
-        let version = header.version.get();
-        if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_FORMAT_V1 {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: SEGMENT_FORMAT_VERSION,
-            });
-        }
+    /// table is, the metadata checksum and version, the identity, the header's fields, then
+    /// every section.
+    fn parse(data: &[u8], path: &Path, expected: Option<FileIdentity>) -> Result<Layout> {
+        let meta = Metadata::read(data, path)?;
+        let identity = meta.identity(data);
+        check_file_identity(
+            path,
+            "segment",
+            identity,
+            expected,
+            IdentityOffsets {
+                version: 8,
+                db_id: DB_ID_OFFSET as u64,
+                file_id: FILE_ID_OFFSET as u64,
+            },
+        )?;
         // The metadata is intact as written; still check it is self-consistent, so that a
         // buggy or hostile writer cannot make the reader index out of bounds.
-        let shape = Shape::of(header, footer, table.nsec, path)?;
-        let found = read_sections(data, path, &shape, table.at)?;
+        let shape = Shape::of(data, &meta, path)?;
+        let found = read_sections(data, path, &shape, meta.table.at)?;
         let key_index = found
             .key_index
-            .ok_or_else(|| corrupt(path, table.at as u64, "no key index"))?;
+            .ok_or_else(|| corrupt(path, meta.table.at as u64, "no key index"))?;
         Ok(Layout {
             version: shape.version,
+            identity,
+            meta_crc: meta.footer.meta_crc.get(),
             record_bytes: shape.record_bytes,
             signatures: found.signatures,
             sets: found.sets,
             blocks: found.blocks,
             num_bands: shape.num_bands,
-            bucket_cap: header.bucket_cap.get(),
+            bucket_cap: meta.header.bucket_cap.get(),
             base: shape.base,
             span: shape.span,
             doc_count: shape.doc_count,
@@ -118,6 +142,71 @@ impl<B: AsRef<[u8]>> Segment<B> {
             bands: found.bands,
             hot: found.hot,
             sections: found.sections,
+        })
+    }
+}
+
+/// The header, footer and section table's place, once the metadata checksum matched and the
+/// version is one this build reads.
+struct Metadata<'a> {
+    header: &'a Header,
+    footer: &'a Footer,
+    table: TableSpan,
+    /// 64, or 96 in version 3.
+    header_len: usize,
+}
+
+impl<'a> Metadata<'a> {
+    fn read(data: &'a [u8], path: &Path) -> Result<Self> {
+        let (header, footer) = read_frame(data, path)?;
+        // Trusted only once the checksum matched: a damaged version field makes the checksum
+        // cover the wrong number of header bytes, and so fail.
+        let header_len = if header.version.get() == SEGMENT_FORMAT_V3 {
+            HEADER_V3_LEN
+        } else {
+            HEADER_LEN
+        };
+        if data.len() < header_len + FOOTER_LEN {
+            return Err(bad(
+                path,
+                data.len(),
+                format!("file is {} bytes, shorter than header + footer", data.len()),
+            ));
+        }
+        let table = TableSpan::of(footer, data.len(), header_len, path)?;
+        check_meta_crc(data, header_len, &table, footer, path)?;
+        // The version is judged only once the metadata checksum, which covers it, matched:
+        // a damaged version field is corruption, not a newer format.
+        let version = header.version.get();
+        if !(SEGMENT_FORMAT_V1..=SEGMENT_FORMAT_V3).contains(&version) {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SEGMENT_FORMAT_V3,
+            });
+        }
+        Ok(Metadata {
+            header,
+            footer,
+            table,
+            header_len,
+        })
+    }
+
+    /// Version 3's header bytes 52..96 (`None` in versions 1 and 2).
+    fn tail(&self, data: &'a [u8]) -> Option<&'a IdentityTail> {
+        if self.header_len != HEADER_V3_LEN {
+            return None;
+        }
+        let bytes = data.get(IDENTITY_TAIL_OFFSET..HEADER_V3_LEN)?;
+        IdentityTail::ref_from_bytes(bytes).ok()
+    }
+
+    /// The identity a version-3 file carries.
+    fn identity(&self, data: &[u8]) -> Option<FileIdentity> {
+        self.tail(data).map(|t| FileIdentity {
+            db_id: DbId(t.db_id),
+            file_id: t.file_id.get(),
         })
     }
 }
@@ -175,9 +264,9 @@ struct TableSpan {
 }
 
 impl TableSpan {
-    /// The footer's section table, checked to lie between the header and the footer and to
-    /// end exactly at the footer.
-    fn of(footer: &Footer, len: usize, path: &Path) -> Result<Self> {
+    /// The footer's section table, checked to lie between the header (`header_len` bytes)
+    /// and the footer and to end exactly at the footer.
+    fn of(footer: &Footer, len: usize, header_len: usize, path: &Path) -> Result<Self> {
         let footer_at = len - FOOTER_LEN;
         let nsec = footer.num_sections.get() as usize;
         let table_at = footer.section_table_offset.get();
@@ -188,7 +277,7 @@ impl TableSpan {
             .ok()
             .and_then(|t| t.checked_add(table_len))
             != Some(footer_at)
-            || table_at < HEADER_LEN as u64
+            || table_at < header_len as u64
         {
             return Err(bad(
                 path,
@@ -207,8 +296,14 @@ impl TableSpan {
 }
 
 /// Checks the metadata checksum over the header, the section table and the footer.
-fn check_meta_crc(data: &[u8], table: &TableSpan, footer: &Footer, path: &Path) -> Result<()> {
-    let header_bytes = data.get(..HEADER_LEN).unwrap_or_default();
+fn check_meta_crc(
+    data: &[u8],
+    header_len: usize,
+    table: &TableSpan,
+    footer: &Footer,
+    path: &Path,
+) -> Result<()> {
+    let header_bytes = data.get(..header_len).unwrap_or_default();
     let table_bytes = data.get(table.at..table.footer_at).unwrap_or_default();
     let footer_bytes = data.get(table.footer_at..).unwrap_or_default();
     if meta_crc(header_bytes, table_bytes, footer_bytes) != footer.meta_crc.get() {
@@ -224,6 +319,8 @@ fn check_meta_crc(data: &[u8], table: &TableSpan, footer: &Footer, path: &Path) 
 /// What the header says the file holds, checked against itself and the section count.
 struct Shape {
     version: u32,
+    /// Where the data area starts: 64, or 96 in version 3.
+    header_len: usize,
     record_bytes: usize,
     num_bands: u32,
     /// The segment stores shingle sets (a SHINGLES section).
@@ -236,26 +333,33 @@ struct Shape {
 }
 
 impl Shape {
-    fn of(header: &Header, footer: &Footer, nsec: usize, path: &Path) -> Result<Self> {
+    fn of(data: &[u8], meta: &Metadata<'_>, path: &Path) -> Result<Self> {
+        let header = meta.header;
         let version = header.version.get();
-        let v2 = version == SEGMENT_FORMAT_VERSION;
-        let record_bytes = header.record_bytes.get() as usize;
-        if header.flags.get() != 0
-            || header.reserved != [0; 12]
-            || footer.reserved.get() != 0
-            || (!v2 && record_bytes != 0)
-        {
-            return Err(bad(path, 12, "unknown flags or non-zero reserved bytes"));
-        }
-        // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Version 2 adds SIGNATURES
-        // and CHECKSUMS after HOT, and SHINGLES between HOT and SIGNATURES in the segments
-        // of an index that stores shingle sets.
+        let nsec = meta.table.nsec;
         let num_bands = header.num_bands.get();
-        let has_sets = v2 && (num_bands as usize).checked_add(7) == Some(nsec);
-        let fixed = match (v2, has_sets) {
-            (false, _) => 4,
-            (true, false) => 6,
-            (true, true) => 7,
+        let has_sets = match meta.tail(data) {
+            Some(tail) => v3_has_sets(header, tail, path)?,
+            None => {
+                check_v2_reserved(header, path)?;
+                // Version 2 says it stores shingle sets by the one more section.
+                version == SEGMENT_FORMAT_V2 && (num_bands as usize).checked_add(7) == Some(nsec)
+            }
+        };
+        if meta.footer.reserved.get() != 0 {
+            return Err(bad(
+                path,
+                meta.table.footer_at + 12,
+                "non-zero reserved bytes",
+            ));
+        }
+        // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Versions 2 and 3 add
+        // SIGNATURES and CHECKSUMS after HOT, and SHINGLES between HOT and SIGNATURES in the
+        // segments of an index that stores shingle sets.
+        let fixed = match (version, has_sets) {
+            (SEGMENT_FORMAT_V1, _) => 4,
+            (_, false) => 6,
+            (_, true) => 7,
         };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
             return Err(bad(
@@ -264,19 +368,11 @@ impl Shape {
                 format!("{num_bands} bands but {nsec} sections"),
             ));
         }
-        let base = header.base_docno.get();
-        let span = header.span.get();
-        let doc_count = header.doc_count.get();
-        if base.checked_add(span).is_none() || doc_count > span || doc_count > u64::from(u32::MAX) {
-            return Err(bad(
-                path,
-                24,
-                format!("bad range: base {base} span {span} docs {doc_count}"),
-            ));
-        }
+        let (base, span, doc_count) = range_of(header, path)?;
         Ok(Shape {
             version,
-            record_bytes,
+            header_len: meta.header_len,
+            record_bytes: header.record_bytes.get() as usize,
             num_bands,
             has_sets,
             nsec,
@@ -308,6 +404,61 @@ impl Shape {
         let index = if kind == KIND_BAND { (i - 3) as u32 } else { 0 };
         (kind, index)
     }
+}
+
+/// Versions 1 and 2: no flags, reserved bytes zero, and no signatures in version 1.
+fn check_v2_reserved(header: &Header, path: &Path) -> Result<()> {
+    let v1 = header.version.get() == SEGMENT_FORMAT_V1;
+    if header.flags.get() != 0
+        || header.reserved != [0; 12]
+        || (v1 && header.record_bytes.get() != 0)
+    {
+        return Err(bad(path, 12, "unknown flags or non-zero reserved bytes"));
+    }
+    Ok(())
+}
+
+/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES is present. A
+/// flag this build reserves for a later one, or does not know, is refused as unsupported
+/// (checked after the metadata checksum, so a damaged flag reads as corruption).
+fn v3_has_sets(header: &Header, tail: &IdentityTail, path: &Path) -> Result<bool> {
+    if tail.reserved != [0; 4] {
+        return Err(bad(path, IDENTITY_TAIL_OFFSET, "non-zero reserved bytes"));
+    }
+    if tail.reserved_end != [0; 16] {
+        return Err(bad(path, FILE_ID_OFFSET + 8, "non-zero reserved bytes"));
+    }
+    let flags = header.flags.get();
+    let unknown = flags & !FLAG_SHINGLES;
+    if unknown != 0 {
+        let feature = RESERVED_FLAGS
+            .iter()
+            .find(|(bit, _)| unknown & bit != 0)
+            .map_or_else(
+                || format!("segment flag bit {}", unknown.trailing_zeros()),
+                |(_, feature)| (*feature).to_string(),
+            );
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            feature,
+        });
+    }
+    Ok(flags & FLAG_SHINGLES != 0)
+}
+
+/// The header's docno range and document count, checked against each other.
+fn range_of(header: &Header, path: &Path) -> Result<(u64, u64, u64)> {
+    let base = header.base_docno.get();
+    let span = header.span.get();
+    let doc_count = header.doc_count.get();
+    if base.checked_add(span).is_none() || doc_count > span || doc_count > u64::from(u32::MAX) {
+        return Err(bad(
+            path,
+            24,
+            format!("bad range: base {base} span {span} docs {doc_count}"),
+        ));
+    }
+    Ok((base, span, doc_count))
 }
 
 /// One section-table entry, placed: its fields and the byte range it covers.
@@ -348,7 +499,7 @@ fn read_sections(data: &[u8], path: &Path, shape: &Shape, table_at: usize) -> Re
         bands: Vec::with_capacity(shape.num_bands as usize),
         ..Found::default()
     };
-    let mut expect_at = HEADER_LEN;
+    let mut expect_at = shape.header_len;
     for i in 0..shape.nsec {
         let e = place_entry(data, path, shape, table_at, i, expect_at)?;
         if !found.take(&e, data, shape, path)? {
@@ -389,6 +540,9 @@ fn place_entry(
         .ok_or_else(|| bad(path, at, "cannot read section entry"))?;
     let (kind, off, len) = (e.kind.get(), e.offset.get(), e.len.get());
     let (want_kind, want_index) = shape.expected_kind(i);
+    if kind != want_kind && shape.version == SEGMENT_FORMAT_V3 {
+        refuse_reserved_kind(kind, path)?;
+    }
     if kind != want_kind || e.index.get() != want_index || e.reserved.get() != 0 {
         return Err(bad(
             path,
@@ -427,6 +581,18 @@ fn place_entry(
     })
 }
 
+/// A section kind version 3 reserves for later work is refused as unsupported (checked after
+/// the metadata checksum, which covers the section table).
+fn refuse_reserved_kind(kind: u16, path: &Path) -> Result<()> {
+    match RESERVED_KINDS.iter().find(|(k, _)| *k == kind) {
+        Some((_, feature)) => Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            feature: (*feature).to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
 impl Found {
     /// Records section `e` and says whether its widths, count and length agree with its kind
     /// and with what came before (an error for a damaged checksum table).
@@ -461,7 +627,7 @@ impl Found {
                     && e.count == shape.doc_count
                     && e.count.checked_mul(shape.record_bytes as u64) == Some(e.len)
             }
-            _ => self.take_checksums(e, data, path)?,
+            _ => self.take_checksums(e, data, shape, path)?,
         })
     }
 
@@ -493,7 +659,13 @@ impl Found {
     /// CHECKSUMS: one CRC per block of every byte from the first section to this one, in
     /// blocks aligned with the file's pages. The table's own CRC is checked now (4 bytes per
     /// 4 KiB): every later block check trusts it.
-    fn take_checksums(&mut self, e: &Entry, data: &[u8], path: &Path) -> Result<bool> {
+    fn take_checksums(
+        &mut self,
+        e: &Entry,
+        data: &[u8],
+        shape: &Shape,
+        path: &Path,
+    ) -> Result<bool> {
         let want = e.start.div_ceil(BLOCK_LEN) as u64;
         if !(e.a == 0 && e.b == 0 && e.count == want && e.len == want * 4) {
             return Ok(false);
@@ -503,7 +675,7 @@ impl Found {
             return Err(bad(path, e.start, "block checksum table damaged"));
         }
         self.blocks = Some(BlockChecks {
-            start: HEADER_LEN,
+            start: shape.header_len,
             end: e.start,
             table: e.start,
         });

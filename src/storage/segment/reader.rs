@@ -38,7 +38,7 @@ pub struct Segment<B = Vec<u8>> {
     pub(super) bytes: B,
     pub(super) path: PathBuf,
     pub(super) layout: Layout,
-    /// One bit per 4 KiB block whose checksum matched (version 2; see `blocks.rs`).
+    /// One bit per 4 KiB block whose checksum matched (versions 2 and 3; see `blocks.rs`).
     pub(super) checked: Box<[std::sync::atomic::AtomicU64]>,
 }
 
@@ -98,9 +98,27 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.layout.doc_count
     }
 
-    /// The file's format version (1 or 2).
+    /// The file's format version (1, 2 or 3).
     pub fn format_version(&self) -> u32 {
         self.layout.version
+    }
+
+    /// The database identity and file number a version-3 segment carries (`None` for
+    /// versions 1 and 2). [`Segment::open_as`] has checked it against the caller's.
+    pub fn identity(&self) -> Option<crate::storage::identity::FileIdentity> {
+        self.layout.identity
+    }
+
+    /// The footer's metadata checksum, the root of the chain of checksums that covers every
+    /// byte of the file (header, section table, block and section checksums): what a
+    /// version-3 manifest records to pin the segment's content.
+    pub fn meta_crc(&self) -> u32 {
+        self.layout.meta_crc
+    }
+
+    /// The byte offset of the footer's `meta_crc` field, for an error that names it.
+    pub fn meta_crc_offset(&self) -> u64 {
+        self.data().len().saturating_sub(8) as u64
     }
 
     /// Bytes of one stored signature; 0 when the segment stores none (every version-1
