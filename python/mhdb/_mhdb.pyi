@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Generic, Literal, Optional, Union, final, overload
+from typing import Any, Generic, Literal, Optional, Protocol, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,12 @@ _MinHashPair = tuple[_Key, _Key, float]
 """A near-duplicate pair of a MinHash index: ``(older key, newer key, jaccard)``."""
 _SimHashPair = tuple[_Key, _Key, int, float]
 """A near-duplicate pair of a SimHash index: ``(older key, newer key, distance, cosine)``."""
+
+class _ArrowStream(Protocol):
+    """An object exporting the Arrow C stream interface: a pyarrow ``Table`` or
+    ``RecordBatchReader``, a Polars ``DataFrame``, a pandas ``DataFrame``, a DuckDB result."""
+
+    def __arrow_c_stream__(self, requested_schema: Any = None, /) -> object: ...
 
 def index_params_for(threshold: Optional[float] = None, **params: Any) -> dict[str, Any]:
     """The parameters ``Index.create(path, threshold, **params)`` would store (as
@@ -367,6 +373,39 @@ class Index(Generic[_KindT]):
         threshold: Optional[float] = None,
     ) -> list[_NearDuplicate]:
         """As above, with the keys and the texts from two iterables."""
+    @overload
+    def insert_arrow(
+        self,
+        data: _ArrowStream,
+        *,
+        id: str,
+        text: str,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[False] = False,
+    ) -> int:
+        """Inserts (or replaces) the rows of an Arrow table or stream (``__arrow_c_stream__``:
+        pyarrow, Polars, pandas, DuckDB), the key from column ``id`` (strings, binary or
+        integers, an integer as its decimal digits) and the text from column ``text`` (or
+        dotted paths into struct columns), read in Rust without the GIL; loaded and committed
+        as :meth:`insert_many` loads its items. A missing column, one of the wrong type, or a
+        row with a null or bad value (named by row and column: ``row 7: column "text" is
+        null``) raises :class:`InvalidParameterError`; a failure of the stream itself
+        :class:`Error`."""
+    @overload
+    def insert_arrow(
+        self,
+        data: _ArrowStream,
+        *,
+        id: str,
+        text: str,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[True],
+        threshold: Optional[float] = None,
+    ) -> list[_NearDuplicate]:
+        """Stores only the rows no stored document, nor an earlier row, is similar to, as
+        ``insert_many(novel_only=True)``; returns the others, in order, with their matches."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:

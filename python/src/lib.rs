@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod arrow;
 pub mod banding;
 pub mod bbit;
 pub mod convert;
