@@ -139,6 +139,31 @@ class MinHasher:
     @staticmethod
     def jaccard(a: _SignatureLike, b: _SignatureLike) -> float:
         """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""
+    def sketch_tokens(
+        self, tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]], width: int = 1
+    ) -> npt.NDArray[np.uint64]:
+        """The signature of a token list (``format/hashing.md`` §15): ``str`` and ``int``
+        (signed 64-bit) tokens, taken as given (no normalization). ``width=1``: the set of the
+        tokens (order and repeats do not matter); ``width=N``: runs of N tokens. ``"1"`` and
+        ``1`` are different tokens."""
+    def sketch_tokens_many(
+        self,
+        token_lists: Iterable[Union[Iterable[Union[str, int]], npt.NDArray[np.int64]]],
+        width: int = 1,
+    ) -> npt.NDArray[np.uint64]:
+        """Signatures of many token lists, shape ``(n, num_perm)``, on every core without the
+        GIL."""
+    def sketch_hashes(
+        self, hashes: Union[npt.NDArray[np.uint64], Sequence[int]]
+    ) -> npt.NDArray[np.uint64]:
+        """The signature of a set given by its 64-bit element hashes, which skip the hashing
+        step: they must be uniformly random over 64 bits (a 64-bit hash's output); small ints
+        such as ids belong in :meth:`sketch_tokens`. A keyed hasher's key does not apply."""
+    def sketch_hashes_many(
+        self, hash_sets: Iterable[Union[npt.NDArray[np.uint64], Sequence[int]]]
+    ) -> npt.NDArray[np.uint64]:
+        """Signatures of many element-hash sets, shape ``(n, num_perm)``, on every core
+        without the GIL."""
 
 @final
 class QueryIterator(Iterator[list[_MatchT]], Generic[_MatchT]):
@@ -278,7 +303,7 @@ class Index(Generic[_KindT]):
         """The stored parameters."""
     @property
     def hasher(self) -> MinHasher:
-        """A :class:`MinHasher` with this index's signature parameters."""
+        """A :class:`MinHasher` with this index's signature parameters (and key, if keyed)."""
     def insert(
         self, key: _Key, text: Optional[str] = None, signature: Optional[_SignatureLike] = None
     ) -> None:

@@ -377,12 +377,14 @@ impl PyIndex {
         params_dict(py, db.params())
     }
 
-    /// A :class:`MinHasher` with this index's signature parameters (raises
-    /// :class:`SchemeMismatchError` for an index of datasketch signatures).
+    /// A :class:`MinHasher` with this index's signature parameters, and the key of a keyed
+    /// index (raises :class:`SchemeMismatchError` for an index of datasketch signatures, and
+    /// an error saying so for a keyed index opened without its key).
     #[getter]
     fn hasher(&self, py: Python<'_>) -> PyResult<crate::hasher::PyMinHasher> {
         let db = self.db(py)?;
-        let inner = db.params().hasher().or_raise(py)?;
+        // The open database's signer: with a keyed index's key, as the index signs text.
+        let inner = db.hasher().or_raise(py)?.clone();
         Ok(crate::hasher::PyMinHasher { inner })
     }
 

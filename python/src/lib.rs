@@ -15,6 +15,7 @@ pub mod hasher;
 pub mod index;
 pub mod ingest;
 pub mod params;
+pub mod tokens;
 
 use pyo3::prelude::*;
 
