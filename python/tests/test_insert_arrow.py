@@ -4,7 +4,10 @@ core's column rules, loaded as insert_many loads its items."""
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -201,3 +204,44 @@ def test_data_without_an_arrow_stream_is_a_type_error(tmp_index_path: pathlib.Pa
     with mhdb.Index.create(tmp_index_path) as idx:
         with pytest.raises(TypeError, match="Arrow C stream interface"):
             idx.insert_arrow([("a", "text")], id="id", text="text")
+
+
+def progress_during(call: Callable[[], object]) -> int:
+    """How often a second thread counted during `call`, with the switch interval so long that
+    the interpreter never takes the GIL from a thread holding it (as test_gil.py measures):
+    the count moves only while `call` releases the GIL."""
+    count, stop = [0], threading.Event()
+
+    def count_forever() -> None:
+        while not stop.is_set():
+            count[0] += 1
+            time.sleep(0.001)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    thread = threading.Thread(target=count_forever, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.01)  # (releases the GIL: the counter starts)
+        before = count[0]
+        call()
+        return count[0] - before
+    finally:
+        stop.set()
+        sys.setswitchinterval(old)
+        thread.join()
+
+
+def test_insert_arrow_releases_the_gil(tmp_path: pathlib.Path) -> None:
+    pa = import_or_skip("pyarrow")
+    words = [f"word{i}" for i in range(5000)]
+    texts = [" ".join(words[(i * 7919 + j * 31) % 5000] for j in range(300)) for i in range(4000)]
+    table = pa.table({"id": [f"d{i}" for i in range(4000)], "text": texts})
+
+    def hold_the_gil() -> None:
+        assert sum(i * i for i in range(3_000_000))
+
+    with mhdb.Index.create(tmp_path / "idx") as idx:
+        assert progress_during(hold_the_gil) == 0  # the control
+        assert progress_during(lambda: idx.insert_arrow(table, id="id", text="text")) > 0
+        assert len(idx) == 4000
