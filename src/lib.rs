@@ -23,7 +23,7 @@
 
 pub mod db;
 pub mod error;
-#[cfg(feature = "input")]
+#[cfg(feature = "arrow-input")]
 pub mod input;
 pub mod sketch;
 pub mod storage;

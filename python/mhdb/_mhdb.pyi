@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Generic, Literal, Optional, Union, final, overload
+from typing import Any, Generic, Literal, Optional, Protocol, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,12 @@ _MinHashPair = tuple[_Key, _Key, float]
 """A near-duplicate pair of a MinHash index: ``(older key, newer key, jaccard)``."""
 _SimHashPair = tuple[_Key, _Key, int, float]
 """A near-duplicate pair of a SimHash index: ``(older key, newer key, distance, cosine)``."""
+
+class _ArrowStream(Protocol):
+    """An object exporting the Arrow C stream interface: a pyarrow ``Table`` or
+    ``RecordBatchReader``, a Polars ``DataFrame``, a pandas ``DataFrame``, a DuckDB result."""
+
+    def __arrow_c_stream__(self, requested_schema: Any = None, /) -> object: ...
 
 def index_params_for(threshold: Optional[float] = None, **params: Any) -> dict[str, Any]:
     """The parameters ``Index.create(path, threshold, **params)`` would store (as
@@ -133,6 +139,31 @@ class MinHasher:
     @staticmethod
     def jaccard(a: _SignatureLike, b: _SignatureLike) -> float:
         """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""
+    def sketch_tokens(
+        self, tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]], width: int = 1
+    ) -> npt.NDArray[np.uint64]:
+        """The signature of a token list (``format/hashing.md`` §15): ``str`` and ``int``
+        (signed 64-bit) tokens, taken as given (no normalization). ``width=1``: the set of the
+        tokens (order and repeats do not matter); ``width=N``: runs of N tokens. ``"1"`` and
+        ``1`` are different tokens."""
+    def sketch_tokens_many(
+        self,
+        token_lists: Iterable[Union[Iterable[Union[str, int]], npt.NDArray[np.int64]]],
+        width: int = 1,
+    ) -> npt.NDArray[np.uint64]:
+        """Signatures of many token lists, shape ``(n, num_perm)``, on every core without the
+        GIL."""
+    def sketch_hashes(
+        self, hashes: Union[npt.NDArray[np.uint64], Sequence[int]]
+    ) -> npt.NDArray[np.uint64]:
+        """The signature of a set given by its 64-bit element hashes, which skip the hashing
+        step: they must be uniformly random over 64 bits (a 64-bit hash's output); small ints
+        such as ids belong in :meth:`sketch_tokens`. A keyed hasher's key does not apply."""
+    def sketch_hashes_many(
+        self, hash_sets: Iterable[Union[npt.NDArray[np.uint64], Sequence[int]]]
+    ) -> npt.NDArray[np.uint64]:
+        """Signatures of many element-hash sets, shape ``(n, num_perm)``, on every core
+        without the GIL."""
 
 @final
 class QueryIterator(Iterator[list[_MatchT]], Generic[_MatchT]):
@@ -272,7 +303,7 @@ class Index(Generic[_KindT]):
         """The stored parameters."""
     @property
     def hasher(self) -> MinHasher:
-        """A :class:`MinHasher` with this index's signature parameters."""
+        """A :class:`MinHasher` with this index's signature parameters (and key, if keyed)."""
     def insert(
         self, key: _Key, text: Optional[str] = None, signature: Optional[_SignatureLike] = None
     ) -> None:
@@ -367,6 +398,39 @@ class Index(Generic[_KindT]):
         threshold: Optional[float] = None,
     ) -> list[_NearDuplicate]:
         """As above, with the keys and the texts from two iterables."""
+    @overload
+    def insert_arrow(
+        self,
+        data: _ArrowStream,
+        *,
+        id: str,
+        text: str,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[False] = False,
+    ) -> int:
+        """Inserts (or replaces) the rows of an Arrow table or stream (``__arrow_c_stream__``:
+        pyarrow, Polars, pandas, DuckDB), the key from column ``id`` (strings, binary or
+        integers, an integer as its decimal digits) and the text from column ``text`` (or
+        dotted paths into struct columns), read in Rust without the GIL; loaded and committed
+        as :meth:`insert_many` loads its items. A missing column, one of the wrong type, or a
+        row with a null or bad value (named by row and column: ``row 7: column "text" is
+        null``) raises :class:`InvalidParameterError`; a failure of the stream itself
+        :class:`Error`."""
+    @overload
+    def insert_arrow(
+        self,
+        data: _ArrowStream,
+        *,
+        id: str,
+        text: str,
+        commit_every: int = 10000,
+        on_commit: Optional[Callable[[int], object]] = None,
+        novel_only: Literal[True],
+        threshold: Optional[float] = None,
+    ) -> list[_NearDuplicate]:
+        """Stores only the rows no stored document, nor an earlier row, is similar to, as
+        ``insert_many(novel_only=True)``; returns the others, in order, with their matches."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:

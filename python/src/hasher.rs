@@ -8,6 +8,7 @@ use pyo3::pybacked::PyBackedStr;
 use rayon::prelude::*;
 
 use crate::convert::SketchArgs;
+use crate::tokens::{PyToken, as_tokens, hashes_from_py, signatures_matrix, tokens_from_py};
 
 /// Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies.
 ///
@@ -154,6 +155,88 @@ impl PyMinHasher {
         let a = crate::convert::signature_from_py(a)?;
         let b = crate::convert::signature_from_py(b)?;
         a.jaccard(&b).map_err(|e| crate::errors::to_py(py, e))
+    }
+
+    /// The signature of a token list (``format/hashing.md`` §15): ``tokens`` is an iterable
+    /// of ``str`` and ``int`` (signed 64-bit) tokens, or a 1-D ``int64`` numpy array.
+    ///
+    /// With ``width=1`` (the default) each token is one set element, so order and repeats do
+    /// not matter; with ``width=N`` each run of N consecutive tokens is one element. A string
+    /// token is hashed as its UTF-8 bytes and an integer as a type byte and its 8 bytes, so
+    /// ``"1"`` and ``1`` differ. Tokens are not normalized: this hasher's ``shingle``,
+    /// ``nfkc``, ``lowercase`` and ``collapse_whitespace`` do not apply; its scheme, seed and
+    /// key (an index's :attr:`Index.hasher`) do. Insert the result with
+    /// ``Index.insert(key, signature=...)`` into an index of the same scheme, seed and
+    /// ``num_perm``.
+    ///
+    /// Raises:
+    ///     TypeError: a token is neither ``str`` nor ``int`` (``bool`` is refused too).
+    ///     ValueError: an ``int`` outside the signed 64-bit range.
+    ///     InvalidParameterError: ``width`` outside 1..=64.
+    #[pyo3(signature = (tokens, width = 1))]
+    fn sketch_tokens<'py>(
+        &self,
+        py: Python<'py>,
+        tokens: &Bound<'py, PyAny>,
+        width: usize,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let tokens = tokens_from_py(tokens, "tokens")?;
+        let sig = py
+            .detach(|| self.inner.sketch_tokens(&as_tokens(&tokens), width))
+            .map_err(|e| crate::errors::to_py(py, e))?;
+        Ok(sig.slots().to_vec().into_pyarray(py))
+    }
+
+    /// Signatures of many token lists (each as :meth:`sketch_tokens` takes it), shape
+    /// ``(n, num_perm)``; the lists are read first, then signed on every core without the GIL.
+    #[pyo3(signature = (token_lists, width = 1))]
+    fn sketch_tokens_many<'py>(
+        &self,
+        py: Python<'py>,
+        token_lists: &Bound<'py, PyAny>,
+        width: usize,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let lists: Vec<Vec<PyToken>> = token_lists
+            .try_iter()?
+            .enumerate()
+            .map(|(i, list)| tokens_from_py(&list?, &format!("token_lists[{i}]")))
+            .collect::<PyResult<_>>()?;
+        signatures_matrix(py, &self.inner, lists.len(), |i| {
+            self.inner.sketch_tokens(&as_tokens(&lists[i]), width)
+        })
+    }
+
+    /// The signature of a set given by its 64-bit element hashes (a 1-D ``uint64`` array, or
+    /// a sequence of ints), which skip the hashing step (``format/hashing.md`` §15): they go
+    /// straight to MinHash. They must be uniformly random over all 64 bits (a 64-bit hash
+    /// such as XXH3-64): ``oph`` bins an element by its high 32 bits, so small ints (ids)
+    /// would all share one bin; give those to :meth:`sketch_tokens`. A keyed hasher's key is
+    /// not applied to them.
+    fn sketch_hashes<'py>(
+        &self,
+        py: Python<'py>,
+        hashes: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let hashes = hashes_from_py(hashes, "hashes")?;
+        let sig = py.detach(|| self.inner.sketch_hashes(&hashes));
+        Ok(sig.slots().to_vec().into_pyarray(py))
+    }
+
+    /// Signatures of many element-hash sets (each as :meth:`sketch_hashes` takes it), shape
+    /// ``(n, num_perm)``, signed on every core without the GIL.
+    fn sketch_hashes_many<'py>(
+        &self,
+        py: Python<'py>,
+        hash_sets: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let sets: Vec<Vec<u64>> = hash_sets
+            .try_iter()?
+            .enumerate()
+            .map(|(i, set)| hashes_from_py(&set?, &format!("hash_sets[{i}]")))
+            .collect::<PyResult<_>>()?;
+        signatures_matrix(py, &self.inner, sets.len(), |i| {
+            Ok(self.inner.sketch_hashes(&sets[i]))
+        })
     }
 
     fn __repr__(&self) -> String {

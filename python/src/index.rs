@@ -180,6 +180,47 @@ fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py,
     PyList::new(py, items)
 }
 
+/// The novelty options of `insert_many` and `insert_arrow`, their arguments checked.
+fn load_options(
+    py: Python<'_>,
+    commit_every: usize,
+    novel_only: bool,
+    threshold: Option<f64>,
+) -> PyResult<Option<NoveltyOptions>> {
+    if commit_every == 0 {
+        return Err(invalid(py, "commit_every", "must be at least 1"));
+    }
+    if threshold.is_some() && !novel_only {
+        return Err(invalid(py, "threshold", "is for novel_only=True"));
+    }
+    Ok(novel_only.then_some(NoveltyOptions {
+        threshold,
+        ..NoveltyOptions::default()
+    }))
+}
+
+/// What `insert_many` and `insert_arrow` return: the number of documents committed; with
+/// `novel_only`, the documents not stored, with their matches.
+fn load_result<'py>(
+    py: Python<'py>,
+    novel_only: bool,
+    (committed, skipped): (u64, ingest::NearDuplicates),
+) -> PyResult<Bound<'py, PyAny>> {
+    if !novel_only {
+        return Ok(committed.into_pyobject(py)?.into_any());
+    }
+    let skipped = skipped
+        .iter()
+        .map(|(key, matches)| {
+            PyTuple::new(
+                py,
+                [key_to_py(py, key), matches_to_py(py, matches)?.into_any()],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, skipped)?.into_any())
+}
+
 #[pymethods]
 impl PyIndex {
     /// Creates a new index in ``path`` (a directory that must not hold one already).
@@ -336,12 +377,14 @@ impl PyIndex {
         params_dict(py, db.params())
     }
 
-    /// A :class:`MinHasher` with this index's signature parameters (raises
-    /// :class:`SchemeMismatchError` for an index of datasketch signatures).
+    /// A :class:`MinHasher` with this index's signature parameters, and the key of a keyed
+    /// index (raises :class:`SchemeMismatchError` for an index of datasketch signatures, and
+    /// an error saying so for a keyed index opened without its key).
     #[getter]
     fn hasher(&self, py: Python<'_>) -> PyResult<crate::hasher::PyMinHasher> {
         let db = self.db(py)?;
-        let inner = db.params().hasher().or_raise(py)?;
+        // The open database's signer: with a keyed index's key, as the index signs text.
+        let inner = db.hasher().or_raise(py)?.clone();
         Ok(crate::hasher::PyMinHasher { inner })
     }
 
@@ -462,33 +505,59 @@ impl PyIndex {
         novel_only: bool,
         threshold: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if commit_every == 0 {
-            return Err(invalid(py, "commit_every", "must be at least 1"));
-        }
-        if threshold.is_some() && !novel_only {
-            return Err(invalid(py, "threshold", "is for novel_only=True"));
-        }
-        let novelty = novel_only.then_some(NoveltyOptions {
-            threshold,
-            ..NoveltyOptions::default()
-        });
+        let novelty = load_options(py, commit_every, novel_only, threshold)?;
         let db = self.db(py)?;
         let mut source = Source::new(items, texts)?;
-        let (committed, skipped) =
-            ingest::insert_many(py, &db, &mut source, commit_every, on_commit, novelty)?;
-        if !novel_only {
-            return Ok(committed.into_pyobject(py)?.into_any());
-        }
-        let skipped = skipped
-            .iter()
-            .map(|(key, matches)| {
-                PyTuple::new(
-                    py,
-                    [key_to_py(py, key), matches_to_py(py, matches)?.into_any()],
-                )
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(PyList::new(py, skipped)?.into_any())
+        let loaded = ingest::insert_many(py, &db, &mut source, commit_every, on_commit, novelty)?;
+        load_result(py, novel_only, loaded)
+    }
+
+    /// Inserts (or replaces) the rows of an Arrow table or stream as documents: ``data`` is
+    /// any object exporting the Arrow C stream interface (``__arrow_c_stream__``): a pyarrow
+    /// ``Table`` or ``RecordBatchReader``, a Polars ``DataFrame``, a DuckDB result, or a
+    /// pandas ``DataFrame`` through ``pyarrow.Table.from_pandas``.
+    ///
+    /// ``id`` names the key column and ``text`` the text column (or a dotted path into struct
+    /// columns, ``"meta.url"``), read as ``mhdb add`` reads Parquet and Arrow files: a key
+    /// column holds strings (``large_string`` and string views too), binary, or integers
+    /// (the key is the decimal digits, so ``17`` is the key ``"17"``); a text column holds
+    /// strings, or binary that is UTF-8; dictionary-encoded columns are read as their values.
+    /// The columns are read in Rust, without a Python object per row and without the GIL.
+    ///
+    /// Rows are loaded exactly as :meth:`insert_many` loads its items: ``commit_every`` at a
+    /// time, each batch signed on every core and committed atomically and durably, then
+    /// ``on_commit(n)``; ``novel_only`` and ``threshold`` as there, and so is the result.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: a column is missing or of a type that cannot be a key or a
+    ///         text (``parameter`` is ``"data"``); a row with a null key or text, a text that
+    ///         is not UTF-8 or has no shingles, or a key longer than the maximum, named by
+    ///         its row (counted from 0) and column: ``row 7: column "text" is null``. As in
+    ///         :meth:`insert_many`, the batch holding the bad row is not committed.
+    ///     TypeError: ``data`` does not export an Arrow stream.
+    ///     Error: the stream failed while it was read (the producer's message).
+    #[pyo3(signature = (
+        data, *, id, text, commit_every = 10_000, on_commit = None, novel_only = false,
+        threshold = None
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
+    fn insert_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        id: &str,
+        text: &str,
+        commit_every: usize,
+        on_commit: Option<&Bound<'py, PyAny>>,
+        novel_only: bool,
+        threshold: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let novelty = load_options(py, commit_every, novel_only, threshold)?;
+        let db = self.db(py)?;
+        let names = crate::arrow::Names { id, text };
+        let loaded =
+            crate::arrow::insert_arrow(py, &db, data, names, commit_every, on_commit, novelty)?;
+        load_result(py, novel_only, loaded)
     }
 
     /// Deletes ``key``. Returns whether it was present.

@@ -20,6 +20,8 @@ pub enum Origin {
     /// `insert_many`: position `at` of the input named `param` (`items`, or `texts` beside
     /// keys).
     Many { param: &'static str, at: usize },
+    /// `insert_arrow`: row `at` of the data, counted from 0 as dataframes index rows.
+    Row { at: u64 },
 }
 
 /// A document as the binding hands it to the library.
@@ -78,6 +80,26 @@ pub fn insert_many(
     on_commit: Option<&Bound<'_, PyAny>>,
     novelty: Option<NoveltyOptions>,
 ) -> PyResult<(u64, NearDuplicates)> {
+    let identity = |record: PyRecord| Ok(record);
+    load(py, db, source, &identity, commit_every, on_commit, novelty)
+}
+
+/// [`insert_many`] from any source, its items made records by `parse` (on any core): the
+/// batch-atomic load that `insert_many` and `insert_arrow` share.
+pub fn load<S, P, T>(
+    py: Python<'_>,
+    db: &Db,
+    source: &mut S,
+    parse: &P,
+    commit_every: usize,
+    on_commit: Option<&Bound<'_, PyAny>>,
+    novelty: Option<NoveltyOptions>,
+) -> PyResult<(u64, NearDuplicates)>
+where
+    S: ingest::Source<Error = PyErr>,
+    P: Fn(S::Item) -> Result<Record<T, Origin>, Rejected<Origin>> + Sync,
+    T: AsRef<str> + Send,
+{
     let mut ingest = Ingest::new(db, Mode::Atomic { commit_every });
     if let Some(opts) = novelty {
         ingest = ingest.novel_only(opts);
@@ -86,9 +108,8 @@ pub fn insert_many(
         callback: on_commit,
         near_duplicates: Vec::new(),
     };
-    let identity = |record: PyRecord| Ok(record);
     ingest
-        .run(source, &identity, &mut sink)
+        .run(source, parse, &mut sink)
         .map_err(|stop| stopped(py, stop))?;
     Ok((ingest.counts().committed, sink.near_duplicates))
 }
@@ -111,6 +132,9 @@ fn refusal(rejected: Rejected<Origin>) -> mhdb::Error {
     let (param, doc) = match rejected.origin {
         Origin::Insert => (None, format!("key {key:?}")),
         Origin::Many { param, at } => (Some(param), format!("{param}[{at}] (key {key:?})")),
+        // A row whose values could not be read has no key to name.
+        Origin::Row { at } if rejected.key.is_none() => (Some("data"), format!("row {at}")),
+        Origin::Row { at } => (Some("data"), format!("row {at} (key {key:?})")),
     };
     match rejected.fault {
         Fault::Signature(mhdb::Error::InvalidParameter { name, reason }) => {

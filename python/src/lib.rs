@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod arrow;
 pub mod banding;
 pub mod bbit;
 pub mod convert;
@@ -14,6 +15,7 @@ pub mod hasher;
 pub mod index;
 pub mod ingest;
 pub mod params;
+pub mod tokens;
 
 use pyo3::prelude::*;
 

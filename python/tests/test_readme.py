@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import mhdb
-from conftest import REPO
+from conftest import REPO, import_or_skip
 
 
 def example(marker: str) -> str:
@@ -62,3 +62,14 @@ def test_insert_if_novel_example(
     assert lines[0] == "[]"
     assert lines[1].startswith("[('https://a.example/1', 0.9")
     assert lines[2] == "['c']"
+
+
+def test_insert_arrow_example(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import_or_skip("pyarrow")
+    import_or_skip("polars")
+    run_in(tmp_path, example("python-arrow"))
+    assert capsys.readouterr().out.splitlines() == [
+        "2",
+        "2",
+        "['17', '18', 'https://a.example/1', 'https://a.example/2']",
+    ]

@@ -11,8 +11,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, Fields as SchemaFields, Schema};
 
-use super::json::within_key_limit;
-use super::{Error, Fields, Id};
+use super::{Error, Fields, Id, within_key_limit};
 
 /// What a column holds for a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::io::Read;
 
 use csv::{ByteRecord, ErrorKind, ReaderBuilder};
 
-use super::json::within_key_limit;
 use super::reader::{RowBatch, Rows};
+use super::within_key_limit;
 use super::{BATCH_ROWS, Error, Fields, Id, Position};
 
 /// The records of one CSV or TSV input.

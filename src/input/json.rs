@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::db::MAX_KEY_LEN;
+use super::within_key_limit;
 
 /// Where a line is, as messages name it: `corpus.jsonl:17`.
 #[derive(Clone, Copy, Debug)]
@@ -115,19 +115,6 @@ fn lookup_mut<'v>(value: &'v mut Value, field: &str) -> Option<&'v mut Value> {
         return value.get_mut(field);
     }
     field.split('.').try_fold(value, |v, part| v.get_mut(part))
-}
-
-/// `key` if a database can hold it (at most [`MAX_KEY_LEN`] bytes), else why not, so that it
-/// is refused as the input record it came from (file and line), not later as a whole
-/// command's parameter.
-pub fn within_key_limit(key: Vec<u8>) -> Result<Vec<u8>, String> {
-    if key.len() > MAX_KEY_LEN {
-        return Err(format!(
-            "is {} bytes long, at most {MAX_KEY_LEN} allowed",
-            key.len()
-        ));
-    }
-    Ok(key)
 }
 
 /// A key given in JSON: a string, or `{"hex": "…"}`. `Err`: why it is not one, for the caller

@@ -56,24 +56,45 @@
 //! | `parquet`, `ipc`, `csv` | each format's reader, in bounded memory |
 //! | `reader` | the files in turn as one source; items, places and records |
 
+// Feature `arrow-input` builds only what reads Arrow batches a front end holds ([`Columns`]);
+// `input` adds the files, formats and compression, with their crates (Parquet, zstd, ...).
+// The rules above name the readers of `input`, which are not there without it.
+#![cfg_attr(not(feature = "input"), allow(rustdoc::broken_intra_doc_links))]
+
 mod columns;
+#[cfg(feature = "input")]
 mod csv;
+#[cfg(feature = "input")]
 mod decompress;
+#[cfg(feature = "input")]
 mod detect;
+#[cfg(feature = "input")]
 mod ipc;
+#[cfg(feature = "input")]
 mod json;
+#[cfg(feature = "input")]
 mod lines;
+#[cfg(feature = "input")]
 mod parquet;
+#[cfg(feature = "input")]
 mod paths;
+#[cfg(feature = "input")]
 mod reader;
 
 use std::fmt;
 
+use crate::db::MAX_KEY_LEN;
+
 pub use columns::{ColumnPath, Columns, RowValues};
+#[cfg(feature = "input")]
 pub use detect::{Compression, Format};
-pub use json::{At, JsonLine, key_from_json, within_key_limit};
+#[cfg(feature = "input")]
+pub use json::{At, JsonLine, key_from_json};
+#[cfg(feature = "input")]
 pub use lines::{Line, Lines};
+#[cfg(feature = "input")]
 pub use paths::{InputFile, expand};
+#[cfg(feature = "input")]
 pub use reader::{Item, Origin, Position, Reader};
 
 /// Rows read from a Parquet or Arrow file at a time: a bound on the memory a file takes.
@@ -130,3 +151,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `key` if a database can hold it (at most [`MAX_KEY_LEN`] bytes), else why not, so that it
+/// is refused as the input record it came from (file and line), not later as a whole
+/// command's parameter.
+pub fn within_key_limit(key: Vec<u8>) -> Result<Vec<u8>, String> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(format!(
+            "is {} bytes long, at most {MAX_KEY_LEN} allowed",
+            key.len()
+        ));
+    }
+    Ok(key)
+}

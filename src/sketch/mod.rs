@@ -1,6 +1,6 @@
-//! The sketching core: text → shingles → MinHash signature → b-bit packing and LSH band keys;
-//! or text → weighted shingles → SimHash fingerprint → pigeonhole block keys. Either can be
-//! keyed by a secret so that nobody without it can predict a signature.
+//! The sketching core: text (or a token list) → shingles → MinHash signature → b-bit packing
+//! and LSH band keys; or text → weighted shingles → SimHash fingerprint → pigeonhole block
+//! keys. Either can be keyed by a secret so that nobody without it can predict a signature.
 //!
 //! `format/hashing.md` is the normative description of everything computed here.
 
@@ -15,6 +15,7 @@ pub mod shingle;
 pub mod shingle_set;
 pub mod simhash;
 pub mod spec;
+pub mod tokens;
 mod xxh3_short;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
@@ -25,3 +26,4 @@ pub use shingle::{ShingleConfig, ShingleKind};
 pub use shingle_set::ShingleSet;
 pub use simhash::{MAX_HAMMING, SimHash, SimHasher, SimParams, SimWeighting, cosine_from_hamming};
 pub use spec::{MAX_NUM_PERM, SPEC_VERSION, Scheme};
+pub use tokens::Token;

@@ -3,13 +3,16 @@
 
 It prints the golden vectors that tests/golden_vectors.rs checks mhdb against (stored in
 tests/golden/vectors.json); with the argument `keyed-simhash`, those of keyed hashing (§12) and
-SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json).
+SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json); with
+`tokens`, those of token lists (§15) that tests/golden_tokens.rs and the Python package's
+tests check (tests/golden/tokens.json).
 Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
 or come from the standard library:
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install xxhash
     /tmp/v/bin/python tools/conformance/reference_sketch.py > tests/golden/vectors.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
 
 If this script and mhdb ever disagree, one of them no longer follows the spec.
 """
@@ -358,10 +361,102 @@ def keyed_simhash_main():
     print()
 
 
+# --- §15 token lists -------------------------------------------------------------------------
+
+def token_input(token):
+    """A token's hashing input: a string's UTF-8 bytes; 0xFF and LE64 of an integer."""
+    if isinstance(token, str):
+        return token.encode("utf-8")
+    return b"\xff" + (token & M64).to_bytes(8, "little")
+
+
+def token_shingles(tokens, width):
+    """The shingles of §15 as byte strings, in order."""
+    inputs = [token_input(t) for t in tokens]
+    if width == 1:
+        return inputs
+    if not inputs:
+        return []
+    n = min(width, len(inputs))
+    return [
+        b"".join(len(x).to_bytes(4, "little") + x for x in inputs[i:i + n])
+        for i in range(len(inputs) - n + 1)
+    ]
+
+
+def token_signature(tokens, width, scheme, k, seed, key=None):
+    if key is None:
+        s = derive(scheme, seed, "shingle")
+        hashes = [xxh3(x, s) for x in token_shingles(tokens, width)]
+    else:
+        k0, k1 = keyed_subkey(key, scheme, seed)
+        hashes = [siphash13(k0, k1, x) for x in token_shingles(tokens, width)]
+    return hashes, (kperm(hashes, k, seed) if scheme == "kperm" else oph(hashes, k, seed))
+
+
+TOKEN_LISTS = [
+    ["the", "quick", "brown", "fox", "jumps"],
+    ["fox", "the", "jumps", "quick", "brown", "the"],
+    [1, 2, 3, 4, 5],
+    ["1", 1],
+    [-1, 0, 9223372036854775807, -9223372036854775808],
+    ["日本", "語", "🦀", "", "Straße"],
+    ["ab", "c"],
+    ["a", "bc"],
+    ["a"],
+    [],
+]
+
+# (scheme, seed, keyed)
+TOKEN_CONFIGS = [("oph", 7, False), ("kperm", 7, False), ("oph", 0, True)]
+
+# Precomputed element hashes (§15), sketched as they are.
+GIVEN_HASHES = [0x0123456789ABCDEF, 0xFEDCBA9876543210, 0x8000000000000001, 0x00000000FFFFFFFF]
+
+
+def tokens_main():
+    out = {
+        "spec_version": SPEC,
+        "test_key": TEST_KEY.hex(),
+        "inputs": [
+            {"token": t, "input": token_input(t).hex()}
+            for t in ["1", 1, -1, "", "é", 9223372036854775807, -9223372036854775808]
+        ],
+        "ngrams": [
+            {"tokens": tokens, "width": w, "shingles": [x.hex() for x in token_shingles(tokens, w)]}
+            for tokens, w in [(["ab", "c"], 2), ([7, "x", "y"], 2), (["a", "b"], 3)]
+        ],
+        "cases": [],
+        "given_hashes": {
+            "hashes": [f"{h:016x}" for h in GIVEN_HASHES],
+            "oph_seed7_slots16": [f"{v:016x}" for v in oph(GIVEN_HASHES, 16, 7)],
+            "kperm_seed7_slots16": [f"{v:016x}" for v in kperm(GIVEN_HASHES, 16, 7)],
+        },
+    }
+    for scheme, seed, keyed in TOKEN_CONFIGS:
+        for width in (1, 2, 3):
+            for tokens in TOKEN_LISTS:
+                key = TEST_KEY if keyed else None
+                hashes, s16 = token_signature(tokens, width, scheme, 16, seed, key)
+                _, s128 = token_signature(tokens, width, scheme, 128, seed, key)
+                digest = xxh3(b"".join(v.to_bytes(8, "little") for v in s128), 0)
+                out["cases"].append({
+                    "scheme": scheme, "seed": seed, "keyed": keyed, "width": width,
+                    "tokens": tokens,
+                    "hashes": [f"{h:016x}" for h in hashes],
+                    "slots16": [f"{v:016x}" for v in s16],
+                    "digest128": f"{digest:016x}",
+                })
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["keyed-simhash"]:
         keyed_simhash_main()
+    elif sys.argv[1:] == ["tokens"]:
+        tokens_main()
     elif sys.argv[1:]:
-        sys.exit("usage: reference_sketch.py [keyed-simhash]")
+        sys.exit("usage: reference_sketch.py [keyed-simhash | tokens]")
     else:
         main()
