@@ -150,9 +150,12 @@ fn routes(app: &Arc<App>) -> Router {
         .with_state(app.clone())
 }
 
+/// What a server reads, and the same database as a writer's handle with `--writer`.
+type Served = (Arc<dyn ReadIndex>, Option<Arc<Db>>);
+
 /// What `args` name, opened as `--writer` asks: one database for writing (also the index
 /// queries read), or one database or shards read-only. A keyed index must have its key.
-fn open(args: &ServeArgs) -> CliResult<(Arc<dyn ReadIndex>, Option<Arc<Db>>)> {
+fn open(args: &ServeArgs) -> CliResult<Served> {
     let (index, writer): (Arc<dyn ReadIndex>, _) = if args.writer {
         let db = Arc::new(Db::open(writer_path(args)?, mhdb::db::Options::default())?);
         (db.clone(), Some(db))
