@@ -3,8 +3,8 @@
 //! it is up), and the test speaks HTTP/1.1 over a plain TCP stream. Every endpoint answers in
 //! the shape the CLI prints; bad requests get JSON errors; the bounds hold; a read-only
 //! server follows a writer process; shards served as one index answer as `mhdb query` over
-//! them answers, and follow writers shard by shard; concurrent insert-if-novel clients never store two
-//! near-duplicates; SIGTERM finishes what was acknowledged. Nothing asserts on timing: where
+//! them answers, and follow writers shard by shard; concurrent insert-if-novel clients never
+//! store two near-duplicates; SIGTERM finishes what was acknowledged. Nothing asserts on timing: where
 //! the test waits for the server to do something, it polls with a generous deadline.
 
 mod common;
