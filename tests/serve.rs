@@ -2,8 +2,9 @@
 //! port (it prints the address it bound first thing, which the test reads: no sleeping until
 //! it is up), and the test speaks HTTP/1.1 over a plain TCP stream. Every endpoint answers in
 //! the shape the CLI prints; bad requests get JSON errors; the bounds hold; a read-only
-//! server follows a writer process; concurrent insert-if-novel clients never store two
-//! near-duplicates; SIGTERM finishes what was acknowledged. Nothing asserts on timing: where
+//! server follows a writer process; shards served as one index answer as `mhdb query` over
+//! them answers, and follow writers shard by shard; concurrent insert-if-novel clients never
+//! store two near-duplicates; SIGTERM finishes what was acknowledged. Nothing asserts on timing: where
 //! the test waits for the server to do something, it polls with a generous deadline.
 
 mod common;
@@ -41,8 +42,18 @@ impl Server {
         flags: &[&str],
         env: impl FnOnce(&mut std::process::Command),
     ) -> Server {
-        let mut cmd = mhdb(&["serve", s(db), "--listen", "127.0.0.1:0"]);
-        cmd.args(flags)
+        Self::launch(&[db], flags, env)
+    }
+
+    /// A server over every path of `dbs` (one database, shards, or glob patterns).
+    fn launch(
+        dbs: &[&Path],
+        flags: &[&str],
+        env: impl FnOnce(&mut std::process::Command),
+    ) -> Server {
+        let mut cmd = mhdb(&["serve", "--listen", "127.0.0.1:0"]);
+        cmd.args(dbs)
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -751,4 +762,142 @@ fn damage_is_a_500_naming_the_file_and_offset() {
     let message = answer.error(500, "corruption");
     assert!(message.contains(".seg at byte offset"), "{message}");
     assert_eq!(server.get("/health").status, 200);
+}
+
+/// Three shards (`dir/shard-N/idx`) of the family corpus, dealt out round-robin; the last
+/// also stores `doc-0` with another family's text, so that it answers for that key.
+fn family_shards(dir: &Path) -> Vec<PathBuf> {
+    let docs = family_docs(60);
+    (0..3)
+        .map(|i| {
+            let mut part: Vec<_> = docs.iter().skip(i).step_by(3).cloned().collect();
+            if i == 2 {
+                part.push((b"doc-0".to_vec(), family_text(45)));
+            }
+            let shard = dir.join(format!("shard-{i}"));
+            std::fs::create_dir(&shard).unwrap();
+            database_of(&shard, &part)
+        })
+        .collect()
+}
+
+#[test]
+fn shards_are_served_as_the_cli_answers_over_them_and_followed_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = family_shards(dir.path());
+    let args: Vec<&str> = shards.iter().map(|p| s(p)).collect();
+    let pattern = dir.path().join("shard-*").join("idx");
+    // Quoted (no shell here), the pattern reaches the server, which expands it.
+    let server = Server::launch(&[&pattern], &["--refresh-ms", "20"], |_| {});
+    let cli_json = |extra: &[&str]| -> Value {
+        let mut argv = vec!["query"];
+        argv.extend(&args);
+        argv.extend(extra);
+        argv.push("--json");
+        serde_json::from_str(&ok(&argv)).unwrap()
+    };
+    for i in [0, 13, 45, 58] {
+        let text = family_text(i);
+        let cli = cli_json(&["--text", &text]);
+        assert!(!cli["matches"].as_array().unwrap().is_empty(), "{cli}");
+        assert_eq!(server.post("/query", &json!({"text": text})).json(), cli);
+        assert_eq!(
+            server
+                .post("/query", &json!({"text": text, "top": 4}))
+                .json(),
+            cli_json(&["--text", &text, "--top", "4"])
+        );
+        assert_eq!(
+            server
+                .post("/query", &json!({"text": text, "limit": 2}))
+                .json(),
+            cli_json(&["--text", &text, "--limit", "2"])
+        );
+    }
+    // `doc-0` answers from the last shard, with family 45's text.
+    let ids = |v: &Value| -> Vec<String> {
+        v["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let family_45 = server
+        .post("/query", &json!({"text": family_text(45)}))
+        .json();
+    assert!(
+        ids(&family_45).contains(&"doc-0".to_string()),
+        "{family_45}"
+    );
+    let family_0 = server
+        .post("/query", &json!({"text": family_text(0)}))
+        .json();
+    assert!(!ids(&family_0).contains(&"doc-0".to_string()), "{family_0}");
+
+    let queries: String = (0..40)
+        .map(|i| format!("{}\n", json!({"id": i, "text": family_text(i * 7 % 60)})))
+        .collect();
+    let file = dir.path().join("queries.jsonl");
+    std::fs::write(&file, &queries).unwrap();
+    let mut argv = vec!["query"];
+    argv.extend(&args);
+    argv.extend(["--jsonl", s(&file)]);
+    let expected = json_lines(ok(&argv).as_bytes());
+    let batch = server.request("POST", "/query_batch", &[], queries.as_bytes());
+    assert_eq!(json_lines(&batch.body), expected);
+    assert_eq!(expected.len(), 40);
+
+    let mut argv = vec!["stats"];
+    argv.extend(&args);
+    argv.push("--json");
+    let stats: Value = serde_json::from_str(&ok(&argv)).unwrap();
+    assert_eq!(server.get("/stats").json(), stats);
+    assert_eq!(stats["total"]["live_docs"], 61);
+
+    // A writer commits to the middle shard: the server moves that shard on.
+    let text = family_text(1234);
+    let more = dir.path().join("more.jsonl");
+    write_corpus(&more, &[(b"late".to_vec(), text.clone())]);
+    ok(&["add", args[1], s(&more)]);
+    let deadline = Instant::now() + PATIENCE;
+    while server.get("/stats").json()["total"]["live_docs"] != 62 {
+        assert!(
+            Instant::now() < deadline,
+            "the server never saw the writer's commit to a shard"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let cli = cli_json(&["--text", &text]);
+    assert_eq!(cli["matches"][0]["id"], "late");
+    assert_eq!(server.post("/query", &json!({"text": text})).json(), cli);
+    let metrics = String::from_utf8(server.get("/metrics").body).unwrap();
+    assert!(
+        metrics.lines().any(|l| l == "mhdb_live_documents 62"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_writer_takes_one_database_and_refuses_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = family_shards(dir.path());
+    let out = common::cli::run(&[
+        "serve",
+        s(&shards[0]),
+        s(&shards[1]),
+        "--writer",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--writer serves one database"), "{err}");
+    assert!(out.stdout.is_empty(), "it never listened");
+    // Nor does a pattern that names several.
+    let pattern = dir.path().join("shard-*").join("idx");
+    let out = common::cli::run(&["serve", s(&pattern), "--writer", "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    // The shards are left without a writer's lock: one opens for writing.
+    Db::open(&shards[0], mhdb::db::Options::default()).unwrap();
 }

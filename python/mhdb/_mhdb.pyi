@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Generic, Literal, Optional, Protocol, Union, final, overload
+from typing import Any, Generic, Literal, NoReturn, Optional, Protocol, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ __all__ = [
     "bbit_packed_len",
     "Index",
     "QueryIterator",
+    "Shards",
     "SPEC_VERSION",
     "MAX_KEY_LEN",
     "__version__",
@@ -234,6 +235,13 @@ class Index(Generic[_KindT]):
     ) -> Index:
         """Opens an existing index (read-only: no lock, nothing modified); ``key_file`` is a
         keyed index's secret key (else ``MHDB_KEY_FILE`` is read)."""
+    @staticmethod
+    def open_many(
+        paths: Iterable[_PathLike], *, key_file: Optional[_PathLike] = None
+    ) -> Shards:
+        """Opens the indexes at ``paths`` read-only as one index (:class:`Shards`); shards
+        given twice, or whose parameters differ where a query compares them, are refused
+        (:class:`InvalidParameterError`)."""
     @staticmethod
     def upgrade(path: _PathLike, keep_old: bool = False) -> bool:
         """Converts a format-version-1 index to the current format in place; ``False`` when
@@ -555,3 +563,152 @@ class Index(Generic[_KindT]):
         """Adds every live document of the indexes at ``sources``; returns how many."""
     def refresh(self) -> None:
         """Moves a read-only handle to the newest committed state."""
+
+# Shards: indexes opened read-only as one (``Index.open_many``).
+
+@final
+class Shards(Generic[_KindT]):
+    """Indexes opened read-only as one, in the order given (:meth:`Index.open_many`),
+    answering as the index ``Index.merge`` would make of them: a key stored in two shards
+    answers from the later one; "first" means shard order, then insertion order. ``len()``
+    sums the shards' counts (a key stored in two counts in both). The write methods raise
+    :class:`ReadOnlyError`. Every method that does real work releases the GIL."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> Literal[False]:
+        """Closes every shard; an exception inside the ``with`` block propagates."""
+    def close(self) -> None:
+        """Closes every shard; later calls raise :class:`Error`."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+    @property
+    def paths(self) -> list[str]:
+        """The shards' directories, in order."""
+    @property
+    def read_only(self) -> Literal[True]:
+        """Always ``True``."""
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters queries are answered with (the first shard's)."""
+    @overload
+    def query(
+        self: Shards[_MinHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[_MinHashMatch]:
+        """Documents similar to ``text`` or ``signature`` over every shard, best first, as
+        :meth:`Index.query` answers on the merged index (``top`` runs across shards)."""
+    @overload
+    def query(
+        self: Shards[_SimHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[_SimHashMatch]: ...
+    @overload
+    def query(
+        self,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[Union[_MinHashMatch, _SimHashMatch]]: ...
+    @overload
+    def query_many(
+        self: Shards[_MinHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+    ) -> QueryIterator[_MinHashMatch]:
+        """Streams one list of matches per input, in order, as :meth:`Index.query_many`."""
+    @overload
+    def query_many(
+        self: Shards[_SimHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+    ) -> QueryIterator[_SimHashMatch]: ...
+    @overload
+    def query_many(
+        self,
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+    ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
+    def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
+        """The stored signature of ``key`` in the last shard holding it, or ``None``."""
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    @overload
+    def dedup(
+        self: Shards[_MinHash],
+        threshold: Optional[float] = None,
+        format: Literal["pairs"] = "pairs",
+    ) -> Iterator[_MinHashPair]:
+        """Near-duplicates across the shards, as :meth:`Index.dedup` finds them in the
+        merged index (without merging)."""
+    @overload
+    def dedup(
+        self: Shards[_SimHash],
+        threshold: Optional[float] = None,
+        format: Literal["pairs"] = "pairs",
+    ) -> Iterator[_SimHashPair]: ...
+    @overload
+    def dedup(
+        self, threshold: Optional[float] = None, format: Literal["pairs"] = "pairs"
+    ) -> Iterator[Union[_MinHashPair, _SimHashPair]]: ...
+    @overload
+    def dedup(
+        self, threshold: Optional[float], format: Literal["clusters"]
+    ) -> Iterator[list[_Key]]: ...
+    @overload
+    def dedup(
+        self, threshold: Optional[float] = None, *, format: Literal["clusters"]
+    ) -> Iterator[list[_Key]]: ...
+    @overload
+    def dedup(self, threshold: Optional[float], format: Literal["drop"]) -> Iterator[_Key]: ...
+    @overload
+    def dedup(
+        self, threshold: Optional[float] = None, *, format: Literal["drop"]
+    ) -> Iterator[_Key]: ...
+    def stats(self) -> dict[str, Any]:
+        """``{"shards": [...each shard's Index.stats, with "path"...], "total": {...}}``."""
+    def verify(self) -> dict[str, Any]:
+        """Every shard verified: ``{"ok": bool, "files_checked": int, "problems": list[Error]}``."""
+    def refresh(self) -> None:
+        """Moves every shard to its newest committed state."""
+    def insert(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def insert_if_novel(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def insert_many(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def delete(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def merge(self, *args: object, **kwargs: object) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def commit(self) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def flush(self) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""
+    def compact(self) -> NoReturn:
+        """Raises :class:`ReadOnlyError`."""

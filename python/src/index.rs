@@ -1,21 +1,22 @@
-//! `mhdb.Index`: the persistent index, its streaming iterators and its dictionaries.
+//! `mhdb.Index`: the persistent index and its dictionaries (the reads it shares with
+//! `mhdb.Shards`, and its query iterator, are in `reads.rs`).
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mhdb::db::{Db, IndexParams, Match, Novelty, NoveltyOptions, Options, QueryOptions, Stats};
-use numpy::{IntoPyArray, PyArray1};
+use mhdb::db::{
+    Db, IndexParams, Match, Novelty, NoveltyOptions, Options, QueryOptions, ReadIndex, Stats,
+};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use rayon::prelude::*;
 
-use crate::convert::{
-    Doc, count, doc_one_of, key_from_py, key_to_py, signature_from_py, text_from_py,
-};
+use crate::convert::{count, doc_one_of, key_from_py, key_to_py};
 use crate::errors::{self, OrRaise, invalid};
-use crate::ingest::{self, Source, located};
+use crate::ingest::{self, Source};
 use crate::params::{index_params, params_dict};
+use crate::reads::{self, QueryIterator};
+use crate::shards::PyShards;
 
 /// A persistent, crash-safe MinHash-LSH index in a directory.
 ///
@@ -80,10 +81,15 @@ impl PyIndex {
     fn db(&self, py: Python<'_>) -> PyResult<Arc<Db>> {
         self.lock().clone().ok_or_else(|| errors::closed(py))
     }
+
+    /// The open database as the reads see it ([`reads`]), or the "closed" error.
+    fn index(&self, py: Python<'_>) -> PyResult<Arc<dyn ReadIndex>> {
+        Ok(self.db(py)?)
+    }
 }
 
 /// Handle options with the secret key read from `key_file` (keyed hashing), if given.
-fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Options> {
+pub(crate) fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Options> {
     let key = match key_file {
         Some(path) => Some(mhdb::sketch::SecretKey::from_file(&path).or_raise(py)?),
         None => None,
@@ -94,7 +100,7 @@ fn options_with_key(py: Python<'_>, key_file: Option<PathBuf>) -> PyResult<Optio
     })
 }
 
-fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("params", params_dict(py, &s.params)?)?;
     d.set_item("live_docs", s.live_docs)?;
@@ -128,7 +134,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
 
 /// The options of `query` and `query_many`, checked as the command-line tool checks them: a
 /// threshold in (0, 1], counts that are positive ints, and `top` or `limit`, not both.
-fn query_options(
+pub(crate) fn query_options(
     py: Python<'_>,
     threshold: Option<f64>,
     limit: Option<&Bound<'_, PyAny>>,
@@ -155,7 +161,10 @@ fn query_options(
     })
 }
 
-fn matches_to_py<'py>(py: Python<'py>, matches: &[Match]) -> PyResult<Bound<'py, PyList>> {
+pub(crate) fn matches_to_py<'py>(
+    py: Python<'py>,
+    matches: &[Match],
+) -> PyResult<Bound<'py, PyList>> {
     let items = matches
         .iter()
         .map(|m| match m.distance {
@@ -292,6 +301,19 @@ impl PyIndex {
             })
             .or_raise(py)?;
         Ok(PyIndex::wrap(db, read_only))
+    }
+
+    /// Opens the indexes at ``paths`` (an iterable of paths), read-only, as one index: a
+    /// :class:`Shards`. See :class:`Shards` for what it answers and what is refused.
+    /// ``key_file`` is a keyed index's secret key, as for :meth:`open`.
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, key_file = None))]
+    fn open_many(
+        py: Python<'_>,
+        paths: &Bound<'_, PyAny>,
+        key_file: Option<PathBuf>,
+    ) -> PyResult<PyShards> {
+        PyShards::open(py, paths, key_file)
     }
 
     /// Converts an index written in format version 1 (which opens read-only) to the current
@@ -574,20 +596,11 @@ impl PyIndex {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyArray1<u64>>>> {
-        let key = key_from_py(key)?;
-        let db = self.db(py)?;
-        let stored = py
-            .detach(|| db.get(&key).and_then(|s| s.map(|s| s.slots()).transpose()))
-            .or_raise(py)?;
-        Ok(stored.map(|slots| slots.into_pyarray(py)))
+        reads::get(py, &|| self.index(py), key)
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let Ok(key) = key_from_py(key) else {
-            return Ok(false);
-        };
-        let db = self.db(py)?;
-        py.detach(|| db.contains(&key)).or_raise(py)
+        reads::contains(py, &|| self.index(py), key)
     }
 
     /// The number of live documents.
@@ -636,19 +649,8 @@ impl PyIndex {
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let opts = QueryOptions {
-            estimate_only: !exact,
-            ..query_options(py, threshold, limit, top)?
-        };
-        let doc = doc_one_of(py, text, signature)?;
-        let db = self.db(py)?;
-        let result = py
-            .detach(|| match &doc {
-                Doc::Text(t) => db.query_text(t, &opts),
-                Doc::Signature(s) => db.query(s, &opts),
-            })
-            .or_raise(py)?;
-        matches_to_py(py, &result.matches)
+        let index = || self.index(py);
+        reads::query(py, &index, text, signature, threshold, limit, exact, top)
     }
 
     /// Answers many queries, streaming: returns an iterator that yields, for each input in
@@ -670,27 +672,10 @@ impl PyIndex {
         batch_size: usize,
         top: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<QueryIterator> {
-        let opts = query_options(py, threshold, limit, top)?;
-        let (source, by_text) = match (texts, signatures) {
-            (Some(t), None) => (t.try_iter()?, true),
-            (None, Some(s)) => (s.try_iter()?, false),
-            _ => {
-                return Err(invalid(
-                    py,
-                    "texts",
-                    "give exactly one of texts= and signatures=",
-                ));
-            }
-        };
-        Ok(QueryIterator {
-            db: self.db(py)?,
-            source: Some(source.unbind()),
-            by_text,
-            opts,
-            batch_size: batch_size.max(1),
-            read: 0,
-            ready: VecDeque::new(),
-        })
+        let index = || self.index(py);
+        reads::query_many(
+            py, &index, texts, signatures, threshold, limit, batch_size, top,
+        )
     }
 
     /// Near-duplicates inside the index, as an iterator.
@@ -712,63 +697,7 @@ impl PyIndex {
         threshold: Option<f64>,
         format: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let db = self.db(py)?;
-        let t = crate::convert::threshold(py, threshold)?.unwrap_or(db.params().threshold);
-        let items: Vec<Bound<'py, PyAny>> = match format {
-            "pairs" => {
-                let pairs = py
-                    .detach(|| {
-                        let mut pairs = Vec::new();
-                        db.dedup_pairs(
-                            t,
-                            |p| {
-                                pairs.push(p);
-                                Ok(())
-                            },
-                            |_, _| {},
-                        )?;
-                        Ok(pairs)
-                    })
-                    .or_raise(py)?;
-                pairs
-                    .iter()
-                    .map(|p| {
-                        let mut items = vec![key_to_py(py, &p.a), key_to_py(py, &p.b)];
-                        // A SimHash index: (a, b, distance, cosine).
-                        if let Some(d) = p.distance {
-                            items.push(d.into_pyobject(py)?.into_any());
-                        }
-                        items.push(p.similarity.into_pyobject(py)?.into_any());
-                        Ok(PyTuple::new(py, items)?.into_any())
-                    })
-                    .collect::<PyResult<_>>()?
-            }
-            "clusters" | "drop" => {
-                let clusters = py.detach(|| db.dedup_clusters(t)).or_raise(py)?;
-                if format == "clusters" {
-                    clusters
-                        .iter()
-                        .map(
-                            |c| Ok(PyList::new(py, c.iter().map(|k| key_to_py(py, k)))?.into_any()),
-                        )
-                        .collect::<PyResult<_>>()?
-                } else {
-                    clusters
-                        .iter()
-                        .flat_map(|c| c.iter().skip(1))
-                        .map(|k| key_to_py(py, k))
-                        .collect()
-                }
-            }
-            other => {
-                return Err(invalid(
-                    py,
-                    "format",
-                    format!("{other:?} is not one of \"pairs\", \"clusters\", \"drop\""),
-                ));
-            }
-        };
-        Ok(PyList::new(py, items)?.try_iter()?.into_any())
+        reads::dedup(py, &|| self.index(py), threshold, format)
     }
 
     /// Makes every write before this call durable (writes through this API already are
@@ -807,17 +736,7 @@ impl PyIndex {
     ///     exceptions (mostly :class:`CorruptionError`, with ``path`` and ``offset``).
     ///     Use ``if not idx.verify()["ok"]: ...``; nothing is raised for damage found.
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let db = self.db(py)?;
-        let report = py.detach(|| db.verify()).or_raise(py)?;
-        let d = PyDict::new(py);
-        d.set_item("ok", report.is_ok())?;
-        d.set_item("files_checked", report.files_checked)?;
-        let problems = PyList::empty(py);
-        for p in report.problems {
-            problems.append(errors::to_py(py, p).into_value(py))?;
-        }
-        d.set_item("problems", problems)?;
-        Ok(d)
+        reads::verify(py, &|| self.index(py))
     }
 
     /// Writes the live documents as a new, fully compacted index in ``dest`` (which must
@@ -869,82 +788,5 @@ impl PyIndex {
             "read-write"
         };
         format!("Index({:?}, {state})", self.path.to_string_lossy())
-    }
-}
-
-/// The iterator :meth:`Index.query_many` returns: yields one list of ``(key, jaccard)``
-/// per input, in input order.
-#[pyclass(module = "mhdb", name = "QueryIterator")]
-pub struct QueryIterator {
-    db: Arc<Db>,
-    source: Option<Py<pyo3::types::PyIterator>>,
-    by_text: bool,
-    opts: QueryOptions,
-    batch_size: usize,
-    /// How many inputs were read: the position of the next one.
-    read: usize,
-    ready: VecDeque<Vec<Match>>,
-}
-
-#[pymethods]
-impl QueryIterator {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        if self.ready.is_empty() {
-            self.fill(py)?;
-        }
-        match self.ready.pop_front() {
-            Some(m) => Ok(Some(matches_to_py(py, &m)?)),
-            None => Ok(None),
-        }
-    }
-}
-
-impl QueryIterator {
-    /// Reads the next batch of inputs and answers it on every core, without the GIL.
-    fn fill(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(source) = &self.source else {
-            return Ok(());
-        };
-        let mut source = source.bind(py).clone();
-        let mut docs = Vec::with_capacity(self.batch_size);
-        while docs.len() < self.batch_size {
-            match source.next() {
-                Some(item) => {
-                    let item = item?;
-                    let at = self.read;
-                    docs.push(if self.by_text {
-                        Doc::Text(text_from_py(&item, &format!("texts[{at}]"))?)
-                    } else {
-                        Doc::Signature(
-                            signature_from_py(&item)
-                                .map_err(|e| located(py, e, format!("signatures[{at}]")))?,
-                        )
-                    });
-                    self.read += 1;
-                }
-                None => {
-                    self.source = None;
-                    break;
-                }
-            }
-        }
-        let db = &self.db;
-        let opts = self.opts;
-        let results = py
-            .detach(|| {
-                docs.par_iter()
-                    .map(|d| match d {
-                        Doc::Text(t) => db.query_text(t, &opts),
-                        Doc::Signature(s) => db.query(s, &opts),
-                    })
-                    .collect::<mhdb::Result<Vec<_>>>()
-            })
-            .or_raise(py)?;
-        self.ready.extend(results.into_iter().map(|r| r.matches));
-        Ok(())
     }
 }

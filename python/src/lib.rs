@@ -15,6 +15,8 @@ pub mod hasher;
 pub mod index;
 pub mod ingest;
 pub mod params;
+pub mod reads;
+pub mod shards;
 pub mod tokens;
 
 use pyo3::prelude::*;
@@ -29,7 +31,8 @@ fn _mhdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bbit::bbit_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(bbit::bbit_packed_len, m)?)?;
     m.add_class::<index::PyIndex>()?;
-    m.add_class::<index::QueryIterator>()?;
+    m.add_class::<reads::QueryIterator>()?;
+    m.add_class::<shards::PyShards>()?;
     m.add("SPEC_VERSION", mhdb::sketch::SPEC_VERSION)?;
     m.add("MAX_KEY_LEN", mhdb::db::MAX_KEY_LEN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,20 @@ def either_kind(idx: mhdb.Index[Literal["minhash", "simhash"]], unknown: mhdb.In
     assert_type(unknown, mhdb.Index[Any])
     # A handle of either kind is accepted where any index is.
     either_kind(mhdb.Index.create("p"), mhdb.Index.create("q", kind="simhash"))
+
+
+def shards(paths: list[str]) -> None:
+    with mhdb.Index.open_many(paths, key_file="idx.key") as many:
+        assert_type(many, mhdb.Shards[Any])
+        assert_type(many.query("text", top=3), list[tuple[Key, float]])
+        assert_type(many.query_many(texts=["a"]), mhdb.QueryIterator[tuple[Key, float]])
+        assert_type(many.dedup(), Iterator[tuple[Key, Key, float]])
+        assert_type(many.dedup(format="drop"), Iterator[Key])
+        assert_type(many.get("k"), Optional[npt.NDArray[np.uint64]])
+        assert_type(len(many), int)
+        assert_type(many.stats(), dict[str, Any])
+    simhash: mhdb.Shards[Literal["simhash"]] = mhdb.Index.open_many(paths)
+    assert_type(simhash.query("text"), list[tuple[Key, int, float]])
 
 
 def bbit(sigs: npt.NDArray[np.uint64]) -> None:

@@ -147,9 +147,10 @@ pub enum Command {
         after_help = "Example:\n  mhdb demo samples/texts --threshold 0.5\n\n--json: {\"documents\", \"bands\", \"rows\", \"pairs\": [{\"a\", \"b\", \"jaccard\"}], \"s_curve\"};\npairs name files, best first. Files without shingles pair with nothing."
     )]
     Demo(DemoArgs),
-    /// Serve one database over HTTP/JSON (queries; with --writer, inserts and deletes too).
+    /// Serve a database over HTTP/JSON (queries; with --writer, inserts and deletes too), or
+    /// read-only shards as one index.
     #[command(
-        after_help = "Examples:\n  mhdb serve idx\n  mhdb serve idx --writer --listen 127.0.0.1:9000 --token-file token.txt\n  curl -s localhost:8080/query -d '{\"text\": \"the quick brown fox\"}'\n\nEndpoints: POST /query ({\"text\"} or {\"signature\"}, with \"threshold\", \"max_distance\", \"limit\",\n\"top\", \"no_exact\"; answered as `query --json` answers), POST /query_batch (JSON Lines in, one\nanswer line per query out, in input order, streamed), GET /stats (as `stats --json`),\nGET /health, GET /metrics (Prometheus text). With --writer: POST /insert, /insert_if_novel\nand /delete ({\"id\", \"text\"} or a list of them), each answered once durable.\nA read-only server picks up what a writer in another process commits within --refresh-ms.\nErrors are JSON {\"error\", \"kind\"}: 4xx for the request's fault, 5xx for the server's (503\nwith Retry-After when --max-concurrent requests are running). Prints \"listening on\nADDRESS\" on stdout once it accepts connections; SIGTERM or SIGINT stops it after the requests\nunder way finish. TLS is left to a reverse proxy.\nExit codes: 0 stopped by a signal; 1 I/O (the address is taken) or locked; 2 usage (a keyed\nindex without its key, a bad token file)."
+        after_help = "Examples:\n  mhdb serve idx\n  mhdb serve idx --writer --listen 127.0.0.1:9000 --token-file token.txt\n  mhdb serve 'shards/shard-*'\n  curl -s localhost:8080/query -d '{\"text\": \"the quick brown fox\"}'\n\nEndpoints: POST /query ({\"text\"} or {\"signature\"}, with \"threshold\", \"max_distance\", \"limit\",\n\"top\", \"no_exact\"; answered as `query --json` answers), POST /query_batch (JSON Lines in, one\nanswer line per query out, in input order, streamed), GET /stats (as `stats --json`),\nGET /health, GET /metrics (Prometheus text). With --writer: POST /insert, /insert_if_novel\nand /delete ({\"id\", \"text\"} or a list of them), each answered once durable.\nA read-only server picks up what a writer in another process commits within --refresh-ms.\nErrors are JSON {\"error\", \"kind\"}: 4xx for the request's fault, 5xx for the server's (503\nwith Retry-After when --max-concurrent requests are running). Prints \"listening on\nADDRESS\" on stdout once it accepts connections; SIGTERM or SIGINT stops it after the requests\nunder way finish. TLS is left to a reverse proxy.\nExit codes: 0 stopped by a signal; 1 I/O (the address is taken) or locked; 2 usage (a keyed\nindex without its key, a bad token file, --writer with several databases)."
     )]
     Serve(ServeArgs),
 }
@@ -547,14 +548,16 @@ pub struct DemoArgs {
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Database directory.
-    pub db: PathBuf,
+    /// Database directory; several (or a glob pattern) are shards served read-only as one
+    /// index, each followed as a writer commits to it.
+    #[arg(required = true, value_name = "DB")]
+    pub dbs: Vec<PathBuf>,
     /// Address and port to listen on (port 0: any free port, printed on start). Another
     /// address than loopback without --token-file is warned about.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
     /// Open the database for writing (it takes the writer's lock) and serve /insert,
-    /// /insert_if_novel and /delete.
+    /// /insert_if_novel and /delete (one database only: shards are read-only).
     #[arg(long)]
     pub writer: bool,
     /// File holding a bearer token every endpoint but /health requires

@@ -4,15 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use mhdb::db::{Db, Shards};
+use mhdb::db::{Db, ReadIndex, Shards};
 
 use super::output::{CliError, CliResult};
 
-/// What a command reads: one database, or shards answering as one index.
-pub enum Databases {
-    One(Box<Db>),
-    Many(Shards),
-}
+/// What a command reads: one database, or shards answering as one index, read alike through
+/// [`ReadIndex`] (which of the two is decided here, once).
+pub struct Databases(Box<dyn ReadIndex>);
 
 impl Databases {
     /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
@@ -28,28 +26,30 @@ impl Databases {
     /// [`Databases::open`] without the warnings about torn WAL tails (`verify` reports them).
     pub fn open_quietly(args: &[PathBuf]) -> CliResult<Databases> {
         let mut paths = database_args(args)?;
-        let source = if paths.len() == 1 {
-            Databases::One(Box::new(Db::open_read_only(paths.remove(0))?))
+        let index: Box<dyn ReadIndex> = if paths.len() == 1 {
+            Box::new(Db::open_read_only(paths.remove(0))?)
         } else {
-            Databases::Many(Shards::open_many(&paths)?)
+            Box::new(Shards::open_many(&paths)?)
         };
-        Ok(source)
+        Ok(Databases(index))
     }
 
     /// The database whose parameters answer (a shard set's first).
     pub fn first(&self) -> &Db {
-        match self {
-            Databases::One(db) => db.as_ref(),
-            Databases::Many(shards) => &shards.shards()[0],
-        }
+        &self.0.dbs()[0]
     }
 
-    /// Every database read.
-    pub fn dbs(&self) -> &[Db] {
-        match self {
-            Databases::One(db) => std::slice::from_ref(db.as_ref()),
-            Databases::Many(shards) => shards.shards(),
-        }
+    /// The index, for a caller that keeps it (`mhdb serve`).
+    pub fn into_index(self) -> Box<dyn ReadIndex> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Databases {
+    type Target = dyn ReadIndex;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref()
     }
 }
 
@@ -57,7 +57,7 @@ impl Databases {
 /// name and it holds a wildcard (`*`, `?`, `[…]`) that the shell left unexpanded (quoted, or
 /// a shell that does not expand), the paths it matches, sorted by name. A pattern that
 /// matches nothing is an error naming it.
-fn database_args(args: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
+pub fn database_args(args: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
     let mut out = Vec::with_capacity(args.len());
     for arg in args {
         let text = arg.to_string_lossy();

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use mhdb::db::{DedupOptions, DedupPair, DedupStats};
+use mhdb::db::DedupOptions;
 
 use super::args::{DedupArgs, DedupFormat};
 use super::databases::Databases;
@@ -32,11 +32,10 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 Some(db.params().lsh.bands as u64),
                 "{bar:40} band {pos}/{len} {elapsed}",
             );
-            let stats = pairs(
-                &source,
+            let stats = source.dedup_pairs_with_options(
                 t,
                 opts,
-                |p| {
+                &mut |p| {
                     let line = shapes::dedup_pair(&p, exact);
                     writeln!(out, "{line}").map_err(|e| mhdb::Error::Io {
                         path: None,
@@ -44,7 +43,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                         source: e,
                     })
                 },
-                |band, _| {
+                &mut |band, _| {
                     if let Some(b) = &bar {
                         b.set_position(band as u64);
                     }
@@ -60,7 +59,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let mut clusters = 0u64;
-            let stats = clusters_of(&source, t, opts, |c| {
+            let stats = source.for_each_dedup_cluster_with_options(t, opts, &mut |c| {
                 clusters += 1;
                 let (keep, dups) = c
                     .split_first()
@@ -95,31 +94,4 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Every pair, from one database or across shards.
-fn pairs(
-    source: &Databases,
-    t: f64,
-    opts: DedupOptions,
-    emit: impl FnMut(DedupPair) -> mhdb::Result<()>,
-    progress: impl FnMut(usize, usize),
-) -> mhdb::Result<DedupStats> {
-    match source {
-        Databases::One(db) => db.dedup_pairs_with_options(t, opts, emit, progress),
-        Databases::Many(shards) => shards.dedup_pairs_with_options(t, opts, emit, progress),
-    }
-}
-
-/// Every cluster, from one database or across shards.
-fn clusters_of(
-    source: &Databases,
-    t: f64,
-    opts: DedupOptions,
-    emit: impl FnMut(Vec<Vec<u8>>) -> mhdb::Result<()>,
-) -> mhdb::Result<DedupStats> {
-    match source {
-        Databases::One(db) => db.for_each_dedup_cluster_with_options(t, opts, emit),
-        Databases::Many(shards) => shards.for_each_dedup_cluster_with_options(t, opts, emit),
-    }
 }

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use mhdb::db::{Db, Options, ShardsStats, Stats, Upgraded};
-use serde_json::{Value, json};
+use mhdb::db::{Db, IndexStats, Options, ShardsStats, Stats, Upgraded};
+use serde_json::json;
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
 use super::databases::Databases;
@@ -71,10 +71,7 @@ pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
 pub fn verify(args: &VerifyArgs) -> CliResult<ExitCode> {
     // Shards are verified one after the other; the report is one, each problem naming its
     // file.
-    let report = match Databases::open_quietly(&args.dbs)? {
-        Databases::One(db) => db.verify()?,
-        Databases::Many(shards) => shards.verify()?,
-    };
+    let report = Databases::open_quietly(&args.dbs)?.verify()?;
     let corrupt = report.problems.iter().any(|p| p.is_corruption());
     if args.json {
         let problems: Vec<_> = report
@@ -188,48 +185,17 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
 
 /// `mhdb stats`.
 pub fn stats(args: &StatsArgs) -> CliResult<ExitCode> {
-    match Databases::open(&args.dbs)? {
-        Databases::One(db) => {
-            let s = db.stats()?;
-            if args.json {
-                outln!("{}", shapes::stats(&s));
-            } else {
-                print_stats_text(&s)?;
-            }
-        }
-        Databases::Many(shards) => print_shards_stats(&shards.stats()?, args.json)?,
+    let stats = Databases::open(&args.dbs)?.stats()?;
+    match &stats {
+        _ if args.json => outln!("{}", shapes::index_stats(&stats)),
+        IndexStats::One(s) => print_stats_text(s)?,
+        IndexStats::Shards(all) => print_shards_stats(all)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Shards' statistics: each shard's, as one database's are shown, then their totals
-/// (`--json`: `{"shards": [{"path", …one database's stats…}], "total": {…}}`).
-fn print_shards_stats(all: &ShardsStats, json: bool) -> CliResult {
-    if json {
-        let shards: Vec<Value> = all
-            .shards
-            .iter()
-            .map(|(path, s)| {
-                let mut v = shapes::stats(s);
-                if let Value::Object(map) = &mut v {
-                    map.insert("path".into(), path.to_string_lossy().into());
-                }
-                v
-            })
-            .collect();
-        let total = json!({
-            "shards": all.shards.len(),
-            "live_docs": all.live_docs,
-            "deleted_docs": all.deleted_docs,
-            "memtable_docs": all.memtable_docs,
-            "segments": all.segments,
-            "bytes": all.bytes,
-            "hot_buckets": all.hot_buckets,
-            "torn_tails": all.torn_tails,
-        });
-        outln!("{}", json!({"shards": shards, "total": total}));
-        return Ok(());
-    }
+/// Shards' statistics: each shard's, as one database's are shown, then their totals.
+fn print_shards_stats(all: &ShardsStats) -> CliResult {
     for (path, s) in &all.shards {
         outln!("shard         {}", path.display());
         print_stats_text(s)?;

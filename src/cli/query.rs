@@ -1,13 +1,13 @@
 //! `mhdb query`: one text, one file, or one query per JSONL line, streamed: answered on every
 //! core a window at a time and written in input order as they come. Several databases (or a
-//! glob pattern naming them) are shards answering as one index (`sources.rs`).
+//! glob pattern naming them) are shards answering as one index (`databases.rs`).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use mhdb::db::{Db, QueryOptions, QueryResult};
+use mhdb::db::{Db, QueryOptions};
 use serde_json::Value;
 
 use super::args::QueryArgs;
@@ -50,7 +50,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
-    let r = answer_text(&source, &text, &opts)?;
+    let r = source.query_text(&text, &opts)?;
     if args.json {
         writeln!(out, "{}", shapes::answer(id, &r))?;
     } else {
@@ -64,26 +64,6 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// One text answered by one database or by shards.
-fn answer_text(source: &Databases, text: &str, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
-    match source {
-        Databases::One(db) => db.query_text(text, opts),
-        Databases::Many(shards) => shards.query_text(text, opts),
-    }
-}
-
-/// A stream of queries answered by one database or by shards, in input order.
-fn answer_stream<'s>(
-    source: &'s Databases,
-    queries: JsonlQueries<'s>,
-    opts: &'s QueryOptions,
-) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
-    match source {
-        Databases::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
-        Databases::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
-    }
 }
 
 /// The query threshold `--threshold` or `--max-distance` select (`None`: the database's).
@@ -195,7 +175,7 @@ fn query_jsonl(
     let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
     let mut answered = 0usize;
     let written = (|| -> CliResult {
-        for ((line, id), result) in answer_stream(source, queries, opts) {
+        for ((line, id), result) in source.query_text_stream(queries, opts, WINDOW) {
             let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
             shapes::write_answer(out, &id, &r)?;
             out.write_all(b"\n")?;

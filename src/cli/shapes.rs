@@ -2,7 +2,7 @@
 //! `query --text --json` and `query --jsonl`, or `keys --json` and `dedup --format drop
 //! --json`, print the same thing. README's "JSON shapes" lists them.
 
-use mhdb::db::{DedupPair, IndexParams, QueryResult, Stats};
+use mhdb::db::{DedupPair, IndexParams, IndexStats, QueryResult, Stats};
 use mhdb::sketch::LshParams;
 use serde_json::{Value, json};
 
@@ -250,6 +250,38 @@ pub fn stats(s: &Stats) -> Value {
         // (unless its block's bucket was capped).
         "s_curve": index_s_curve(p, &STATS_CURVE),
     })
+}
+
+/// The summary of one database ([`stats`]) or of shards: each shard's, with its `path`,
+/// and their totals (`{"shards": [{"path", …}], "total": {…}}`), as `stats --json` prints it
+/// and `GET /stats` answers it.
+pub fn index_stats(s: &IndexStats) -> Value {
+    let all = match s {
+        IndexStats::One(s) => return stats(s),
+        IndexStats::Shards(all) => all,
+    };
+    let shards: Vec<Value> = all
+        .shards
+        .iter()
+        .map(|(path, s)| {
+            let mut v = stats(s);
+            if let Value::Object(map) = &mut v {
+                map.insert("path".into(), path.to_string_lossy().into());
+            }
+            v
+        })
+        .collect();
+    let total = json!({
+        "shards": all.shards.len(),
+        "live_docs": all.live_docs,
+        "deleted_docs": all.deleted_docs,
+        "memtable_docs": all.memtable_docs,
+        "segments": all.segments,
+        "bytes": all.bytes,
+        "hot_buckets": all.hot_buckets,
+        "torn_tails": all.torn_tails,
+    });
+    json!({"shards": shards, "total": total})
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! | `commit` | the commit protocol: new files, manifest switch, obsolete-file removal |
 //! | `query` (its stages in `query_*`), `dedup`, `stats`, `transfer` | reads: queries, all-pairs dedup, stats and verify, export and merge |
 //! | `shards` | many read-only databases answering as one index ([`Shards`]): queries, dedup, stats and verify across them |
+//! | `read_index` | what front ends read through, one database or shards alike ([`ReadIndex`]) |
 //! | `novel` | insert if novel: the check and the insert as one step ([`Db::insert_if_novel`]) |
 //! | `metric` | the metric a reported similarity is in ([`Metric`]) |
 //! | `kind` | everything that differs between MinHash and SimHash indexes: signing, band keys, thresholds, reporting |
@@ -53,6 +54,7 @@ mod query_gather;
 mod query_rank;
 mod query_stream;
 mod query_verify;
+mod read_index;
 mod replay;
 mod rerank;
 mod shards;
@@ -88,6 +90,7 @@ pub use params_builder::{
     ParamsWarning, weak_banding,
 };
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
+pub use read_index::{IndexStats, ReadIndex};
 pub use replay::CutTail;
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use shards::{Shards, ShardsAnswer, ShardsStats};

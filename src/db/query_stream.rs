@@ -1,11 +1,13 @@
 //! Streaming batch queries: [`Db::query_stream`] and [`Db::query_text_stream`] answer a
 //! stream of queries on every core, a window at a time, yielding the answers in input order in
-//! memory bounded by the window (not by the length of the stream).
+//! memory bounded by the window (not by the length of the stream). The same stream answers
+//! over any [`ReadIndex`] (shards too: [`text_stream`]).
 
 use rayon::prelude::*;
 
 use super::Db;
 use super::query::{QueryOptions, QueryResult};
+use super::read_index::ReadIndex;
 use crate::Result;
 use crate::sketch::Signature;
 
@@ -89,14 +91,32 @@ impl Db {
     }
 }
 
-/// How a [`QueryStream`] answers one query of type `Q`.
-type Answer<Q> = fn(&Db, Q, &QueryOptions) -> Result<QueryResult>;
+/// A stream of texts answered by `index` as [`Db::query_text_stream`] answers them.
+pub(super) fn text_stream<'s, R, I, T, S>(
+    index: &'s R,
+    queries: I,
+    opts: &QueryOptions,
+    window: usize,
+) -> impl Iterator<Item = (T, Result<QueryResult>)> + 's
+where
+    R: ReadIndex + ?Sized,
+    I: Iterator<Item = (T, S)> + Send + 's,
+    T: Send + 's,
+    S: AsRef<str> + Send + 's,
+{
+    QueryStream::new(index, queries, opts, window, |index, text, opts| {
+        index.query_text(text.as_ref(), opts)
+    })
+}
+
+/// How a [`QueryStream`] over `R` answers one query of type `Q`.
+type Answer<R, Q> = fn(&R, Q, &QueryOptions) -> Result<QueryResult>;
 
 /// [`Db::query_stream`] and [`Db::query_text_stream`]: queries are read a window at a time;
 /// a window is answered on every core while the next one is read, and its answers are then
 /// yielded in order.
-struct QueryStream<'db, I, T, Q> {
-    db: &'db Db,
+struct QueryStream<'db, R: ?Sized, I, T, Q> {
+    db: &'db R,
     opts: QueryOptions,
     window: usize,
     input: I,
@@ -106,16 +126,17 @@ struct QueryStream<'db, I, T, Q> {
     pending: Vec<(T, Q)>,
     /// Answered, not yet yielded.
     ready: std::vec::IntoIter<(T, Result<QueryResult>)>,
-    answer: Answer<Q>,
+    answer: Answer<R, Q>,
 }
 
-impl<'db, I, T, Q> QueryStream<'db, I, T, Q>
+impl<'db, R, I, T, Q> QueryStream<'db, R, I, T, Q>
 where
+    R: Sync + ?Sized,
     I: Iterator<Item = (T, Q)> + Send,
     T: Send,
     Q: Send,
 {
-    fn new(db: &'db Db, input: I, opts: &QueryOptions, window: usize, answer: Answer<Q>) -> Self {
+    fn new(db: &'db R, input: I, opts: &QueryOptions, window: usize, answer: Answer<R, Q>) -> Self {
         QueryStream {
             db,
             opts: *opts,
@@ -144,8 +165,9 @@ fn read_window<I: Iterator>(input: &mut I, window: usize, exhausted: &mut bool) 
     out
 }
 
-impl<I, T, Q> Iterator for QueryStream<'_, I, T, Q>
+impl<R, I, T, Q> Iterator for QueryStream<'_, R, I, T, Q>
 where
+    R: Sync + ?Sized,
     I: Iterator<Item = (T, Q)> + Send,
     T: Send,
     Q: Send,

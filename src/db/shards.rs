@@ -19,11 +19,15 @@ mod dedup;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{Db, IndexParams, Match, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport};
+use super::{
+    Db, IndexParams, Match, Options, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport,
+};
 use crate::sketch::Signature;
+use crate::storage::vfs::StdFs;
 use crate::{Error, Result};
 
 /// Read-only databases queried as one index, in the order given ([`Shards::open_many`]).
@@ -87,9 +91,18 @@ impl Shards {
     /// not let a query or a dedup pass mean the same thing in each (see
     /// [`Shards::from_dbs`]).
     pub fn open_many<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Shards> {
+        Self::open_many_with_options(paths, &Options::default())
+    }
+
+    /// [`Shards::open_many`] with the handle options each shard opens with (a keyed index's
+    /// key: [`Options::key`]).
+    pub fn open_many_with_options<P: AsRef<Path>>(
+        paths: impl IntoIterator<Item = P>,
+        opts: &Options,
+    ) -> Result<Shards> {
         let dbs = paths
             .into_iter()
-            .map(Db::open_read_only)
+            .map(|p| Db::open_with_vfs(Arc::new(StdFs), p, opts.clone(), true))
             .collect::<Result<Vec<_>>>()?;
         Self::from_dbs(dbs)
     }
@@ -147,8 +160,10 @@ impl Shards {
         &self.shards[0]
     }
 
-    /// Live documents over all shards; a key stored in two shards counts in both (telling
-    /// takes reading every key, which opening does not).
+    /// Live documents over all shards: the shards' counts summed, so an upper bound of the
+    /// merged index's count. A key stored in two shards counts in both, since telling which
+    /// keys repeat takes reading every key, which neither opening nor this call does (a
+    /// dedup pass reads them all; a query finds the repeats among its matches).
     pub fn len(&self) -> u64 {
         self.shards.iter().map(Db::len).sum()
     }
@@ -262,7 +277,8 @@ impl Shards {
 
     /// A stream of texts answered over all shards, as [`Db::query_text_stream`] answers one
     /// database: `(tag, text)` in, `(tag, result)` out, in input order, a window of queries
-    /// answered on every core at a time (memory bounded by the window; 0 is taken as 1).
+    /// answered on every core while the next is read (memory bounded by the window; 0 is
+    /// taken as 1).
     pub fn query_text_stream<'s, I, T, S>(
         &'s self,
         queries: I,
@@ -271,28 +287,11 @@ impl Shards {
     ) -> impl Iterator<Item = (T, Result<QueryResult>)> + 's
     where
         I: IntoIterator<Item = (T, S)>,
-        I::IntoIter: 's,
+        I::IntoIter: Send + 's,
         T: Send + 's,
         S: AsRef<str> + Send + 's,
     {
-        let opts = *opts;
-        let mut input = queries.into_iter();
-        let window = window.max(1);
-        std::iter::from_fn(move || {
-            let chunk: Vec<(T, S)> = input.by_ref().take(window).collect();
-            if chunk.is_empty() {
-                return None;
-            }
-            let answered: Vec<(T, Result<QueryResult>)> = chunk
-                .into_par_iter()
-                .map(|(tag, text)| {
-                    let r = self.query_text(text.as_ref(), &opts);
-                    (tag, r)
-                })
-                .collect();
-            Some(answered)
-        })
-        .flatten()
+        super::query_stream::text_stream(self, queries.into_iter(), opts, window)
     }
 
     /// Each shard's statistics, and their totals.

@@ -210,7 +210,7 @@ impl Metrics {
 
 /// `GET /metrics`.
 pub async fn endpoint(State(app): State<Arc<App>>) -> Response {
-    let mut response = Response::new(app.metrics.text(app.index.live_docs()).into());
+    let mut response = Response::new(app.metrics.text(app.index.len()).into());
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),

@@ -1,4 +1,5 @@
-//! `mhdb serve`: one database over HTTP/JSON, for services that do not link Rust.
+//! `mhdb serve`: a database, or read-only shards answering as one index, over HTTP/JSON,
+//! for services that do not link Rust.
 //!
 //! The stack is axum on hyper and tokio: the mainstream async HTTP stack of Rust, maintained
 //! together by the tokio project, with HTTP/1 keep-alive, streamed bodies and a graceful
@@ -10,7 +11,6 @@
 //!
 //! | module | holds |
 //! | --- | --- |
-//! | `index` | what a read-only server serves ([`ServedIndex`]): one database now, shards later |
 //! | `request` | request bodies: JSON parsing with its position, query and document fields |
 //! | `reply` | JSON errors with their status and kind, and JSON answers |
 //! | `guard` | what every request passes: the token, the concurrency bound, the timeout, metrics |
@@ -20,7 +20,6 @@
 //! | `refresh` | a read-only server following a writer in another process |
 
 mod guard;
-mod index;
 mod metrics;
 mod reads;
 mod refresh;
@@ -30,6 +29,7 @@ mod writes;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,12 +37,12 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt as _;
-use mhdb::db::Db;
+use mhdb::db::{Db, ReadIndex};
 use tokio::sync::Semaphore;
 
 use super::args::ServeArgs;
+use super::databases::{Databases, database_args};
 use super::output::{CliError, CliResult, message, warn};
-pub use index::ServedIndex;
 use metrics::Metrics;
 
 /// The bounds a request is held to.
@@ -58,8 +58,8 @@ pub struct Limits {
 
 /// What every handler shares.
 pub struct App {
-    /// What queries and stats read.
-    pub index: Arc<dyn ServedIndex>,
+    /// What queries and stats read: the database, or the shards.
+    pub index: Arc<dyn ReadIndex>,
     /// The same database as a writer's handle, with `--writer`.
     pub writer: Option<Arc<Db>>,
     /// The bearer token every endpoint but `/health` requires, if any.
@@ -73,10 +73,10 @@ pub struct App {
 /// `mhdb serve`.
 pub fn serve(args: &ServeArgs) -> CliResult<ExitCode> {
     let token = read_token(args)?;
-    let db = open(args)?;
+    let (index, writer) = open(args)?;
     let app = Arc::new(App {
-        index: db.clone(),
-        writer: args.writer.then_some(db),
+        index,
+        writer,
         token,
         limits: Limits {
             max_body_bytes: args.max_body_bytes,
@@ -150,27 +150,56 @@ fn routes(app: &Arc<App>) -> Router {
         .with_state(app.clone())
 }
 
-/// The database, opened as `--writer` asks; a keyed index must have its key.
-fn open(args: &ServeArgs) -> CliResult<Arc<Db>> {
-    let db = if args.writer {
-        Db::open(&args.db, mhdb::db::Options::default())?
+/// What a server reads, and the same database as a writer's handle with `--writer`.
+type Served = (Arc<dyn ReadIndex>, Option<Arc<Db>>);
+
+/// What `args` name, opened as `--writer` asks: one database for writing (also the index
+/// queries read), or one database or shards read-only. A keyed index must have its key.
+fn open(args: &ServeArgs) -> CliResult<Served> {
+    let (index, writer): (Arc<dyn ReadIndex>, _) = if args.writer {
+        let db = Arc::new(Db::open(writer_path(args)?, mhdb::db::Options::default())?);
+        (db.clone(), Some(db))
     } else {
-        Db::open_read_only(&args.db)?
+        (
+            Arc::from(Databases::open_quietly(&args.dbs)?.into_index()),
+            None,
+        )
     };
-    super::output::report_recovery(&db);
-    super::output::warn_unused_key(&db);
-    if !db.params().key_fingerprint.is_unkeyed() {
+    for db in index.dbs() {
+        super::output::report_recovery(db);
+    }
+    let first = &index.dbs()[0];
+    super::output::warn_unused_key(first);
+    if !first.params().key_fingerprint.is_unkeyed() {
         // Text queries and inserts need the key: a server without it would refuse every
         // request that carries text, so it does not start.
-        db.sketch_text("").map_err(|e| {
+        index.sketch_text("").map_err(|e| {
             CliError::usage(format!(
                 "cannot serve {}: {}",
-                args.db.display(),
+                first.path().display(),
                 CliError::from(e)
             ))
         })?;
     }
-    Ok(Arc::new(db))
+    Ok((index, writer))
+}
+
+/// The one database `--writer` opens: shards are read-only, so several are refused.
+fn writer_path(args: &ServeArgs) -> CliResult<PathBuf> {
+    let mut paths = database_args(&args.dbs)?;
+    if paths.len() > 1 {
+        return Err(CliError::usage(format!(
+            "--writer serves one database, and {} were given ({}): shards are served \
+             read-only (leave out --writer)",
+            paths.len(),
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(paths.remove(0))
 }
 
 /// The token in `--token-file`, without the white space around it.

@@ -1,6 +1,6 @@
 //! The read endpoints: `/query`, `/query_batch`, `/stats`, `/health`. Answers have the CLI's
 //! shapes (`cli::shapes`): a `/query` answer is what `mhdb query --json` prints, a batch's
-//! lines what `mhdb query --jsonl` prints, `/stats` what `mhdb stats --json` prints.
+//! lines what `mhdb query --jsonl` prints, `/stats` what `mhdb stats --json` prints (over shards too).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -155,7 +155,7 @@ fn failure_line(out: &mut Vec<u8>, e: &ApiError, line: usize) {
 pub async fn stats(State(app): State<Arc<App>>, req: Request) -> Reply {
     let permit = permit(&req);
     let index = app.index.clone();
-    let v = blocking(permit, move || Ok(index.stats()?)).await?;
+    let v = blocking(permit, move || Ok(shapes::index_stats(&index.stats()?))).await?;
     Ok(json_value(&v))
 }
 

@@ -1,9 +1,10 @@
-//! A read-only server following a writer in another process: every `--refresh-ms` it looks
-//! at the database's files (their names, lengths and modification times: a commit appends
-//! to a WAL file or switches the manifest) and, when they changed, moves the index to the
-//! newest committed state. Queries under way finish on the state they began with.
+//! A read-only server following writers in other processes: every `--refresh-ms` it looks
+//! at each database's files (their names, lengths and modification times: a commit appends
+//! to a WAL file or switches the manifest) and moves each database whose files changed (one
+//! shard of many, or the one database) to its newest committed state. Queries under way
+//! finish on the state they began with.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -27,48 +28,59 @@ fn stamp(dir: &Path) -> std::io::Result<Stamp> {
     Ok(files)
 }
 
-/// Starts the loop that keeps `app.index` current.
+/// Starts the loop that keeps every database of `app.index` current.
 pub fn spawn(app: Arc<App>, every: Duration) {
     tokio::spawn(async move {
-        let dirs: Vec<PathBuf> = app.index.dirs();
-        let mut seen: Vec<Stamp> = Vec::new();
+        // What each database's files looked like when it was last refreshed (`None`: not
+        // looked at yet, or its last refresh failed).
+        let mut seen: Vec<Option<Stamp>> = vec![None; app.index.dbs().len()];
         let mut interval = tokio::time::interval(every);
         loop {
             interval.tick().await;
-            let (app2, dirs2, before) = (app.clone(), dirs.clone(), seen.clone());
-            let looked = tokio::task::spawn_blocking(move || look(&app2, &dirs2, before)).await;
-            if let Ok(Some(now)) = looked {
+            let (app2, before) = (app.clone(), seen.clone());
+            let looked = tokio::task::spawn_blocking(move || look(&app2, before)).await;
+            if let Ok(now) = looked {
                 seen = now;
             }
         }
     });
 }
 
-/// One look: the stamps now, when they differ from `before` and the refresh worked (a
-/// failure is warned about and retried at the next look).
-fn look(app: &App, dirs: &[PathBuf], before: Vec<Stamp>) -> Option<Vec<Stamp>> {
-    let now = dirs
-        .iter()
-        .map(|d| stamp(d))
-        .collect::<std::io::Result<Vec<_>>>()
-        .ok()?;
-    if now == before {
-        return None;
-    }
-    // Stamped before the refresh reads: a commit landing in between is seen again next time.
-    match app.index.refresh() {
-        Ok(()) => {
-            app.metrics.refresh(true);
-            Some(now)
+/// One look at every database: each whose stamp differs from `before` is refreshed. Returns
+/// the stamps to compare with next time (a failed refresh is warned about and keeps the old
+/// stamp, so it is retried at the next look).
+fn look(app: &App, before: Vec<Option<Stamp>>) -> Vec<Option<Stamp>> {
+    let mut changed = false;
+    let mut failed = false;
+    let mut after = Vec::with_capacity(before.len());
+    for (db, old) in app.index.dbs().iter().zip(before) {
+        // Stamped before the refresh reads: a commit landing in between is seen again next
+        // time. A directory that cannot be listed now is looked at again next time.
+        let Ok(now) = stamp(db.path()) else {
+            after.push(old);
+            continue;
+        };
+        if old.as_ref() == Some(&now) {
+            after.push(old);
+            continue;
         }
-        Err(e) => {
-            app.metrics.refresh(false);
-            warn(format_args!(
-                "could not move to the writer's newest commits (still serving the state \
-                 before them; retrying): {}",
-                crate::cli::output::CliError::from(e)
-            ));
-            None
+        changed = true;
+        match db.refresh() {
+            Ok(()) => after.push(Some(now)),
+            Err(e) => {
+                failed = true;
+                warn(format_args!(
+                    "could not move {} to the writer's newest commits (still serving the \
+                     state before them; retrying): {}",
+                    db.path().display(),
+                    crate::cli::output::CliError::from(e)
+                ));
+                after.push(old);
+            }
         }
     }
+    if changed {
+        app.metrics.refresh(!failed);
+    }
+    after
 }
