@@ -63,7 +63,7 @@ pub(super) fn create(
     {
         return Err(already_a_database(dir));
     }
-    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1)?;
+    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1, None)?;
     let manifest = Manifest {
         format_version: MANIFEST_VERSION,
         generation: 1,
@@ -472,7 +472,7 @@ fn start_wal(
     last_seq: u64,
 ) -> Result<GroupCommit> {
     let id = next_file_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1)?;
+    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1, None)?;
     vfs.sync_dir(dir)
         .map_err(Error::io_on(dir, "fsync directory"))?;
     Ok(GroupCommit::new(id, writer, last_seq))
