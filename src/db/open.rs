@@ -28,7 +28,8 @@ use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
 use crate::sketch::SecretKey;
-use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
+use crate::storage::identity::DbId;
+use crate::storage::manifest::{Current, DeletionsMeta, Features, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
 use crate::storage::vfs::{LockHeld, LockHolder, LockMode, OpenMode, Vfs, VfsLock, read_file};
@@ -67,6 +68,8 @@ pub(super) fn create(
     let manifest = Manifest {
         format_version: MANIFEST_VERSION,
         generation: 1,
+        db_id: DbId::NONE,
+        features: Features::NONE,
         params,
         next_docno: 0,
         siglog_records: 0,
