@@ -36,7 +36,7 @@ fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
 const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
 const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
 /// Version of the manifest and CURRENT layouts that the database writes. (This build reads
-/// and can encode [`MANIFEST_V3`]; the database moves to it with file identities.)
+/// and can encode version 3; the database moves to it with file identities.)
 pub const MANIFEST_VERSION: u32 = 2;
 /// The first version, still read (version-1 databases open read-only and can be upgraded).
 pub const MANIFEST_V1: u32 = 1;
