@@ -1,6 +1,10 @@
 //! The write-ahead log: a header, then checksummed records, each holding one write batch or
 //! several combined, then (while a writer has it) zeros written ahead of the records.
 //! Layout and recovery rules: `format/wal.md`. The payload of a record is a write batch (`batch`).
+//! Version 3 ties a file to its database: its header carries the database's identity and the
+//! file's number, and every record's checksum is seeded with them; readers and writers take the
+//! identity a file must have (`Option<FileIdentity>`, `None` for versions 1 and 2) from the
+//! caller, which knows it from the manifest and the file's name.
 //!
 //! The record parser reads its fields by hand rather than through the codec's `Decoder`: it
 //! also runs at every byte offset of a damaged log, looking for a later valid record, where an
@@ -49,7 +53,7 @@ pub const RECORD_HEADER_LEN: usize = 17;
 pub const MAX_RECORD_LEN: usize = 64 << 20;
 /// Record type of a whole batch (or several combined). Type 0 is reserved (zero-filled space).
 const TYPE_BATCH: u8 = 1;
-/// Record type of a seal (version 2): the file is complete; it ends here.
+/// Record type of a seal (versions 2 and 3): the file is complete; it ends here.
 const TYPE_SEAL: u8 = 2;
 /// Bytes of a seal's payload: the number of batch records before it.
 const SEAL_PAYLOAD_LEN: usize = 8;

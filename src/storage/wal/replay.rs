@@ -21,7 +21,7 @@ pub struct Replay {
     pub valid_len: u64,
     /// Bytes after the valid prefix (a torn tail, zeros or garbage with nothing valid after).
     pub torn_tail_bytes: u64,
-    /// Sequence number of the last batch record (version 2: `first_seq − 1` if none;
+    /// Sequence number of the last batch record (versions 2 and 3: `first_seq − 1` if none;
     /// version 1: 0 if none).
     pub last_seq: u64,
     /// The file's layout version (1, 2 or 3; 0 for a file cut off while being created).
@@ -478,7 +478,7 @@ enum Next {
 
 impl Walk {
     /// Reads the record at the walk's offset: applies the next batch, or takes the seal
-    /// (nothing but zeros may follow it); an intact version-2 record out of place is
+    /// (nothing but zeros may follow it); an intact record of version 2 or 3 out of place is
     /// corruption, never a torn write.
     fn step(
         &mut self,
