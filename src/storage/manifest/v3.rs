@@ -101,26 +101,41 @@ impl BandingV3 {
 /// ([`super::StoredParams`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamsV3 {
+    /// The hash spec's version (`format/hashing.md`).
     pub spec_version: u32,
+    /// [`KIND_MINHASH`] or [`KIND_SIMHASH`].
     pub kind: u8,
+    /// The signature scheme's code (0 for kind 2).
     pub scheme: u8,
+    /// [`METRIC_JACCARD`] (kind 1) or [`METRIC_COSINE`] (kind 2).
     pub metric: u8,
+    /// Bits per slot of a stored signature.
     pub bits: u8,
+    /// k_v: the slots of a signature.
     pub num_perm: u32,
+    /// k_b: the slots the bands cover.
     pub band_slots: u32,
+    /// The hash seed.
     pub seed: u64,
+    /// [`SHINGLE_CHAR`] or [`SHINGLE_WORD`].
     pub shingle_kind: u8,
+    /// n: the shingle width.
     pub shingle_width: u8,
+    /// [`SHINGLE_NFKC`], [`SHINGLE_LOWERCASE`], [`SHINGLE_COLLAPSE_WHITESPACE`].
     pub shingle_flags: u16,
     /// `major << 16 | minor << 8 | update` of the segmentation tables (shingle kind 3); 0.
     pub unicode_version: u32,
+    /// The default query threshold.
     pub threshold: f64,
     /// 0 = no cap.
     pub bucket_cap: u32,
+    /// Kind 2: the largest Hamming distance of a match (0 for kind 1).
     pub max_hamming: u8,
+    /// Kind 2: the feature weighting's code (0 for kind 1).
     pub weighting: u8,
     /// 0 none; 1 i64, 2 f64, 3 string (only with feature KEEP).
     pub keep_type: u8,
+    /// The key's fingerprint; all zero for an unkeyed index.
     pub key_fingerprint: [u8; 32],
     /// At least one; more is reserved.
     pub bandings: Vec<BandingV3>,
