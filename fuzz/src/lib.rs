@@ -183,7 +183,7 @@ fn replay_both(bytes: &[u8]) -> (String, String) {
     };
     let path = Path::new("/d/wal");
     let mut got = Vec::new();
-    let in_memory = WalReader::replay_bytes(bytes, path, &mut |s, o, p| {
+    let in_memory = WalReader::replay_bytes(bytes, path, None, &mut |s, o, p| {
         got.push((s, o, p.to_vec()));
         Ok(())
     });
@@ -192,7 +192,7 @@ fn replay_both(bytes: &[u8]) -> (String, String) {
     let file = fs.open(path, OpenMode::CreateNew).expect("create");
     file.write_all_at(bytes, 0).expect("write");
     let mut got = Vec::new();
-    let from_file = WalReader::replay(&fs, path, |s, o, p| {
+    let from_file = WalReader::replay(&fs, path, None, |s, o, p| {
         got.push((s, o, p.to_vec()));
         Ok(())
     });

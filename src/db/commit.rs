@@ -202,6 +202,8 @@ impl Db {
         let manifest = Manifest {
             format_version: MANIFEST_VERSION,
             generation: old.manifest.generation + 1,
+            db_id: old.manifest.db_id,
+            features: old.manifest.features,
             params: self.params,
             next_docno: input.base + input.span,
             siglog_records: 0,
@@ -259,6 +261,7 @@ impl Db {
             docs: input.live.len() as u64,
             file_len: bytes.len() as u64,
             siglog_crc: 0,
+            meta_crc: 0,
         }))
     }
 
@@ -298,6 +301,7 @@ impl Db {
             id,
             count: sorted.len() as u64,
             file_len: bytes.len() as u64,
+            crc: 0,
         })
     }
 

@@ -105,6 +105,7 @@ impl Db {
                 docs: 0,
                 file_len: bytes.len() as u64,
                 siglog_crc: 0,
+                meta_crc: 0,
             },
         )?;
         let meta = SegmentMeta {

@@ -68,6 +68,7 @@ mod tests {
                     docs: d,
                     file_len: 0,
                     siglog_crc: 0,
+                    meta_crc: 0,
                 };
                 base += d;
                 s

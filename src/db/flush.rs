@@ -66,7 +66,7 @@ impl Db {
         let id = self.new_file_id();
         let path = self.dir.join(names::wal_name(id));
         let first_seq = self.group_commit.next_seq();
-        let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq) {
+        let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq, None) {
             Ok(w) => w,
             Err(e) => return self.fail(e),
         };

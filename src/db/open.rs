@@ -28,7 +28,8 @@ use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, load_version};
 use crate::sketch::SecretKey;
-use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_V1, MANIFEST_VERSION};
+use crate::storage::identity::DbId;
+use crate::storage::manifest::{Current, DeletionsMeta, Features, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
 use crate::storage::vfs::{LockHeld, LockHolder, LockMode, OpenMode, Vfs, VfsLock, read_file};
@@ -63,10 +64,12 @@ pub(super) fn create(
     {
         return Err(already_a_database(dir));
     }
-    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1)?;
+    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1, None)?;
     let manifest = Manifest {
         format_version: MANIFEST_VERSION,
         generation: 1,
+        db_id: DbId::NONE,
+        features: Features::NONE,
         params,
         next_docno: 0,
         siglog_records: 0,
@@ -472,7 +475,7 @@ fn start_wal(
     last_seq: u64,
 ) -> Result<GroupCommit> {
     let id = next_file_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1)?;
+    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1, None)?;
     vfs.sync_dir(dir)
         .map_err(Error::io_on(dir, "fsync directory"))?;
     Ok(GroupCommit::new(id, writer, last_seq))

@@ -88,7 +88,7 @@ impl Vfs for CutBeforeFirstRead {
 /// path, the end of the first record and the end of the second.
 fn live_wal(dir: &Path) -> (std::path::PathBuf, u64, u64) {
     let path = dir.join("wal.log");
-    let writer = WalWriter::create(&StdFs, &path, 1).unwrap();
+    let writer = WalWriter::create(&StdFs, &path, 1, None).unwrap();
     writer
         .append_all_and_sync([&b"first"[..]].into_iter())
         .unwrap();
@@ -178,7 +178,7 @@ fn a_missing_older_wal_file_is_a_gap_in_the_numbering() {
 fn an_older_wal_file_without_its_seal_lost_its_end() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, wals) = two_wal_files(tmp.path());
-    let replayed = |path: &Path| WalReader::replay(&StdFs, path, |_, _, _| Ok(())).unwrap();
+    let replayed = |path: &Path| WalReader::replay(&StdFs, path, None, |_, _, _| Ok(())).unwrap();
     assert!(replayed(&wals[0]).sealed);
     // A seal is a record header and the file's 8-byte record count.
     let seal_len = crate::storage::wal::RECORD_HEADER_LEN as u64 + 8;

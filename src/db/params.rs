@@ -8,7 +8,10 @@ use crate::sketch::{
     SimParams, SimWeighting, SketchParams, TuneOptions, bbit, cosine_from_hamming, tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
-use crate::storage::manifest::StoredParams;
+use crate::storage::manifest::v3::{
+    KIND_MINHASH, KIND_SIMHASH, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT,
+};
+use crate::storage::manifest::{BandingV3, ParamsV3, StoredParams};
 use crate::storage::segment::SegmentOptions;
 use crate::{Error, Result};
 
@@ -387,13 +390,7 @@ impl IndexParams {
 impl StoredParams for IndexParams {
     fn encode(&self, e: &mut Encoder, version: u32) {
         let s = &self.sketch;
-        let (kind, width) = match s.shingle.kind {
-            ShingleKind::Char(n) => (1u8, n),
-            ShingleKind::Word(n) => (2u8, n),
-        };
-        let flags = u8::from(s.shingle.nfkc)
-            | (u8::from(s.shingle.lowercase) << 1)
-            | (u8::from(s.shingle.collapse_whitespace) << 2);
+        let (kind, width, flags) = shingle_codes(&s.shingle);
         e.u32(SPEC_VERSION);
         let sim = self.sim_params();
         // Format version 1 has no kind field: only MinHash indexes are ever written in it.
@@ -414,7 +411,7 @@ impl StoredParams for IndexParams {
         }
         e.u64(s.seed)
             .u8(kind)
-            .u8(width as u8)
+            .u8(width)
             .u8(flags)
             .u8(self.bits as u8)
             .u32(self.lsh.bands as u32)
@@ -485,6 +482,124 @@ impl StoredParams for IndexParams {
             .map_err(|e| d.corruption(format!("stored parameters are invalid: {e}")))?;
         Ok(params)
     }
+
+    fn store_sets(&self) -> bool {
+        self.store_sets
+    }
+
+    fn to_v3(&self) -> ParamsV3 {
+        let s = &self.sketch;
+        let sim = self.sim_params();
+        let (shingle_kind, shingle_width, flags) = shingle_codes(&s.shingle);
+        let (max_hamming, weighting) =
+            sim.map_or((0, 0), |p| (p.max_hamming as u8, p.weighting.code()));
+        ParamsV3 {
+            spec_version: SPEC_VERSION,
+            kind: if sim.is_some() {
+                KIND_SIMHASH
+            } else {
+                KIND_MINHASH
+            },
+            scheme: if sim.is_some() {
+                SIMHASH_SCHEME_CODE
+            } else {
+                s.scheme.code()
+            },
+            metric: if sim.is_some() {
+                METRIC_COSINE
+            } else {
+                METRIC_JACCARD
+            },
+            bits: self.bits as u8,
+            num_perm: s.num_perm as u32,
+            band_slots: self.band_slots as u32,
+            seed: s.seed,
+            shingle_kind,
+            shingle_width,
+            shingle_flags: u16::from(flags),
+            unicode_version: 0,
+            threshold: self.threshold,
+            bucket_cap: self.bucket_cap.unwrap_or(0),
+            max_hamming,
+            weighting,
+            keep_type: 0,
+            key_fingerprint: self.key_fingerprint.0,
+            bandings: vec![BandingV3::covering_all(
+                self.lsh.bands as u32,
+                self.lsh.rows as u32,
+            )],
+            keep_field: String::new(),
+        }
+    }
+
+    fn from_v3(b: &ParamsV3, store_sets: bool, path: &Path) -> Result<Self> {
+        if b.spec_version != SPEC_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: b.spec_version,
+                supported: SPEC_VERSION,
+            });
+        }
+        let bad = |detail: String| Error::corruption(path, PARAMS_AT, detail);
+        let simhash = b.kind == KIND_SIMHASH;
+        let scheme = scheme_from_code(b.scheme, simhash).map_err(bad)?;
+        let shingle = shingle_from_codes(b.shingle_kind, b.shingle_width, b.shingle_flags)
+            .ok_or_else(|| bad(format!("unknown shingle kind {}", b.shingle_kind)))?;
+        // (The format refuses several bandings and partitions before this.)
+        let [banding] = b.bandings.as_slice() else {
+            return Err(bad(format!("{} bandings", b.bandings.len())));
+        };
+        let params = IndexParams {
+            sketch: SketchParams {
+                scheme,
+                num_perm: b.num_perm as usize,
+                seed: b.seed,
+                shingle,
+            },
+            bits: u32::from(b.bits),
+            band_slots: b.band_slots as usize,
+            lsh: LshParams {
+                bands: banding.bands as usize,
+                rows: banding.rows as usize,
+            },
+            threshold: b.threshold,
+            bucket_cap: (b.bucket_cap != 0).then_some(b.bucket_cap),
+            key_fingerprint: KeyFingerprint(b.key_fingerprint),
+            store_sets,
+            kind: index_kind(simhash, u32::from(b.max_hamming), b.weighting).map_err(bad)?,
+        };
+        params
+            .validate()
+            .map_err(|e| bad(format!("stored parameters are invalid: {e}")))?;
+        Ok(params)
+    }
+}
+
+/// The shingle kind code, width and flag bits a manifest stores (versions 1 to 3).
+fn shingle_codes(c: &ShingleConfig) -> (u8, u8, u8) {
+    let (kind, width) = match c.kind {
+        ShingleKind::Char(n) => (1u8, n),
+        ShingleKind::Word(n) => (2u8, n),
+    };
+    let flags =
+        u8::from(c.nfkc) | (u8::from(c.lowercase) << 1) | (u8::from(c.collapse_whitespace) << 2);
+    (kind, width as u8, flags)
+}
+
+/// The shingle configuration of stored codes; `None` for a kind this build does not know.
+fn shingle_from_codes(kind: u8, width: u8, flags: u16) -> Option<ShingleConfig> {
+    let width = usize::from(width);
+    let kind = match kind {
+        1 => ShingleKind::Char(width),
+        2 => ShingleKind::Word(width),
+        _ => return None,
+    };
+    Some(ShingleConfig {
+        kind,
+        nfkc: flags & 1 != 0,
+        lowercase: flags & 2 != 0,
+        collapse_whitespace: flags & 4 != 0,
+    })
 }
 
 /// A feature this version of mhdb does not know, stored in `path`.
@@ -507,37 +622,28 @@ fn decode_is_simhash(d: &mut Decoder<'_>, path: &Path) -> Result<bool> {
 /// The stored MinHash scheme (a SimHash index stores a fixed code in its place).
 fn decode_scheme(d: &mut Decoder<'_>, simhash: bool) -> Result<Scheme> {
     let scheme_code = d.u8("scheme")?;
+    scheme_from_code(scheme_code, simhash).map_err(|detail| d.corruption(detail))
+}
+
+/// The scheme of a stored code, or what is wrong with it.
+fn scheme_from_code(code: u8, simhash: bool) -> std::result::Result<Scheme, String> {
     if simhash {
-        if scheme_code != SIMHASH_SCHEME_CODE {
-            return Err(d.corruption(format!(
-                "a SimHash index with MinHash scheme code {scheme_code}"
-            )));
+        if code != SIMHASH_SCHEME_CODE {
+            return Err(format!("a SimHash index with MinHash scheme code {code}"));
         }
         return Ok(SketchParams::default().scheme);
     }
-    Scheme::from_code(scheme_code).ok_or_else(|| {
-        d.corruption(format!(
-            "unknown scheme code {scheme_code} (written by a newer mhdb?)"
-        ))
-    })
+    Scheme::from_code(code)
+        .ok_or_else(|| format!("unknown scheme code {code} (written by a newer mhdb?)"))
 }
 
 /// The stored shingle configuration: kind, width and normalization flags.
 fn decode_shingle(d: &mut Decoder<'_>) -> Result<ShingleConfig> {
     let kind = d.u8("shingle kind")?;
-    let width = d.u8("shingle width")? as usize;
+    let width = d.u8("shingle width")?;
     let flags = d.u8("shingle flags")?;
-    let kind = match kind {
-        1 => ShingleKind::Char(width),
-        2 => ShingleKind::Word(width),
-        other => return Err(d.corruption(format!("unknown shingle kind {other}"))),
-    };
-    Ok(ShingleConfig {
-        kind,
-        nfkc: flags & 1 != 0,
-        lowercase: flags & 2 != 0,
-        collapse_whitespace: flags & 4 != 0,
-    })
+    shingle_from_codes(kind, width, u16::from(flags))
+        .ok_or_else(|| d.corruption(format!("unknown shingle kind {kind}")))
 }
 
 /// The parameters version 2 added (version 1: an unkeyed MinHash index without sets).
@@ -572,23 +678,32 @@ fn decode_v2_extras(d: &mut Decoder<'_>, path: &Path, simhash: bool) -> Result<V
     );
     let max_hamming = u32::from(d.u8("max_hamming")?);
     let weighting = d.u8("weighting")?;
-    let kind = if simhash {
-        IndexKind::SimHash {
-            max_hamming,
-            weighting: SimWeighting::from_code(weighting).ok_or_else(|| {
-                d.corruption(format!("unknown SimHash weighting code {weighting}"))
-            })?,
-        }
-    } else if max_hamming != 0 || weighting != 0 {
-        return Err(d.corruption("SimHash fields set on a MinHash index"));
-    } else {
-        IndexKind::MinHash
-    };
+    let kind = index_kind(simhash, max_hamming, weighting).map_err(|e| d.corruption(e))?;
     Ok(V2Extras {
         store_sets,
         key_fingerprint,
         kind,
     })
+}
+
+/// The index kind of the stored SimHash fields (zero for MinHash), or what is wrong with them.
+fn index_kind(
+    simhash: bool,
+    max_hamming: u32,
+    weighting: u8,
+) -> std::result::Result<IndexKind, String> {
+    if simhash {
+        let weighting = SimWeighting::from_code(weighting)
+            .ok_or_else(|| format!("unknown SimHash weighting code {weighting}"))?;
+        return Ok(IndexKind::SimHash {
+            max_hamming,
+            weighting,
+        });
+    }
+    if max_hamming != 0 || weighting != 0 {
+        return Err("SimHash fields set on a MinHash index".into());
+    }
+    Ok(IndexKind::MinHash)
 }
 
 #[cfg(test)]

@@ -166,3 +166,56 @@ fn default_shape_follows_the_slots() {
     let p = IndexParams::with_shape(kperm, None, None, 0.5).unwrap();
     assert_eq!((p.sketch.num_perm, p.band_slots, p.bits), (128, 128, 16));
 }
+
+/// Every kind of index round-trips through a version-3 manifest's parameters block: MinHash
+/// with and without stored sets, keyed, and SimHash (cosine metric, blocks as its banding);
+/// parameters the block cannot describe validly are corruption at the block.
+#[test]
+fn version_3_block_roundtrip() {
+    use crate::storage::identity::DbId;
+    use crate::storage::manifest::{Features, MANIFEST_V3, Manifest};
+    let keyed = IndexParams {
+        key_fingerprint: KeyFingerprint([3; 32]),
+        ..IndexParams::default().with_stored_sets().unwrap()
+    };
+    let simhash = IndexParams::simhash(SimParams::default()).unwrap();
+    let plain = IndexParams {
+        bucket_cap: None,
+        ..IndexParams::default()
+    };
+    let path = Path::new("M");
+    for p in [plain, keyed, simhash] {
+        let block = p.to_v3();
+        assert_eq!(
+            block.metric,
+            if p.kind == IndexKind::MinHash { 1 } else { 2 }
+        );
+        assert_eq!(IndexParams::from_v3(&block, p.store_sets, path).unwrap(), p);
+        let m = Manifest {
+            format_version: MANIFEST_V3,
+            generation: 1,
+            db_id: DbId([9; 16]),
+            features: Features::NONE.with(Features::STORE_SETS, p.store_sets),
+            params: p,
+            next_docno: 0,
+            siglog_records: 0,
+            wal_start: 1,
+            wal_next_seq: 1,
+            next_file_id: 2,
+            deletions: Default::default(),
+            segments: Vec::new(),
+        };
+        assert_eq!(Manifest::decode(&m.encode(), path).unwrap(), m);
+    }
+    let mut block = plain.to_v3();
+    block.scheme = 99;
+    let err = IndexParams::from_v3(&block, false, path).unwrap_err();
+    assert!(matches!(err, Error::Corruption { offset: 44, .. }), "{err}");
+    let mut block = plain.to_v3();
+    block.spec_version = 2;
+    let err = IndexParams::from_v3(&block, false, path).unwrap_err();
+    assert!(
+        matches!(err, Error::UnsupportedVersion { found: 2, .. }),
+        "{err}"
+    );
+}

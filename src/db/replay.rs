@@ -11,7 +11,7 @@ use super::version::{Manifest, Version};
 use crate::storage::manifest::MANIFEST_V1;
 use crate::storage::names::{self, FileKind};
 use crate::storage::vfs::{OpenMode, Vfs};
-use crate::storage::wal::batch::{OpRef, band_keys_le, decode_ops};
+use crate::storage::wal::batch::{OpRef, OpsLayout, OpsVersion, band_keys_le, decode_ops};
 use crate::storage::wal::{Replay, WAL_V1_HEADER_LEN, WalReader};
 use crate::{Error, Result};
 
@@ -235,7 +235,7 @@ impl WalReplay<'_> {
         let (rules, params) = (self.rules, self.params);
         let (mem, last_seq) = (&mut self.mem, &mut self.last_seq);
         let mut first_in_file = true;
-        WalReader::replay(self.vfs, path, |seq, offset, payload| {
+        WalReader::replay(self.vfs, path, None, |seq, offset, payload| {
             if first_in_file {
                 rules.check_first_record(path, offset, seq, *last_seq)?;
                 first_in_file = false;
@@ -259,41 +259,38 @@ fn apply_record(
     // `offset` is the record's; its payload (what the decoder's errors locate within) starts
     // after the record header.
     let payload_offset = offset + crate::storage::wal::RECORD_HEADER_LEN as u64;
-    let (bands, record_bytes) = (params.lsh.bands, params.sig_bytes());
-    decode_ops(
-        payload,
-        bands,
-        record_bytes,
-        params.store_sets,
-        path,
-        payload_offset,
-        |op| match op {
-            OpRef::Insert {
-                docno,
-                key,
-                band_keys,
-                sig,
-                set,
-            } => {
-                if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
-                    Ok(())
-                } else {
-                    Err(Error::corruption(
-                        path,
-                        offset,
-                        format!(
-                            "WAL insert of document {docno} does not continue the numbering at {}",
-                            mem.next_docno()
-                        ),
-                    ))
-                }
-            }
-            OpRef::Delete { docno } => {
-                mem.mark_deleted(docno);
+    let layout = OpsLayout {
+        version: OpsVersion::V2,
+        bands: params.lsh.bands,
+        sig_bytes: params.sig_bytes(),
+        store_sets: params.store_sets,
+    };
+    decode_ops(payload, &layout, path, payload_offset, |op| match op {
+        OpRef::Insert {
+            docno,
+            key,
+            band_keys,
+            sig,
+            set,
+        } => {
+            if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
                 Ok(())
+            } else {
+                Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "WAL insert of document {docno} does not continue the numbering at {}",
+                        mem.next_docno()
+                    ),
+                ))
             }
-        },
-    )
+        }
+        OpRef::Delete { docno } => {
+            mem.mark_deleted(docno);
+            Ok(())
+        }
+    })
 }
 
 /// A WAL file that does not start where the numbering says the next one must: an earlier
@@ -413,7 +410,7 @@ pub(super) fn torn_tail_to_keep(
     // Whole and intact now: a live writer (seen only by a reader) finished it after the
     // replay read it unfinished. (With the database locked the bytes cannot have changed
     // since the replay, which found no record here.)
-    if WalReader::starts_with_record(&tail) {
+    if WalReader::starts_with_record(&tail, None) {
         return Ok(None);
     }
     tail.truncate(last + 1);

@@ -12,7 +12,7 @@ use super::state::State;
 use crate::sketch::{Signature, bbit};
 use crate::storage::shingle_codec;
 use crate::storage::wal::MAX_RECORD_LEN;
-use crate::storage::wal::batch::{LogOp, MAX_KEY_LEN, encode_ops};
+use crate::storage::wal::batch::{LogOp, MAX_KEY_LEN, OpsVersion, encode_ops};
 use crate::{Error, Result};
 
 /// One requested change.
@@ -286,7 +286,7 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
 /// The WAL payload of `ops`; refused, before anything is queued or applied (the batch then has
 /// no effect), when one WAL record cannot hold it.
 fn encode_batch(ops: &[LogOp]) -> Result<Vec<u8>> {
-    let payload = encode_ops(ops);
+    let payload = encode_ops(ops, OpsVersion::V2);
     if payload.len() > MAX_RECORD_LEN {
         return Err(Error::invalid(
             "batch",

@@ -1,18 +1,32 @@
 //! The manifest (one immutable snapshot of which files make up the database) and the CURRENT
-//! pointer (which manifest is live). Layouts are in `format/manifest.md`.
+//! pointer (which manifest is live). Layouts are in `format/manifest.md`; what version 3 adds
+//! (identity, features, the parameters block with bandings, per-file checksums) is placed and
+//! checked by [`v3`].
 
 use std::path::Path;
 
 use super::codec::{Decoder, Encoder};
+use super::identity::DbId;
 use crate::{Error, Result};
+
+pub(crate) mod v3;
+pub use v3::{BandingV3, Features, ParamsV3};
 
 /// The index parameters a manifest stores. The storage layer only places their fields; their
 /// meaning (and their validation, reported as corruption) belongs to the layer that owns them.
 pub(crate) trait StoredParams: Sized {
-    /// Appends the fields, laid out as manifest version `version` lays them out.
+    /// Appends the fields, laid out as manifest version `version` (1 or 2) lays them out.
     fn encode(&self, e: &mut Encoder, version: u32);
-    /// Reads and checks the fields of a manifest of version `version`.
+    /// Reads and checks the fields of a manifest of version `version` (1 or 2).
     fn decode(d: &mut Decoder<'_>, path: &Path, version: u32) -> Result<Self>;
+    /// Whether every document's shingle set is stored (version 3's feature STORE_SETS).
+    fn store_sets(&self) -> bool;
+    /// The version-3 parameters block of these parameters.
+    fn to_v3(&self) -> ParamsV3;
+    /// The parameters of a version-3 block that passed the format's checks, with
+    /// `store_sets` from the feature bits; what the parameters' owner finds invalid is
+    /// corruption (at [`v3::PARAMS_AT`]).
+    fn from_v3(block: &ParamsV3, store_sets: bool, path: &Path) -> Result<Self>;
 }
 
 fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
@@ -21,10 +35,17 @@ fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
 
 const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
 const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
-/// Version of the manifest and CURRENT layouts that this build writes.
+/// Version of the manifest and CURRENT layouts that the database writes. (This build reads
+/// and can encode version 3; the database moves to it with file identities.)
 pub const MANIFEST_VERSION: u32 = 2;
 /// The first version, still read (version-1 databases open read-only and can be upgraded).
 pub const MANIFEST_V1: u32 = 1;
+/// Version 3: the database's identity, feature bits, metric, bandings and per-file checksums.
+pub const MANIFEST_V3: u32 = 3;
+/// Bytes of a version-3 segment entry: id, base, span, docs, file_len, meta_crc.
+const SEGMENT_ENTRY_V3_LEN: usize = 44;
+/// Offset of a version-3 manifest's `db_id`.
+const DB_ID_AT: u64 = 20;
 /// Length of the CURRENT file: magic, version, generation, length, checksum, own checksum.
 const CURRENT_LEN: usize = 8 + 4 + 8 + 8 + 4 + 4;
 
@@ -52,11 +73,11 @@ fn check_trailing_crc(bytes: &[u8], path: &Path, what: &str) -> Result<()> {
 
 fn check_version(d: &mut Decoder<'_>, path: &Path) -> Result<u32> {
     let version = d.u32("version")?;
-    if version != MANIFEST_VERSION && version != MANIFEST_V1 {
+    if !matches!(version, MANIFEST_V1 | MANIFEST_VERSION | MANIFEST_V3) {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,
-            supported: MANIFEST_VERSION,
+            supported: MANIFEST_V3,
         });
     }
     Ok(version)
@@ -75,8 +96,11 @@ pub struct SegmentMeta {
     pub docs: u64,
     /// Exact file length.
     pub file_len: u64,
-    /// CRC32 of the signature-log records of `[base, base + span)`.
+    /// Version 1: CRC32 of the signature-log records of `[base, base + span)` (0 after).
     pub siglog_crc: u32,
+    /// Version 3: the segment footer's `meta_crc`, the root of the checksums that cover
+    /// every byte of the file (0 before).
+    pub meta_crc: u32,
 }
 
 /// The deletion list as the manifest records it.
@@ -88,6 +112,8 @@ pub struct DeletionsMeta {
     pub count: u64,
     /// Exact file length.
     pub file_len: u64,
+    /// Version 3: the list's trailing CRC (0 before, and when there is no list).
+    pub crc: u32,
 }
 
 /// One committed state of the database.
@@ -98,6 +124,12 @@ pub(crate) struct Manifest<P> {
     pub format_version: u32,
     /// Generation: increases by one with every manifest written.
     pub generation: u64,
+    /// Version 3: the database's identity, which every file it names carries ([`DbId::NONE`]
+    /// before).
+    pub db_id: DbId,
+    /// Version 3: the index-wide feature bits ([`Features::NONE`] before). Bit STORE_SETS
+    /// is written from the parameters ([`StoredParams::store_sets`]) and read into both.
+    pub features: Features,
     /// The parameters the database was created with.
     pub params: P,
     /// Document numbers below this are in segments (or deleted); the WAL holds the rest.
@@ -121,12 +153,22 @@ pub(crate) struct Manifest<P> {
 impl<P: StoredParams> Manifest<P> {
     /// Serializes the manifest, checksum included, in its `format_version`'s layout.
     pub fn encode(&self) -> Vec<u8> {
-        let v1 = self.format_version == MANIFEST_V1;
         let mut e = Encoder::default();
         e.bytes(MANIFEST_MAGIC)
             .u32(self.format_version)
             .u64(self.generation);
-        self.params.encode(&mut e, self.format_version);
+        if self.format_version == MANIFEST_V3 {
+            self.encode_v3(&mut e);
+        } else {
+            self.encode_v1_v2(&mut e);
+        }
+        e.crc();
+        e.buf
+    }
+
+    fn encode_v1_v2(&self, e: &mut Encoder) {
+        let v1 = self.format_version == MANIFEST_V1;
+        self.params.encode(e, self.format_version);
         e.u64(self.next_docno);
         if v1 {
             e.u64(self.siglog_records);
@@ -150,8 +192,31 @@ impl<P: StoredParams> Manifest<P> {
                 e.u32(s.siglog_crc);
             }
         }
-        e.crc();
-        e.buf
+    }
+
+    fn encode_v3(&self, e: &mut Encoder) {
+        let features = self
+            .features
+            .with(Features::STORE_SETS, self.params.store_sets());
+        e.bytes(&self.db_id.0).u64(features.0);
+        self.params.to_v3().encode(e);
+        e.u64(self.next_docno)
+            .u64(self.wal_start)
+            .u64(self.wal_next_seq)
+            .u64(self.next_file_id)
+            .u64(self.deletions.id)
+            .u64(self.deletions.count)
+            .u64(self.deletions.file_len)
+            .u32(self.deletions.crc)
+            .u32(self.segments.len() as u32);
+        for s in &self.segments {
+            e.u64(s.id)
+                .u64(s.base)
+                .u64(s.span)
+                .u64(s.docs)
+                .u64(s.file_len)
+                .u32(s.meta_crc);
+        }
     }
 
     /// Parses and checks a manifest file's bytes.
@@ -167,9 +232,27 @@ impl<P: StoredParams> Manifest<P> {
         }
         check_trailing_crc(bytes, path, "manifest")?;
         let format_version = check_version(&mut d, path)?;
-        let v1 = format_version == MANIFEST_V1;
         let generation = d.u64("generation")?;
-        let params = P::decode(&mut d, path, format_version)?;
+        let m = if format_version == MANIFEST_V3 {
+            Self::decode_v3(&mut d, path, generation)?
+        } else {
+            Self::decode_v1_v2(&mut d, path, format_version, generation)?
+        };
+        d.expect_crc()?;
+        d.expect_end()?;
+        m.check_invariants(path)?;
+        Ok(m)
+    }
+
+    /// The fields after the generation of a version-1 or version-2 manifest.
+    fn decode_v1_v2(
+        d: &mut Decoder<'_>,
+        path: &Path,
+        format_version: u32,
+        generation: u64,
+    ) -> Result<Self> {
+        let v1 = format_version == MANIFEST_V1;
+        let params = P::decode(d, path, format_version)?;
         let next_docno = d.u64("next_docno")?;
         let siglog_records = if v1 { d.u64("siglog_records")? } else { 0 };
         let wal_start = d.u64("wal_start")?;
@@ -179,6 +262,7 @@ impl<P: StoredParams> Manifest<P> {
             id: d.u64("deletions id")?,
             count: d.u64("deletions count")?,
             file_len: d.u64("deletions length")?,
+            crc: 0,
         };
         let count = d.u32("segment count")? as usize;
         let entry_len = if v1 { 44 } else { 40 };
@@ -191,13 +275,14 @@ impl<P: StoredParams> Manifest<P> {
                 docs: d.u64("segment docs")?,
                 file_len: d.u64("segment length")?,
                 siglog_crc: if v1 { d.u32("segment siglog crc")? } else { 0 },
+                meta_crc: 0,
             });
         }
-        d.expect_crc()?;
-        d.expect_end()?;
-        let m = Manifest {
+        Ok(Manifest {
             format_version,
             generation,
+            db_id: DbId::NONE,
+            features: Features::NONE,
             params,
             next_docno,
             siglog_records,
@@ -206,9 +291,50 @@ impl<P: StoredParams> Manifest<P> {
             next_file_id,
             deletions,
             segments,
-        };
-        m.check_invariants(path)?;
-        Ok(m)
+        })
+    }
+
+    /// The fields after the generation of a version-3 manifest: identity, features, the
+    /// parameters block, the state and the segment entries.
+    fn decode_v3(d: &mut Decoder<'_>, path: &Path, generation: u64) -> Result<Self> {
+        let db_id = decode_db_id(d, path)?;
+        let features = Features(d.u64("features")?);
+        v3::check_features(features, path)?;
+        let block = ParamsV3::decode(d, path, features)?;
+        v3::check_keyed_sets(features, &block.key_fingerprint, path)?;
+        let params = P::from_v3(&block, features.contains(Features::STORE_SETS), path)?;
+        let next_docno = d.u64("next_docno")?;
+        let wal_start = d.u64("wal_start")?;
+        let wal_next_seq = d.u64("wal_next_seq")?;
+        let next_file_id = d.u64("next_file_id")?;
+        let deletions = decode_deletions_v3(d, path)?;
+        let count = d.u32("segment count")? as usize;
+        let mut segments = Vec::with_capacity(count.min(d.remaining() / SEGMENT_ENTRY_V3_LEN));
+        for _ in 0..count {
+            segments.push(SegmentMeta {
+                id: d.u64("segment id")?,
+                base: d.u64("segment base")?,
+                span: d.u64("segment span")?,
+                docs: d.u64("segment docs")?,
+                file_len: d.u64("segment length")?,
+                siglog_crc: 0,
+                meta_crc: d.u32("segment meta_crc")?,
+            });
+        }
+        Ok(Manifest {
+            format_version: MANIFEST_V3,
+            generation,
+            db_id,
+            features,
+            params,
+            next_docno,
+            siglog_records: 0,
+            wal_start,
+            wal_next_seq,
+            next_file_id,
+            deletions,
+            segments,
+        })
     }
 
     fn check_invariants(&self, path: &Path) -> Result<()> {
@@ -241,6 +367,43 @@ impl<P: StoredParams> Manifest<P> {
         }
         Ok(())
     }
+}
+
+/// A version-3 manifest's identity: never all zero (that means "none", versions 1 and 2).
+fn decode_db_id(d: &mut Decoder<'_>, path: &Path) -> Result<DbId> {
+    let bytes = d.take(16, "db_id")?;
+    let id = DbId(
+        bytes
+            .try_into()
+            .map_err(|_| d.corruption("db_id is not 16 bytes"))?,
+    );
+    if id.is_none() {
+        return Err(corruption(
+            path,
+            DB_ID_AT,
+            "a version-3 manifest without a database identity (db_id all zero)",
+        ));
+    }
+    Ok(id)
+}
+
+/// A version-3 manifest's deletion-list fields: all zero when it names no list.
+fn decode_deletions_v3(d: &mut Decoder<'_>, path: &Path) -> Result<DeletionsMeta> {
+    let at = d.offset();
+    let deletions = DeletionsMeta {
+        id: d.u64("deletions id")?,
+        count: d.u64("deletions count")?,
+        file_len: d.u64("deletions length")?,
+        crc: d.u32("deletions crc")?,
+    };
+    if deletions.id == 0 && deletions != DeletionsMeta::default() {
+        return Err(corruption(
+            path,
+            at,
+            "deletion-list fields set without a deletion list",
+        ));
+    }
+    Ok(deletions)
 }
 
 /// The CURRENT file: names the live manifest generation and pins its length and checksum.
@@ -324,19 +487,58 @@ impl Current {
 }
 
 #[cfg(test)]
+mod v3_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Stand-in parameters: the codec only places their fields.
+    /// Stand-in parameters: the codec only places their fields (versions 1 and 2: the first
+    /// two; version 3: the seed, the slots, the stored-sets feature and the key fingerprint).
     #[derive(Clone, Debug, PartialEq)]
-    struct Params(u64, u32);
+    pub(super) struct Params(pub u64, pub u32, pub bool, pub [u8; 32]);
 
     impl StoredParams for Params {
         fn encode(&self, e: &mut Encoder, _version: u32) {
             e.u64(self.0).u32(self.1);
         }
         fn decode(d: &mut Decoder<'_>, _path: &Path, _version: u32) -> Result<Self> {
-            Ok(Params(d.u64("a")?, d.u32("b")?))
+            Ok(Params(d.u64("a")?, d.u32("b")?, false, [0; 32]))
+        }
+        fn store_sets(&self) -> bool {
+            self.2
+        }
+        fn to_v3(&self) -> ParamsV3 {
+            ParamsV3 {
+                spec_version: 1,
+                kind: v3::KIND_MINHASH,
+                scheme: 1,
+                metric: v3::METRIC_JACCARD,
+                bits: 8,
+                num_perm: self.1,
+                band_slots: self.1,
+                seed: self.0,
+                shingle_kind: v3::SHINGLE_CHAR,
+                shingle_width: 5,
+                shingle_flags: v3::SHINGLE_NFKC | v3::SHINGLE_LOWERCASE,
+                unicode_version: 0,
+                threshold: 0.8,
+                bucket_cap: 4,
+                max_hamming: 0,
+                weighting: 0,
+                keep_type: 0,
+                key_fingerprint: self.3,
+                bandings: vec![BandingV3::covering_all(8, 4)],
+                keep_field: String::new(),
+            }
+        }
+        fn from_v3(block: &ParamsV3, store_sets: bool, _path: &Path) -> Result<Self> {
+            Ok(Params(
+                block.seed,
+                block.num_perm,
+                store_sets,
+                block.key_fingerprint,
+            ))
         }
     }
 
@@ -344,7 +546,9 @@ mod tests {
         Manifest {
             format_version: MANIFEST_VERSION,
             generation: 7,
-            params: Params(0x1234_5678, 42),
+            db_id: DbId::NONE,
+            features: Features::NONE,
+            params: Params(0x1234_5678, 42, false, [0; 32]),
             next_docno: 100,
             siglog_records: 0,
             wal_start: 3,
@@ -354,6 +558,7 @@ mod tests {
                 id: 8,
                 count: 2,
                 file_len: 40,
+                crc: 0,
             },
             segments: vec![
                 SegmentMeta {
@@ -363,6 +568,7 @@ mod tests {
                     docs: 58,
                     file_len: 1234,
                     siglog_crc: 0,
+                    meta_crc: 0,
                 },
                 SegmentMeta {
                     id: 6,
@@ -371,6 +577,7 @@ mod tests {
                     docs: 40,
                     file_len: 999,
                     siglog_crc: 0,
+                    meta_crc: 0,
                 },
             ],
         }

@@ -32,6 +32,36 @@ const TAG_INSERT: u8 = 1;
 const TAG_DELETE: u8 = 2;
 /// An insert with its coded shingle set (indexes that store sets, `format/wal.md`).
 const TAG_INSERT_WITH_SET: u8 = 3;
+/// Version 3's one insert: the band-key count, then a mask of the optional fields that follow.
+const TAG_INSERT_V3: u8 = 4;
+
+/// Bits of a version-3 insert's `fields` mask. SET is built; EXACT_HASH, KEEP and SET_SIZE
+/// belong to columns no index has yet, so a set bit names a column the manifest lacks.
+const FIELD_SET: u8 = 1;
+const FIELD_COLUMNS: [(u8, &str); 3] = [(2, "EXACT_HASH"), (4, "KEEP"), (8, "SET_SIZE")];
+/// Bits no version defines: a newer writer's field, refused as unsupported.
+const FIELDS_UNKNOWN: u8 = 0xf0;
+
+/// Which operations a WAL's batches are coded with: version 2's inserts (tags 1 and 3, also
+/// those of version 1) or version 3's (tag 4 with a field mask). Deletes are alike in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpsVersion {
+    V2,
+    V3,
+}
+
+/// What the database says every operation of a batch must look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpsLayout {
+    /// The WAL file's version of the operations.
+    pub version: OpsVersion,
+    /// Band keys per insert (the manifest's `bands`).
+    pub bands: usize,
+    /// Bytes of a packed signature (the manifest's `record_bytes`).
+    pub sig_bytes: usize,
+    /// Whether every insert carries its coded shingle set (the manifest's `store_sets`).
+    pub store_sets: bool,
+}
 
 /// Combines encoded batches (`count u32` then the operations) into as few batches as possible,
 /// each at most `max_len` bytes, in order: counts add up and operation lists concatenate, so
@@ -66,7 +96,8 @@ pub(crate) fn combine_payloads<'a>(
     out
 }
 
-pub(crate) fn encode_ops(ops: &[LogOp]) -> Vec<u8> {
+/// A batch's payload: `count u32`, then the operations coded as `version` codes them.
+pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
     let mut e = Encoder::default();
     e.u32(ops.len() as u32);
     for op in ops {
@@ -78,16 +109,22 @@ pub(crate) fn encode_ops(ops: &[LogOp]) -> Vec<u8> {
                 sig,
                 set,
             } => {
-                let tag = if set.is_some() {
-                    TAG_INSERT_WITH_SET
-                } else {
-                    TAG_INSERT
+                let tag = match (version, set) {
+                    (OpsVersion::V3, _) => TAG_INSERT_V3,
+                    (OpsVersion::V2, Some(_)) => TAG_INSERT_WITH_SET,
+                    (OpsVersion::V2, None) => TAG_INSERT,
                 };
                 e.u8(tag).u64(*docno).u32(key.len() as u32).bytes(key);
+                if version == OpsVersion::V3 {
+                    e.bytes(&(band_keys.len() as u16).to_le_bytes());
+                }
                 for &k in band_keys.iter() {
                     e.u64(k);
                 }
                 e.bytes(sig);
+                if version == OpsVersion::V3 {
+                    e.u8(if set.is_some() { FIELD_SET } else { 0 });
+                }
                 if let Some(set) = set {
                     e.u32(set.len() as u32).bytes(set);
                 }
@@ -117,13 +154,11 @@ pub(crate) enum OpRef<'a> {
     },
 }
 
-/// Decodes a WAL payload, calling `visit` for each operation in order; `bands`,
-/// `sig_bytes` and `store_sets` come from the database parameters.
+/// Decodes a WAL payload, calling `visit` for each operation in order; `layout` comes from
+/// the database parameters and the WAL file's version.
 pub(crate) fn decode_ops(
     payload: &[u8],
-    bands: usize,
-    sig_bytes: usize,
-    store_sets: bool,
+    layout: &OpsLayout,
     path: &Path,
     offset: u64,
     mut visit: impl FnMut(OpRef<'_>) -> Result<()>,
@@ -132,21 +167,29 @@ pub(crate) fn decode_ops(
     let count = d.u32("op count")? as usize;
     for _ in 0..count {
         let tag_at = d.offset();
-        let op = match d.u8("op tag")? {
-            tag @ (TAG_INSERT | TAG_INSERT_WITH_SET) => {
-                if (tag == TAG_INSERT_WITH_SET) != store_sets {
-                    return Err(d.corruption(if store_sets {
+        let op = match (d.u8("op tag")?, layout.version) {
+            (TAG_DELETE, _) => OpRef::Delete {
+                docno: d.u64("docno")?,
+            },
+            (tag @ (TAG_INSERT | TAG_INSERT_WITH_SET), OpsVersion::V2) => {
+                if (tag == TAG_INSERT_WITH_SET) != layout.store_sets {
+                    return Err(d.corruption(if layout.store_sets {
                         "an insert without its shingle set in an index that stores sets"
                     } else {
                         "an insert with a shingle set in an index that stores none"
                     }));
                 }
-                decode_insert(&mut d, bands, sig_bytes, store_sets, path)?
+                decode_insert_v2(&mut d, layout, path)?
             }
-            TAG_DELETE => OpRef::Delete {
-                docno: d.u64("docno")?,
-            },
-            other => {
+            (TAG_INSERT_V3, OpsVersion::V3) => decode_insert_v3(&mut d, layout, path)?,
+            (tag @ (TAG_INSERT | TAG_INSERT_WITH_SET), OpsVersion::V3) => {
+                return Err(Error::corruption(
+                    path,
+                    tag_at,
+                    format!("a version-2 insert (op tag {tag}) in a version-3 WAL"),
+                ));
+            }
+            (other, _) => {
                 return Err(Error::corruption(
                     path,
                     tag_at,
@@ -159,23 +202,13 @@ pub(crate) fn decode_ops(
     d.expect_end()
 }
 
-/// The fields of an insert after its tag.
-fn decode_insert<'a>(
-    d: &mut Decoder<'a>,
-    bands: usize,
-    sig_bytes: usize,
-    store_sets: bool,
-    path: &Path,
-) -> Result<OpRef<'a>> {
+/// The fields of a version-2 insert after its tag.
+fn decode_insert_v2<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) -> Result<OpRef<'a>> {
     let docno = d.u64("docno")?;
-    let key_len = d.u32("key length")? as usize;
-    if key_len > MAX_KEY_LEN {
-        return Err(d.corruption(format!("key length {key_len} exceeds {MAX_KEY_LEN}")));
-    }
-    let key = d.take(key_len, "key")?;
-    let band_keys = d.take(bands * 8, "band keys")?;
-    let sig = d.take(sig_bytes, "signature")?;
-    let set = if store_sets {
+    let key = decode_key(d)?;
+    let band_keys = d.take(layout.bands * 8, "band keys")?;
+    let sig = d.take(layout.sig_bytes, "signature")?;
+    let set = if layout.store_sets {
         Some(decode_set(d, path)?)
     } else {
         None
@@ -187,6 +220,91 @@ fn decode_insert<'a>(
         sig,
         set,
     })
+}
+
+/// The fields of a version-3 insert (tag 4) after its tag: the band-key count is checked
+/// against the index's, and the field mask against what the index stores.
+fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) -> Result<OpRef<'a>> {
+    let docno = d.u64("docno")?;
+    let key = decode_key(d)?;
+    let nkeys_at = d.offset();
+    let nkeys = usize::from(decode_u16(d, "band key count")?);
+    if nkeys != layout.bands {
+        return Err(Error::corruption(
+            path,
+            nkeys_at,
+            format!(
+                "an insert with {nkeys} band keys in an index with {}",
+                layout.bands
+            ),
+        ));
+    }
+    let band_keys = d.take(nkeys * 8, "band keys")?;
+    let sig = d.take(layout.sig_bytes, "signature")?;
+    let fields_at = d.offset();
+    let fields = d.u8("insert fields")?;
+    check_fields(fields, layout.store_sets, path, fields_at)?;
+    let set = if fields & FIELD_SET != 0 {
+        Some(decode_set(d, path)?)
+    } else {
+        None
+    };
+    Ok(OpRef::Insert {
+        docno,
+        key,
+        band_keys,
+        sig,
+        set,
+    })
+}
+
+/// A version-3 insert's field mask: a bit no version defines is a newer writer's
+/// (unsupported); a column the index does not have, or a shingle set present exactly when
+/// the index stores none, is damage.
+fn check_fields(fields: u8, store_sets: bool, path: &Path, at: u64) -> Result<()> {
+    if fields & FIELDS_UNKNOWN != 0 {
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            feature: format!("WAL insert field bits {:#04x}", fields & FIELDS_UNKNOWN),
+        });
+    }
+    if let Some((_, column)) = FIELD_COLUMNS.iter().find(|(bit, _)| fields & bit != 0) {
+        return Err(Error::corruption(
+            path,
+            at,
+            format!("an insert with a {column} field in an index without that column"),
+        ));
+    }
+    if (fields & FIELD_SET != 0) != store_sets {
+        return Err(Error::corruption(
+            path,
+            at,
+            if store_sets {
+                "an insert without its shingle set in an index that stores sets"
+            } else {
+                "an insert with a shingle set in an index that stores none"
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// A little-endian u16 (the codec has no field that narrow).
+fn decode_u16(d: &mut Decoder<'_>, what: &str) -> Result<u16> {
+    let bytes = d.take(2, what)?;
+    Ok(bytes
+        .iter()
+        .rev()
+        .fold(0u16, |acc, &b| (acc << 8) | u16::from(b)))
+}
+
+/// An insert's key, with its length before it.
+fn decode_key<'a>(d: &mut Decoder<'a>) -> Result<&'a [u8]> {
+    let key_len = d.u32("key length")? as usize;
+    if key_len > MAX_KEY_LEN {
+        return Err(d.corruption(format!("key length {key_len} exceeds {MAX_KEY_LEN}")));
+    }
+    d.take(key_len, "key")
 }
 
 /// An insert's coded shingle set, with its length before it. A set that does not decode is
@@ -218,9 +336,22 @@ pub(crate) fn band_keys_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = u64> +
 mod tests {
     use super::*;
 
+    fn layout(version: OpsVersion, bands: usize, store_sets: bool) -> OpsLayout {
+        OpsLayout {
+            version,
+            bands,
+            sig_bytes: 16,
+            store_sets,
+        }
+    }
+
     fn decode(bytes: &[u8], bands: usize, store_sets: bool) -> Result<Vec<LogOp>> {
+        decode_as(bytes, &layout(OpsVersion::V2, bands, store_sets))
+    }
+
+    fn decode_as(bytes: &[u8], layout: &OpsLayout) -> Result<Vec<LogOp>> {
         let mut out = Vec::new();
-        decode_ops(bytes, bands, 16, store_sets, Path::new("wal"), 0, |op| {
+        decode_ops(bytes, layout, Path::new("wal"), 0, |op| {
             out.push(match op {
                 OpRef::Insert {
                     docno,
@@ -256,7 +387,7 @@ mod tests {
                 },
                 LogOp::Delete { docno: 2 },
             ];
-            let bytes = encode_ops(&ops);
+            let bytes = encode_ops(&ops, OpsVersion::V2);
             assert_eq!(decode(&bytes, 3, store_sets).unwrap(), ops);
             for len in 0..bytes.len() {
                 assert!(decode(&bytes[..len], 3, store_sets).is_err());
@@ -277,7 +408,7 @@ mod tests {
             sig: vec![0u8; 16].into(),
             set: Some(vec![3, 1].into()),
         }];
-        let err = decode(&encode_ops(&ops), 1, true).unwrap_err();
+        let err = decode(&encode_ops(&ops, OpsVersion::V2), 1, true).unwrap_err();
         assert!(matches!(err, Error::Corruption { .. }), "{err}");
     }
 
@@ -303,11 +434,18 @@ mod tests {
                 .collect()
         };
         let batches: Vec<Vec<LogOp>> = (0..7u64).map(|i| batch(i * 10, i + 1)).collect();
-        let encoded: Vec<Vec<u8>> = batches.iter().map(|b| encode_ops(b)).collect();
+        let encoded: Vec<Vec<u8>> = batches
+            .iter()
+            .map(|b| encode_ops(b, OpsVersion::V2))
+            .collect();
         let decode_all = |payloads: &[std::borrow::Cow<'_, [u8]>]| {
             let mut docnos = Vec::new();
             for p in payloads {
-                decode_ops(p, 2, 8, false, Path::new("wal"), 0, |op| {
+                let layout = OpsLayout {
+                    sig_bytes: 8,
+                    ..layout(OpsVersion::V2, 2, false)
+                };
+                decode_ops(p, &layout, Path::new("wal"), 0, |op| {
                     docnos.push(match op {
                         OpRef::Insert { docno, .. } | OpRef::Delete { docno } => docno,
                     });
@@ -336,5 +474,100 @@ mod tests {
         );
         let lone = combine_payloads([encoded[0].as_slice()], usize::MAX);
         assert!(matches!(lone[0], std::borrow::Cow::Borrowed(_)));
+    }
+
+    /// A batch of every version-3 operation: inserts (with a set when the index stores sets)
+    /// and a delete.
+    fn v3_ops(store_sets: bool) -> Vec<LogOp> {
+        let set = crate::storage::shingle_codec::encode(&[7 << 1, 1 << 28]);
+        vec![
+            LogOp::Insert {
+                docno: 5,
+                key: b"https://example.com/a".to_vec().into(),
+                band_keys: vec![1, 2, 3].into(),
+                sig: vec![9u8; 16].into(),
+                set: store_sets.then(|| set.clone().into()),
+            },
+            LogOp::Delete { docno: 2 },
+            LogOp::Insert {
+                docno: 6,
+                key: b"".to_vec().into(),
+                band_keys: vec![u64::MAX, 0, 7].into(),
+                sig: vec![1u8; 16].into(),
+                set: store_sets.then(|| set.clone().into()),
+            },
+        ]
+    }
+
+    /// Offset of the first insert's `fields` byte in [`v3_ops`]'s payload: count, tag, docno,
+    /// key, nkeys, 3 band keys, signature.
+    const FIRST_FIELDS_AT: usize = 4 + 1 + 8 + 4 + 21 + 2 + 3 * 8 + 16;
+
+    /// Version 3's insert (tag 4) round-trips with and without its set, and every truncation
+    /// is corruption; version 2's inserts are refused in a version-3 WAL and tag 4 in an
+    /// earlier one.
+    #[test]
+    fn v3_roundtrip_truncation_and_tags_of_the_other_version() {
+        for store_sets in [false, true] {
+            let ops = v3_ops(store_sets);
+            let v3 = layout(OpsVersion::V3, 3, store_sets);
+            let bytes = encode_ops(&ops, OpsVersion::V3);
+            assert_eq!(bytes[4], TAG_INSERT_V3);
+            assert_eq!(bytes[FIRST_FIELDS_AT], u8::from(store_sets));
+            assert_eq!(decode_as(&bytes, &v3).unwrap(), ops);
+            for len in 0..bytes.len() {
+                let err = decode_as(&bytes[..len], &v3).unwrap_err();
+                assert!(err.is_corruption(), "{store_sets} {len}: {err}");
+            }
+            let err = decode(&bytes, 3, store_sets).unwrap_err();
+            assert!(err.to_string().contains("unknown WAL op tag 4"), "{err}");
+            let v2 = encode_ops(&ops, OpsVersion::V2);
+            let err = decode_as(&v2, &v3).unwrap_err();
+            assert!(err.to_string().contains("version-2 insert"), "{err}");
+            assert!(matches!(err, Error::Corruption { offset: 4, .. }), "{err}");
+        }
+    }
+
+    /// The band-key count must be the index's, and the SET bit present exactly when the index
+    /// stores sets: both corruption at their field.
+    #[test]
+    fn v3_band_key_count_and_set_bit_are_checked() {
+        let bytes = encode_ops(&v3_ops(true), OpsVersion::V3);
+        let err = decode_as(&bytes, &layout(OpsVersion::V3, 4, true)).unwrap_err();
+        let nkeys_at = FIRST_FIELDS_AT as u64 - 16 - 24 - 2;
+        assert!(
+            matches!(err, Error::Corruption { offset, .. } if offset == nkeys_at),
+            "{err}"
+        );
+        let without_sets = layout(OpsVersion::V3, 3, false);
+        let err = decode_as(&bytes, &without_sets).unwrap_err();
+        assert!(
+            matches!(err, Error::Corruption { offset, .. } if offset == FIRST_FIELDS_AT as u64),
+            "{err}"
+        );
+        let bytes = encode_ops(&v3_ops(false), OpsVersion::V3);
+        let err = decode_as(&bytes, &layout(OpsVersion::V3, 3, true)).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+
+    /// Field bits 1–3 name columns no index has yet: corruption; bits 4–7 are a newer
+    /// writer's: unsupported.
+    #[test]
+    fn v3_reserved_field_bits_are_corruption_and_unknown_ones_unsupported() {
+        let good = encode_ops(&v3_ops(false), OpsVersion::V3);
+        let v3 = layout(OpsVersion::V3, 3, false);
+        for bit in 1..8 {
+            let mut bytes = good.clone();
+            bytes[FIRST_FIELDS_AT] |= 1 << bit;
+            let err = decode_as(&bytes, &v3).unwrap_err();
+            if bit < 4 {
+                assert!(
+                    matches!(err, Error::Corruption { offset, .. } if offset == FIRST_FIELDS_AT as u64),
+                    "bit {bit}: {err}"
+                );
+            } else {
+                assert!(matches!(err, Error::Unsupported { .. }), "bit {bit}: {err}");
+            }
+        }
     }
 }

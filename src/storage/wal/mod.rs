@@ -1,6 +1,10 @@
 //! The write-ahead log: a header, then checksummed records, each holding one write batch or
 //! several combined, then (while a writer has it) zeros written ahead of the records.
 //! Layout and recovery rules: `format/wal.md`. The payload of a record is a write batch (`batch`).
+//! Version 3 ties a file to its database: its header carries the database's identity and the
+//! file's number, and every record's checksum is seeded with them; readers and writers take the
+//! identity a file must have (`Option<FileIdentity>`, `None` for versions 1 and 2) from the
+//! caller, which knows it from the manifest and the file's name.
 //!
 //! The record parser reads its fields by hand rather than through the codec's `Decoder`: it
 //! also runs at every byte offset of a damaged log, looking for a later valid record, where an
@@ -19,33 +23,64 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::codec::Encoder;
+use super::identity::FileIdentity;
 use super::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"MHDBWAL\0";
-/// Version of the WAL layout that this build writes.
+/// Version of the WAL layout of a version-2 database (written without a file identity).
 pub const WAL_VERSION: u32 = 2;
 /// The first version (no `first_seq`, no seal), still replayed for version-1 databases.
 pub const WAL_V1: u32 = 1;
-/// Bytes of the file header: magic, version, `first_seq`, crc.
+/// Version 3: the header carries flags and the file's identity, and every record's checksum
+/// is seeded with that identity (`format/wal.md`, "Version 3").
+pub const WAL_V3: u32 = 3;
+/// Bytes of a version-2 file header: magic, version, `first_seq`, crc.
 pub const WAL_HEADER_LEN: u64 = 24;
 /// Bytes of a version-1 file header: magic, version, crc.
 pub const WAL_V1_HEADER_LEN: u64 = 16;
+/// Bytes of a version-3 file header: magic, version, flags, `db_id`, `file_id`, `first_seq`,
+/// crc.
+pub const WAL_V3_HEADER_LEN: u64 = 52;
+/// Offsets of the version-3 header's fields that a reader checks.
+const V3_FLAGS_AT: usize = 12;
+const V3_DB_ID_AT: usize = 16;
+const V3_FILE_ID_AT: usize = 32;
+const V3_FIRST_SEQ_AT: usize = 40;
 /// Bytes of a record header: crc u32, length u32, type u8, sequence u64.
 pub const RECORD_HEADER_LEN: usize = 17;
 /// Largest payload of one record.
 pub const MAX_RECORD_LEN: usize = 64 << 20;
 /// Record type of a whole batch (or several combined). Type 0 is reserved (zero-filled space).
 const TYPE_BATCH: u8 = 1;
-/// Record type of a seal (version 2): the file is complete; it ends here.
+/// Record type of a seal (versions 2 and 3): the file is complete; it ends here.
 const TYPE_SEAL: u8 = 2;
 /// Bytes of a seal's payload: the number of batch records before it.
 const SEAL_PAYLOAD_LEN: usize = 8;
 
-fn header_bytes(first_seq: u64) -> Vec<u8> {
+/// The header of a new file: version 3 with `identity`, else version 2.
+fn header_bytes(first_seq: u64, identity: Option<FileIdentity>) -> Vec<u8> {
     let mut e = Encoder::default();
-    e.bytes(MAGIC).u32(WAL_VERSION).u64(first_seq).crc();
+    e.bytes(MAGIC);
+    match identity {
+        None => e.u32(WAL_VERSION).u64(first_seq),
+        Some(id) => e
+            .u32(WAL_V3)
+            .u32(0)
+            .bytes(&id.db_id.0)
+            .u64(id.file_id)
+            .u64(first_seq),
+    };
+    e.crc();
     e.buf
+}
+
+/// Bytes of the header [`header_bytes`] writes.
+fn header_len(identity: Option<FileIdentity>) -> u64 {
+    match identity {
+        None => WAL_HEADER_LEN,
+        Some(_) => WAL_V3_HEADER_LEN,
+    }
 }
 
 /// A version-1 header (tests write version-1 logs to check that they still replay).
@@ -56,22 +91,42 @@ fn v1_header_bytes() -> Vec<u8> {
     e.buf
 }
 
+/// The checksum of a record whose bytes from its length field on are `covered`: CRC-32 of
+/// them, in version 3 after `db_id ‖ LE64(file_id)`, so that a record copied from another
+/// WAL file fails it where it lands. The seed comes from the caller (the manifest and the
+/// file's name), never from the header, so that records can be judged after a damaged header.
+fn record_crc(seed: Option<&FileIdentity>, covered: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    if let Some(id) = seed {
+        h.update(&id.db_id.0);
+        h.update(&id.file_id.to_le_bytes());
+    }
+    h.update(covered);
+    h.finalize()
+}
+
 /// Appends one encoded batch record to `out`.
-fn encode_record(out: &mut Vec<u8>, seq: u64, payload: &[u8]) {
-    encode_typed(out, TYPE_BATCH, seq, payload);
+fn encode_record(out: &mut Vec<u8>, seq: u64, payload: &[u8], seed: Option<&FileIdentity>) {
+    encode_typed(out, TYPE_BATCH, seq, payload, seed);
 }
 
 /// A seal record: it carries the sequence number of the file's last batch record (the one
 /// before the file's `first_seq` when it has none; sequence numbers count batches only) and
 /// the file's number of batch records.
-fn seal_record(last_seq: u64, records: u64) -> Vec<u8> {
+fn seal_record(last_seq: u64, records: u64, seed: Option<&FileIdentity>) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_typed(&mut out, TYPE_SEAL, last_seq, &records.to_le_bytes());
+    encode_typed(&mut out, TYPE_SEAL, last_seq, &records.to_le_bytes(), seed);
     out
 }
 
 /// Appends one encoded record of type `kind` to `out`.
-fn encode_typed(out: &mut Vec<u8>, kind: u8, seq: u64, payload: &[u8]) {
+fn encode_typed(
+    out: &mut Vec<u8>,
+    kind: u8,
+    seq: u64,
+    payload: &[u8],
+    seed: Option<&FileIdentity>,
+) {
     let start = out.len();
     let mut e = Encoder {
         buf: std::mem::take(out),
@@ -83,7 +138,7 @@ fn encode_typed(out: &mut Vec<u8>, kind: u8, seq: u64, payload: &[u8]) {
         .u64(seq)
         .bytes(payload);
     *out = e.buf;
-    let crc = crc32fast::hash(out.get(start + 4..).unwrap_or_default());
+    let crc = record_crc(seed, out.get(start + 4..).unwrap_or_default());
     if let Some(slot) = out.get_mut(start..start + 4) {
         slot.copy_from_slice(&crc.to_le_bytes());
     }
@@ -107,6 +162,10 @@ struct WriterInner {
     next_seq: u64,
     /// Sequence number of the file's first record (its header's `first_seq`).
     first_seq: u64,
+    /// Version 3: the identity its records' checksums are seeded with (`None`: version 2).
+    seed: Option<FileIdentity>,
+    /// Bytes of its header.
+    header_len: u64,
     /// A seal was written: the file takes no more records.
     sealed: bool,
     failed: bool,
@@ -201,12 +260,19 @@ impl WalWriter {
     /// replaced. A file that holds a record is never overwritten: that is an error.
     ///
     /// `first_seq` is the sequence number its first record will carry (the header records it,
-    /// so that a replay can tell when an earlier WAL file went missing).
-    pub fn create(vfs: &dyn Vfs, path: &Path, first_seq: u64) -> Result<WalWriter> {
+    /// so that a replay can tell when an earlier WAL file went missing). With `identity` the
+    /// file is of version 3 (its database's identity and its own number in the header, and
+    /// every record's checksum seeded with them); without, of version 2.
+    pub fn create(
+        vfs: &dyn Vfs,
+        path: &Path,
+        first_seq: u64,
+        identity: Option<FileIdentity>,
+    ) -> Result<WalWriter> {
         let file = match vfs.open(path, OpenMode::CreateNew) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holds_records = WalReader::replay(vfs, path, |_, _, _| Ok(()))
+                let holds_records = WalReader::replay(vfs, path, identity, |_, _, _| Ok(()))
                     .map_or(true, |replay| replay.records > 0);
                 if holds_records {
                     return Err(Error::io(path, "create WAL", e));
@@ -216,17 +282,20 @@ impl WalWriter {
             }
             Err(e) => return Err(Error::io(path, "create WAL", e)),
         };
-        file.write_all_at(&header_bytes(first_seq), 0)
+        let header_len = header_len(identity);
+        file.write_all_at(&header_bytes(first_seq, identity), 0)
             .map_err(Error::io_on(path, "write WAL header"))?;
         file.sync_data().map_err(Error::io_on(path, "fsync WAL"))?;
         Ok(WalWriter {
             inner: Arc::new(Mutex::new(WriterInner {
                 file,
                 path: path.to_path_buf(),
-                offset: WAL_HEADER_LEN,
-                allocated: WAL_HEADER_LEN,
+                offset: header_len,
+                allocated: header_len,
                 next_seq: first_seq,
                 first_seq,
+                seed: identity,
+                header_len,
                 sealed: false,
                 failed: false,
             })),
@@ -265,7 +334,7 @@ impl WalWriter {
                 ));
             }
             buf.clear();
-            encode_record(&mut buf, inner.next_seq, p);
+            encode_record(&mut buf, inner.next_seq, p, inner.seed.as_ref());
             let start = inner.offset;
             inner.write_record(&buf, true)?;
             inner.next_seq += 1;
@@ -291,7 +360,7 @@ impl WalWriter {
             return Ok(());
         }
         let records = inner.next_seq - inner.first_seq;
-        let record = seal_record(inner.next_seq - 1, records);
+        let record = seal_record(inner.next_seq - 1, records, inner.seed.as_ref());
         let start = inner.offset;
         // No zeros ahead of the seal: they would be cut off at once (and on a nearly full
         // disk, writing them could fail where the seal alone fits).
@@ -315,7 +384,8 @@ impl WalWriter {
 
     /// True when no record was written.
     pub fn is_empty(&self) -> bool {
-        self.len() == WAL_HEADER_LEN
+        let inner = self.inner.lock();
+        inner.offset == inner.header_len
     }
 }
 
@@ -327,16 +397,16 @@ mod tests {
     use crate::storage::sim::SimFs;
 
     fn log(payloads: &[&[u8]]) -> Vec<u8> {
-        let mut out = header_bytes(1).to_vec();
+        let mut out = header_bytes(1, None).to_vec();
         for (i, p) in payloads.iter().enumerate() {
-            encode_record(&mut out, i as u64 + 1, p);
+            encode_record(&mut out, i as u64 + 1, p, None);
         }
         out
     }
 
     fn collect(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, Replay)> {
         let mut got = Vec::new();
-        let r = WalReader::replay_bytes(bytes, Path::new("wal"), &mut |_, _, p| {
+        let r = WalReader::replay_bytes(bytes, Path::new("wal"), None, &mut |_, _, p| {
             got.push(p.to_vec());
             Ok(())
         })?;
@@ -407,12 +477,12 @@ mod tests {
     fn writer_roundtrip_on_simfs_and_version_check() {
         let fs = SimFs::new();
         let p = Path::new("/d/wal");
-        let w = WalWriter::create(&fs, p, 1).unwrap();
+        let w = WalWriter::create(&fs, p, 1, None).unwrap();
         w.append_all_and_sync([&b"x"[..], b"yy"].into_iter())
             .unwrap();
         w.append_all_and_sync([&b"zzz"[..]].into_iter()).unwrap();
         let mut got = Vec::new();
-        let r = WalReader::replay(&fs, p, |s, _, b| {
+        let r = WalReader::replay(&fs, p, None, |s, _, b| {
             got.push((s, b.to_vec()));
             Ok(())
         })
@@ -423,7 +493,7 @@ mod tests {
         bytes[8] = 9;
         let crc = crc32fast::hash(&bytes[..12]);
         bytes[12..16].copy_from_slice(&crc.to_le_bytes());
-        let err = WalReader::replay_bytes(&bytes, p, &mut |_, _, _| Ok(())).unwrap_err();
+        let err = WalReader::replay_bytes(&bytes, p, None, &mut |_, _, _| Ok(())).unwrap_err();
         assert!(
             matches!(err, Error::UnsupportedVersion { found: 9, .. }),
             "{err}"
@@ -443,7 +513,7 @@ mod tests {
             .collect();
         for synced in 0..payloads.len() {
             let fs = SimFs::new();
-            let w = WalWriter::create(&fs, p, 1).unwrap();
+            let w = WalWriter::create(&fs, p, 1, None).unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
             // The header's and the directory's syncs, then one per record: the crash comes at
             // the sync of record `synced` (0-based), which is written but not yet durable.
@@ -459,7 +529,7 @@ mod tests {
             for seed in 0..20 {
                 let image = fs.crash_image(CrashMode::TornUnsynced { seed });
                 let mut got = Vec::new();
-                let r = WalReader::replay(&image, p, |_, _, b| {
+                let r = WalReader::replay(&image, p, None, |_, _, b| {
                     got.push(b.to_vec());
                     Ok(())
                 })
@@ -503,7 +573,7 @@ mod tests {
         };
         for (n, bytes) in cases.iter().enumerate() {
             let mut got = Vec::new();
-            let expected = run(WalReader::replay_bytes(bytes, p, &mut |s, o, b| {
+            let expected = run(WalReader::replay_bytes(bytes, p, None, &mut |s, o, b| {
                 got.push((s, o, b.to_vec()));
                 Ok(())
             })
@@ -512,11 +582,14 @@ mod tests {
             f.write_all_at(bytes, 0).unwrap();
             for chunk in [1, 2, 7, 17, 64, 333, REPLAY_CHUNK] {
                 let mut got = Vec::new();
-                let actual = run(WalReader::replay_in_chunks(&fs, p, chunk, &mut |s, o, b| {
-                    got.push((s, o, b.to_vec()));
-                    Ok(())
-                })
-                .map(|r| (got, r)));
+                let actual =
+                    run(
+                        WalReader::replay_in_chunks(&fs, p, None, chunk, &mut |s, o, b| {
+                            got.push((s, o, b.to_vec()));
+                            Ok(())
+                        })
+                        .map(|r| (got, r)),
+                    );
                 assert_eq!(actual, expected, "case {n}, chunk {chunk}");
             }
         }
@@ -530,21 +603,21 @@ mod tests {
         let p = Path::new("/d/wal");
         for leftover in [
             &b""[..],
-            &header_bytes(1)[..7],
-            &header_bytes(1),
+            &header_bytes(1, None)[..7],
+            &header_bytes(1, None),
             &[0u8; 4096][..],
         ] {
             let f = fs.open(p, OpenMode::CreateOrTruncate).unwrap();
             f.write_all_at(leftover, 0).unwrap();
             f.set_len(leftover.len() as u64).unwrap();
-            let w = WalWriter::create(&fs, p, 1).unwrap();
+            let w = WalWriter::create(&fs, p, 1, None).unwrap();
             w.append_all_and_sync([&b"x"[..]].into_iter()).unwrap();
-            let r = WalReader::replay(&fs, p, |_, _, _| Ok(())).unwrap();
+            let r = WalReader::replay(&fs, p, None, |_, _, _| Ok(())).unwrap();
             assert_eq!(r.records, 1, "leftover of {} bytes", leftover.len());
         }
         // Now the file holds a record: creating it again is refused and changes nothing.
         let before = fs.read_file(p).unwrap();
-        let err = WalWriter::create(&fs, p, 1).unwrap_err();
+        let err = WalWriter::create(&fs, p, 1, None).unwrap_err();
         assert!(err.to_string().contains("create WAL"), "{err}");
         assert_eq!(fs.read_file(p).unwrap(), before);
     }
@@ -554,16 +627,16 @@ mod tests {
     fn seal_cuts_the_zeros_ahead() {
         let fs = SimFs::new();
         let p = Path::new("/d/wal");
-        let w = WalWriter::create(&fs, p, 1).unwrap();
+        let w = WalWriter::create(&fs, p, 1, None).unwrap();
         fs.sync_dir(Path::new("/d")).unwrap();
         w.append_all_and_sync([&b"abc"[..]].into_iter()).unwrap();
-        let r = WalReader::replay(&fs, p, |_, _, _| Ok(())).unwrap();
+        let r = WalReader::replay(&fs, p, None, |_, _, _| Ok(())).unwrap();
         assert_eq!((r.records, r.valid_len), (1, w.len()));
         assert!(r.torn_tail_bytes > 0);
         w.seal().unwrap();
         let image = fs.crash_image(crate::storage::sim::CrashMode::DurableOnly);
         assert_eq!(image.read_file(p).unwrap().len() as u64, w.len());
-        let r = WalReader::replay(&image, p, |_, _, _| Ok(())).unwrap();
+        let r = WalReader::replay(&image, p, None, |_, _, _| Ok(())).unwrap();
         assert_eq!((r.records, r.torn_tail_bytes, r.sealed), (1, 0, true));
         assert!(w.append_all_and_sync([&b"late"[..]].into_iter()).is_err());
     }
@@ -579,7 +652,7 @@ mod tests {
         for n in 1.. {
             let sim = std::sync::Arc::new(SimFs::new());
             let fs = FaultFs::new(sim.clone(), n, 28, false);
-            let Ok(w) = WalWriter::create(&fs, p, 1) else {
+            let Ok(w) = WalWriter::create(&fs, p, 1, None) else {
                 continue;
             };
             let mut failed = None;
@@ -616,7 +689,7 @@ mod tests {
         }
         // A seal where zeros ahead would not fit: only its own bytes are written.
         let fs = SimFs::new();
-        let w = WalWriter::create(&fs, p, 1).unwrap();
+        let w = WalWriter::create(&fs, p, 1, None).unwrap();
         w.append_all_and_sync([&b"abc"[..]].into_iter()).unwrap();
         w.seal().unwrap();
         assert_eq!(fs.read_file(p).unwrap().len() as u64, w.len());
@@ -628,13 +701,13 @@ mod tests {
     fn sealed_file_damage_is_corruption() {
         let fs = SimFs::new();
         let p = Path::new("/d/wal");
-        let w = WalWriter::create(&fs, p, 5).unwrap();
+        let w = WalWriter::create(&fs, p, 5, None).unwrap();
         w.append_all_and_sync([&b"first"[..], b"second"].into_iter())
             .unwrap();
         let before_last = WAL_HEADER_LEN as usize + RECORD_HEADER_LEN + 5;
         w.seal().unwrap();
         let bytes = fs.read_file(p).unwrap();
-        let r = WalReader::replay_bytes(&bytes, p, &mut |_, _, _| Ok(())).unwrap();
+        let r = WalReader::replay_bytes(&bytes, p, None, &mut |_, _, _| Ok(())).unwrap();
         assert_eq!(
             (r.first_seq, r.last_seq, r.records, r.sealed),
             (5, 6, 2, true)
@@ -643,17 +716,17 @@ mod tests {
         for i in before_last..seal_at {
             let mut b = bytes.clone();
             b[i] ^= 0x10;
-            let err = WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(())).unwrap_err();
+            let err = WalReader::replay_bytes(&b, p, None, &mut |_, _, _| Ok(())).unwrap_err();
             assert!(err.is_corruption(), "byte {i}: {err}");
         }
         let mut b = bytes.clone();
         b.extend_from_slice(b"junk");
-        let err = WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(())).unwrap_err();
+        let err = WalReader::replay_bytes(&b, p, None, &mut |_, _, _| Ok(())).unwrap_err();
         assert!(err.is_corruption(), "{err}");
         let mut b = bytes.clone();
         b.extend_from_slice(&[0; 100]);
         assert!(
-            WalReader::replay_bytes(&b, p, &mut |_, _, _| Ok(()))
+            WalReader::replay_bytes(&b, p, None, &mut |_, _, _| Ok(()))
                 .unwrap()
                 .sealed
         );
@@ -663,16 +736,16 @@ mod tests {
     /// corruption, even with an intact checksum.
     #[test]
     fn out_of_sequence_record_is_corruption() {
-        let mut bytes = header_bytes(10);
-        encode_record(&mut bytes, 10, b"a");
-        encode_record(&mut bytes, 12, b"c");
-        let err =
-            WalReader::replay_bytes(&bytes, Path::new("w"), &mut |_, _, _| Ok(())).unwrap_err();
+        let mut bytes = header_bytes(10, None);
+        encode_record(&mut bytes, 10, b"a", None);
+        encode_record(&mut bytes, 12, b"c", None);
+        let err = WalReader::replay_bytes(&bytes, Path::new("w"), None, &mut |_, _, _| Ok(()))
+            .unwrap_err();
         assert!(err.is_corruption(), "{err}");
-        let mut bytes = header_bytes(10);
-        encode_record(&mut bytes, 9, b"a");
-        let err =
-            WalReader::replay_bytes(&bytes, Path::new("w"), &mut |_, _, _| Ok(())).unwrap_err();
+        let mut bytes = header_bytes(10, None);
+        encode_record(&mut bytes, 9, b"a", None);
+        let err = WalReader::replay_bytes(&bytes, Path::new("w"), None, &mut |_, _, _| Ok(()))
+            .unwrap_err();
         assert!(err.is_corruption(), "{err}");
     }
 
@@ -680,10 +753,234 @@ mod tests {
     #[test]
     fn version_1_log_replays() {
         let mut bytes = v1_header_bytes();
-        encode_record(&mut bytes, 3, b"x");
-        encode_record(&mut bytes, 7, b"y");
+        encode_record(&mut bytes, 3, b"x", None);
+        encode_record(&mut bytes, 7, b"y", None);
         let (got, r) = collect(&bytes).unwrap();
         assert_eq!(got, vec![b"x".to_vec(), b"y".to_vec()]);
         assert_eq!((r.version, r.last_seq, r.sealed), (1, 7, false));
+    }
+
+    // ---- Version 3 -----------------------------------------------------------------------
+
+    use crate::storage::identity::DbId;
+
+    fn identity(db: u8, file_id: u64) -> FileIdentity {
+        FileIdentity {
+            db_id: DbId(std::array::from_fn(|i| db ^ i as u8)),
+            file_id,
+        }
+    }
+
+    const ID: FileIdentity = FileIdentity {
+        db_id: DbId([7; 16]),
+        file_id: 0x12,
+    };
+
+    fn v3_log(id: FileIdentity, first_seq: u64, payloads: &[&[u8]]) -> Vec<u8> {
+        let mut out = header_bytes(first_seq, Some(id));
+        for (i, p) in payloads.iter().enumerate() {
+            encode_record(&mut out, first_seq + i as u64, p, Some(&id));
+        }
+        out
+    }
+
+    fn replay_v3(bytes: &[u8], expect: FileIdentity) -> Result<(Vec<Vec<u8>>, Replay)> {
+        let mut got = Vec::new();
+        let r = WalReader::replay_bytes(bytes, Path::new("wal"), Some(expect), &mut |_, _, p| {
+            got.push(p.to_vec());
+            Ok(())
+        })?;
+        Ok((got, r))
+    }
+
+    fn corruption_at(err: &Error) -> Option<u64> {
+        match err {
+            Error::Corruption { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+
+    /// The header's fields sit where `format/wal.md` says; a writer's file replays whole,
+    /// sealed, with its identity; every truncation replays a prefix.
+    #[test]
+    fn v3_header_layout_roundtrip_and_truncations() {
+        let fs = SimFs::new();
+        let p = Path::new("/d/wal");
+        let w = WalWriter::create(&fs, p, 40, Some(ID)).unwrap();
+        assert!(w.is_empty());
+        w.append_all_and_sync([&b"x"[..], b"yy"].into_iter())
+            .unwrap();
+        w.seal().unwrap();
+        let bytes = fs.read_file(p).unwrap();
+        assert_eq!(&bytes[..8], MAGIC);
+        assert_eq!(bytes[8..12], WAL_V3.to_le_bytes());
+        assert_eq!(bytes[12..16], [0; 4]);
+        assert_eq!(bytes[16..32], ID.db_id.0);
+        assert_eq!(bytes[32..40], ID.file_id.to_le_bytes());
+        assert_eq!(bytes[40..48], 40u64.to_le_bytes());
+        assert_eq!(bytes[48..52], crc32fast::hash(&bytes[..48]).to_le_bytes());
+        let (got, r) = replay_v3(&bytes, ID).unwrap();
+        assert_eq!(got, vec![b"x".to_vec(), b"yy".to_vec()]);
+        assert_eq!(
+            (r.version, r.first_seq, r.last_seq, r.sealed, r.identity),
+            (3, 40, 41, true, Some(ID))
+        );
+        let payloads: Vec<&[u8]> = vec![b"one", b"", &[7u8; 100]];
+        let bytes = v3_log(ID, 1, &payloads);
+        let mut ends = vec![WAL_V3_HEADER_LEN as usize];
+        for p in &payloads {
+            ends.push(ends.last().unwrap() + RECORD_HEADER_LEN + p.len());
+        }
+        for cut in 0..=bytes.len() {
+            let (got, r) = replay_v3(&bytes[..cut], ID).unwrap();
+            let whole = ends.iter().filter(|&&e| e <= cut).count().saturating_sub(1);
+            assert_eq!(got.len(), whole, "cut at {cut}");
+            let valid = if cut < ends[0] { 0 } else { ends[whole] };
+            assert_eq!(r.valid_len as usize, valid, "cut at {cut}");
+        }
+    }
+
+    /// Every single-bit flip of the header, with records after it, is corruption; a flip in a
+    /// record is corruption unless it is in the last one, which the rules read as a torn tail.
+    #[test]
+    fn v3_every_bit_flip_is_corruption_or_a_torn_last_record() {
+        let bytes = v3_log(ID, 1, &[b"a", b"bb", b"ccc"]);
+        let last = bytes.len() - (RECORD_HEADER_LEN + 3);
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut b = bytes.clone();
+                b[i] ^= 1 << bit;
+                match replay_v3(&b, ID) {
+                    Ok((got, r)) => {
+                        assert!(i >= last, "byte {i} bit {bit}: accepted");
+                        assert_eq!((got.len(), r.valid_len as usize), (2, last));
+                    }
+                    Err(e) => assert!(e.is_corruption(), "byte {i} bit {bit}: {e}"),
+                }
+            }
+        }
+    }
+
+    /// A header of another database or of another file is corruption at that field, and so is
+    /// a header of the other version than the database's.
+    #[test]
+    fn v3_wrong_identity_or_version_is_corruption_at_the_field() {
+        for records in [&[][..], &[&b"r"[..]][..]] {
+            let bytes = v3_log(ID, 1, records);
+            let other_db = FileIdentity {
+                db_id: identity(1, 0).db_id,
+                ..ID
+            };
+            let err = replay_v3(&bytes, other_db).unwrap_err();
+            assert_eq!(corruption_at(&err), Some(16), "{err}");
+            assert!(err.to_string().contains("belongs to database"), "{err}");
+            let other_file = FileIdentity {
+                file_id: 0x13,
+                ..ID
+            };
+            let err = replay_v3(&bytes, other_file).unwrap_err();
+            assert_eq!(corruption_at(&err), Some(32), "{err}");
+            let err = WalReader::replay_bytes(&bytes, Path::new("w"), None, &mut |_, _, _| Ok(()))
+                .unwrap_err();
+            assert_eq!(corruption_at(&err), Some(8), "{err}");
+        }
+        let v2 = log(&[b"r"]);
+        let err = replay_v3(&v2, ID).unwrap_err();
+        assert_eq!(corruption_at(&err), Some(8), "{err}");
+    }
+
+    /// Records moved from another WAL file (of another database, or another file of this one)
+    /// fail their seeded checksum where they land: damage before valid records is corruption.
+    #[test]
+    fn v3_records_from_another_wal_fail_their_checksum() {
+        let payloads: [&[u8]; 3] = [b"first", b"other", b"third"];
+        let ours = v3_log(ID, 1, &payloads);
+        let second = WAL_V3_HEADER_LEN as usize + RECORD_HEADER_LEN + 5;
+        let record = second..second + RECORD_HEADER_LEN + 5;
+        for other in [identity(3, ID.file_id), FileIdentity { file_id: 1, ..ID }] {
+            let theirs = v3_log(other, 1, &payloads);
+            // The same records but for their checksums.
+            assert_ne!(theirs[52..], ours[52..]);
+            let mut spliced = ours.clone();
+            spliced[record.clone()].copy_from_slice(&theirs[record.clone()]);
+            let err = replay_v3(&spliced, ID).unwrap_err();
+            assert_eq!(corruption_at(&err), Some(second as u64), "{err}");
+            // At the end, a foreign record is not replayed (a torn tail).
+            let mut appended = v3_log(ID, 1, &payloads[..1]);
+            appended.extend_from_slice(&theirs[record.clone()]);
+            let (got, r) = replay_v3(&appended, ID).unwrap();
+            assert_eq!((got.len(), r.torn_tail_bytes as usize), (1, record.len()));
+            assert!(!WalReader::starts_with_record(
+                &theirs[record.clone()],
+                Some(ID)
+            ));
+            assert!(WalReader::starts_with_record(
+                &ours[record.clone()],
+                Some(ID)
+            ));
+        }
+    }
+
+    /// Each unknown header flag, written with the header's CRC recomputed, is unsupported; an
+    /// unknown version after a header CRC that matches is an unsupported version.
+    #[test]
+    fn v3_unknown_flags_and_versions_are_unsupported() {
+        let bytes = v3_log(ID, 1, &[b"r"]);
+        let recrc = |b: &mut Vec<u8>| {
+            let crc = crc32fast::hash(&b[..48]);
+            b[48..52].copy_from_slice(&crc.to_le_bytes());
+        };
+        for bit in 0..32 {
+            let mut b = bytes.clone();
+            b[12..16].copy_from_slice(&(1u32 << bit).to_le_bytes());
+            recrc(&mut b);
+            let err = replay_v3(&b, ID).unwrap_err();
+            assert!(matches!(err, Error::Unsupported { .. }), "bit {bit}: {err}");
+        }
+        let mut b = bytes.clone();
+        b[8..12].copy_from_slice(&4u32.to_le_bytes());
+        recrc(&mut b);
+        let err = replay_v3(&b, ID).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::UnsupportedVersion {
+                    found: 4,
+                    supported: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    /// A header cut off or zeroed with no valid record after it is an empty log; a damaged
+    /// header followed by records valid under the expected seed is corruption.
+    #[test]
+    fn v3_damaged_header_is_empty_without_records_and_corruption_with() {
+        let bytes = v3_log(ID, 1, &[b"r"]);
+        let mut zeroed = bytes.clone();
+        zeroed[..52].fill(0);
+        let err = replay_v3(&zeroed, ID).unwrap_err();
+        assert_eq!(corruption_at(&err), Some(0), "{err}");
+        zeroed.truncate(52);
+        zeroed.extend_from_slice(&[0; 100]);
+        let (got, r) = replay_v3(&zeroed, ID).unwrap();
+        assert_eq!((got.len(), r.valid_len, r.version), (0, 0, 0));
+    }
+
+    /// A writer's recovery seals a version-3 file with a seal seeded like its records.
+    #[test]
+    fn v3_seal_file_seals_with_the_seeded_checksum() {
+        let fs = SimFs::new();
+        let p = Path::new("/d/wal");
+        let w = WalWriter::create(&fs, p, 9, Some(ID)).unwrap();
+        w.append_all_and_sync([&b"abc"[..]].into_iter()).unwrap();
+        let r = WalReader::replay(&fs, p, Some(ID), |_, _, _| Ok(())).unwrap();
+        assert!(!r.sealed && r.torn_tail_bytes > 0);
+        WalReader::truncate_torn_tail(&fs, p, r.valid_len).unwrap();
+        WalReader::seal_file(&fs, p, &r).unwrap();
+        let r = WalReader::replay(&fs, p, Some(ID), |_, _, _| Ok(())).unwrap();
+        assert_eq!((r.records, r.last_seq, r.sealed), (1, 9, true));
     }
 }

@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use super::{
-    MAGIC, MAX_RECORD_LEN, RECORD_HEADER_LEN, SEAL_PAYLOAD_LEN, TYPE_BATCH, TYPE_SEAL,
-    WAL_HEADER_LEN, WAL_V1, WAL_V1_HEADER_LEN, WAL_VERSION, seal_record,
+    MAGIC, MAX_RECORD_LEN, RECORD_HEADER_LEN, SEAL_PAYLOAD_LEN, TYPE_BATCH, TYPE_SEAL, V3_DB_ID_AT,
+    V3_FILE_ID_AT, V3_FIRST_SEQ_AT, V3_FLAGS_AT, WAL_HEADER_LEN, WAL_V1, WAL_V1_HEADER_LEN, WAL_V3,
+    WAL_V3_HEADER_LEN, WAL_VERSION, record_crc, seal_record,
 };
+use crate::storage::identity::{DbId, FileIdentity};
 use crate::storage::vfs::{OpenMode, Vfs, VfsFile};
 use crate::{Error, Result};
 
@@ -19,22 +21,29 @@ pub struct Replay {
     pub valid_len: u64,
     /// Bytes after the valid prefix (a torn tail, zeros or garbage with nothing valid after).
     pub torn_tail_bytes: u64,
-    /// Sequence number of the last batch record (version 2: `first_seq − 1` if none;
+    /// Sequence number of the last batch record (versions 2 and 3: `first_seq − 1` if none;
     /// version 1: 0 if none).
     pub last_seq: u64,
-    /// The file's layout version (1 or 2; 0 for a file cut off while being created).
+    /// The file's layout version (1, 2 or 3; 0 for a file cut off while being created).
     pub version: u32,
-    /// Version 2: the sequence number the header says the first record carries.
+    /// Versions 2 and 3: the sequence number the header says the first record carries.
     pub first_seq: u64,
-    /// Version 2: the file ends with a seal record (it is complete).
+    /// Versions 2 and 3: the file ends with a seal record (it is complete).
     pub sealed: bool,
+    /// Version 3: the identity its header carries and its records' checksums are seeded
+    /// with (the one the caller expected); `None` for earlier versions.
+    pub identity: Option<FileIdentity>,
 }
 
 /// Reads WAL files.
 pub struct WalReader;
 
 /// A record parsed at some offset: (type, sequence, payload range, total length).
-fn parse_at(bytes: &[u8], pos: usize) -> Option<(u8, u64, std::ops::Range<usize>, usize)> {
+fn parse_at(
+    bytes: &[u8],
+    pos: usize,
+    seed: Option<&FileIdentity>,
+) -> Option<(u8, u64, std::ops::Range<usize>, usize)> {
     let header = bytes.get(pos..pos.checked_add(RECORD_HEADER_LEN)?)?;
     let total = record_len(header)?;
     let (crc, rest) = header.split_first_chunk::<4>()?;
@@ -43,7 +52,7 @@ fn parse_at(bytes: &[u8], pos: usize) -> Option<(u8, u64, std::ops::Range<usize>
     let payload_start = pos + RECORD_HEADER_LEN;
     let end = pos.checked_add(total)?;
     let covered = bytes.get(pos + 4..end)?;
-    if crc32fast::hash(covered) != u32::from_le_bytes(*crc) {
+    if record_crc(seed, covered) != u32::from_le_bytes(*crc) {
         return None;
     }
     Some((kind, seq, payload_start..end, total))
@@ -162,18 +171,19 @@ impl Source for FileChunks<'_> {
     }
 }
 
-/// The first offset in `from ..= last` where a valid record starts whose sequence number
-/// `accept`s.
+/// The first offset in `from ..= last` where a valid record (its checksum seeded with `seed`)
+/// starts whose sequence number `accept`s.
 fn find_record(
     src: &mut impl Source,
     from: u64,
     last: u64,
+    seed: Option<&FileIdentity>,
     accept: impl Fn(u64) -> bool,
 ) -> Result<Option<u64>> {
     let mut p = from;
     while p <= last {
         if let Some(total) = record_len(src.get(p, RECORD_HEADER_LEN)?)
-            && let Some((_, seq, _, _)) = parse_at(src.get(p, total)?, 0)
+            && let Some((_, seq, _, _)) = parse_at(src.get(p, total)?, 0, seed)
             && accept(seq)
         {
             return Ok(Some(p));
@@ -184,16 +194,23 @@ fn find_record(
 }
 
 impl WalReader {
-    /// Whether `bytes` begins with one whole record whose checksum holds. (A reader that
-    /// found a torn tail while a writer in another process appends may find the record
-    /// finished when it looks again.)
-    pub fn starts_with_record(bytes: &[u8]) -> bool {
-        parse_at(bytes, 0).is_some()
+    /// Whether `bytes` begins with one whole record whose checksum holds (seeded with
+    /// `identity` in a version-3 file). (A reader that found a torn tail while a writer in
+    /// another process appends may find the record finished when it looks again.)
+    pub fn starts_with_record(bytes: &[u8], identity: Option<FileIdentity>) -> bool {
+        parse_at(bytes, 0, identity.as_ref()).is_some()
     }
 
     /// Calls `apply(seq, offset, payload)` for every valid record in order. A damaged or
     /// incomplete record with nothing valid after it ends the log (a torn tail, reported in
     /// [`Replay`]); one followed by a valid record is [`Error::Corruption`].
+    ///
+    /// `identity` is what a version-3 file must carry (`None` in a database of version 1 or
+    /// 2, whose files must not be of version 3): taken from the manifest and the file's name,
+    /// it seeds the record checksums, so records are judged with it even after a damaged
+    /// header. An intact header of the other kind, or one naming another database or file,
+    /// is corruption at the field that disagrees; unknown header flags are
+    /// [`Error::Unsupported`].
     ///
     /// The file is read in chunks of 1 MiB with `pread`, never mapped: a write cut short by a
     /// full disk can leave a hole in it, which a mapped read on a full tmpfs turns into SIGBUS
@@ -204,14 +221,16 @@ impl WalReader {
     pub fn replay(
         vfs: &dyn Vfs,
         path: &Path,
+        identity: Option<FileIdentity>,
         mut apply: impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        Self::replay_in_chunks(vfs, path, REPLAY_CHUNK, &mut apply)
+        Self::replay_in_chunks(vfs, path, identity, REPLAY_CHUNK, &mut apply)
     }
 
     pub(super) fn replay_in_chunks(
         vfs: &dyn Vfs,
         path: &Path,
+        identity: Option<FileIdentity>,
         chunk: usize,
         apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
@@ -227,16 +246,18 @@ impl WalReader {
             start: 0,
             buf: Vec::new(),
         };
-        replay_source(&mut src, path, chunk.max(1), apply)
+        replay_source(&mut src, path, identity.as_ref(), chunk.max(1), apply)
     }
 
     /// [`WalReader::replay`] over bytes already in memory.
     pub fn replay_bytes(
         bytes: &[u8],
         path: &Path,
+        identity: Option<FileIdentity>,
         apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
     ) -> Result<Replay> {
-        replay_source(&mut InMemory(bytes), path, REPLAY_CHUNK, apply)
+        let seed = identity.as_ref();
+        replay_source(&mut InMemory(bytes), path, seed, REPLAY_CHUNK, apply)
     }
 
     /// Makes a WAL file durable as it is now (writers only).
@@ -264,50 +285,151 @@ impl WalReader {
     }
 }
 
-/// A file's header: (version, header length, first_seq), or `None` when it is not a whole,
-/// intact header of a known version.
-fn parse_header(src: &mut impl Source) -> Result<Option<(u32, u64, u64)>> {
-    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
-    let field = |at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(header.get(at..at + 4)?.try_into().ok()?))
-    };
-    let crc_ok = |len: usize| {
-        header
-            .get(..len)
-            .zip(field(len))
-            .is_some_and(|(body, crc)| crc32fast::hash(body) == crc)
-    };
+/// A whole, intact header of a known version.
+struct Header {
+    version: u32,
+    len: u64,
+    first_seq: u64,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Whether the header's CRC, were the header `len` bytes before it, matches.
+fn header_crc_matches(header: &[u8], len: usize) -> bool {
+    header
+        .get(..len)
+        .zip(u32_at(header, len))
+        .is_some_and(|(body, crc)| crc32fast::hash(body) == crc)
+}
+
+/// A file's header, or `None` when it is not a whole, intact header of a known version. An
+/// intact header that is not what `expect` says the file must be (version 3 with that
+/// identity, or an earlier version when `expect` is `None`) is an error.
+fn parse_header(
+    src: &mut impl Source,
+    path: &Path,
+    expect: Option<&FileIdentity>,
+) -> Result<Option<Header>> {
+    let header = src.get(0, WAL_V3_HEADER_LEN as usize)?.to_vec();
     if header.get(..8) != Some(&MAGIC[..]) {
         return Ok(None);
     }
-    Ok(match field(8) {
-        Some(WAL_V1) if crc_ok(12) => Some((WAL_V1, WAL_V1_HEADER_LEN, 0)),
-        Some(WAL_VERSION) if crc_ok(20) => header
-            .get(12..20)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(|b| (WAL_VERSION, WAL_HEADER_LEN, u64::from_le_bytes(b))),
-        _ => None,
-    })
+    let (version, len, first_seq) = match u32_at(&header, 8) {
+        Some(WAL_V1) if header_crc_matches(&header, 12) => (WAL_V1, WAL_V1_HEADER_LEN, Some(0)),
+        Some(WAL_VERSION) if header_crc_matches(&header, 20) => {
+            (WAL_VERSION, WAL_HEADER_LEN, u64_at(&header, 12))
+        }
+        Some(WAL_V3) if header_crc_matches(&header, 48) => {
+            (WAL_V3, WAL_V3_HEADER_LEN, u64_at(&header, V3_FIRST_SEQ_AT))
+        }
+        _ => return Ok(None),
+    };
+    let Some(first_seq) = first_seq else {
+        return Ok(None);
+    };
+    match expect {
+        Some(expect) if version == WAL_V3 => check_v3_header(&header, path, expect)?,
+        Some(_) => {
+            return Err(Error::corruption(
+                path,
+                8,
+                format!("a version-{version} WAL file where version 3 is expected"),
+            ));
+        }
+        None if version == WAL_V3 => {
+            return Err(Error::corruption(
+                path,
+                8,
+                "a version-3 WAL file in a database of version 1 or 2",
+            ));
+        }
+        None => {}
+    }
+    Ok(Some(Header {
+        version,
+        len,
+        first_seq,
+    }))
+}
+
+/// Checks an intact version-3 header's flags and identity against `expect`.
+fn check_v3_header(header: &[u8], path: &Path, expect: &FileIdentity) -> Result<()> {
+    let flags = u32_at(header, V3_FLAGS_AT).unwrap_or_default();
+    if flags != 0 {
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            feature: format!("WAL header flags {flags:#x}"),
+        });
+    }
+    let db_id = header
+        .get(V3_DB_ID_AT..V3_FILE_ID_AT)
+        .and_then(|b| <[u8; 16]>::try_from(b).ok())
+        .map(DbId)
+        .unwrap_or_default();
+    if db_id != expect.db_id {
+        return Err(Error::corruption(
+            path,
+            V3_DB_ID_AT as u64,
+            format!(
+                "belongs to database {db_id}, not to this database ({})",
+                expect.db_id
+            ),
+        ));
+    }
+    let file_id = u64_at(header, V3_FILE_ID_AT).unwrap_or_default();
+    if file_id != expect.file_id {
+        return Err(Error::corruption(
+            path,
+            V3_FILE_ID_AT as u64,
+            format!(
+                "the header names WAL file {file_id:016x}, not {:016x} (its name)",
+                expect.file_id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The replay of [`WalReader::replay`] and [`WalReader::replay_bytes`], over either source.
 fn replay_source(
     src: &mut impl Source,
     path: &Path,
+    seed: Option<&FileIdentity>,
     chunk: usize,
     apply: &mut impl FnMut(u64, u64, &[u8]) -> Result<()>,
 ) -> Result<Replay> {
     let len = src.len();
-    let Some((version, header_len, first_seq)) = parse_header(src)? else {
-        return bad_header(src, path, chunk);
+    let Some(Header {
+        version,
+        len: header_len,
+        first_seq,
+    }) = parse_header(src, path, seed)?
+    else {
+        return bad_header(src, path, chunk, seed);
     };
-    let v2 = version == WAL_VERSION;
+    let numbered = version != WAL_V1;
+    let identity = if version == WAL_V3 {
+        seed.copied()
+    } else {
+        None
+    };
     let mut walk = Walk {
-        v2,
+        numbered,
+        seed: identity,
         pos: header_len,
         records: 0,
-        // Version 2 numbers batch records +1 from `first_seq`; version 1 only increasing.
-        last_seq: if v2 { first_seq.wrapping_sub(1) } else { 0 },
+        // Versions 2 and 3 number batch records +1 from `first_seq`; version 1 only increasing.
+        last_seq: if numbered {
+            first_seq.wrapping_sub(1)
+        } else {
+            0
+        },
         sealed: false,
     };
     while walk.pos < len {
@@ -328,12 +450,16 @@ fn replay_source(
         version,
         first_seq,
         sealed: walk.sealed,
+        identity,
     })
 }
 
 /// A replay under way: the offset of the next record and what the records before it said.
 struct Walk {
-    v2: bool,
+    /// Versions 2 and 3: records numbered exactly +1, and a seal.
+    numbered: bool,
+    /// Version 3: the identity record checksums are seeded with.
+    seed: Option<FileIdentity>,
     pos: u64,
     records: u64,
     last_seq: u64,
@@ -352,7 +478,7 @@ enum Next {
 
 impl Walk {
     /// Reads the record at the walk's offset: applies the next batch, or takes the seal
-    /// (nothing but zeros may follow it); an intact version-2 record out of place is
+    /// (nothing but zeros may follow it); an intact record of version 2 or 3 out of place is
     /// corruption, never a torn write.
     fn step(
         &mut self,
@@ -366,11 +492,11 @@ impl Walk {
             return Ok(Next::Invalid);
         };
         let record = src.get(pos, total)?;
-        let Some((kind, seq, payload, total)) = parse_at(record, 0) else {
+        let Some((kind, seq, payload, total)) = parse_at(record, 0, self.seed.as_ref()) else {
             return Ok(Next::Invalid);
         };
         let body = record.get(payload).unwrap_or_default();
-        let next_batch = if self.v2 {
+        let next_batch = if self.numbered {
             seq == self.last_seq.wrapping_add(1)
         } else {
             seq > self.last_seq
@@ -382,7 +508,7 @@ impl Walk {
             self.pos += total as u64;
             return Ok(Next::Applied);
         }
-        if self.v2
+        if self.numbered
             && kind == TYPE_SEAL
             && seq == self.last_seq
             && body == self.records.to_le_bytes()
@@ -400,7 +526,7 @@ impl Walk {
             }
             return Ok(Next::Sealed);
         }
-        if self.v2 {
+        if self.numbered {
             return Err(Error::corruption(
                 path,
                 pos,
@@ -418,10 +544,14 @@ impl Walk {
     /// non-zero byte can start a record, so the zeros that end a preallocated file are not
     /// tried.
     fn check_torn(&self, src: &mut impl Source, path: &Path, chunk: usize) -> Result<()> {
-        let (v2, last_seq) = (self.v2, self.last_seq);
+        let (numbered, last_seq) = (self.numbered, self.last_seq);
         if let Some(last) = src.last_nonzero(self.pos + 1, chunk)?
-            && let Some(later) = find_record(src, self.pos + 1, last, |s| {
-                if v2 { s >= last_seq } else { s > last_seq }
+            && let Some(later) = find_record(src, self.pos + 1, last, self.seed.as_ref(), |s| {
+                if numbered {
+                    s >= last_seq
+                } else {
+                    s > last_seq
+                }
             })?
         {
             return Err(Error::corruption(
@@ -437,11 +567,22 @@ impl Walk {
 /// A file whose header is not a whole, intact header of a known version. A header is written
 /// and synced before any record can be acknowledged, so if the file holds no valid record it
 /// was cut off while being created: it is empty (a torn tail from byte 0). A record is never
-/// all zeros (its type byte is not 0): none starts after the last non-zero byte.
-fn bad_header(src: &mut impl Source, path: &Path, chunk: usize) -> Result<Replay> {
+/// all zeros (its type byte is not 0): none starts after the last non-zero byte. Records are
+/// judged with the checksum seed the caller gives (a version-3 file's, which its damaged
+/// header cannot be trusted for), after where its header would end.
+fn bad_header(
+    src: &mut impl Source,
+    path: &Path,
+    chunk: usize,
+    seed: Option<&FileIdentity>,
+) -> Result<Replay> {
     let len = src.len();
-    let any_record = match src.last_nonzero(WAL_V1_HEADER_LEN, chunk)? {
-        Some(last) => find_record(src, WAL_V1_HEADER_LEN, last, |_| true)?.is_some(),
+    let records_from = match seed {
+        Some(_) => WAL_V3_HEADER_LEN,
+        None => WAL_V1_HEADER_LEN,
+    };
+    let any_record = match src.last_nonzero(records_from, chunk)? {
+        Some(last) => find_record(src, records_from, last, seed, |_| true)?.is_some(),
         None => false,
     };
     if !any_record {
@@ -453,31 +594,22 @@ fn bad_header(src: &mut impl Source, path: &Path, chunk: usize) -> Result<Replay
             version: 0,
             first_seq: 0,
             sealed: false,
+            identity: None,
         });
     }
-    let header = src.get(0, WAL_HEADER_LEN as usize)?.to_vec();
-    let u32_at = |at: usize| {
-        header
-            .get(at..at + 4)
-            .and_then(|v| <[u8; 4]>::try_from(v).ok())
-            .map(u32::from_le_bytes)
-    };
-    // The version is believed only when the header's CRC (after a version-1 or a version-2
-    // shaped header) matches: a flipped bit in it is damage, not a newer format.
-    let crc_matches = |len: usize| {
-        header
-            .get(..len)
-            .zip(u32_at(len))
-            .is_some_and(|(body, crc)| crc32fast::hash(body) == crc)
-    };
+    let header = src.get(0, WAL_V3_HEADER_LEN as usize)?.to_vec();
+    // The version is believed only when the header's CRC (after a header shaped as version
+    // 1's, 2's or 3's) matches: a flipped bit in it is damage, not a newer format.
     if header.get(..8) == Some(&MAGIC[..])
-        && let Some(found) = u32_at(8).filter(|v| *v > WAL_VERSION)
-        && (crc_matches(12) || crc_matches(20))
+        && let Some(found) = u32_at(&header, 8).filter(|v| *v > WAL_V3)
+        && [12, 20, 48]
+            .iter()
+            .any(|&at| header_crc_matches(&header, at))
     {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found,
-            supported: WAL_VERSION,
+            supported: WAL_V3,
         });
     }
     Err(Error::corruption(
@@ -488,17 +620,17 @@ fn bad_header(src: &mut impl Source, path: &Path, chunk: usize) -> Result<Replay
 }
 
 impl WalReader {
-    /// Ends a replayed version-2 file with a seal (writers only, after cutting any torn tail
-    /// at `replay.valid_len`), durably: it is about to become an older WAL file, and every
-    /// older file must be sealed.
+    /// Ends a replayed file of version 2 or 3 with a seal (writers only, after cutting any
+    /// torn tail at `replay.valid_len`), durably: it is about to become an older WAL file, and
+    /// every older file must be sealed.
     pub fn seal_file(vfs: &dyn Vfs, path: &Path, replay: &Replay) -> Result<()> {
-        if replay.sealed || replay.version != WAL_VERSION {
+        if replay.sealed || replay.version < WAL_VERSION {
             return Ok(());
         }
         let file = vfs
             .open(path, OpenMode::ReadWrite)
             .map_err(Error::io_on(path, "open WAL"))?;
-        let seal = seal_record(replay.last_seq, replay.records);
+        let seal = seal_record(replay.last_seq, replay.records, replay.identity.as_ref());
         // The checksum last, as every record: a kill between the writes leaves a record whose
         // checksum is zero, which the next recovery cuts silently (never a false report).
         let (crc, body) = seal.split_at(4);

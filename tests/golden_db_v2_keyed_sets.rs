@@ -1,0 +1,332 @@
+//! A keyed index with stored shingle sets, format version 2, is pinned by a committed
+//! database: `tests/golden/db-v2-keyed-sets/` was written by the last build that writes
+//! version 2, under the published test key (`format/hashing.md` §12.4, the 32 bytes
+//! `00 01 … 1f`). Its stored sets use version 2's derivation (the top 32 bits of each
+//! shingle's keyed hash), which format version 3 keeps only behind the SETS_KEYED_V2 feature
+//! (`format/v3-design.md`, "Keyed stored sets"): the fixture is what `mhdb upgrade` of such an
+//! index is proven on. It holds a compacted segment, a flushed one, a deletion list and a
+//! sealed WAL file whose inserts carry their sets (op tag 3).
+//!
+//! These tests open the committed bytes read-only in place (no byte changes) and as a writer
+//! on a copy, and check them against `tests/golden/db-v2-keyed-sets.expected.json`: every live
+//! key's signature, the deleted keys absent, `verify` clean, query answers re-ranked by exact
+//! Jaccard, and every live document found by its own text at exact Jaccard 1 (its stored set
+//! is its text's under the key). And this build's writer must give the same bytes again:
+//! `todays_writer_reproduces_the_fixture`. The generator is `regenerate_fixture` (ignored):
+//! `MHDB_REGENERATE_DB_FIXTURE=1 cargo test --release --test golden_db_v2_keyed_sets -- --ignored`
+//! (it refuses to write over a fixture of another version).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
+use mhdb::sketch::SecretKey;
+use mhdb::storage::vfs::StdFs;
+use serde_json::{Value, json};
+
+use common::golden::*;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/db-v2-keyed-sets");
+const EXPECTED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/db-v2-keyed-sets.expected.json"
+);
+
+/// The fingerprint of the published test key (`format/hashing.md` §12.4).
+const TEST_KEY_FINGERPRINT: &str =
+    "94948766ffd05599c05f1e0e6a385288a9a25ff42974c0cb9a9acb5c4c16821e";
+
+fn test_key() -> SecretKey {
+    SecretKey::from_bytes(std::array::from_fn(|i| i as u8))
+}
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(EXPECTED).unwrap()).unwrap()
+}
+
+/// The fixture's parameters: those of the other fixtures, with stored sets, keyed.
+fn keyed_sets_params() -> IndexParams {
+    IndexParams {
+        key_fingerprint: test_key().fingerprint(),
+        ..params().with_stored_sets().unwrap()
+    }
+}
+
+fn keyed(opts: Options) -> Options {
+    Options {
+        key: Some(test_key()),
+        ..opts
+    }
+}
+
+fn open_read_only(dir: &Path) -> Db {
+    Db::open_with_vfs(Arc::new(StdFs), dir, keyed(Options::default()), true).unwrap()
+}
+
+/// Everything `check_answers` checks (signatures, deletions, query answers, `verify`), and the
+/// stored sets: each query is re-ranked by exact Jaccard with the recorded estimates, and each
+/// live document's own text finds it at exact Jaccard 1.
+fn check_keyed_sets(db: &Db, expected: &Value, what: &str) {
+    assert_eq!(db.params(), &keyed_sets_params(), "{what}: parameters");
+    check_answers(db, expected, what);
+    for query in expected["queries"].as_array().unwrap() {
+        let text = query["text"].as_str().unwrap();
+        let result = db.query_text(text, &QueryOptions::default()).unwrap();
+        assert!(result.stats.exact, "{what}: query {text:?} not re-ranked");
+        let want = query["matches"].as_array().unwrap();
+        for (m, want) in result.matches.iter().zip(want) {
+            let estimate = want["estimate"].as_f64().unwrap();
+            assert!((m.estimate - estimate).abs() < 1e-9, "{what}: {text:?}");
+        }
+    }
+    for e in expected["live"].as_array().unwrap() {
+        let (key, text) = (e["key"].as_str().unwrap(), e["text"].as_str().unwrap());
+        let result = db.query_text(text, &QueryOptions::default()).unwrap();
+        let hit = result.matches.iter().find(|m| m.key == key.as_bytes());
+        assert_eq!(
+            hit.map(|m| m.similarity),
+            Some(1.0),
+            "{what}: {key:?} is not found by its own text at exact Jaccard 1"
+        );
+    }
+}
+
+#[test]
+fn committed_fixture_holds_every_file_kind() {
+    let files = snapshot(Path::new(FIXTURE));
+    let count = |prefix: &str, suffix: &str| {
+        files
+            .keys()
+            .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+            .count()
+    };
+    assert_eq!(count("MANIFEST-", ""), 1);
+    assert_eq!(count("seg-", ".seg"), 2, "{:?}", files.keys());
+    assert_eq!(count("del-", ".del"), 1);
+    assert_eq!(count("wal-", ".log"), 1);
+    assert_eq!(current_version(Path::new(FIXTURE)), Some(2));
+    let manifest = files
+        .iter()
+        .find(|(n, _)| n.starts_with("MANIFEST-"))
+        .unwrap()
+        .1;
+    // The parameters start at 20 (`format/manifest.md`): store_sets 46 bytes in, then the key
+    // fingerprint.
+    assert_eq!(manifest[66], 1, "store_sets");
+    assert_eq!(hex(&manifest[67..99]), TEST_KEY_FINGERPRINT);
+    let (_, wal) = files.iter().find(|(n, _)| n.starts_with("wal-")).unwrap();
+    assert_eq!(wal[24 + 8], 1, "the first record is a batch");
+    assert_eq!(wal[24 + 17 + 4], 3, "its first operation is a tag-3 insert");
+}
+
+#[test]
+fn committed_fixture_reads_back_read_only_in_place() {
+    let dir = Path::new(FIXTURE);
+    let before = snapshot(dir);
+    {
+        let db = open_read_only(dir);
+        check_keyed_sets(&db, &expected(), "read-only");
+        let stats = db.stats().unwrap();
+        assert_eq!(stats.segments, 2);
+        assert!(stats.memtable_docs > 0, "the WAL replays into the table");
+    }
+    assert!(before == snapshot(dir), "opening the fixture changed it");
+}
+
+#[test]
+fn committed_fixture_opens_as_a_writer_on_a_copy() {
+    let expected = expected();
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("db");
+    restore(&copy, &snapshot(Path::new(FIXTURE)));
+    let opts = keyed(Options {
+        auto_compact: false,
+        ..Options::default()
+    });
+    {
+        let db = Db::open(&copy, opts).unwrap();
+        assert!(db.cut_tails().is_empty(), "{:?}", db.cut_tails());
+        check_keyed_sets(&db, &expected, "writer");
+        db.flush().unwrap();
+        db.compact_full().unwrap();
+        check_keyed_sets(&db, &expected, "writer, after flush and compact_full");
+    }
+    let db = open_read_only(&copy);
+    check_keyed_sets(&db, &expected, "writer, reopened");
+    assert_eq!(db.stats().unwrap().segments, 1);
+}
+
+/// This build writes the fixture's bytes exactly, and the answers it records.
+#[test]
+fn todays_writer_reproduces_the_fixture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let answers = generate(&dir);
+    let fixture = snapshot(Path::new(FIXTURE));
+    assert_eq!(
+        differing_files(&fixture, &snapshot(&dir)),
+        Vec::<(String, Option<usize>, Option<usize>)>::new()
+    );
+    assert_eq!(differing_paths(&expected(), &answers), Vec::<String>::new());
+}
+
+fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generator.
+
+/// Builds the fixture in `dir` and returns what it should answer.
+fn generate(dir: &Path) -> Value {
+    let opts = keyed(Options {
+        durability: Durability::Sync,
+        auto_compact: false,
+        memtable_bytes: usize::MAX,
+        ..Options::default()
+    });
+    let db = Db::create(dir, keyed_sets_params(), opts).unwrap();
+    let mut w = Writer {
+        db: &db,
+        rng: Rng(0x6b65_7965),
+        model: Model::default(),
+        batch: WriteBatch::new(),
+        ops: Vec::new(),
+        commits: 0,
+    };
+    let mut queries: Vec<(&str, String)> = Vec::new();
+
+    // Generation 1: articles and edited mirror copies of some (near duplicates on both sides
+    // of the threshold), then edits and deletes, compacted into one segment.
+    let news = w.articles(0..30, 10);
+    for (i, key) in news.iter().take(6).enumerate() {
+        let text = w.text(key);
+        let text = match i % 3 {
+            0 => text + " (Syndicated.)",
+            1 => text.replace(" on ", " last "),
+            _ => text.replacen(" in ", " near ", 1) + " More to follow.",
+        };
+        w.put(&format!("https://mirror.example.net/{i:03}"), &text);
+    }
+    w.commit();
+    db.flush().unwrap();
+    queries.push(("an original with its mirror copies", w.text(&news[0])));
+    w.amend(
+        news.iter().skip(10).step_by(5).take(3),
+        " Correction: an earlier version gave the wrong date.",
+    );
+    w.delete_all(news.iter().skip(11).step_by(6).take(3));
+    queries.push((
+        "the text of a deleted key",
+        w.model.deleted[&news[11]].clone(),
+    ));
+    db.flush().unwrap();
+    db.compact_full().unwrap();
+
+    // Generation 2: a flushed segment, and a deletion list for the compacted one.
+    w.articles(30..40, 5);
+    let older = w.keys();
+    w.delete_all(older.iter().skip(4).step_by(9).take(3));
+    db.flush().unwrap();
+
+    // The WAL: inserts (tag 3) and an upsert that only it holds, sealed by a clean close.
+    let tail = w.articles(40..46, 3);
+    let mirrored = w.text(&tail[0]) + " (Syndicated.)";
+    w.put("https://mirror.example.net/tail", &mirrored);
+    w.commit();
+    queries.push(("a document only in the WAL", w.text(&tail[0])));
+    queries.push((
+        "unrelated text",
+        "Quarterly revenue rose on strong demand for cloud storage.".into(),
+    ));
+    let model = std::mem::take(&mut w.model);
+    drop(w);
+    drop(db);
+    describe(dir, &model, &queries)
+}
+
+/// What the generated database answers, read back through the library (read-only).
+fn describe(dir: &Path, model: &Model, queries: &[(&str, String)]) -> Value {
+    let db = open_read_only(dir);
+    let stored = common::stored(&db);
+    assert_eq!(
+        stored.keys().collect::<Vec<_>>(),
+        model.live.keys().collect::<Vec<_>>()
+    );
+    let live: Vec<Value> = stored
+        .iter()
+        .map(|(key, sig)| {
+            let (docno, text) = &model.live[key];
+            json!({"key": key, "docno": docno, "signature": hex(sig), "text": text})
+        })
+        .collect();
+    let queries: Vec<Value> = queries
+        .iter()
+        .map(|(why, text)| {
+            let result = db.query_text(text, &QueryOptions::default()).unwrap();
+            let matches: Vec<Value> = result
+                .matches
+                .iter()
+                .map(|m| {
+                    let key = String::from_utf8(m.key.clone()).unwrap();
+                    json!({"key": key, "jaccard": m.similarity, "estimate": m.estimate})
+                })
+                .collect();
+            json!({"why": why, "text": text, "matches": matches})
+        })
+        .collect();
+    let p = db.params();
+    json!({
+        "format_version": 2,
+        "generator": "tests/golden_db_v2_keyed_sets.rs (regenerate_fixture)",
+        "key_fingerprint": hex(&p.key_fingerprint.0),
+        "params": {
+            "num_perm": p.sketch.num_perm,
+            "seed": p.sketch.seed,
+            "bits": p.bits,
+            "bands": p.lsh.bands,
+            "rows": p.lsh.rows,
+            "bucket_cap": p.bucket_cap.unwrap_or(0),
+            "store_sets": true,
+        },
+        "live": live,
+        "deleted": model.deleted.keys().collect::<Vec<_>>(),
+        "queries": queries,
+    })
+}
+
+#[test]
+#[ignore = "writes tests/golden/db-v2-keyed-sets anew; only for a deliberate regeneration"]
+fn regenerate_fixture() {
+    assert_eq!(
+        std::env::var("MHDB_REGENERATE_DB_FIXTURE").as_deref(),
+        Ok("1"),
+        "set MHDB_REGENERATE_DB_FIXTURE=1 to overwrite the pinned fixture"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: Vec<(PathBuf, Value)> = (0..2)
+        .map(|i| {
+            let dir = tmp.path().join(format!("run{i}"));
+            let answers = generate(&dir);
+            (dir, answers)
+        })
+        .collect();
+    assert!(
+        snapshot(&runs[0].0) == snapshot(&runs[1].0),
+        "generator is not deterministic"
+    );
+    assert_eq!(runs[0].1, runs[1].1);
+    replace_fixture(
+        Path::new(FIXTURE),
+        Path::new(EXPECTED),
+        &runs[0].0,
+        &runs[0].1,
+        2,
+    );
+}
