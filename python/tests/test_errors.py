@@ -109,7 +109,7 @@ def test_unsupported_version(tmp_index_path: pathlib.Path) -> None:
     current.write_bytes(bytes(data))
     with pytest.raises(mhdb.UnsupportedVersionError) as e:
         mhdb.Index.open(tmp_index_path)
-    assert e.value.found == 99 and e.value.supported == 2 and e.value.path == str(current)
+    assert e.value.found == 99 and e.value.supported == 3 and e.value.path == str(current)
 
 
 def test_invalid_parameters(tmp_index_path: pathlib.Path) -> None:
