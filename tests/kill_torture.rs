@@ -9,6 +9,11 @@
 //!   the time a second process starts `mhdb compact` at some acknowledgement, which must find
 //!   the database locked (or, once the writer is dead, compact it) and is killed in turn;
 //! - `mhdb add --json --commit-every K` (acknowledged by its JSON lines), upserting;
+//! - `mhdb add --novel-only --json --commit-every K` over clusters of near-duplicates: what it
+//!   may store is worked out by running the same documents through [`Db::insert_text_if_novel`]
+//!   on a copy of the database as the cycle found it;
+//! - `mhdb serve --writer`, sent inserts and deletes one request at a time (acknowledged by
+//!   its answer), or killed while it opens;
 //! - `mhdb delete` (acknowledged by its exit);
 //! - `mhdb compact` (changes nothing a reader sees).
 //!
@@ -20,7 +25,7 @@
 //! model then takes the state found, and the next cycle's writer recovers from it.
 //!
 //! Every allowed outcome is allowed whatever the timing, so no result depends on a race: the
-//! timing only decides where the kill lands. The suite runs 100 cycles (about 10 s);
+//! timing only decides where the kill lands. The suite runs 100 cycles (about 15 s);
 //! `tools/reliability/torture.sh CYCLES [SEED]` runs more by hand, with the same code
 //! (`MHDB_TORTURE_CYCLES`, `MHDB_TORTURE_SEED`). It prints `kills survived / kills` and the
 //! losses.
@@ -28,15 +33,18 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::model::{Model, Packer};
 use common::rng::SplitMix64;
-use mhdb::db::{Db, Durability, IndexParams, Options, WriteBatch};
+use mhdb::db::{Db, Durability, IndexParams, Novelty, NoveltyOptions, Options, WriteBatch};
 
 const ROLE_ENV: &str = "MHDB_TORTURE_ROLE";
 /// Starts every line the library writer prints (the test harness prints lines of its own, and
@@ -267,6 +275,84 @@ fn run_victim(cmd: &mut Command, kill: Kill, mark: &str, mut on_line: impl FnMut
     }
 }
 
+/// Document `i` of cluster `g` for the novelty victim: 24 words of the cluster's own
+/// vocabulary, of which document `i` changes one, so that two documents of a cluster are
+/// near-duplicates at the index's threshold and two clusters (or any other keyspace's
+/// texts) share no word.
+fn cluster_text(g: u64, i: u64) -> String {
+    (0..24u64)
+        .map(|w| {
+            if w == i % 24 && i > 0 {
+                format!("g{g}x{w}v{i}")
+            } else {
+                format!("g{g}x{w}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Copies the files of database directory `from` into a new directory `to`.
+fn copy_db(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// One `Connection: close` request to a server on loopback; its status code, or the error of
+/// a server that died under it.
+fn http_post(addr: &str, path: &str, body: &str) -> std::io::Result<u16> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: torture\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply)?;
+    let head = String::from_utf8_lossy(&reply);
+    head.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {head:?}")))
+}
+
+/// Request `i` of the server victim in cycle `c`: inserts (upserts) of a few distinct keys,
+/// or deletes of a few.
+fn serve_request(seed: u64, c: u64, i: u64) -> Vec<Op> {
+    let mut r = SplitMix64(mix(&[seed, c, i, 0x5E4E]));
+    let mut keys: Vec<String> = (0..1 + r.below(4))
+        .map(|_| format!("sv-{}", r.below(CLI_KEYS)))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let delete = r.below(4) == 0;
+    keys.into_iter()
+        .map(|key| {
+            let value = (!delete).then(|| text(&key, r.below(1000)));
+            (key, value)
+        })
+        .collect()
+}
+
+fn request_body(ops: &[Op]) -> (&'static str, String) {
+    let delete = ops.iter().all(|(_, v)| v.is_none());
+    let docs: Vec<serde_json::Value> = ops
+        .iter()
+        .map(|(key, value)| match value {
+            Some(t) => serde_json::json!({"id": key, "text": t}),
+            None => serde_json::json!({"id": key}),
+        })
+        .collect();
+    let path = if delete { "/delete" } else { "/insert" };
+    (path, serde_json::Value::from(docs).to_string())
+}
+
 fn mhdb() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mhdb"))
 }
@@ -305,6 +391,8 @@ struct Tally {
     lost_keys: u64,
     /// Per victim kind: cycles and kills.
     victims: BTreeMap<&'static str, (u64, u64)>,
+    /// The novelty victim's documents the copy stored and skipped as near-duplicates.
+    novel: (u64, u64),
     /// The second process's `mhdb compact`: locked out, ran to its end, killed.
     second: (u64, u64, u64),
     problems: Vec<String>,
@@ -318,7 +406,7 @@ impl Tally {
             .map(|(k, (c, n))| format!("{k} {n}/{c}"))
             .collect();
         format!(
-            "kills survived / kills: {} / {}\nlosses: {} cycles, {} acknowledged keys\ncycles: {} ({} victims ended before the kill), {} acknowledged writes checked\nkilled/cycles per victim: {}\nsecond-process compact: {} locked out, {} ran, {} killed\n",
+            "kills survived / kills: {} / {}\nlosses: {} cycles, {} acknowledged keys\ncycles: {} ({} victims ended before the kill), {} acknowledged writes checked\nkilled/cycles per victim: {}\nsecond-process compact: {} locked out, {} ran, {} killed\nadd --novel-only documents: {} novel, {} near-duplicates\n",
             self.survived,
             self.kills,
             self.losses,
@@ -330,6 +418,8 @@ impl Tally {
             self.second.0,
             self.second.1,
             self.second.2,
+            self.novel.0,
+            self.novel.1,
         )
     }
 }
@@ -490,6 +580,172 @@ impl Torture {
         (ended, Allowed(vec![("ca-".to_string(), states)]))
     }
 
+    /// `mhdb add --novel-only --json --commit-every K` over clusters of near-duplicates, new
+    /// keys every cycle. Which documents it may store is what a copy of the database, as the
+    /// cycle found it, stores when given the same documents one by one.
+    fn novel_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let n = 10 + r.below(60) as usize;
+        let every = 2 + r.below(8) as usize;
+        let docs: Vec<Op> = (0..n as u64)
+            .map(|i| {
+                let g = r.below(300);
+                (format!("cn-{c}-{i}"), Some(cluster_text(g, r.below(6))))
+            })
+            .collect();
+        let stored = self.novel_outcomes(c, &docs);
+        let novel = stored.iter().filter(|s| **s).count() as u64;
+        self.tally.novel.0 += novel;
+        self.tally.novel.1 += n as u64 - novel;
+        let input = self.work.join(format!("novel-{c}.jsonl"));
+        let mut f = std::fs::File::create(&input).unwrap();
+        for (key, value) in &docs {
+            writeln!(f, "{}", serde_json::json!({"id": key, "text": value})).unwrap();
+        }
+        drop(f);
+        let kill = if r.below(5) == 0 {
+            Kill::After(Duration::from_millis(r.below(40)))
+        } else {
+            Kill::AfterLines(1 + r.below((n / every) as u64 + 1) as usize)
+        };
+        let ended = run_victim(
+            mhdb().arg("add").arg(&self.dir).arg(&input).args([
+                "--novel-only",
+                "--json",
+                "--commit-every",
+                &every.to_string(),
+            ]),
+            kill,
+            "",
+            |_| {},
+        );
+        std::fs::remove_file(&input).unwrap();
+        // Each line names the last input document of its batch, stored or skipped.
+        let covered = ended
+            .lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["last_id"].as_str().map(str::to_string))
+            .filter_map(|id| docs.iter().position(|(k, _)| *k == id))
+            .map(|at| at + 1)
+            .max()
+            .unwrap_or(0);
+        self.tally.acked += covered as u64;
+        let prefix = |k: usize| {
+            let mut m = part(&self.model, "cn-");
+            let kept: Vec<Op> = docs[..k.min(n)]
+                .iter()
+                .zip(&stored)
+                .filter(|(_, s)| **s)
+                .map(|(d, _)| d.clone())
+                .collect();
+            apply(&mut m, &self.packer, &kept);
+            m
+        };
+        let states = vec![prefix(covered), prefix(covered + every)];
+        (ended, Allowed(vec![("cn-".to_string(), states)]))
+    }
+
+    /// Whether each of `docs`, given in order to `insert_text_if_novel` on a copy of the
+    /// database, is stored.
+    fn novel_outcomes(&self, c: u64, docs: &[Op]) -> Vec<bool> {
+        let copy = self.work.join(format!("novel-copy-{c}"));
+        copy_db(&self.dir, &copy);
+        let db = Db::open(&copy, Options::default()).unwrap();
+        let stored = docs
+            .iter()
+            .map(|(key, text)| {
+                let text = text.as_deref().unwrap();
+                match db.insert_text_if_novel(key, text, &NoveltyOptions::default()) {
+                    Ok(Novelty::Inserted) => true,
+                    Ok(Novelty::Duplicate(_)) => false,
+                    Err(e) => panic!("cycle {c}: the copy's insert_text_if_novel: {e}"),
+                }
+            })
+            .collect();
+        drop(db);
+        std::fs::remove_dir_all(&copy).unwrap();
+        stored
+    }
+
+    /// `mhdb serve --writer`: requests one at a time from a client thread, each acknowledged
+    /// by its 200; killed after some acknowledgements, or while it opens.
+    fn serve_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let mut child = mhdb()
+            .arg("serve")
+            .arg(&self.dir)
+            .args(["--writer", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (acked, started) = if r.below(6) == 0 {
+            std::thread::sleep(Duration::from_millis(r.below(30)));
+            (0, 0)
+        } else {
+            self.serve_requests(&mut child, c, 1 + r.below(40) as usize)
+        };
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        self.tally.acked += acked as u64;
+        let mut state = part(&self.model, "sv-");
+        let mut states = Vec::new();
+        for i in 0..=started {
+            if i >= acked {
+                states.push(state.clone());
+            }
+            apply(
+                &mut state,
+                &self.packer,
+                &serve_request(self.seed, c, i as u64),
+            );
+        }
+        let ended = Ended {
+            lines: Vec::new(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        (ended, Allowed(vec![("sv-".to_string(), states)]))
+    }
+
+    /// Waits for the server to listen, then sends requests from a client thread until
+    /// `kill_after` are acknowledged; returns (acknowledged, started) at that point. The
+    /// request in flight when the server dies may or may not have been committed.
+    fn serve_requests(&self, child: &mut Child, c: u64, kill_after: usize) -> (usize, usize) {
+        let mut first = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let Some(addr) = first.trim().strip_prefix("listening on ") else {
+            return (0, 0);
+        };
+        let addr = addr.to_string();
+        let acked = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        let seed = self.seed;
+        let client = {
+            let (acked, started) = (acked.clone(), started.clone());
+            std::thread::spawn(move || {
+                for i in 0.. {
+                    let (path, body) = request_body(&serve_request(seed, c, i));
+                    started.store(i as usize + 1, Ordering::SeqCst);
+                    match http_post(&addr, path, &body) {
+                        Ok(200) => acked.store(i as usize + 1, Ordering::SeqCst),
+                        Ok(code) => panic!("cycle {c}: request {i}: status {code}"),
+                        Err(_) => return, // the server is gone
+                    }
+                }
+            })
+        };
+        while acked.load(Ordering::SeqCst) < kill_after && !client.is_finished() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        client.join().unwrap();
+        // Acknowledgements read after the kill were committed before it.
+        (acked.load(Ordering::SeqCst), started.load(Ordering::SeqCst))
+    }
+
     /// `mhdb delete` of a few keys, some absent.
     fn delete_cycle(&mut self, r: &mut SplitMix64) -> (Ended, Allowed) {
         let keys: Vec<String> = (0..1 + r.below(5))
@@ -541,8 +797,10 @@ impl Torture {
                 "library commit",
                 self.lib_cycle(c, &mut r, LibMode::Deferred),
             ),
-            45..75 => ("mhdb add", self.add_cycle(c, &mut r)),
-            75..88 => ("mhdb delete", self.delete_cycle(&mut r)),
+            45..65 => ("mhdb add", self.add_cycle(c, &mut r)),
+            65..73 => ("mhdb add --novel-only", self.novel_cycle(c, &mut r)),
+            73..81 => ("mhdb serve --writer", self.serve_cycle(c, &mut r)),
+            81..90 => ("mhdb delete", self.delete_cycle(&mut r)),
             _ => ("mhdb compact", self.compact_cycle(&mut r)),
         };
         let t = &mut self.tally;
