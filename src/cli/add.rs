@@ -277,7 +277,8 @@ fn load_inputs(
         text: args.text_field.clone(),
     };
     let reader = Reader::new(&args.inputs, fields.clone())
-        .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?;
+        .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?
+        .max_document_bytes(args.size.max_document_bytes, args.skip_invalid);
     let parse = |item: Item| -> Result<AddRecord, AddRejected> {
         match fields.parse(item) {
             Ok(Record {
@@ -303,6 +304,8 @@ fn load_inputs(
 /// refuses in its place.
 struct FilesSource {
     paths: std::vec::IntoIter<PathBuf>,
+    /// The most bytes a file may have.
+    limit: u64,
 }
 
 impl ingest::Source for FilesSource {
@@ -315,7 +318,7 @@ impl ingest::Source for FilesSource {
         for path in self.paths.by_ref().take(max) {
             // A file is keyed by its path.
             let key = path.display().to_string().into_bytes();
-            chunk.push(read_text(&path)?.map(|text| (key, text)));
+            chunk.push(read_text(&path, self.limit)?.map(|text| (key, text)));
         }
         Ok(chunk)
     }
@@ -343,6 +346,7 @@ fn load_files(
     }
     let mut source = FilesSource {
         paths: paths.into_iter(),
+        limit: args.size.max_document_bytes,
     };
     let parse = |item: Result<(Vec<u8>, String), String>| match item {
         Ok((key, text)) => Ok(Record {

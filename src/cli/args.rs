@@ -365,6 +365,21 @@ pub struct AddArgs {
     /// {"id", "best_match", "similarity", "matches"} ("distance" too in a simhash index).
     #[arg(long, requires = "novel_only")]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub size: DocumentLimit,
+}
+
+/// The per-document size limit (`add`, `query`).
+#[derive(clap::Args)]
+pub struct DocumentLimit {
+    /// The most bytes one document may have: a JSON line, a row's text, a whole file with
+    /// --files or query --file. A longer one is refused in its place (skipped with
+    /// --skip-invalid) after reading no more than this. The default, 64 MiB, is far above any
+    /// text worth indexing as one document, and refuses at once a file that is not one
+    /// (/dev/zero, a disk image) instead of reading it whole. Files holding many documents
+    /// (JSON Lines, Parquet, CSV) have no size limit.
+    #[arg(long, value_name = "BYTES", default_value_t = mhdb::input::DEFAULT_MAX_DOCUMENT_BYTES)]
+    pub max_document_bytes: u64,
 }
 
 #[derive(clap::Args)]
@@ -414,6 +429,8 @@ pub struct QueryArgs {
     /// JSON field holding the text in --jsonl input.
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    #[command(flatten)]
+    pub size: DocumentLimit,
 }
 
 #[derive(clap::Args)]

@@ -46,7 +46,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         (Some(t), _) => (Value::Null, t.clone()),
         (None, Some(f)) => (
             Value::String(f.to_string_lossy().into_owned()),
-            read_text(f)?.map_err(CliError::other)?,
+            read_text(f, args.size.max_document_bytes)?.map_err(CliError::other)?,
         ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
@@ -183,7 +183,7 @@ fn query_jsonl(
     path: &Path,
     out: &mut impl Write,
 ) -> CliResult<ExitCode> {
-    let input = Input::open(path)?;
+    let input = Input::open(path)?.with_limit(args.size.max_document_bytes);
     let name = input.name().to_string();
     let failure = Mutex::new(None);
     let queries = JsonlQueries {
