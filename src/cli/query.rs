@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::args::QueryArgs;
 use super::databases::Databases;
 use super::escape::key_text;
-use super::input::{At, Input, JsonLine, read_text};
+use super::input::{At, Input, JsonLine, is_stdin, read_text};
 use super::output::{CliError, CliResult, progress};
 use super::shapes;
 
@@ -74,15 +74,23 @@ fn answer_text(source: &Databases, text: &str, opts: &QueryOptions) -> mhdb::Res
     }
 }
 
-/// A stream of queries answered by one database or by shards, in input order.
+/// A query of `--jsonl`: its line and id, and its text.
+type LineQuery = ((usize, Value), String);
+
+/// An answer of `--jsonl`: its query's line and id, and the result.
+type LineAnswer = ((usize, Value), mhdb::Result<QueryResult>);
+
+/// A stream of queries answered by one database or by shards, in input order, `window` at a
+/// time.
 fn answer_stream<'s>(
     source: &'s Databases,
-    queries: JsonlQueries<'s>,
+    queries: impl Iterator<Item = LineQuery> + Send + 's,
     opts: &'s QueryOptions,
-) -> Box<dyn Iterator<Item = ((usize, Value), mhdb::Result<QueryResult>)> + 's> {
+    window: usize,
+) -> Box<dyn Iterator<Item = LineAnswer> + 's> {
     match source {
-        Databases::One(db) => Box::new(db.query_text_stream(queries, opts, WINDOW)),
-        Databases::Many(shards) => Box::new(shards.query_text_stream(queries, opts, WINDOW)),
+        Databases::One(db) => Box::new(db.query_text_stream(queries, opts, window)),
+        Databases::Many(shards) => Box::new(shards.query_text_stream(queries, opts, window)),
     }
 }
 
@@ -192,25 +200,18 @@ fn query_jsonl(
         text_field: &args.text_field,
         failure: &failure,
     };
-    let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
-    let mut answered = 0usize;
-    let written = (|| -> CliResult {
-        for ((line, id), result) in answer_stream(source, queries, opts) {
-            let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
-            shapes::write_answer(out, &id, &r)?;
-            out.write_all(b"\n")?;
-            answered += 1;
-            // A window's answers are complete: let whoever reads them have them now.
-            if answered.is_multiple_of(WINDOW) {
-                out.flush()?;
-                if let Some(bar) = &bar {
-                    bar.set_position(answered as u64);
-                }
-            }
-        }
-        Ok(())
-    })();
-    if let Some(bar) = &bar {
+    let mut answers = Answers {
+        out,
+        name: &name,
+        bar: progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}"),
+        answered: 0,
+    };
+    let written = if arrives_as_written(path) {
+        answer_as_read(source, queries, opts, &mut answers)
+    } else {
+        answers.write(answer_stream(source, queries, opts, WINDOW))
+    };
+    if let Some(bar) = &answers.bar {
         bar.finish_and_clear();
     }
     out.flush()?;
@@ -218,5 +219,90 @@ fn query_jsonl(
     match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(e) => Err(e),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// True when `path` (standard input for `-`) is a pipe or a terminal, whose lines may come one
+/// at a time, each awaiting the answer to the one before; false for a regular file.
+fn arrives_as_written(path: &Path) -> bool {
+    let path = if is_stdin(path) {
+        Path::new("/dev/stdin")
+    } else {
+        path
+    };
+    !std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Answers the queries of a pipe or terminal as they come: a thread reads them, and each
+/// round answers (on every core) all that have been read by then, at least one and at most a
+/// window, then flushes their answers. A line written alone is answered at once; a fast
+/// producer still fills whole windows.
+fn answer_as_read(
+    source: &Databases,
+    queries: JsonlQueries<'_>,
+    opts: &QueryOptions,
+    answers: &mut Answers<'_, impl Write>,
+) -> CliResult {
+    let (tx, rx) = std::sync::mpsc::sync_channel(WINDOW);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for query in queries {
+                if tx.send(query).is_err() {
+                    return;
+                }
+            }
+        });
+        let written = (|| -> CliResult {
+            while let Ok(first) = rx.recv() {
+                let mut round = vec![first];
+                round.extend(rx.try_iter().take(WINDOW - 1));
+                let size = round.len();
+                answers.write(answer_stream(source, round.into_iter(), opts, size))?;
+                answers.flush()?;
+            }
+            Ok(())
+        })();
+        // On an error, the reading thread stops at its next line instead of waiting for room.
+        drop(rx);
+        written
+    })
+}
+
+/// Where `--jsonl`'s answers go, and how many have gone.
+struct Answers<'a, W: Write> {
+    out: &'a mut W,
+    /// The input as messages name it.
+    name: &'a str,
+    bar: Option<indicatif::ProgressBar>,
+    answered: usize,
+}
+
+impl<W: Write> Answers<'_, W> {
+    /// Writes `answers` in order, flushing after each full window; stops at the first failed
+    /// query.
+    fn write(&mut self, answers: impl Iterator<Item = LineAnswer>) -> CliResult {
+        for ((line, id), result) in answers {
+            let at = At {
+                name: self.name,
+                line,
+            };
+            let r = result.map_err(|e| CliError::from(e).at(at))?;
+            shapes::write_answer(self.out, &id, &r)?;
+            self.out.write_all(b"\n")?;
+            self.answered += 1;
+            // A window's answers are complete: let whoever reads them have them now.
+            if self.answered.is_multiple_of(WINDOW) {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> CliResult {
+        self.out.flush()?;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.answered as u64);
+        }
+        Ok(())
     }
 }
