@@ -39,6 +39,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         &args.db,
         Options {
             durability: Durability::None,
+            key: args.key.key()?,
             ..Options::default()
         },
     )?;

@@ -367,6 +367,28 @@ pub struct AddArgs {
     pub report: Option<PathBuf>,
     #[command(flatten)]
     pub size: DocumentLimit,
+    #[command(flatten)]
+    pub key: KeyArg,
+}
+
+/// The key of a keyed index, for the commands that sign text (`add`, `query`).
+#[derive(clap::Args)]
+pub struct KeyArg {
+    /// A keyed index's secret key, in FILE as create --key-file took it (its fingerprint must
+    /// be the index's). Without it, the key file MHDB_KEY_FILE names; given both, this one.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+}
+
+impl KeyArg {
+    /// The key the flag names, read (`None` without the flag: the library then reads the file
+    /// MHDB_KEY_FILE names, if any).
+    pub fn key(&self) -> mhdb::Result<Option<mhdb::sketch::SecretKey>> {
+        self.key_file
+            .as_deref()
+            .map(mhdb::sketch::SecretKey::from_file)
+            .transpose()
+    }
 }
 
 /// The per-document size limit (`add`, `query`).
@@ -431,6 +453,8 @@ pub struct QueryArgs {
     pub text_field: String,
     #[command(flatten)]
     pub size: DocumentLimit,
+    #[command(flatten)]
+    pub key: KeyArg,
 }
 
 #[derive(clap::Args)]

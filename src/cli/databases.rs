@@ -4,7 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use mhdb::db::{Db, Shards};
+use std::sync::Arc;
+
+use mhdb::db::{Db, Options, Shards};
+use mhdb::sketch::SecretKey;
+use mhdb::storage::vfs::StdFs;
 
 use super::output::{CliError, CliResult};
 
@@ -18,7 +22,13 @@ impl Databases {
     /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
     /// opened, several as [`Shards`].
     pub fn open(args: &[PathBuf]) -> CliResult<Databases> {
-        let source = Self::open_quietly(args)?;
+        Self::open_keyed(args, None)
+    }
+
+    /// [`Databases::open`] with a keyed index's key (`None`: the library reads the key file
+    /// `MHDB_KEY_FILE` names, if any).
+    pub fn open_keyed(args: &[PathBuf], key: Option<SecretKey>) -> CliResult<Databases> {
+        let source = Self::open_quietly_keyed(args, key)?;
         for db in source.dbs() {
             super::output::report_recovery(db);
         }
@@ -27,11 +37,16 @@ impl Databases {
 
     /// [`Databases::open`] without the warnings about torn WAL tails (`verify` reports them).
     pub fn open_quietly(args: &[PathBuf]) -> CliResult<Databases> {
+        Self::open_quietly_keyed(args, None)
+    }
+
+    fn open_quietly_keyed(args: &[PathBuf], key: Option<SecretKey>) -> CliResult<Databases> {
         let mut paths = database_args(args)?;
         let source = if paths.len() == 1 {
-            Databases::One(Box::new(Db::open_read_only(paths.remove(0))?))
+            Databases::One(Box::new(open_read_only(&paths.remove(0), key)?))
         } else {
-            Databases::Many(Shards::open_many(&paths)?)
+            let dbs = paths.iter().map(|p| open_read_only(p, key.clone()));
+            Databases::Many(Shards::from_dbs(dbs.collect::<mhdb::Result<_>>()?)?)
         };
         Ok(source)
     }
@@ -51,6 +66,15 @@ impl Databases {
             Databases::Many(shards) => shards.shards(),
         }
     }
+}
+
+/// The database at `path` opened read-only, with `key` when given.
+fn open_read_only(path: &Path, key: Option<SecretKey>) -> mhdb::Result<Db> {
+    let opts = Options {
+        key,
+        ..Options::default()
+    };
+    Db::open_with_vfs(Arc::new(StdFs), path, opts, true)
 }
 
 /// The databases the command line names: each argument as given, or, when no file has that

@@ -23,7 +23,7 @@ const WINDOW: usize = 2048;
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
-    let source = Databases::open(&args.dbs)?;
+    let source = Databases::open_keyed(&args.dbs, args.key.key()?)?;
     let db = source.first();
     super::output::warn_unused_key(db);
     let opts = QueryOptions {
