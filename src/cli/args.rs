@@ -531,6 +531,11 @@ pub struct ExportArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+    /// Export a database that reports a torn WAL tail (as verify does) all the same, leaving
+    /// the tail out, and say what was left out; without it such a database is refused (exit
+    /// 3), since the tail may have held acknowledged writes the copy would silently lack.
+    #[arg(long)]
+    pub allow_damaged: bool,
 }
 
 #[derive(clap::Args)]

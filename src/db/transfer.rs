@@ -31,13 +31,33 @@ impl Db {
     /// behind. Works on a read-only handle and beside a writer (it reads a snapshot). The copy
     /// is built in a directory beside `dest` and renamed into place once it is whole and
     /// durable, so an interrupted export never looks like a database. Damaged source data is
-    /// refused, not copied. A handle whose WAL write failed refuses to export: its memory may
-    /// hold the write, which is not committed; reopen the database first.
+    /// refused, not copied; so is a source reporting a torn WAL tail (what [`Db::verify`]
+    /// reports as such), since the tail may have held acknowledged writes, a deletion say,
+    /// that the copy would silently lack: [`Db::export_past_damage`] exports it all the same.
+    /// A handle whose WAL write failed refuses to export: its memory may hold the write,
+    /// which is not committed; reopen the database first.
     pub fn export(&self, dest: impl AsRef<Path>) -> Result<()> {
+        if let Some(first) = self.torn_tails_reported()?.into_iter().next() {
+            return Err(first);
+        }
+        self.export_whole(dest.as_ref())
+    }
+
+    /// [`Db::export`] of a source that reports torn WAL tails, which the copy leaves out
+    /// (their bytes are not whole records): returns them, as [`Db::verify`] reports them, for
+    /// the caller to tell what was passed over. Damaged segments are still refused.
+    pub fn export_past_damage(&self, dest: impl AsRef<Path>) -> Result<Vec<Error>> {
+        let skipped = self.torn_tails_reported()?;
+        self.export_whole(dest.as_ref())?;
+        Ok(skipped)
+    }
+
+    /// The export itself, whatever torn tails the source reports ([`Db::upgrade`] converts
+    /// through it as it always has).
+    pub(super) fn export_whole(&self, dest: &Path) -> Result<()> {
         if self.memory_ahead.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(self.previous_io());
         }
-        let dest = dest.as_ref();
         let vfs = self.vfs.as_ref();
         if vfs.exists(dest).map_err(Error::io_on(dest, "stat"))?
             && !vfs

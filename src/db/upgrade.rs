@@ -98,7 +98,7 @@ impl Db {
             // No version-1 writer may change the source meanwhile.
             let _locks = lock_writer(fs, dir)?;
             let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-            src.export(&new)?;
+            src.export_whole(&new)?;
         }
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the version-1 database aside"))?;
