@@ -92,3 +92,64 @@ fn a_clean_source_exports_without_the_flag() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(Db::open_read_only(&dest).unwrap().keys().unwrap().len(), 1);
 }
+
+/// A source of `n` documents in `dir/db`.
+fn source(dir: &Path, n: usize) -> PathBuf {
+    let src = dir.join("db");
+    let db = Db::create(&src, IndexParams::default(), options()).unwrap();
+    for i in 0..n {
+        db.insert_text(format!("k{i}"), &format!("document {i} and its words"))
+            .unwrap();
+    }
+    src
+}
+
+/// Where an export to `dest` builds its copy.
+fn building(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap().to_str().unwrap();
+    dest.with_file_name(format!(".{name}.mhdb-export"))
+}
+
+#[test]
+fn what_a_killed_export_left_is_removed_by_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = source(tmp.path(), 5);
+    let dest = tmp.path().join("copy");
+    // A killed export leaves its building directory: a database being filled, unlocked once
+    // its process is gone.
+    let left = Db::create(building(&dest), IndexParams::default(), options()).unwrap();
+    left.insert_text("stale", "a document of the killed run")
+        .unwrap();
+    drop(left);
+    let out = run(&["export", s(&src), s(&dest)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!building(&dest).exists());
+    let mut keys = Db::open_read_only(&dest).unwrap().keys().unwrap();
+    keys.sort();
+    let want: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i}").into_bytes()).collect();
+    assert_eq!(keys, want);
+}
+
+#[test]
+fn an_export_still_building_is_not_touched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = source(tmp.path(), 5);
+    let dest = tmp.path().join("copy");
+    // A run in progress holds its building directory locked (here, this process does).
+    let running = Db::create(building(&dest), IndexParams::default(), options()).unwrap();
+    running
+        .insert_text("mine", "a document of the running export")
+        .unwrap();
+    let out = run(&["export", s(&src), s(&dest)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("locked"), "{}", stderr(&out));
+    assert!(!dest.exists());
+    assert_eq!(running.keys().unwrap(), [b"mine".to_vec()]);
+    drop(running);
+    assert!(
+        Db::open_read_only(building(&dest))
+            .unwrap()
+            .contains("mine")
+            .unwrap()
+    );
+}

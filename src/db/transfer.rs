@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use super::Db;
 use super::commit::{CodedSets, Records};
+use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
+use crate::storage::vfs::Vfs;
 use crate::{Error, Result};
 
 /// The live documents of one source segment (or of the in-memory tables): keys, `bands` band
@@ -71,19 +73,7 @@ impl Db {
             ));
         }
         let building = building_dir(dest)?;
-        if vfs
-            .exists(&building)
-            .map_err(Error::io_on(&building, "stat"))?
-        {
-            return Err(Error::invalid(
-                "dest",
-                format!(
-                    "{} exists: an export to {} is running or was interrupted (remove it to start again)",
-                    building.display(),
-                    dest.display()
-                ),
-            ));
-        }
+        remove_interrupted_export(vfs, &building)?;
         match self.build_export(&building, dest) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -111,6 +101,9 @@ impl Db {
         })?;
         copy.compact_full()?;
         drop(copy);
+        // Held until the copy is renamed into place: a run that finds the building directory
+        // unlocked takes it for what a killed run left, and removes it.
+        let _locks = lock_writer(vfs, building)?;
         // Everything is in the segment now: the copy's WAL holds no record and its lock file
         // guards nothing. A shipped index is its committed files only.
         for name in vfs
@@ -257,6 +250,32 @@ impl Batch {
     }
 }
 
+/// Removes what an export killed while building in `building` left, so that the next export
+/// needs no manual step. A building directory still locked is an export running: refused
+/// ([`Error::Locked`]), untouched.
+fn remove_interrupted_export(vfs: &dyn Vfs, building: &Path) -> Result<()> {
+    if !vfs
+        .exists(building)
+        .map_err(Error::io_on(building, "stat"))?
+    {
+        return Ok(());
+    }
+    let locks = lock_writer(vfs, building)?;
+    remove_dir_best_effort(vfs, building);
+    drop(locks);
+    if vfs
+        .exists(building)
+        .map_err(Error::io_on(building, "stat"))?
+    {
+        // Its error says why it could not be removed.
+        vfs.remove_dir(building).map_err(Error::io_on(
+            building,
+            "remove the directory an interrupted export left",
+        ))?;
+    }
+    Ok(())
+}
+
 /// Where an export to `dest` is built: a hidden directory beside it, on the same filesystem,
 /// so that the final rename is atomic.
 fn building_dir(dest: &Path) -> Result<PathBuf> {
@@ -280,7 +299,7 @@ pub(super) fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Removes a directory of files (an unfinished export), ignoring failures.
-pub(super) fn remove_dir_best_effort(vfs: &dyn crate::storage::vfs::Vfs, dir: &Path) {
+pub(super) fn remove_dir_best_effort(vfs: &dyn Vfs, dir: &Path) {
     if let Ok(names) = vfs.list_dir(dir) {
         for name in names {
             let _ = vfs.remove_file(&dir.join(name));
