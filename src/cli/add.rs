@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use indicatif::ProgressBar;
 use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
@@ -57,9 +58,21 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
             skip_invalid: args.skip_invalid,
         },
     );
-    if args.json {
-        ingest = ingest.acknowledge_with(&json_commit_line);
-    }
+    let committed = Arc::new(Mutex::new(Committed::default()));
+    say_committed_at_a_signal(committed.clone());
+    let acknowledge = |total: u64, last_key: &[u8]| -> std::io::Result<()> {
+        // Held while the commit line is printed: the words at a signal come after it.
+        let mut so_far = committed.lock().unwrap_or_else(|p| p.into_inner());
+        *so_far = Committed {
+            total,
+            last_key: last_key.to_vec(),
+        };
+        if args.json {
+            json_commit_line(total, last_key)?;
+        }
+        Ok(())
+    };
+    ingest = ingest.acknowledge_with(&acknowledge);
     if args.novel_only {
         ingest = ingest.novel_only(NoveltyOptions {
             threshold: args.threshold,
@@ -117,6 +130,32 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         counts.skipped_invalid,
         counts.skipped_duplicates
     )))
+}
+
+/// What is durable so far: the documents committed and the last one's id.
+#[derive(Default)]
+struct Committed {
+    total: u64,
+    last_key: Vec<u8>,
+}
+
+/// At SIGINT or SIGTERM, says how much of the input is committed before the process ends:
+/// every document up to the last committed id, in input order (and maybe the batch being
+/// committed at the signal, which is atomic: all of it or none).
+fn say_committed_at_a_signal(committed: Arc<Mutex<Committed>>) {
+    super::signals::on_stop(move |stop| {
+        let so_far = committed.lock().unwrap_or_else(|p| p.into_inner());
+        let through = match so_far.total {
+            0 => String::new(),
+            _ => format!(" (through id {})", key_text(&so_far.last_key)),
+        };
+        message(format_args!(
+            "stopped by {}: added {}{through}; a batch being committed at the signal may be \
+             added too, whole; nothing after it was added",
+            stop.name(),
+            documents(so_far.total)
+        ));
+    });
 }
 
 /// `1 document`, `2 documents`.
