@@ -95,6 +95,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         bar.finish_and_clear();
     }
     let counts = ingest.counts();
+    drop(ingest);
     let loaded = loaded.and_then(|()| sink.finish().map_err(Stop::Caller));
     let near = if args.novel_only {
         format!(
@@ -112,7 +113,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
                 counts.skipped_invalid,
                 counts.skipped_duplicates
             ));
-            super::output::warn_write_failure(&db);
+            super::output::close_after_commit(db);
             return Ok(ExitCode::SUCCESS);
         }
         // A bad record's error names it; the note below says the records before it are in.

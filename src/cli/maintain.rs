@@ -196,7 +196,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
             args.dest.display()
         ));
     }
-    super::output::warn_write_failure(&target);
+    super::output::close_after_commit(target);
     Ok(ExitCode::SUCCESS)
 }
 
