@@ -179,6 +179,13 @@ fn probing_finds_what_the_bands_miss() {
     assert!(want.iter().all(|(k, _)| k.starts_with("variant")));
     assert_eq!(got, want);
     assert_eq!(probed, live.len(), "every live document scored");
+    // The answer came from the probe: its documents are the candidates reported.
+    let top_10 = QueryOptions {
+        top: Some(10),
+        ..QueryOptions::default()
+    };
+    let stats = db.query_text(&query, &top_10).unwrap().stats;
+    assert_eq!((stats.candidates, stats.verified), (live.len(), live.len()));
     let thresholded = db
         .query_text(
             &query,

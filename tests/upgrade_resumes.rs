@@ -81,6 +81,24 @@ fn leftovers_of_an_attempt_stopped_before_the_swap_are_replaced() {
 }
 
 #[test]
+fn a_version_1_copy_whose_removal_was_cut_short_is_removed_by_the_next_upgrade() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    Db::upgrade(&dir, false).unwrap();
+    // A kill during the removal leaves the version-1 copy, renamed for removal, part-removed.
+    let discarded = tmp.path().join(".db.mhdb-v1-discarded");
+    std::fs::create_dir(&discarded).unwrap();
+    std::fs::write(
+        discarded.join("seg-0000000000000003.seg"),
+        b"an old segment",
+    )
+    .unwrap();
+    assert_eq!(Db::upgrade(&dir, false).unwrap(), Upgraded::AlreadyCurrent);
+    assert_upgraded(tmp.path(), &want);
+}
+
+#[test]
 fn an_attempt_stopped_between_the_renames_is_finished() {
     let tmp = tempfile::tempdir().unwrap();
     let want = v1_copy(tmp.path());

@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use indicatif::ProgressBar;
 use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
@@ -39,6 +40,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         &args.db,
         Options {
             durability: Durability::None,
+            key: args.key.key()?,
             ..Options::default()
         },
     )?;
@@ -56,9 +58,21 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
             skip_invalid: args.skip_invalid,
         },
     );
-    if args.json {
-        ingest = ingest.acknowledge_with(&json_commit_line);
-    }
+    let committed = Arc::new(Mutex::new(Committed::default()));
+    say_committed_at_a_signal(committed.clone());
+    let acknowledge = |total: u64, last_key: &[u8]| -> std::io::Result<()> {
+        // Held while the commit line is printed: the words at a signal come after it.
+        let mut so_far = committed.lock().unwrap_or_else(|p| p.into_inner());
+        *so_far = Committed {
+            total,
+            last_key: last_key.to_vec(),
+        };
+        if args.json {
+            json_commit_line(total, last_key)?;
+        }
+        Ok(())
+    };
+    ingest = ingest.acknowledge_with(&acknowledge);
     if args.novel_only {
         ingest = ingest.novel_only(NoveltyOptions {
             threshold: args.threshold,
@@ -81,6 +95,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         bar.finish_and_clear();
     }
     let counts = ingest.counts();
+    drop(ingest);
     let loaded = loaded.and_then(|()| sink.finish().map_err(Stop::Caller));
     let near = if args.novel_only {
         format!(
@@ -98,7 +113,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
                 counts.skipped_invalid,
                 counts.skipped_duplicates
             ));
-            super::output::warn_write_failure(&db);
+            super::output::close_after_commit(db);
             return Ok(ExitCode::SUCCESS);
         }
         // A bad record's error names it; the note below says the records before it are in.
@@ -116,6 +131,32 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         counts.skipped_invalid,
         counts.skipped_duplicates
     )))
+}
+
+/// What is durable so far: the documents committed and the last one's id.
+#[derive(Default)]
+struct Committed {
+    total: u64,
+    last_key: Vec<u8>,
+}
+
+/// At SIGINT or SIGTERM, says how much of the input is committed before the process ends:
+/// every document up to the last committed id, in input order (and maybe the batch being
+/// committed at the signal, which is atomic: all of it or none).
+fn say_committed_at_a_signal(committed: Arc<Mutex<Committed>>) {
+    super::signals::on_stop(move |stop| {
+        let so_far = committed.lock().unwrap_or_else(|p| p.into_inner());
+        let through = match so_far.total {
+            0 => String::new(),
+            _ => format!(" (through id {})", key_text(&so_far.last_key)),
+        };
+        message(format_args!(
+            "stopped by {}: added {}{through}; a batch being committed at the signal may be \
+             added too, whole; nothing after it was added",
+            stop.name(),
+            documents(so_far.total)
+        ));
+    });
 }
 
 /// `1 document`, `2 documents`.
@@ -277,7 +318,8 @@ fn load_inputs(
         text: args.text_field.clone(),
     };
     let reader = Reader::new(&args.inputs, fields.clone())
-        .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?;
+        .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?
+        .max_document_bytes(args.size.max_document_bytes, args.skip_invalid);
     let parse = |item: Item| -> Result<AddRecord, AddRejected> {
         match fields.parse(item) {
             Ok(Record {
@@ -303,6 +345,8 @@ fn load_inputs(
 /// refuses in its place.
 struct FilesSource {
     paths: std::vec::IntoIter<PathBuf>,
+    /// The most bytes a file may have.
+    limit: u64,
 }
 
 impl ingest::Source for FilesSource {
@@ -315,7 +359,7 @@ impl ingest::Source for FilesSource {
         for path in self.paths.by_ref().take(max) {
             // A file is keyed by its path.
             let key = path.display().to_string().into_bytes();
-            chunk.push(read_text(&path)?.map(|text| (key, text)));
+            chunk.push(read_text(&path, self.limit)?.map(|text| (key, text)));
         }
         Ok(chunk)
     }
@@ -343,6 +387,7 @@ fn load_files(
     }
     let mut source = FilesSource {
         paths: paths.into_iter(),
+        limit: args.size.max_document_bytes,
     };
     let parse = |item: Result<(Vec<u8>, String), String>| match item {
         Ok((key, text)) => Ok(Record {

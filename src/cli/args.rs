@@ -366,6 +366,43 @@ pub struct AddArgs {
     /// {"id", "best_match", "similarity", "matches"} ("distance" too in a simhash index).
     #[arg(long, requires = "novel_only")]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub size: DocumentLimit,
+    #[command(flatten)]
+    pub key: KeyArg,
+}
+
+/// The key of a keyed index, for the commands that sign text (`add`, `query`).
+#[derive(clap::Args)]
+pub struct KeyArg {
+    /// A keyed index's secret key, in FILE as create --key-file took it (its fingerprint must
+    /// be the index's). Without it, the key file MHDB_KEY_FILE names; given both, this one.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+}
+
+impl KeyArg {
+    /// The key the flag names, read (`None` without the flag: the library then reads the file
+    /// MHDB_KEY_FILE names, if any).
+    pub fn key(&self) -> mhdb::Result<Option<mhdb::sketch::SecretKey>> {
+        self.key_file
+            .as_deref()
+            .map(mhdb::sketch::SecretKey::from_file)
+            .transpose()
+    }
+}
+
+/// The per-document size limit (`add`, `query`).
+#[derive(clap::Args)]
+pub struct DocumentLimit {
+    /// The most bytes one document may have: a JSON line, a row's text, a whole file with
+    /// --files or query --file. A longer one is refused in its place (skipped with
+    /// --skip-invalid) after reading no more than this. The default, 64 MiB, is far above any
+    /// text worth indexing as one document, and refuses at once a file that is not one
+    /// (/dev/zero, a disk image) instead of reading it whole. Files holding many documents
+    /// (JSON Lines, Parquet, CSV) have no size limit.
+    #[arg(long, value_name = "BYTES", default_value_t = mhdb::input::DEFAULT_MAX_DOCUMENT_BYTES)]
+    pub max_document_bytes: u64,
 }
 
 #[derive(clap::Args)]
@@ -415,6 +452,10 @@ pub struct QueryArgs {
     /// JSON field holding the text in --jsonl input.
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    #[command(flatten)]
+    pub size: DocumentLimit,
+    #[command(flatten)]
+    pub key: KeyArg,
 }
 
 #[derive(clap::Args)]
@@ -491,6 +532,11 @@ pub struct ExportArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+    /// Export a database that reports a torn WAL tail (as verify does) all the same, leaving
+    /// the tail out, and say what was left out; without it such a database is refused (exit
+    /// 3), since the tail may have held acknowledged writes the copy would silently lack.
+    #[arg(long)]
+    pub allow_damaged: bool,
 }
 
 #[derive(clap::Args)]

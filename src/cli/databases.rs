@@ -4,7 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use mhdb::db::{Db, ReadIndex, Shards};
+use std::sync::Arc;
+
+use mhdb::db::{Db, Options, ReadIndex, Shards};
+use mhdb::sketch::SecretKey;
+use mhdb::storage::vfs::StdFs;
 
 use super::output::{CliError, CliResult};
 
@@ -16,7 +20,13 @@ impl Databases {
     /// Opens the databases `args` name ([`database_args`]) read-only: one as it always
     /// opened, several as [`Shards`].
     pub fn open(args: &[PathBuf]) -> CliResult<Databases> {
-        let source = Self::open_quietly(args)?;
+        Self::open_keyed(args, None)
+    }
+
+    /// [`Databases::open`] with a keyed index's key (`None`: the library reads the key file
+    /// `MHDB_KEY_FILE` names, if any).
+    pub fn open_keyed(args: &[PathBuf], key: Option<SecretKey>) -> CliResult<Databases> {
+        let source = Self::open_quietly_keyed(args, key)?;
         for db in source.dbs() {
             super::output::report_recovery(db);
         }
@@ -25,11 +35,24 @@ impl Databases {
 
     /// [`Databases::open`] without the warnings about torn WAL tails (`verify` reports them).
     pub fn open_quietly(args: &[PathBuf]) -> CliResult<Databases> {
+        Self::open_quietly_keyed(args, None)
+    }
+
+    fn open_quietly_keyed(args: &[PathBuf], key: Option<SecretKey>) -> CliResult<Databases> {
         let mut paths = database_args(args)?;
+        let opts = Options {
+            key,
+            ..Options::default()
+        };
         let index: Box<dyn ReadIndex> = if paths.len() == 1 {
-            Box::new(Db::open_read_only(paths.remove(0))?)
+            Box::new(Db::open_with_vfs(
+                Arc::new(StdFs),
+                paths.remove(0),
+                opts,
+                true,
+            )?)
         } else {
-            Box::new(Shards::open_many(&paths)?)
+            Box::new(Shards::open_many_with_options(&paths, &opts)?)
         };
         Ok(Databases(index))
     }

@@ -21,7 +21,8 @@ pub fn demo(args: &DemoArgs) -> CliResult<ExitCode> {
     let paths = files_in(&args.dir)?;
     let mut texts = Vec::with_capacity(paths.len());
     for p in &paths {
-        texts.push(read_text(p)?.map_err(CliError::other)?);
+        texts
+            .push(read_text(p, mhdb::input::DEFAULT_MAX_DOCUMENT_BYTES)?.map_err(CliError::other)?);
     }
     let signatures = hasher.sketch_batch(&texts);
     // The banding an index of these slots would get (over its first k_b slots); the pairs

@@ -59,6 +59,14 @@ impl Input {
         Ok(Input::new(name, Box::new(file)))
     }
 
+    /// The same input, its lines held to `limit` bytes each (a longer one is an error naming
+    /// it).
+    pub fn with_limit(self, limit: u64) -> Input {
+        Input {
+            lines: self.lines.with_limit(limit),
+        }
+    }
+
     fn new(name: String, reader: Box<dyn Read + Send>) -> Input {
         Input {
             lines: Lines::new(name, reader),
@@ -116,22 +124,20 @@ fn cli_error(e: mhdb::input::Error) -> CliError {
     CliError::other(e.to_string())
 }
 
-/// Reads a whole file (standard input for `-`) as one text. `Err`: it cannot be read
-/// (`cannot read P: …`); `Ok(Err)`: it is not UTF-8 (`P: not UTF-8 (byte offset N)`), which
+/// Reads a whole file (standard input for `-`) as one text, in memory bounded by `limit`
+/// bytes. `Err`: it cannot be read (`cannot read P: …`); `Ok(Err)`: it is longer than `limit`
+/// (`P: more than N bytes, …`) or not UTF-8 (`P: not UTF-8 (byte offset N)`), which
 /// `add --skip-invalid` skips.
-pub fn read_text(path: &Path) -> CliResult<Result<String, String>> {
+pub fn read_text(path: &Path, limit: u64) -> CliResult<Result<String, String>> {
     let name = if is_stdin(path) {
         "<stdin>".to_string()
     } else {
         path.display().to_string()
     };
-    let mut bytes = Vec::new();
-    let read = if is_stdin(path) {
-        std::io::stdin().read_to_end(&mut bytes).map(drop)
-    } else {
-        std::fs::read(path).map(|b| bytes = b)
+    let bytes = match mhdb::input::read_document(path, limit).map_err(cli_error)? {
+        Ok(bytes) => bytes,
+        Err(why) => return Ok(Err(format!("{why} (--max-document-bytes sets it)"))),
     };
-    read.map_err(|e| CliError::other(format!("cannot read {name}: {e}")))?;
     Ok(String::from_utf8(bytes).map_err(|e| {
         format!(
             "{name}: not UTF-8 (byte offset {})",
@@ -141,18 +147,31 @@ pub fn read_text(path: &Path) -> CliResult<Result<String, String>> {
 }
 
 /// Appends the files at or below `path`, walking directories in name order (`add --files`).
+/// `path` itself is taken whatever it is (a FIFO such as `<(zcat x.gz)` is read); a FIFO,
+/// device or socket found in a directory is passed over with a warning, since reading it may
+/// block forever or never end.
 pub fn walk(path: &Path, out: &mut Vec<PathBuf>) -> CliResult {
+    walk_found(path, out, false)
+}
+
+fn walk_found(path: &Path, out: &mut Vec<PathBuf>, found: bool) -> CliResult {
     let cannot =
         |e: std::io::Error| CliError::other(format!("cannot read {}: {e}", path.display()));
-    if std::fs::metadata(path).map_err(cannot)?.is_dir() {
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if meta.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(cannot)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         entries.sort();
         for e in entries {
-            walk(&e, out)?;
+            walk_found(&e, out, true)?;
         }
+    } else if found && !meta.is_file() {
+        super::output::warn(format_args!(
+            "skipped {}: not a regular file (a FIFO, device or socket), read only when named",
+            path.display()
+        ));
     } else {
         out.push(path.to_path_buf());
     }
@@ -315,11 +334,11 @@ mod tests {
         let bad = dir.path().join("bad.txt");
         std::fs::write(&bad, b"ab\xffc").unwrap();
         assert_eq!(
-            read_text(&bad).unwrap().unwrap_err(),
+            read_text(&bad, 100).unwrap().unwrap_err(),
             format!("{}: not UTF-8 (byte offset 2)", bad.display())
         );
         let missing = dir.path().join("missing");
-        let e = read_text(&missing).unwrap_err();
+        let e = read_text(&missing, 100).unwrap_err();
         assert!(e.to_string().starts_with("cannot read "), "{e}");
         assert_eq!(e.exit_code(), 1);
         // `-` is standard input.

@@ -140,6 +140,6 @@ pub fn delete(args: &DeleteArgs) -> CliResult<ExitCode> {
     } else {
         message(format_args!("deleted {present} of {} keys", all.len()));
     }
-    super::output::warn_write_failure(&db);
+    super::output::close_after_commit(db);
     Ok(ExitCode::SUCCESS)
 }

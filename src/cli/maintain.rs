@@ -106,7 +106,21 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
     // A snapshot is all an export reads: it runs beside a writer, and on a read-only copy.
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
-    db.export(&args.dest)?;
+    if args.allow_damaged {
+        for skipped in db.export_past_damage(&args.dest)? {
+            super::output::warn(format_args!(
+                "exported without what this damage held (--allow-damaged): {skipped}"
+            ));
+        }
+    } else {
+        db.export(&args.dest).map_err(|e| match e {
+            mhdb::Error::Corruption { .. } => CliError::from(e).then_note(
+                "export refuses a damaged database (verify lists the damage); --allow-damaged \
+                 exports what the rest holds",
+            ),
+            e => e.into(),
+        })?;
+    }
     if args.json {
         outln!("{}", json!({"exported": args.dest.to_string_lossy()}));
     } else {
@@ -179,7 +193,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
             args.dest.display()
         ));
     }
-    super::output::warn_write_failure(&target);
+    super::output::close_after_commit(target);
     Ok(ExitCode::SUCCESS)
 }
 

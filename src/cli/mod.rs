@@ -16,6 +16,7 @@
 //! | `maintain` | `compact`, `verify`, `stats`, `export`, `merge` |
 //! | `demo` | `demo` |
 //! | `serve` | `serve`: the HTTP/JSON server |
+//! | `signals` | SIGINT and SIGTERM: what `serve` stops on and `add` reports its commits at |
 
 mod add;
 mod args;
@@ -31,6 +32,7 @@ mod output;
 mod query;
 mod serve;
 mod shapes;
+mod signals;
 
 use std::process::ExitCode;
 

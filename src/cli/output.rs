@@ -202,6 +202,24 @@ pub fn warn_write_failure(db: &mhdb::db::Db) {
     }
 }
 
+/// For the commands that write, at their successful end: closes `db`, sealing its WAL, and
+/// warns when the upkeep after the last commit or the close failed. Neither undoes a commit,
+/// so the command still succeeds.
+pub fn close_after_commit(db: mhdb::db::Db) {
+    if db.write_failure().is_some() {
+        // The close would fail for the same cause, said once.
+        warn_write_failure(&db);
+        return;
+    }
+    if let Err(e) = db.close() {
+        warn(format_args!(
+            "what is reported done is committed, but closing the database after it failed: \
+             {e}; nothing committed is lost (the next open cuts the write-ahead log's \
+             unfinished end)"
+        ));
+    }
+}
+
 /// For the commands that sign text: a key file named in the environment for an index that is
 /// not keyed is not used, which the user who set it should hear (not an error: the variable
 /// may be set for other indexes).

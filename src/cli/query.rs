@@ -7,13 +7,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use mhdb::db::{Db, QueryOptions};
+use mhdb::db::{Db, QueryOptions, QueryResult};
 use serde_json::Value;
 
 use super::args::QueryArgs;
 use super::databases::Databases;
 use super::escape::key_text;
-use super::input::{At, Input, JsonLine, read_text};
+use super::input::{At, Input, JsonLine, is_stdin, read_text};
 use super::output::{CliError, CliResult, progress};
 use super::shapes;
 
@@ -23,7 +23,7 @@ const WINDOW: usize = 2048;
 
 /// `mhdb query`.
 pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
-    let source = Databases::open(&args.dbs)?;
+    let source = Databases::open_keyed(&args.dbs, args.key.key()?)?;
     let db = source.first();
     super::output::warn_unused_key(db);
     let opts = QueryOptions {
@@ -46,7 +46,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         (Some(t), _) => (Value::Null, t.clone()),
         (None, Some(f)) => (
             Value::String(f.to_string_lossy().into_owned()),
-            read_text(f)?.map_err(CliError::other)?,
+            read_text(f, args.size.max_document_bytes)?.map_err(CliError::other)?,
         ),
         (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
     };
@@ -65,6 +65,9 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// An answer of `--jsonl`: its query's line and id, and the result.
+type LineAnswer = ((usize, Value), mhdb::Result<QueryResult>);
 
 /// The query threshold `--threshold` or `--max-distance` select (`None`: the database's).
 /// `--max-distance` is a simhash index's, at most its `--max-hamming`; it becomes the cosine
@@ -163,7 +166,7 @@ fn query_jsonl(
     path: &Path,
     out: &mut impl Write,
 ) -> CliResult<ExitCode> {
-    let input = Input::open(path)?;
+    let input = Input::open(path)?.with_limit(args.size.max_document_bytes);
     let name = input.name().to_string();
     let failure = Mutex::new(None);
     let queries = JsonlQueries {
@@ -172,25 +175,18 @@ fn query_jsonl(
         text_field: &args.text_field,
         failure: &failure,
     };
-    let bar = progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}");
-    let mut answered = 0usize;
-    let written = (|| -> CliResult {
-        for ((line, id), result) in source.query_text_stream(queries, opts, WINDOW) {
-            let r = result.map_err(|e| CliError::from(e).at(At { name: &name, line }))?;
-            shapes::write_answer(out, &id, &r)?;
-            out.write_all(b"\n")?;
-            answered += 1;
-            // A window's answers are complete: let whoever reads them have them now.
-            if answered.is_multiple_of(WINDOW) {
-                out.flush()?;
-                if let Some(bar) = &bar {
-                    bar.set_position(answered as u64);
-                }
-            }
-        }
-        Ok(())
-    })();
-    if let Some(bar) = &bar {
+    let mut answers = Answers {
+        out,
+        name: &name,
+        bar: progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}"),
+        answered: 0,
+    };
+    let written = if arrives_as_written(path) {
+        answer_as_read(source, queries, opts, &mut answers)
+    } else {
+        answers.write(source.query_text_stream(queries, opts, WINDOW))
+    };
+    if let Some(bar) = &answers.bar {
         bar.finish_and_clear();
     }
     out.flush()?;
@@ -198,5 +194,90 @@ fn query_jsonl(
     match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(e) => Err(e),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// True when `path` (standard input for `-`) is a pipe or a terminal, whose lines may come one
+/// at a time, each awaiting the answer to the one before; false for a regular file.
+fn arrives_as_written(path: &Path) -> bool {
+    let path = if is_stdin(path) {
+        Path::new("/dev/stdin")
+    } else {
+        path
+    };
+    !std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Answers the queries of a pipe or terminal as they come: a thread reads them, and each
+/// round answers (on every core) all that have been read by then, at least one and at most a
+/// window, then flushes their answers. A line written alone is answered at once; a fast
+/// producer still fills whole windows.
+fn answer_as_read(
+    source: &Databases,
+    queries: JsonlQueries<'_>,
+    opts: &QueryOptions,
+    answers: &mut Answers<'_, impl Write>,
+) -> CliResult {
+    let (tx, rx) = std::sync::mpsc::sync_channel(WINDOW);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for query in queries {
+                if tx.send(query).is_err() {
+                    return;
+                }
+            }
+        });
+        let written = (|| -> CliResult {
+            while let Ok(first) = rx.recv() {
+                let mut round = vec![first];
+                round.extend(rx.try_iter().take(WINDOW - 1));
+                let size = round.len();
+                answers.write(source.query_text_stream(round, opts, size))?;
+                answers.flush()?;
+            }
+            Ok(())
+        })();
+        // On an error, the reading thread stops at its next line instead of waiting for room.
+        drop(rx);
+        written
+    })
+}
+
+/// Where `--jsonl`'s answers go, and how many have gone.
+struct Answers<'a, W: Write> {
+    out: &'a mut W,
+    /// The input as messages name it.
+    name: &'a str,
+    bar: Option<indicatif::ProgressBar>,
+    answered: usize,
+}
+
+impl<W: Write> Answers<'_, W> {
+    /// Writes `answers` in order, flushing after each full window; stops at the first failed
+    /// query.
+    fn write(&mut self, answers: impl Iterator<Item = LineAnswer>) -> CliResult {
+        for ((line, id), result) in answers {
+            let at = At {
+                name: self.name,
+                line,
+            };
+            let r = result.map_err(|e| CliError::from(e).at(at))?;
+            shapes::write_answer(self.out, &id, &r)?;
+            self.out.write_all(b"\n")?;
+            self.answered += 1;
+            // A window's answers are complete: let whoever reads them have them now.
+            if self.answered.is_multiple_of(WINDOW) {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> CliResult {
+        self.out.flush()?;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.answered as u64);
+        }
+        Ok(())
     }
 }

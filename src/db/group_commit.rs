@@ -217,12 +217,13 @@ impl GroupCommit {
         *wal = Some(WalState::new(id, writer, queued));
     }
 
-    /// Cuts the zeros written ahead of the WAL's records off (best effort, on close), so that
-    /// the next open finds whole records only. Batches still queued were never acknowledged
-    /// as durable and are not written.
-    pub(super) fn seal(&mut self) {
-        if let Some(w) = self.wal.get_mut() {
-            let _ = w.writer.seal();
+    /// Cuts the zeros written ahead of the WAL's records off (on close), so that the next
+    /// open finds whole records only. Batches still queued were never acknowledged as durable
+    /// and are not written. Sealing again does nothing.
+    pub(super) fn seal(&mut self) -> crate::Result<()> {
+        match self.wal.get_mut() {
+            Some(w) => w.writer.seal(),
+            None => Ok(()),
         }
     }
 }

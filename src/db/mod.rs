@@ -176,7 +176,8 @@ impl Drop for Db {
     /// open finds whole records only and has nothing to truncate. Batches still queued without
     /// a commit are not written: they were never acknowledged as durable.
     fn drop(&mut self) {
-        self.group_commit.seal();
+        // Best effort: `Db::close` is for a caller that wants to hear of a failure.
+        let _ = self.group_commit.seal();
     }
 }
 
@@ -344,6 +345,13 @@ impl Db {
     /// [`verify`](Db::verify) reports them as corruption.
     pub fn cut_tails(&self) -> &[CutTail] {
         &self.cut_tails
+    }
+
+    /// Closes the handle as dropping it does, sealing its WAL, and says whether that failed.
+    /// Everything committed stays committed either way: a seal that failed only leaves the
+    /// next open a tail to cut, which it does.
+    pub fn close(mut self) -> Result<()> {
+        self.group_commit.seal()
     }
 
     /// Errors unless this handle may write: not read-only, and no earlier I/O failure.

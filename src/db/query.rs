@@ -67,7 +67,8 @@ pub struct Match {
 /// Where a query spent its effort.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueryStats {
-    /// Distinct candidate documents gathered from band buckets.
+    /// Distinct candidate documents gathered from band buckets; for a top-k query whose
+    /// exhaustive probe ran, the live documents it scored (every one was a candidate).
     pub candidates: usize,
     /// Candidates whose signature was compared (live ones).
     pub verified: usize,

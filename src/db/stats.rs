@@ -167,10 +167,19 @@ impl Db {
             }
         }
         report.files_checked += 1; // signature log
+        report.problems.extend(self.torn_tails_reported()?);
+        Ok(report)
+    }
+
+    /// The torn WAL tails this database reports as damage: those a read-only open found and
+    /// left in place, and those recovery kept aside. Each may have held acknowledged writes
+    /// (a deletion, say) that no reader of the database sees.
+    pub(super) fn torn_tails_reported(&self) -> Result<Vec<Error>> {
+        let mut problems = Vec::new();
         // A reader's open leaves a torn tail in place (a writer's would keep it aside).
         if self.read_only {
             for cut in &self.cut_tails {
-                report.problems.push(Error::corruption(
+                problems.push(Error::corruption(
                     &cut.wal,
                     cut.offset,
                     format!(
@@ -191,7 +200,7 @@ impl Db {
             .map_err(Error::io_on(&self.dir, "list directory"))?
         {
             if let Some(FileKind::TornTail(id, offset)) = names::classify(&name) {
-                report.problems.push(Error::corruption(
+                problems.push(Error::corruption(
                     &self.dir.join(names::wal_name(id)),
                     offset,
                     format!(
@@ -202,6 +211,6 @@ impl Db {
                 ));
             }
         }
-        Ok(report)
+        Ok(problems)
     }
 }

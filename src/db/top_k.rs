@@ -134,7 +134,7 @@ impl Db {
         let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
         if kth_best(&mut ranking.best, k).is_none_or(|s| s < reliable) {
             let live = live_docnos(state)?;
-            stats.probed = live.len();
+            stats.probed_all(live.len());
             stats.reranked = 0;
             ranking = rank(&live, &mut stats)?;
         }
@@ -207,11 +207,21 @@ impl Db {
         if kth_best(&mut scored, k).is_none_or(|s| s < reliable) {
             // The bands cannot be trusted for K: score every live document.
             let live = live_docnos(state)?;
-            stats.probed = live.len();
+            stats.probed_all(live.len());
             scored = score_all(&live, floor, score)?;
         }
         let matches = best_by_key(state, scored, k, &|_, estimate| estimate)?;
         Ok(QueryResult { matches, stats })
+    }
+}
+
+impl QueryStats {
+    /// The exhaustive probe scored `live` documents: each was a candidate, and verified, since
+    /// that pass, not the bands, decided the answer.
+    fn probed_all(&mut self, live: usize) {
+        self.probed = live;
+        self.candidates = live;
+        self.verified = live;
     }
 }
 

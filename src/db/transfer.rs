@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use super::Db;
 use super::commit::{CodedSets, Records};
+use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
+use crate::storage::vfs::Vfs;
 use crate::{Error, Result};
 
 /// The live documents of one source segment (or of the in-memory tables): keys, `bands` band
@@ -31,13 +33,33 @@ impl Db {
     /// behind. Works on a read-only handle and beside a writer (it reads a snapshot). The copy
     /// is built in a directory beside `dest` and renamed into place once it is whole and
     /// durable, so an interrupted export never looks like a database. Damaged source data is
-    /// refused, not copied. A handle whose WAL write failed refuses to export: its memory may
-    /// hold the write, which is not committed; reopen the database first.
+    /// refused, not copied; so is a source reporting a torn WAL tail (what [`Db::verify`]
+    /// reports as such), since the tail may have held acknowledged writes, a deletion say,
+    /// that the copy would silently lack: [`Db::export_past_damage`] exports it all the same.
+    /// A handle whose WAL write failed refuses to export: its memory may hold the write,
+    /// which is not committed; reopen the database first.
     pub fn export(&self, dest: impl AsRef<Path>) -> Result<()> {
+        if let Some(first) = self.torn_tails_reported()?.into_iter().next() {
+            return Err(first);
+        }
+        self.export_whole(dest.as_ref())
+    }
+
+    /// [`Db::export`] of a source that reports torn WAL tails, which the copy leaves out
+    /// (their bytes are not whole records): returns them, as [`Db::verify`] reports them, for
+    /// the caller to tell what was passed over. Damaged segments are still refused.
+    pub fn export_past_damage(&self, dest: impl AsRef<Path>) -> Result<Vec<Error>> {
+        let skipped = self.torn_tails_reported()?;
+        self.export_whole(dest.as_ref())?;
+        Ok(skipped)
+    }
+
+    /// The export itself, whatever torn tails the source reports ([`Db::upgrade`] converts
+    /// through it as it always has).
+    pub(super) fn export_whole(&self, dest: &Path) -> Result<()> {
         if self.memory_ahead.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(self.previous_io());
         }
-        let dest = dest.as_ref();
         let vfs = self.vfs.as_ref();
         if vfs.exists(dest).map_err(Error::io_on(dest, "stat"))?
             && !vfs
@@ -51,19 +73,7 @@ impl Db {
             ));
         }
         let building = building_dir(dest)?;
-        if vfs
-            .exists(&building)
-            .map_err(Error::io_on(&building, "stat"))?
-        {
-            return Err(Error::invalid(
-                "dest",
-                format!(
-                    "{} exists: an export to {} is running or was interrupted (remove it to start again)",
-                    building.display(),
-                    dest.display()
-                ),
-            ));
-        }
+        remove_interrupted_export(vfs, &building)?;
         match self.build_export(&building, dest) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -91,6 +101,9 @@ impl Db {
         })?;
         copy.compact_full()?;
         drop(copy);
+        // Held until the copy is renamed into place: a run that finds the building directory
+        // unlocked takes it for what a killed run left, and removes it.
+        let _locks = lock_writer(vfs, building)?;
         // Everything is in the segment now: the copy's WAL holds no record and its lock file
         // guards nothing. A shipped index is its committed files only.
         for name in vfs
@@ -237,6 +250,32 @@ impl Batch {
     }
 }
 
+/// Removes what an export killed while building in `building` left, so that the next export
+/// needs no manual step. A building directory still locked is an export running: refused
+/// ([`Error::Locked`]), untouched.
+fn remove_interrupted_export(vfs: &dyn Vfs, building: &Path) -> Result<()> {
+    if !vfs
+        .exists(building)
+        .map_err(Error::io_on(building, "stat"))?
+    {
+        return Ok(());
+    }
+    let locks = lock_writer(vfs, building)?;
+    remove_dir_best_effort(vfs, building);
+    drop(locks);
+    if vfs
+        .exists(building)
+        .map_err(Error::io_on(building, "stat"))?
+    {
+        // Its error says why it could not be removed.
+        vfs.remove_dir(building).map_err(Error::io_on(
+            building,
+            "remove the directory an interrupted export left",
+        ))?;
+    }
+    Ok(())
+}
+
 /// Where an export to `dest` is built: a hidden directory beside it, on the same filesystem,
 /// so that the final rename is atomic.
 fn building_dir(dest: &Path) -> Result<PathBuf> {
@@ -260,7 +299,7 @@ pub(super) fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Removes a directory of files (an unfinished export), ignoring failures.
-pub(super) fn remove_dir_best_effort(vfs: &dyn crate::storage::vfs::Vfs, dir: &Path) {
+pub(super) fn remove_dir_best_effort(vfs: &dyn Vfs, dir: &Path) {
     if let Ok(names) = vfs.list_dir(dir) {
         for name in names {
             let _ = vfs.remove_file(&dir.join(name));

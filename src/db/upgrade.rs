@@ -7,7 +7,8 @@
 //! `.<name>.mhdb-upgrade`, which the next attempt removes. The swap is two renames (`dir` →
 //! `.<name>.mhdb-v1`, then `.<name>.mhdb-upgrade` → `dir`); interrupted between them, `dir` is
 //! missing, and the next attempt finishes it. The version-1 copy is removed once the swap is
-//! durable, unless it is asked to be kept.
+//! durable, unless it is asked to be kept: renamed `.<name>.mhdb-v1-discarded` first, which the
+//! next upgrade removes if a kill cut the removal short.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ pub enum Upgraded {
         kept: Option<PathBuf>,
     },
 }
+
+/// The suffix of the version-1 copy being removed after a swap.
+const DISCARDED: &str = ".mhdb-v1-discarded";
 
 /// `dir`'s sibling named `.<name><suffix>` (same filesystem, so renames are atomic).
 fn sibling(dir: &Path, suffix: &str) -> Result<PathBuf> {
@@ -72,6 +76,11 @@ impl Db {
             fs.rename(&old, dir)
                 .map_err(Error::io_on(dir, "rename back"))?;
         }
+        // What an upgrade stopped while removing its version-1 copy left.
+        let discarded = sibling(dir, DISCARDED)?;
+        if exists(dir)? && exists(&discarded)? {
+            remove_dir_best_effort(fs, &discarded);
+        }
         let probe = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
         if probe.state.read().version.manifest.format_version != MANIFEST_V1 {
             return Ok(Upgraded::AlreadyCurrent);
@@ -98,7 +107,7 @@ impl Db {
             // No version-1 writer may change the source meanwhile.
             let _locks = lock_writer(fs, dir)?;
             let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-            src.export(&new)?;
+            src.export_whole(&new)?;
         }
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the version-1 database aside"))?;
@@ -124,6 +133,11 @@ fn finish_swap(
             kept: Some(old.to_path_buf()),
         });
     }
-    remove_dir_best_effort(fs, old);
+    // Renamed first, so that a removal cut short leaves a name the next upgrade removes
+    // rather than one it takes for a copy kept on purpose.
+    let discarded = sibling(dir, DISCARDED)?;
+    fs.rename(old, &discarded)
+        .map_err(Error::io_on(old, "rename the version-1 copy for removal"))?;
+    remove_dir_best_effort(fs, &discarded);
     Ok(Upgraded::Converted { kept: None })
 }

@@ -36,6 +36,10 @@
 //!   record spanning lines by the line it starts on; the header is line 1); Parquet and Arrow
 //!   rows by their row in the file, counted from 0 as dataframes index them, and in Parquet
 //!   also by their row group.
+//! - **Size**: a document (a JSON line, a row's text, a whole file where a file is a document)
+//!   is held to a limit, [`DEFAULT_MAX_DOCUMENT_BYTES`] unless set otherwise; a longer one is
+//!   refused in its place, naming it, after reading no more than the limit. Files and streams
+//!   holding many documents are not limited in size.
 //! - **Errors**: a record that cannot be stored (a bad JSON line, a null or missing value, a
 //!   text that is not UTF-8, a CSV row of the wrong width) is refused in its place, and
 //!   `mhdb add --skip-invalid` passes over it. What cannot be read at all stops the load
@@ -48,6 +52,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `paths` | inputs made files, in order: directories walked, globs expanded, names relative to their root |
+//! | `document` | a whole file as one document, in memory bounded by the per-document limit |
 //! | `detect` | a file's format and compression, from its first bytes and its name |
 //! | `decompress` | gzip and zstd streams, failing with the byte offset |
 //! | `lines` | reading lines, numbered |
@@ -69,6 +74,8 @@ mod decompress;
 #[cfg(feature = "input")]
 mod detect;
 #[cfg(feature = "input")]
+mod document;
+#[cfg(feature = "input")]
 mod ipc;
 #[cfg(feature = "input")]
 mod json;
@@ -89,6 +96,8 @@ pub use columns::{ColumnPath, Columns, RowValues};
 #[cfg(feature = "input")]
 pub use detect::{Compression, Format};
 #[cfg(feature = "input")]
+pub use document::read_document;
+#[cfg(feature = "input")]
 pub use json::{At, JsonLine, key_from_json};
 #[cfg(feature = "input")]
 pub use lines::{Line, Lines};
@@ -96,6 +105,13 @@ pub use lines::{Line, Lines};
 pub use paths::{InputFile, expand};
 #[cfg(feature = "input")]
 pub use reader::{Item, Origin, Position, Reader};
+
+/// The default limit on one document's bytes: a whole file where a file is a document, a
+/// JSON line, a text column's value. Far above any text worth indexing as one document (a
+/// long book is a few megabytes), and low enough that a file that is not a document
+/// (`/dev/zero`, a disk image, a sparse file) is refused at once, in that much memory, rather
+/// than read whole.
+pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 
 /// Rows read from a Parquet or Arrow file at a time: a bound on the memory a file takes.
 pub const BATCH_ROWS: usize = 4096;

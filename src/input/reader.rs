@@ -84,6 +84,8 @@ enum ItemContent {
     Line(usize, Vec<u8>),
     /// A row's values.
     Row(RowValues),
+    /// A record refused as read (a line or text longer than the limit), and why.
+    Refused(String),
 }
 
 /// Rows read a batch at a time (Parquet, Arrow, CSV/TSV).
@@ -123,6 +125,10 @@ pub struct Reader {
     files: VecDeque<Arc<InputFile>>,
     fields: Fields,
     current: Option<(Arc<InputFile>, Open)>,
+    /// The longest document, in bytes: a JSON line, a row's text.
+    limit: u64,
+    /// A JSON line longer than `limit` is refused in its place rather than an error.
+    skip_too_long: bool,
 }
 
 impl Reader {
@@ -132,7 +138,19 @@ impl Reader {
             files: expand(inputs)?.into(),
             fields,
             current: None,
+            limit: super::DEFAULT_MAX_DOCUMENT_BYTES,
+            skip_too_long: false,
         })
+    }
+
+    /// The same reader, holding every document (a JSON line, a row's text) to `limit` bytes.
+    /// A longer row's text is refused in its place; a longer JSON line stops the reading
+    /// (its end may never come: `/dev/zero`), unless `skip` has it read to its end, in bounded
+    /// memory, and refused in its place, for a caller that passes over refused records.
+    pub fn max_document_bytes(mut self, limit: u64, skip: bool) -> Reader {
+        self.limit = limit;
+        self.skip_too_long = skip;
+        self
     }
 
     /// Up to `max` more items of the current file (opening the next when it is done); none at
@@ -145,11 +163,11 @@ impl Reader {
                     let Some(file) = self.files.pop_front() else {
                         return Ok(Vec::new());
                     };
-                    let open = open(&file, &self.fields)?;
+                    let open = open(&file, &self.fields, self.limit, self.skip_too_long)?;
                     self.current.insert((file, open))
                 }
             };
-            let (items, done) = take(file, open, max)?;
+            let (items, done) = take(file, open, max, self.limit)?;
             if done {
                 self.current = None;
             }
@@ -169,8 +187,14 @@ impl Source for Reader {
     }
 }
 
-/// Up to `max` items of an open file, and whether it is done.
-fn take(file: &Arc<InputFile>, open: &mut Open, max: usize) -> Result<(Vec<Item>, bool), Error> {
+/// Up to `max` items of an open file, and whether it is done; a row whose text is longer than
+/// `limit` is refused in its place.
+fn take(
+    file: &Arc<InputFile>,
+    open: &mut Open,
+    max: usize,
+    limit: u64,
+) -> Result<(Vec<Item>, bool), Error> {
     let item = |at, content| Item {
         origin: Origin {
             file: file.clone(),
@@ -181,9 +205,13 @@ fn take(file: &Arc<InputFile>, open: &mut Open, max: usize) -> Result<(Vec<Item>
     match open {
         Open::Lines(lines) => {
             let (lines, done) = lines.read_lines(max)?;
-            let items = lines
-                .into_iter()
-                .map(|l| item(Position::Line(l.no), ItemContent::Line(l.no, l.bytes)));
+            let items = lines.into_iter().map(|l| {
+                let content = match l.too_long {
+                    Some(why) => ItemContent::Refused(why),
+                    None => ItemContent::Line(l.no, l.bytes),
+                };
+                item(Position::Line(l.no), content)
+            });
             Ok((items.collect(), done))
         }
         Open::Rows { rows, pending } => {
@@ -194,16 +222,25 @@ fn take(file: &Arc<InputFile>, open: &mut Open, max: usize) -> Result<(Vec<Item>
                 }
             }
             let n = max.min(pending.len());
-            let items = pending
-                .drain(..n)
-                .map(|(at, values)| item(at, ItemContent::Row(values)));
+            let items = pending.drain(..n).map(|(at, values)| {
+                let mut row = item(at, ItemContent::Row(values));
+                if let ItemContent::Row(Ok((_, text))) = &row.content
+                    && text.len() as u64 > limit
+                {
+                    row.content = ItemContent::Refused(format!(
+                        "{}: the text is longer than {limit} bytes, the limit for one document",
+                        row.origin
+                    ));
+                }
+                row
+            });
             Ok((items.collect(), false))
         }
     }
 }
 
 /// Opens `file` in its format.
-fn open(file: &InputFile, fields: &Fields) -> Result<Open, Error> {
+fn open(file: &InputFile, fields: &Fields, limit: u64, skip: bool) -> Result<Open, Error> {
     let name = &file.name;
     let mut reader: Box<dyn Read + Send> = if is_stdin(&file.path) {
         Box::new(std::io::stdin())
@@ -233,7 +270,13 @@ fn open(file: &InputFile, fields: &Fields) -> Result<Open, Error> {
             if let Format::Delimited(delimiter) = format {
                 Box::new(CsvRows::open(bytes, delimiter, name, fields)?)
             } else {
-                return Ok(Open::Lines(Lines::new(name.clone(), bytes)));
+                let lines = Lines::new(name.clone(), bytes).with_limit(limit);
+                let lines = if skip {
+                    lines.skipping_too_long()
+                } else {
+                    lines
+                };
+                return Ok(Open::Lines(lines));
             }
         }
     };
@@ -261,6 +304,7 @@ impl Fields {
                 Ok((key.unwrap_or_else(|| origin.path_id()), text))
             }
             ItemContent::Row(Err(fault)) => Err(format!("{origin}: {fault}")),
+            ItemContent::Refused(why) => Err(why),
         };
         match read {
             Ok((key, text)) => Ok(Record {

@@ -232,15 +232,6 @@ fn warn_if_exposed(bound: SocketAddr, has_token: bool) {
 
 /// Resolves on the first SIGTERM or SIGINT.
 async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the server runs until killed, as any process would.
-        return std::future::pending().await;
-    };
-    let (term, int) = (Box::pin(term.recv()), Box::pin(int.recv()));
-    futures_util::future::select(term, int).await;
+    super::signals::stop_signal().await;
     message("stopping: finishing the requests under way");
 }
