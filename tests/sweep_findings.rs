@@ -244,3 +244,73 @@ fn compaction_and_export_refuse_a_stored_set_that_does_not_decode() {
     }
     assert!(located > 0, "no query met a broken set");
 }
+
+/// The live manifest of the database in `dir` (the file CURRENT names).
+fn live_manifest(dir: &Path) -> PathBuf {
+    let current = std::fs::read(dir.join("CURRENT")).unwrap();
+    let generation = u64::from_le_bytes(current[12..20].try_into().unwrap());
+    dir.join(format!("MANIFEST-{generation:016x}"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Changes the live manifest of `dir` with `edit`, then recomputes its CRC and CURRENT's pin
+/// of its length and CRC (and CURRENT's own), as a forger would: only the cross-checks of what
+/// the manifest says can tell. Returns the manifest's path.
+fn forge_manifest(dir: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let path = live_manifest(dir);
+    let mut b = std::fs::read(&path).unwrap();
+    edit(&mut b);
+    let n = b.len();
+    let crc = crc32fast::hash(&b[..n - 4]);
+    b[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    // CURRENT: magic, version, generation, manifest length (20), manifest CRC (28), own CRC.
+    let current_path = dir.join("CURRENT");
+    let mut c = std::fs::read(&current_path).unwrap();
+    c[20..28].copy_from_slice(&(n as u64).to_le_bytes());
+    c[28..32].copy_from_slice(&crc32fast::hash(&b).to_le_bytes());
+    let own = crc32fast::hash(&c[..32]);
+    c[32..36].copy_from_slice(&own.to_le_bytes());
+    std::fs::write(&current_path, &c).unwrap();
+    path
+}
+
+/// Opening `dir`, read-only and as a writer, fails with corruption of `path` at `offset`.
+fn assert_refused(dir: &Path, path: &Path, offset: u64) {
+    for read_only in [true, false] {
+        let opened = if read_only {
+            Db::open_read_only(dir)
+        } else {
+            Db::open(dir, options())
+        };
+        match opened {
+            Err(Error::Corruption {
+                path: p, offset: o, ..
+            }) => assert_eq!((p.as_path(), o), (path, offset), "read_only {read_only}"),
+            Err(other) => panic!("read_only {read_only}: {other:?}"),
+            Ok(_) => panic!("read_only {read_only}: opened a forged database"),
+        }
+    }
+}
+
+// Offsets in a version-2 manifest of the default parameters (`format/manifest.md`): the
+// parameters take bytes 20..101, then next_docno, wal_start, wal_next_seq, next_file_id, the
+// deletion list's three fields, the segment count, and 40-byte segment entries.
+const SHINGLE_FLAGS_AT: usize = 44;
+
+/// No version-2 writer sets a `shingle_flags` bit beyond the three it defines: one set is
+/// damage (it used to be ignored, and text signed as if it were not there).
+#[test]
+fn unknown_shingle_flags_in_a_version_2_manifest_are_corruption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    closed_with_wal(&dir);
+    let manifest = forge_manifest(&dir, |b| {
+        assert_eq!(b[SHINGLE_FLAGS_AT] & !0x07, 0);
+        b[SHINGLE_FLAGS_AT] |= 0x40;
+    });
+    assert_refused(&dir, &manifest, SHINGLE_FLAGS_AT as u64);
+}
