@@ -300,6 +300,7 @@ fn assert_refused(dir: &Path, path: &Path, offset: u64) {
 // parameters take bytes 20..101, then next_docno, wal_start, wal_next_seq, next_file_id, the
 // deletion list's three fields, the segment count, and 40-byte segment entries.
 const SHINGLE_FLAGS_AT: usize = 44;
+const FIRST_SEGMENT_DOCS_AT: usize = 161 + 24;
 
 /// No version-2 writer sets a `shingle_flags` bit beyond the three it defines: one set is
 /// damage (it used to be ignored, and text signed as if it were not there).
@@ -313,4 +314,27 @@ fn unknown_shingle_flags_in_a_version_2_manifest_are_corruption() {
         b[SHINGLE_FLAGS_AT] |= 0x40;
     });
     assert_refused(&dir, &manifest, SHINGLE_FLAGS_AT as u64);
+}
+
+/// A segment entry's `docs` must be the count its segment holds (it used to be checked only
+/// against the span, so a count one short passed).
+#[test]
+fn a_manifest_with_a_wrong_segment_doc_count_is_corruption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::create(&dir, IndexParams::default(), options()).unwrap();
+    for i in 0..3 {
+        db.insert_text(
+            format!("k{i}"),
+            &format!("text number {i} with a few words"),
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let manifest = forge_manifest(&dir, |b| {
+        assert_eq!(u64_at(b, FIRST_SEGMENT_DOCS_AT), 3);
+        b[FIRST_SEGMENT_DOCS_AT..FIRST_SEGMENT_DOCS_AT + 8].copy_from_slice(&2u64.to_le_bytes());
+    });
+    assert_refused(&dir, &manifest, FIRST_SEGMENT_DOCS_AT as u64);
 }
