@@ -300,7 +300,41 @@ fn assert_refused(dir: &Path, path: &Path, offset: u64) {
 // parameters take bytes 20..101, then next_docno, wal_start, wal_next_seq, next_file_id, the
 // deletion list's three fields, the segment count, and 40-byte segment entries.
 const SHINGLE_FLAGS_AT: usize = 44;
+const WAL_START_AT: usize = 109;
+const NEXT_FILE_ID_AT: usize = 125;
 const FIRST_SEGMENT_DOCS_AT: usize = 161 + 24;
+
+/// A manifest whose `wal_start` is past every WAL file (its counter moved with it) used to
+/// open with no document at all, and the next writer deleted the WAL that held them: the WAL
+/// files below `wal_start` must hold only records the manifest folded in.
+#[test]
+fn a_manifest_whose_wal_start_skips_unfolded_records_is_corruption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let wal = closed_with_wal(&dir);
+    let wal_id = u64::from_str_radix(&wal.file_stem().unwrap().to_str().unwrap()[4..], 16).unwrap();
+    let manifest = forge_manifest(&dir, |b| {
+        assert!(u64_at(b, WAL_START_AT) <= wal_id);
+        b[WAL_START_AT..WAL_START_AT + 8].copy_from_slice(&(wal_id + 1).to_le_bytes());
+        let next = u64_at(b, NEXT_FILE_ID_AT).max(wal_id + 1);
+        b[NEXT_FILE_ID_AT..NEXT_FILE_ID_AT + 8].copy_from_slice(&next.to_le_bytes());
+    });
+    assert_refused(&dir, &manifest, WAL_START_AT as u64);
+    assert!(wal.exists(), "the WAL was removed");
+}
+
+/// `wal_start` past `next_file_id` names a WAL file never made.
+#[test]
+fn a_manifest_whose_wal_start_is_past_its_counter_is_corruption() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    closed_with_wal(&dir);
+    let manifest = forge_manifest(&dir, |b| {
+        let past = u64_at(b, NEXT_FILE_ID_AT) + 1;
+        b[WAL_START_AT..WAL_START_AT + 8].copy_from_slice(&past.to_le_bytes());
+    });
+    assert_refused(&dir, &manifest, WAL_START_AT as u64);
+}
 
 /// No version-2 writer sets a `shingle_flags` bit beyond the three it defines: one set is
 /// damage (it used to be ignored, and text signed as if it were not there).
