@@ -372,3 +372,129 @@ fn a_manifest_with_a_wrong_segment_doc_count_is_corruption() {
     });
     assert_refused(&dir, &manifest, FIRST_SEGMENT_DOCS_AT as u64);
 }
+
+/// The offsets of the WAL batch records of `wal` that hold one delete and nothing else.
+fn lone_deletes(wal: &[u8]) -> Vec<usize> {
+    // Header 24 bytes; a record is crc, length, type, sequence (17 bytes), then its payload:
+    // a lone delete is count 1, tag 2, docno.
+    let mut found = Vec::new();
+    let mut at = 24;
+    while at + 17 <= wal.len() {
+        let len = u32::from_le_bytes(wal[at + 4..at + 8].try_into().unwrap()) as usize;
+        if len == 0 {
+            break;
+        }
+        if wal[at + 8] == 1 && len == 13 && wal[at + 17..at + 22] == [1, 0, 0, 0, 2] {
+            found.push(at);
+        }
+        at += 17 + len;
+    }
+    found
+}
+
+/// Sets the docno of the lone delete in the record at `at` to `docno` and recomputes the
+/// record's CRC.
+fn set_deleted_docno(wal: &mut [u8], at: usize, docno: u64) {
+    wal[at + 22..at + 30].copy_from_slice(&docno.to_le_bytes());
+    let crc = crc32fast::hash(&wal[at + 4..at + 30]);
+    wal[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A database whose WAL holds inserts of `k0`..`k2` (docnos 0..3), then one batch deleting
+/// `k1` and one deleting `k2`. Returns the WAL and the offsets of the two deletes.
+fn wal_with_two_deletes(dir: &Path) -> (PathBuf, Vec<usize>) {
+    let db = Db::create(dir, IndexParams::default(), options()).unwrap();
+    for i in 0..3 {
+        db.insert_text(
+            format!("k{i}"),
+            &format!("text number {i} with a few words"),
+        )
+        .unwrap();
+    }
+    assert!(db.delete("k1").unwrap());
+    assert!(db.delete("k2").unwrap());
+    drop(db);
+    let wal = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .max()
+        .unwrap();
+    let deletes = lone_deletes(&std::fs::read(&wal).unwrap());
+    assert_eq!(deletes.len(), 2);
+    (wal, deletes)
+}
+
+/// A WAL delete must name a document live at that point of the replay. A delete of a docno
+/// never inserted, or of one deleted already, used to replay as nothing (in the second case
+/// leaving the document the writer deleted live).
+#[test]
+fn a_wal_delete_of_a_document_not_live_is_corruption() {
+    for (what, docno, which) in [("never inserted", 3, 0), ("deleted twice", 1, 1)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let (wal, deletes) = wal_with_two_deletes(&dir);
+        let mut b = std::fs::read(&wal).unwrap();
+        set_deleted_docno(&mut b, deletes[which], docno);
+        std::fs::write(&wal, &b).unwrap();
+        for read_only in [true, false] {
+            let opened = if read_only {
+                Db::open_read_only(&dir)
+            } else {
+                Db::open(&dir, options())
+            };
+            match opened {
+                Err(Error::Corruption { path, offset, .. }) => {
+                    assert_eq!(
+                        (path, offset),
+                        (wal.clone(), deletes[which] as u64),
+                        "{what}"
+                    )
+                }
+                Err(other) => panic!("{what}, read_only {read_only}: {other:?}"),
+                Ok(_) => panic!("{what}, read_only {read_only}: opened"),
+            }
+        }
+    }
+}
+
+/// Every delete a writer logs names a live document, whatever the batch does with the key
+/// (deleted twice, upserted then deleted, inserted and deleted, put twice), of documents in a
+/// segment and in the WAL: all of it replays, and the result is what was written.
+#[test]
+fn the_deletes_a_writer_logs_all_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::create(&dir, IndexParams::default(), options()).unwrap();
+    let text = |i: u32| format!("text number {i} with a few words");
+    for i in 0..6 {
+        db.insert_text(format!("k{i}"), &text(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.insert_text("k6", &text(6)).unwrap();
+    let mut batch = mhdb::db::WriteBatch::new();
+    batch
+        .delete("k0")
+        .delete("k0")
+        .insert_text("k1", text(11))
+        .delete("k1")
+        .insert_text("k7", text(7))
+        .delete("k7")
+        .insert_text("k2", text(12))
+        .insert_text("k2", text(22))
+        .delete("k6")
+        .delete("k6")
+        .delete("absent");
+    db.write(&batch).unwrap();
+    assert!(db.delete("k3").unwrap());
+    assert!(!db.delete("k3").unwrap());
+    let written = common::stored(&db);
+    drop(db);
+    let keys: Vec<&str> = written.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["k2", "k4", "k5"]);
+    let reader = Db::open_read_only(&dir).unwrap();
+    assert_eq!(common::stored(&reader), written);
+    drop(reader);
+    let db = Db::open(&dir, options()).unwrap();
+    assert_eq!(common::stored(&db), written);
+}
