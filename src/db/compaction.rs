@@ -12,7 +12,7 @@ use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::combine_segments;
+use crate::storage::segment::{Segment, combine_segments};
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -95,23 +95,19 @@ impl Db {
         let id = self.new_file_id();
         let path = self.dir.join(names::segment_name(id));
         write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
-        let merged = load_segment(
-            self.vfs.as_ref(),
-            &self.dir,
-            SegmentMeta {
-                id,
-                base,
-                span: end - base,
-                docs: 0,
-                file_len: bytes.len() as u64,
-                siglog_crc: 0,
-                meta_crc: 0,
-            },
-        )?;
+        // The entry counts the documents of the bytes just built, and the new version checks
+        // it against the mapped file as it checks every segment it maps.
+        let docs = Segment::open(bytes.as_slice(), &path)?.doc_count();
         let meta = SegmentMeta {
-            docs: merged.seg.doc_count() as u64,
-            ..merged.meta.clone()
+            id,
+            base,
+            span: end - base,
+            docs,
+            file_len: bytes.len() as u64,
+            siglog_crc: 0,
+            meta_crc: 0,
         };
+        let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone())?;
         // Deletions inside the merged range are gone from the segments now.
         let remaining: Vec<u64> = version
             .deletions
@@ -133,7 +129,7 @@ impl Db {
             ..version.manifest.clone()
         };
         // Loaded before the commit point, so that nothing after it can fail.
-        let rewritten = Arc::new(LoadedSegment { meta, ..merged });
+        let rewritten = Arc::new(merged);
         let new_version =
             version.successor(self.vfs.as_ref(), &self.dir, manifest, Some(rewritten))?;
         self.vfs

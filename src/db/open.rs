@@ -26,14 +26,14 @@ use super::params::IndexParams;
 use super::replay::{CutTail, Replayed, replay_wal};
 use super::state::State;
 use super::version::Version;
-use super::version::{Manifest, load_version};
+use super::version::{Manifest, ManifestFields, load_version, manifest_path};
 use crate::sketch::SecretKey;
 use crate::storage::identity::DbId;
 use crate::storage::manifest::{Current, DeletionsMeta, Features, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
 use crate::storage::siglog;
 use crate::storage::vfs::{LockHeld, LockHolder, LockMode, OpenMode, Vfs, VfsLock, read_file};
-use crate::storage::wal::WalWriter;
+use crate::storage::wal::{WalReader, WalWriter};
 use crate::{Error, Result};
 
 /// Creates a new database in `dir` (which must not hold one already), then opens it.
@@ -361,6 +361,7 @@ fn read_committed(
     let listing = vfs
         .list_dir(dir)
         .map_err(Error::io_on(dir, "list directory"))?;
+    check_wal_fields(vfs, dir, &listing, &version.manifest)?;
     let Replayed {
         mem,
         last_seq,
@@ -373,6 +374,80 @@ fn read_committed(
         listing,
         cut_tails,
     })
+}
+
+/// The manifest's WAL fields against its counter and the WAL files present, even when no
+/// WAL is replayed (`format/manifest.md`): `wal_start` at most `next_file_id`, `wal_next_seq`
+/// at least 1, and no WAL file below `wal_start` holding a batch record numbered
+/// `wal_next_seq` or more: such a manifest would skip records it never folded in, and the
+/// next writer would delete them. (The first WAL file from `wal_start` on must start at
+/// `wal_next_seq`: the replay checks that.) Version 1 numbers its records otherwise and has
+/// no `wal_next_seq`: only its `wal_start` is checked.
+fn check_wal_fields(vfs: &dyn Vfs, dir: &Path, listing: &[String], m: &Manifest) -> Result<()> {
+    let (path, fields) = (manifest_path(dir, m), ManifestFields::of(m));
+    if m.wal_start > m.next_file_id {
+        return Err(Error::corruption(
+            &path,
+            fields.wal_start(),
+            format!(
+                "wal_start {} is past next_file_id {}: no WAL file of that number was made",
+                m.wal_start, m.next_file_id
+            ),
+        ));
+    }
+    if m.format_version == MANIFEST_V1 {
+        return Ok(());
+    }
+    if m.wal_next_seq == 0 {
+        return Err(Error::corruption(
+            &path,
+            fields.wal_next_seq(),
+            "wal_next_seq is 0, but WAL records are numbered from 1",
+        ));
+    }
+    for name in listing {
+        if let Some(FileKind::Wal(id)) = names::classify(name)
+            && id < m.wal_start
+        {
+            check_folded_wal(vfs, &dir.join(name), m, &path, fields.wal_start())?;
+        }
+    }
+    Ok(())
+}
+
+/// A WAL file below `wal_start` (left by a crash between a commit and its clean-up) must hold
+/// only records numbered below `wal_next_seq`, those the manifest folded in; else the error
+/// names the manifest's `wal_start` (at `wal_start_at` of `manifest_path`). The file is
+/// obsolete otherwise: gone meanwhile (a writer removed it) or damaged, it is not read further.
+fn check_folded_wal(
+    vfs: &dyn Vfs,
+    wal: &Path,
+    m: &Manifest,
+    manifest_path: &Path,
+    wal_start_at: u64,
+) -> Result<()> {
+    let read = WalReader::replay(vfs, wal, None, |seq, offset, _| {
+        if seq < m.wal_next_seq {
+            return Ok(());
+        }
+        Err(Error::corruption(
+            manifest_path,
+            wal_start_at,
+            format!(
+                "wal_start {} leaves out {}, whose record {seq} (at offset {offset}) is not \
+                 folded in (wal_next_seq {}): the manifest would skip it",
+                m.wal_start,
+                wal.display(),
+                m.wal_next_seq
+            ),
+        ))
+    });
+    match read {
+        Ok(_) => Ok(()),
+        Err(Error::Corruption { path, .. }) if path != manifest_path => Ok(()),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// CURRENT, then the manifest it names, checked against CURRENT's pin of its length and

@@ -450,7 +450,7 @@ impl StoredParams for IndexParams {
             num_perm
         };
         let seed = d.u64("seed")?;
-        let shingle = decode_shingle(d)?;
+        let shingle = decode_shingle(d, path)?;
         let bits = u32::from(d.u8("bits")?);
         let bands = d.u32("bands")? as usize;
         let rows = d.u32("rows")? as usize;
@@ -637,11 +637,24 @@ fn scheme_from_code(code: u8, simhash: bool) -> std::result::Result<Scheme, Stri
         .ok_or_else(|| format!("unknown scheme code {code} (written by a newer mhdb?)"))
 }
 
-/// The stored shingle configuration: kind, width and normalization flags.
-fn decode_shingle(d: &mut Decoder<'_>) -> Result<ShingleConfig> {
+/// The normalization flag bits versions 1 and 2 define (NFKC, lowercase, collapse whitespace).
+const SHINGLE_FLAGS_V2: u8 = 0b111;
+
+/// The stored shingle configuration: kind, width and normalization flags. No writer of
+/// versions 1 and 2 sets another flag bit, so one set is damage (a reader that ignored it would
+/// sign text differently from the writer the bit claims).
+fn decode_shingle(d: &mut Decoder<'_>, path: &Path) -> Result<ShingleConfig> {
     let kind = d.u8("shingle kind")?;
     let width = d.u8("shingle width")?;
+    let flags_at = d.offset();
     let flags = d.u8("shingle flags")?;
+    if flags & !SHINGLE_FLAGS_V2 != 0 {
+        return Err(Error::corruption(
+            path,
+            flags_at,
+            format!("unknown shingle_flags bits {flags:#04x} (versions 1 and 2 define 0x07)"),
+        ));
+    }
     shingle_from_codes(kind, width, u16::from(flags))
         .ok_or_else(|| d.corruption(format!("unknown shingle kind {kind}")))
 }

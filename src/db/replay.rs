@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use super::memtable::MemTable;
-use super::params::IndexParams;
 use super::version::{Manifest, Version};
 use crate::storage::manifest::MANIFEST_V1;
 use crate::storage::names::{self, FileKind};
@@ -37,7 +36,7 @@ pub(super) fn replay_wal(
     let mut replay = WalReplay {
         vfs,
         dir,
-        params: &version.manifest.params,
+        version,
         rules,
         read_only,
         mem: memtable_for(vfs, &wal_files, version)?,
@@ -186,7 +185,7 @@ impl WalRules {
 struct WalReplay<'a> {
     vfs: &'a dyn Vfs,
     dir: &'a Path,
-    params: &'a IndexParams,
+    version: &'a Version,
     rules: WalRules,
     read_only: bool,
     mem: MemTable,
@@ -232,7 +231,7 @@ impl WalReplay<'_> {
 
     /// Applies the records of the WAL file at `path` to the table.
     fn records(&mut self, path: &Path) -> Result<Replay> {
-        let (rules, params) = (self.rules, self.params);
+        let (rules, version) = (self.rules, self.version);
         let (mem, last_seq) = (&mut self.mem, &mut self.last_seq);
         let mut first_in_file = true;
         WalReader::replay(self.vfs, path, None, |seq, offset, payload| {
@@ -240,22 +239,32 @@ impl WalReplay<'_> {
                 rules.check_first_record(path, offset, seq, *last_seq)?;
                 first_in_file = false;
             }
-            apply_record(mem, params, path, offset, payload)?;
+            let at = RecordAt { path, offset };
+            apply_record(mem, version, rules, at, payload)?;
             *last_seq = rules.after_record(*last_seq, seq);
             Ok(())
         })
     }
 }
 
-/// Applies the operations of the WAL record at `offset` of `path` (its payload `payload`) to
-/// `mem`.
+/// Where a WAL record lies: its file and the offset of its header.
+#[derive(Clone, Copy)]
+struct RecordAt<'a> {
+    path: &'a Path,
+    offset: u64,
+}
+
+/// Applies the operations of the WAL record at `at` (its payload `payload`) to `mem`, which
+/// holds the replay so far on top of `version`.
 fn apply_record(
     mem: &mut MemTable,
-    params: &IndexParams,
-    path: &Path,
-    offset: u64,
+    version: &Version,
+    rules: WalRules,
+    at: RecordAt<'_>,
     payload: &[u8],
 ) -> Result<()> {
+    let RecordAt { path, offset } = at;
+    let params = &version.manifest.params;
     // `offset` is the record's; its payload (what the decoder's errors locate within) starts
     // after the record header.
     let payload_offset = offset + crate::storage::wal::RECORD_HEADER_LEN as u64;
@@ -287,10 +296,42 @@ fn apply_record(
             }
         }
         OpRef::Delete { docno } => {
+            // Version 1's writers are not known to have kept this rule; its databases are
+            // only read.
+            if rules == WalRules::V2 && !is_live_in_replay(mem, version, docno)? {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "WAL delete of document {docno}, which is not live at this point \
+                         (never inserted, or deleted already)"
+                    ),
+                ));
+            }
             mem.mark_deleted(docno);
             Ok(())
         }
     })
+}
+
+/// Whether document `docno` is live at this point of the replay (`mem` on top of `version`):
+/// numbered, held by a segment or inserted earlier in the replay, and deleted neither by the
+/// deletion list nor by an earlier replayed delete. A writer resolves every delete it logs to
+/// a live document under the sequencer, so a WAL delete of anything else is damage.
+fn is_live_in_replay(mem: &MemTable, version: &Version, docno: u64) -> Result<bool> {
+    if docno >= mem.next_docno() {
+        return Ok(false);
+    }
+    if let Some(doc) = mem.doc(docno) {
+        return Ok(doc.live);
+    }
+    if mem.deleted_older.contains(&docno) || version.deletions.contains(docno) {
+        return Ok(false);
+    }
+    match version.segment_of(docno) {
+        Some(seg) => Ok(seg.seg.key_of(docno)?.is_some()),
+        None => Ok(false),
+    }
 }
 
 /// A WAL file that does not start where the numbering says the next one must: an earlier

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::params::IndexParams;
+use crate::storage::codec::Encoder;
 use crate::storage::deletions::Deletions;
-use crate::storage::manifest::MANIFEST_V1;
-use crate::storage::manifest::SegmentMeta;
+use crate::storage::manifest::v3::PARAMS_AT;
+use crate::storage::manifest::{MANIFEST_V1, MANIFEST_V3, SegmentMeta, StoredParams};
 use crate::storage::names;
 use crate::storage::segment::{SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, Segment};
 use crate::storage::siglog;
@@ -157,16 +158,19 @@ impl Version {
         };
         let mut next = load_version(vfs, dir, shell)?;
         let mut segments = Vec::with_capacity(manifest.segments.len());
-        for meta in &manifest.segments {
-            let known = self.segments.iter().chain(also.as_ref());
-            match known.into_iter().find(|s| s.meta.id == meta.id) {
-                Some(s) => segments.push(s.clone()),
-                None => {
-                    let loaded = load_segment(vfs, dir, meta.clone())?;
-                    check_segment_fits(&loaded, &manifest)?;
-                    segments.push(Arc::new(loaded));
-                }
+        for (i, meta) in manifest.segments.iter().enumerate() {
+            if let Some(s) = self.segments.iter().find(|s| s.meta.id == meta.id) {
+                segments.push(s.clone());
+                continue;
             }
+            // New to this version (`also` is the segment just built): checked as every map is.
+            let loaded = match also.as_ref().filter(|s| s.meta.id == meta.id) {
+                Some(s) => s.clone(),
+                None => Arc::new(load_segment(vfs, dir, meta.clone())?),
+            };
+            check_segment_fits(&loaded, &manifest)?;
+            check_doc_count(&loaded, &manifest, dir, i)?;
+            segments.push(loaded);
         }
         next.segments = segments;
         next.manifest = manifest;
@@ -177,9 +181,10 @@ impl Version {
 /// Maps and checks every file a manifest names.
 pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Result<Version> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
-    for meta in &manifest.segments {
+    for (i, meta) in manifest.segments.iter().enumerate() {
         let loaded = load_segment(vfs, dir, meta.clone())?;
         check_segment_fits(&loaded, &manifest)?;
+        check_doc_count(&loaded, &manifest, dir, i)?;
         // Every query reads one directory slot per band: have the OS read the directories
         // (0.26 B per posting) in the background now rather than one slot at a time later.
         loaded.seg.prefetch_directories();
@@ -281,6 +286,83 @@ fn check_segment_fits(loaded: &LoadedSegment, manifest: &Manifest) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// The manifest's entry `index` must count the documents its segment holds: a count that
+/// disagrees is a manifest (or a segment) that is not the one written with the other.
+fn check_doc_count(
+    loaded: &LoadedSegment,
+    manifest: &Manifest,
+    dir: &Path,
+    index: usize,
+) -> Result<()> {
+    let (listed, held) = (manifest.segments[index].docs, loaded.seg.doc_count());
+    if listed == held {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        &manifest_path(dir, manifest),
+        ManifestFields::of(manifest).segment_docs(index),
+        format!(
+            "segment entry {index} ({}) says {listed} documents, the segment holds {held}",
+            names::segment_name(loaded.meta.id)
+        ),
+    ))
+}
+
+/// The path of `manifest`'s file in `dir`.
+pub(super) fn manifest_path(dir: &Path, manifest: &Manifest) -> PathBuf {
+    dir.join(names::manifest_name(manifest.generation))
+}
+
+/// Where a manifest's fields lie in its file (`format/manifest.md`), so that a cross-check
+/// names the offset of the field it finds wrong. The parameters are of variable length:
+/// their encoding is measured.
+pub(super) struct ManifestFields {
+    version: u32,
+    /// Offset of `next_docno`, the first field after the parameters.
+    state: u64,
+}
+
+impl ManifestFields {
+    pub(super) fn of(manifest: &Manifest) -> Self {
+        let mut e = Encoder::default();
+        let params_at = if manifest.format_version == MANIFEST_V3 {
+            manifest.params.to_v3().encode(&mut e);
+            PARAMS_AT
+        } else {
+            manifest.params.encode(&mut e, manifest.format_version);
+            // magic, version, generation
+            20
+        };
+        ManifestFields {
+            version: manifest.format_version,
+            state: params_at + e.buf.len() as u64,
+        }
+    }
+
+    /// `wal_start` (version 1 has `siglog_records` before it).
+    pub(super) fn wal_start(&self) -> u64 {
+        self.state + if self.version == MANIFEST_V1 { 16 } else { 8 }
+    }
+
+    /// `wal_next_seq` (versions 2 and 3).
+    pub(super) fn wal_next_seq(&self) -> u64 {
+        self.state + 16
+    }
+
+    /// The `docs` field of segment entry `index`.
+    pub(super) fn segment_docs(&self, index: usize) -> u64 {
+        // next_docno, siglog_records or wal_next_seq, wal_start, next_file_id; the deletion
+        // list's fields (version 3: with its CRC); the entry count.
+        let (entries, entry_len) = match self.version {
+            MANIFEST_V3 => (self.state + 32 + 28 + 4, 44),
+            MANIFEST_V1 => (self.state + 32 + 24 + 4, 44),
+            _ => (self.state + 32 + 24 + 4, 40),
+        };
+        // id, base, span, then docs
+        entries + index as u64 * entry_len + 24
+    }
 }
 
 /// The error for a file the manifest names that cannot be mapped: missing, it is damage to the
