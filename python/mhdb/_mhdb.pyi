@@ -95,7 +95,10 @@ def bbit_estimate(
 
 @final
 class MinHasher:
-    """Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies."""
+    """Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies.
+
+    ``num_perm`` defaults to 128, datasketch's ``MinHash`` default; an index created with the
+    defaults has 512 slots: sign for an index with its own hasher, ``Index.hasher``."""
 
     def __new__(
         cls,

@@ -13,7 +13,11 @@ use crate::tokens::{PyToken, as_tokens, hashes_from_py, signatures_matrix, token
 /// Computes MinHash signatures of texts exactly as ``format/hashing.md`` specifies.
 ///
 /// Args:
-///     num_perm: number of slots k (1 ..= 8192).
+///     num_perm: number of slots k (1 ..= 8192). The default, 128, is datasketch's
+///         ``MinHash(num_perm=128)``, so that ``mhdb.datasketch`` users get the signatures they
+///         had; an index created with the defaults has 512 slots, and the hasher that signs
+///         for an index is its own, ``Index.hasher`` (a signature of another length is refused,
+///         saying so).
 ///     scheme: ``"oph"`` (one-permutation hashing with optimal densification, the default)
 ///         or ``"kperm"`` (classic k-permutation MinHash).
 ///     seed: the user seed (any unsigned 64-bit integer).

@@ -293,3 +293,19 @@ def test_closed(tmp_index_path: pathlib.Path) -> None:
     for call in (lambda: idx.query(TEXT), lambda: idx.insert("k", TEXT), lambda: idx.stats()):
         with pytest.raises(mhdb.Error, match="closed"):
             call()
+
+
+def test_a_default_minhasher_signature_in_a_default_index_names_the_index_hasher(
+    tmp_index_path: pathlib.Path,
+) -> None:
+    """``MinHasher()`` keeps datasketch's 128 slots; an index made with the defaults has 512,
+    and the refusal says which hasher signs for it."""
+    assert mhdb.MinHasher().num_perm == 128
+    with mhdb.Index.create(str(tmp_index_path)) as idx:
+        assert idx.hasher.num_perm == 512
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.insert("a", signature=mhdb.MinHasher().sketch(TEXT))
+        assert "has 128 slots, the database stores 512" in str(e.value)
+        assert "Python `Index.hasher`)" in str(e.value)
+        idx.insert("a", signature=idx.hasher.sketch(TEXT))
+        assert idx.query(TEXT) == [("a", 1.0)]

@@ -199,7 +199,7 @@ impl Db {
                 "signature",
                 format!(
                     "has {} slots, the database stores {} (sign with the database's own \
-                     parameters: `Db::hasher`, Python `Index.hasher()`)",
+                     parameters: `Db::hasher`, Python `Index.hasher`)",
                     sig.len(),
                     self.params.sketch.num_perm
                 ),
