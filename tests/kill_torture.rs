@@ -353,6 +353,16 @@ fn request_body(ops: &[Op]) -> (&'static str, String) {
     (path, serde_json::Value::from(docs).to_string())
 }
 
+/// When a loader of `n` documents committing `every` at a time is killed: after a random
+/// delay, or after some of its commit lines.
+fn load_kill(r: &mut SplitMix64, n: usize, every: usize) -> Kill {
+    if r.below(5) == 0 {
+        Kill::After(Duration::from_millis(r.below(40)))
+    } else {
+        Kill::AfterLines(1 + r.below((n / every) as u64 + 1) as usize)
+    }
+}
+
 fn mhdb() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mhdb"))
 }
@@ -529,6 +539,16 @@ impl Torture {
         (ended, Allowed(allowed))
     }
 
+    /// `docs` as a JSON Lines file named `name` in the work directory.
+    fn write_input(&self, name: &str, docs: &[Op]) -> PathBuf {
+        let input = self.work.join(name);
+        let mut f = std::fs::File::create(&input).unwrap();
+        for (key, value) in docs {
+            writeln!(f, "{}", serde_json::json!({"id": key, "text": value})).unwrap();
+        }
+        input
+    }
+
     /// `mhdb add --json --commit-every K`.
     fn add_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
         let n = 20 + r.below(150) as usize;
@@ -540,17 +560,8 @@ impl Torture {
                 (key, Some(t))
             })
             .collect();
-        let input = self.work.join(format!("add-{c}.jsonl"));
-        let mut f = std::fs::File::create(&input).unwrap();
-        for (key, value) in &docs {
-            writeln!(f, "{}", serde_json::json!({"id": key, "text": value})).unwrap();
-        }
-        drop(f);
-        let kill = if r.below(5) == 0 {
-            Kill::After(Duration::from_millis(r.below(40)))
-        } else {
-            Kill::AfterLines(1 + r.below((n / every) as u64 + 1) as usize)
-        };
+        let input = self.write_input(&format!("add-{c}.jsonl"), &docs);
+        let kill = load_kill(r, n, every);
         let ended = run_victim(
             mhdb().arg("add").arg(&self.dir).arg(&input).args([
                 "--json",
@@ -596,17 +607,8 @@ impl Torture {
         let novel = stored.iter().filter(|s| **s).count() as u64;
         self.tally.novel.0 += novel;
         self.tally.novel.1 += n as u64 - novel;
-        let input = self.work.join(format!("novel-{c}.jsonl"));
-        let mut f = std::fs::File::create(&input).unwrap();
-        for (key, value) in &docs {
-            writeln!(f, "{}", serde_json::json!({"id": key, "text": value})).unwrap();
-        }
-        drop(f);
-        let kill = if r.below(5) == 0 {
-            Kill::After(Duration::from_millis(r.below(40)))
-        } else {
-            Kill::AfterLines(1 + r.below((n / every) as u64 + 1) as usize)
-        };
+        let input = self.write_input(&format!("novel-{c}.jsonl"), &docs);
+        let kill = load_kill(r, n, every);
         let ended = run_victim(
             mhdb().arg("add").arg(&self.dir).arg(&input).args([
                 "--novel-only",
