@@ -762,6 +762,7 @@ impl PyIndex {
         };
         let db = self.db(py)?;
         py.detach(|| {
+            mhdb::db::check_merge_sources(db.path(), &paths)?;
             let mut added = 0;
             for p in &paths {
                 let src = Db::open_read_only(p)?;

@@ -256,6 +256,20 @@ def test_parameter_mismatch_on_merge(tmp_path: pathlib.Path) -> None:
     assert e.value.parameter == "num_perm" and e.value.stored == "512" and e.value.requested == "64"
 
 
+def test_merge_refuses_the_index_itself_and_a_source_twice(tmp_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_path / "a") as a:
+        a.insert("k", TEXT)
+    with mhdb.Index.open(tmp_path / "a") as idx:
+        with pytest.raises(mhdb.InvalidParameterError, match="is the destination itself"):
+            idx.merge(tmp_path / "a")
+        assert len(idx) == 1
+    with mhdb.Index.create(tmp_path / "d") as dest:
+        with pytest.raises(mhdb.InvalidParameterError, match="is the same database as"):
+            dest.merge([tmp_path / "a", tmp_path / "a"])
+        assert len(dest) == 0
+        assert dest.merge([tmp_path / "a"]) == 1
+
+
 def test_read_only(tmp_index_path: pathlib.Path) -> None:
     with mhdb.Index.create(tmp_index_path) as idx:
         idx.insert("k", TEXT)

@@ -134,6 +134,7 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
 /// anything is written: a source that cannot be merged is refused with nothing merged (and
 /// DEST not created); each source's merge is then atomic on its own.
 pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
+    mhdb::db::check_merge_sources(&args.dest, &args.srcs)?;
     let mut total = 0u64;
     let existing = match Db::open(&args.dest, Options::default()) {
         Ok(db) => Some(db),

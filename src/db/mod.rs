@@ -96,6 +96,7 @@ pub use rerank::{MARGIN_SIGMAS, rerank_margin};
 pub use shards::{Shards, ShardsAnswer, ShardsStats};
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
+pub use transfer::check_merge_sources;
 pub use upgrade::Upgraded;
 pub use write::WriteBatch;
 

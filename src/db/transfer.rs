@@ -16,6 +16,50 @@ use crate::storage::segment::band_key32;
 use crate::storage::vfs::Vfs;
 use crate::{Error, Result};
 
+/// Refuses, before anything is merged, a merge whose sources name one database twice, or
+/// name the destination (under any name: directories are compared by device and inode, so a
+/// symbolic link or a `..` path is caught). Copies of one database made with `cp -r` are
+/// other directories and pass; an identity stored in the database would tell them apart.
+/// A path that does not exist yet (a destination to be created) matches nothing.
+pub fn check_merge_sources<P: AsRef<Path>>(
+    dest: &Path,
+    srcs: impl IntoIterator<Item = P>,
+) -> Result<()> {
+    let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
+    if let Some(id) = directory_id(dest) {
+        seen.push((id, dest.to_path_buf()));
+    }
+    for src in srcs {
+        let src = src.as_ref();
+        let Some(id) = directory_id(src) else {
+            continue;
+        };
+        if let Some((_, earlier)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
+            let what = if earlier == dest {
+                "the destination itself".to_string()
+            } else {
+                format!("the same database as {}", earlier.display())
+            };
+            return Err(Error::invalid(
+                "merge source",
+                format!(
+                    "{} is {what}: merging a database into itself, or one source twice, would \
+                     only rewrite its documents; nothing was merged",
+                    src.display()
+                ),
+            ));
+        }
+        seen.push((id, src.to_path_buf()));
+    }
+    Ok(())
+}
+
+/// The device and inode of the directory at `path`, if there is one.
+fn directory_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// The live documents of one source segment (or of the in-memory tables): keys, `bands` band
 /// keys per document, packed signatures.
 struct Batch {
@@ -128,8 +172,10 @@ impl Db {
     /// Adds every live document of `src` (same parameters, else [`Error::ParameterMismatch`]).
     /// Keys already present here are replaced by `src`'s copy (merging shards in order makes
     /// the last shard win). Atomic, and durable when this returns. Returns the number of
-    /// documents added.
+    /// documents added. `src` being this database itself (under any name) is refused: the
+    /// merge would rewrite every document as a copy of itself.
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
+        check_merge_sources(&self.dir, [&src.dir])?;
         self.params.check_mergeable(&src.params)?;
         // One bulk insert: a merge is atomic (all of `src` or, after a crash, none of it).
         let snapshot = src.state.read().snapshot();
