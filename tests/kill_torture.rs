@@ -15,7 +15,8 @@
 //! - `mhdb serve --writer`, sent inserts, deletes and inserts-if-novel by four concurrent
 //!   clients, each on a keyspace of its own and one request at a time (acknowledged by its
 //!   answer), or killed while it opens; which near-duplicates it may store is worked out as
-//!   for `add --novel-only`, each client's clusters being its own;
+//!   for `add --novel-only`, each client's clusters being its own; an insert-if-novel stores
+//!   its documents one by one, so of one in flight a prefix may be durable;
 //! - `mhdb delete` (acknowledged by its exit);
 //! - `mhdb compact` (changes nothing a reader sees).
 //!
@@ -785,7 +786,8 @@ impl Torture {
     /// `mhdb serve --writer`: [`SERVE_CLIENTS`] client threads sending requests at once, each
     /// one at a time, each acknowledged by its 200; killed after some acknowledgements, or
     /// while it opens. For each client, the requests it had acknowledged are there, and of
-    /// the one it had in flight, all or nothing.
+    /// the one it had in flight, all or nothing (an insert-if-novel: a prefix of what it
+    /// stores).
     fn serve_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
         let requests: Vec<Vec<ServeRequest>> = (0..SERVE_CLIENTS)
             .map(|t| {
@@ -823,9 +825,21 @@ impl Torture {
                 if i >= acked {
                     states.push(state.clone());
                 }
-                if let Some(request) = requests[t].get(i) {
-                    apply(&mut state, &self.packer, &request.applied(&novel));
+                let Some(request) = requests[t].get(i) else {
+                    continue;
+                };
+                let ops = request.applied(&novel);
+                // An insert-if-novel stores its documents one by one, each atomically (an
+                // insert or a delete is one write): of the one in flight, any prefix of the
+                // documents it stores may be durable.
+                if i >= acked && i < started && request.path == "/insert_if_novel" {
+                    for k in 1..ops.len() {
+                        let mut partial = state.clone();
+                        apply(&mut partial, &self.packer, &ops[..k]);
+                        states.push(partial);
+                    }
                 }
+                apply(&mut state, &self.packer, &ops);
             }
             allowed.push((prefix, states));
         }
@@ -948,8 +962,10 @@ impl Torture {
                     .filter(|(k, v)| found.get(*k) != Some(v))
                     .count() as u64;
                 self.tally.problems.push(format!(
-                    "cycle {c}: {name}: keys {prefix}*: state is none of the {} allowed",
-                    states.len()
+                    "cycle {c}: {name}: keys {prefix}*: state is none of the {} allowed; \
+                     beside the acknowledged one it {}",
+                    states.len(),
+                    differences(acked, &found)
                 ));
             }
         }
@@ -1008,6 +1024,35 @@ fn only_victim() -> Option<&'static str> {
         .map(|(name, _)| *name)
         .find(|name| name.contains(wanted.as_str()));
     Some(name.unwrap_or_else(|| panic!("MHDB_TORTURE_VICTIM={wanted:?} names no victim")))
+}
+
+/// How `found` differs from `expected`: the keys it lacks, has in more, and holds otherwise
+/// (a few of each).
+fn differences(expected: &Model, found: &Model) -> String {
+    let few = |keys: Vec<&String>| {
+        let n = keys.len();
+        let shown: Vec<&str> = keys.into_iter().take(8).map(String::as_str).collect();
+        format!("{n} {shown:?}")
+    };
+    let lacks = expected
+        .keys()
+        .filter(|k| !found.contains_key(*k))
+        .collect();
+    let more = found
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    let changed = found
+        .iter()
+        .filter(|(k, v)| expected.get(*k).is_some_and(|e| e != *v))
+        .map(|(k, _)| k)
+        .collect();
+    format!(
+        "lacks {}, has in more {}, holds otherwise {}",
+        few(lacks),
+        few(more),
+        few(changed)
+    )
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
