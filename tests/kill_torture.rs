@@ -12,23 +12,27 @@
 //! - `mhdb add --novel-only --json --commit-every K` over clusters of near-duplicates: what it
 //!   may store is worked out by running the same documents through [`Db::insert_text_if_novel`]
 //!   on a copy of the database as the cycle found it;
-//! - `mhdb serve --writer`, sent inserts and deletes one request at a time (acknowledged by
-//!   its answer), or killed while it opens;
+//! - `mhdb serve --writer`, sent inserts, deletes and inserts-if-novel by four concurrent
+//!   clients, each on a keyspace of its own and one request at a time (acknowledged by its
+//!   answer), or killed while it opens; which near-duplicates it may store is worked out as
+//!   for `add --novel-only`, each client's clusters being its own; an insert-if-novel stores
+//!   its documents one by one, so of one in flight a prefix may be durable;
 //! - `mhdb delete` (acknowledged by its exit);
 //! - `mhdb compact` (changes nothing a reader sees).
 //!
 //! The kill lands after a random number of acknowledgements, or after a random delay (which
 //! also kills opens in the middle of recovery). After every cycle a read-only open must hold
 //! every acknowledged write exactly, and of the writes in flight at the kill whole batches in
-//! order only (for each writer, a prefix of its batches at least as long as what it
-//! acknowledged, and no longer than what it started), and `verify` must find nothing; the
+//! order only (for each writer, or each client of the server, a prefix of its batches at
+//! least as long as what it acknowledged, and no longer than what it started), and `verify`
+//! must find nothing; the
 //! model then takes the state found, and the next cycle's writer recovers from it.
 //!
 //! Every allowed outcome is allowed whatever the timing, so no result depends on a race: the
 //! timing only decides where the kill lands. The suite runs 100 cycles (about 15 s);
-//! `tools/reliability/torture.sh CYCLES [SEED]` runs more by hand, with the same code
-//! (`MHDB_TORTURE_CYCLES`, `MHDB_TORTURE_SEED`). It prints `kills survived / kills` and the
-//! losses.
+//! `tools/reliability/torture.sh CYCLES [SEED [VICTIM]]` runs more by hand, with the same code
+//! (`MHDB_TORTURE_CYCLES`, `MHDB_TORTURE_SEED`, and `MHDB_TORTURE_VICTIM` to make every cycle's
+//! victim the one named, e.g. `serve`). It prints `kills survived / kills` and the losses.
 
 mod common;
 
@@ -38,7 +42,6 @@ use std::net::TcpStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -322,35 +325,138 @@ fn http_post(addr: &str, path: &str, body: &str) -> std::io::Result<u16> {
         .ok_or_else(|| std::io::Error::other(format!("no status line in {head:?}")))
 }
 
-/// Request `i` of the server victim in cycle `c`: inserts (upserts) of a few distinct keys,
-/// or deletes of a few.
-fn serve_request(seed: u64, c: u64, i: u64) -> Vec<Op> {
-    let mut r = SplitMix64(mix(&[seed, c, i, 0x5E4E]));
-    let mut keys: Vec<String> = (0..1 + r.below(4))
-        .map(|_| format!("sv-{}", r.below(CLI_KEYS)))
+/// The server victim's concurrent clients; each writes keys `sv{t}-*` of its own, so that
+/// each one's requests, sent one at a time, are a sequence the model checks alone.
+const SERVE_CLIENTS: u64 = 4;
+/// Most requests a client of the server victim sends in a cycle.
+const SERVE_REQUESTS: u64 = 30;
+
+/// A request of a server client: its endpoint and documents (ids alone for a delete).
+struct ServeRequest {
+    path: &'static str,
+    ops: Vec<Op>,
+}
+
+/// Request `i` of client `t` of the server victim in cycle `c`: inserts (upserts) of a few of
+/// the client's keys, deletes of a few, or a few new documents to insert if novel, drawn from
+/// clusters of near-duplicates that are the client's alone in this cycle (no word in common
+/// with any other document, so whether one is novel depends on its own client's only).
+fn serve_request(seed: u64, c: u64, t: u64, i: u64) -> ServeRequest {
+    let mut r = SplitMix64(mix(&[seed, c, t, i, 0x5E4E]));
+    let n = 1 + r.below(4);
+    if r.below(3) == 0 {
+        let first_cluster = 1_000_000 + (c * SERVE_CLIENTS + t) * 4;
+        let ops = (0..n)
+            .map(|j| {
+                let text = cluster_text(first_cluster + r.below(4), r.below(6));
+                (format!("sv{t}-n{c}-{i}-{j}"), Some(text))
+            })
+            .collect();
+        return ServeRequest {
+            path: "/insert_if_novel",
+            ops,
+        };
+    }
+    let mut keys: Vec<String> = (0..n)
+        .map(|_| format!("sv{t}-{}", r.below(CLI_KEYS / SERVE_CLIENTS)))
         .collect();
     keys.sort();
     keys.dedup();
     let delete = r.below(4) == 0;
-    keys.into_iter()
+    let ops = keys
+        .into_iter()
         .map(|key| {
             let value = (!delete).then(|| text(&key, r.below(1000)));
             (key, value)
         })
-        .collect()
-}
-
-fn request_body(ops: &[Op]) -> (&'static str, String) {
-    let delete = ops.iter().all(|(_, v)| v.is_none());
-    let docs: Vec<serde_json::Value> = ops
-        .iter()
-        .map(|(key, value)| match value {
-            Some(t) => serde_json::json!({"id": key, "text": t}),
-            None => serde_json::json!({"id": key}),
-        })
         .collect();
     let path = if delete { "/delete" } else { "/insert" };
-    (path, serde_json::Value::from(docs).to_string())
+    ServeRequest { path, ops }
+}
+
+impl ServeRequest {
+    fn body(&self) -> String {
+        let docs: Vec<serde_json::Value> = self
+            .ops
+            .iter()
+            .map(|(key, value)| match value {
+                Some(t) => serde_json::json!({"id": key, "text": t}),
+                None => serde_json::json!({"id": key}),
+            })
+            .collect();
+        serde_json::Value::from(docs).to_string()
+    }
+
+    /// What the request changes once committed; an insert-if-novel stores the documents
+    /// `novel` says are.
+    fn applied(&self, novel: &BTreeMap<String, bool>) -> Vec<Op> {
+        if self.path != "/insert_if_novel" {
+            return self.ops.clone();
+        }
+        self.ops
+            .iter()
+            .filter(|(key, _)| novel[key])
+            .cloned()
+            .collect()
+    }
+}
+
+/// Waits for the server to listen (`None` if it never does), then sends each client's
+/// `requests` from a thread of its own until `kill_after` are acknowledged in all, and kills
+/// the server; returns each client's (acknowledged, started) requests. A client's request in
+/// flight when the server dies may or may not have been committed.
+fn serve_requests(
+    child: &mut Child,
+    c: u64,
+    requests: &[Vec<ServeRequest>],
+    kill_after: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first.trim().strip_prefix("listening on ")?;
+    let acked_in_all = AtomicUsize::new(0);
+    let counts: Vec<(AtomicUsize, AtomicUsize)> = requests
+        .iter()
+        .map(|_| (AtomicUsize::new(0), AtomicUsize::new(0)))
+        .collect();
+    std::thread::scope(|s| {
+        let clients: Vec<_> = requests
+            .iter()
+            .zip(&counts)
+            .enumerate()
+            .map(|(t, (mine, (acked, started)))| {
+                let acked_in_all = &acked_in_all;
+                s.spawn(move || {
+                    for (i, request) in mine.iter().enumerate() {
+                        started.store(i + 1, Ordering::SeqCst);
+                        match http_post(addr, request.path, &request.body()) {
+                            Ok(200) => {
+                                acked.store(i + 1, Ordering::SeqCst);
+                                acked_in_all.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Ok(code) => panic!("cycle {c}: client {t}: request {i}: status {code}"),
+                            Err(_) => return, // the server is gone
+                        }
+                    }
+                })
+            })
+            .collect();
+        while acked_in_all.load(Ordering::SeqCst) < kill_after
+            && !clients.iter().all(|h| h.is_finished())
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.kill();
+    });
+    // Acknowledgements read after the kill were committed before it.
+    Some(
+        counts
+            .iter()
+            .map(|(a, s)| (a.load(Ordering::SeqCst), s.load(Ordering::SeqCst)))
+            .collect(),
+    )
 }
 
 /// When a loader of `n` documents committing `every` at a time is killed: after a random
@@ -401,7 +507,8 @@ struct Tally {
     lost_keys: u64,
     /// Per victim kind: cycles and kills.
     victims: BTreeMap<&'static str, (u64, u64)>,
-    /// The novelty victim's documents the copy stored and skipped as near-duplicates.
+    /// The novelty victims' documents (sent or not) the copy stored and skipped as
+    /// near-duplicates.
     novel: (u64, u64),
     /// The second process's `mhdb compact`: locked out, ran to its end, killed.
     second: (u64, u64, u64),
@@ -416,7 +523,7 @@ impl Tally {
             .map(|(k, (c, n))| format!("{k} {n}/{c}"))
             .collect();
         format!(
-            "kills survived / kills: {} / {}\nlosses: {} cycles, {} acknowledged keys\ncycles: {} ({} victims ended before the kill), {} acknowledged writes checked\nkilled/cycles per victim: {}\nsecond-process compact: {} locked out, {} ran, {} killed\nadd --novel-only documents: {} novel, {} near-duplicates\n",
+            "kills survived / kills: {} / {}\nlosses: {} cycles, {} acknowledged keys\ncycles: {} ({} victims ended before the kill), {} acknowledged writes checked\nkilled/cycles per victim: {}\nsecond-process compact: {} locked out, {} ran, {} killed\ndocuments to insert if novel (add --novel-only, serve): {} novel, {} near-duplicates\n",
             self.survived,
             self.kills,
             self.losses,
@@ -441,6 +548,8 @@ struct Torture {
     packer: Packer,
     model: Model,
     tally: Tally,
+    /// Every cycle's victim, if one was chosen (`MHDB_TORTURE_VICTIM`).
+    only: Option<&'static str>,
 }
 
 impl Torture {
@@ -652,7 +761,12 @@ impl Torture {
     fn novel_outcomes(&self, c: u64, docs: &[Op]) -> Vec<bool> {
         let copy = self.work.join(format!("novel-copy-{c}"));
         copy_db(&self.dir, &copy);
-        let db = Db::open(&copy, Options::default()).unwrap();
+        // A copy thrown away after: what it stores does not depend on fsyncs, skipped.
+        let options = Options {
+            durability: Durability::None,
+            ..Options::default()
+        };
+        let db = Db::open(&copy, options).unwrap();
         let stored = docs
             .iter()
             .map(|(key, text)| {
@@ -669,9 +783,20 @@ impl Torture {
         stored
     }
 
-    /// `mhdb serve --writer`: requests one at a time from a client thread, each acknowledged
-    /// by its 200; killed after some acknowledgements, or while it opens.
+    /// `mhdb serve --writer`: [`SERVE_CLIENTS`] client threads sending requests at once, each
+    /// one at a time, each acknowledged by its 200; killed after some acknowledgements, or
+    /// while it opens. For each client, the requests it had acknowledged are there, and of
+    /// the one it had in flight, all or nothing (an insert-if-novel: a prefix of what it
+    /// stores).
     fn serve_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let requests: Vec<Vec<ServeRequest>> = (0..SERVE_CLIENTS)
+            .map(|t| {
+                (0..SERVE_REQUESTS)
+                    .map(|i| serve_request(self.seed, c, t, i))
+                    .collect()
+            })
+            .collect();
+        let novel = self.serve_novelty(c, &requests);
         let mut child = mhdb()
             .arg("serve")
             .arg(&self.dir)
@@ -681,71 +806,66 @@ impl Torture {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let (acked, started) = if r.below(6) == 0 {
+        let clients = vec![(0, 0); SERVE_CLIENTS as usize];
+        let clients = if r.below(6) == 0 {
             std::thread::sleep(Duration::from_millis(r.below(30)));
-            (0, 0)
+            clients
         } else {
-            self.serve_requests(&mut child, c, 1 + r.below(40) as usize)
+            serve_requests(&mut child, c, &requests, 1 + r.below(40) as usize).unwrap_or(clients)
         };
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
-        self.tally.acked += acked as u64;
-        let mut state = part(&self.model, "sv-");
-        let mut states = Vec::new();
-        for i in 0..=started {
-            if i >= acked {
-                states.push(state.clone());
+        let mut allowed = Vec::new();
+        for (t, (acked, started)) in clients.into_iter().enumerate() {
+            self.tally.acked += acked as u64;
+            let prefix = format!("sv{t}-");
+            let mut state = part(&self.model, &prefix);
+            let mut states = Vec::new();
+            for i in 0..=started {
+                if i >= acked {
+                    states.push(state.clone());
+                }
+                let Some(request) = requests[t].get(i) else {
+                    continue;
+                };
+                let ops = request.applied(&novel);
+                // An insert-if-novel stores its documents one by one, each atomically (an
+                // insert or a delete is one write): of the one in flight, any prefix of the
+                // documents it stores may be durable.
+                if i >= acked && i < started && request.path == "/insert_if_novel" {
+                    for k in 1..ops.len() {
+                        let mut partial = state.clone();
+                        apply(&mut partial, &self.packer, &ops[..k]);
+                        states.push(partial);
+                    }
+                }
+                apply(&mut state, &self.packer, &ops);
             }
-            apply(
-                &mut state,
-                &self.packer,
-                &serve_request(self.seed, c, i as u64),
-            );
+            allowed.push((prefix, states));
         }
         let ended = Ended {
             lines: Vec::new(),
             status: out.status,
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         };
-        (ended, Allowed(vec![("sv-".to_string(), states)]))
+        (ended, Allowed(allowed))
     }
 
-    /// Waits for the server to listen, then sends requests from a client thread until
-    /// `kill_after` are acknowledged; returns (acknowledged, started) at that point. The
-    /// request in flight when the server dies may or may not have been committed.
-    fn serve_requests(&self, child: &mut Child, c: u64, kill_after: usize) -> (usize, usize) {
-        let mut first = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let Some(addr) = first.trim().strip_prefix("listening on ") else {
-            return (0, 0);
-        };
-        let addr = addr.to_string();
-        let acked = Arc::new(AtomicUsize::new(0));
-        let started = Arc::new(AtomicUsize::new(0));
-        let seed = self.seed;
-        let client = {
-            let (acked, started) = (acked.clone(), started.clone());
-            std::thread::spawn(move || {
-                for i in 0.. {
-                    let (path, body) = request_body(&serve_request(seed, c, i));
-                    started.store(i as usize + 1, Ordering::SeqCst);
-                    match http_post(&addr, path, &body) {
-                        Ok(200) => acked.store(i as usize + 1, Ordering::SeqCst),
-                        Ok(code) => panic!("cycle {c}: request {i}: status {code}"),
-                        Err(_) => return, // the server is gone
-                    }
-                }
-            })
-        };
-        while acked.load(Ordering::SeqCst) < kill_after && !client.is_finished() {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let _ = child.kill();
-        client.join().unwrap();
-        // Acknowledgements read after the kill were committed before it.
-        (acked.load(Ordering::SeqCst), started.load(Ordering::SeqCst))
+    /// Whether each insert-if-novel document of the server's clients is stored when sent: as
+    /// a copy of the database stores them one by one (each client's clusters being its own,
+    /// the order between clients changes nothing).
+    fn serve_novelty(&mut self, c: u64, requests: &[Vec<ServeRequest>]) -> BTreeMap<String, bool> {
+        let docs: Vec<Op> = requests
+            .iter()
+            .flatten()
+            .filter(|q| q.path == "/insert_if_novel")
+            .flat_map(|q| q.ops.iter().cloned())
+            .collect();
+        let stored = self.novel_outcomes(c, &docs);
+        let novel = stored.iter().filter(|s| **s).count() as u64;
+        self.tally.novel.0 += novel;
+        self.tally.novel.1 += docs.len() as u64 - novel;
+        docs.into_iter().map(|(k, _)| k).zip(stored).collect()
     }
 
     /// `mhdb delete` of a few keys, some absent.
@@ -792,18 +912,15 @@ impl Torture {
     /// One cycle; an error is a database that no longer opens or verifies (the run stops).
     fn cycle(&mut self, c: u64) -> Result<(), String> {
         let mut r = SplitMix64(mix(&[self.seed, c, 0xC1C1E]));
-        let pick = r.below(100);
-        let (name, (ended, allowed)) = match pick {
-            0..30 => ("library sync", self.lib_cycle(c, &mut r, LibMode::Sync)),
-            30..45 => (
-                "library commit",
-                self.lib_cycle(c, &mut r, LibMode::Deferred),
-            ),
-            45..65 => ("mhdb add", self.add_cycle(c, &mut r)),
-            65..73 => ("mhdb add --novel-only", self.novel_cycle(c, &mut r)),
-            73..81 => ("mhdb serve --writer", self.serve_cycle(c, &mut r)),
-            81..90 => ("mhdb delete", self.delete_cycle(&mut r)),
-            _ => ("mhdb compact", self.compact_cycle(&mut r)),
+        let name = self.only.unwrap_or_else(|| pick_victim(r.below(100)));
+        let (ended, allowed) = match name {
+            "library sync" => self.lib_cycle(c, &mut r, LibMode::Sync),
+            "library commit" => self.lib_cycle(c, &mut r, LibMode::Deferred),
+            "mhdb add" => self.add_cycle(c, &mut r),
+            "mhdb add --novel-only" => self.novel_cycle(c, &mut r),
+            "mhdb serve --writer" => self.serve_cycle(c, &mut r),
+            "mhdb delete" => self.delete_cycle(&mut r),
+            _ => self.compact_cycle(&mut r),
         };
         let t = &mut self.tally;
         t.cycles += 1;
@@ -845,8 +962,10 @@ impl Torture {
                     .filter(|(k, v)| found.get(*k) != Some(v))
                     .count() as u64;
                 self.tally.problems.push(format!(
-                    "cycle {c}: {name}: keys {prefix}*: state is none of the {} allowed",
-                    states.len()
+                    "cycle {c}: {name}: keys {prefix}*: state is none of the {} allowed; \
+                     beside the acknowledged one it {}",
+                    states.len(),
+                    differences(acked, &found)
                 ));
             }
         }
@@ -874,6 +993,68 @@ impl Torture {
     }
 }
 
+/// The victims, each with its share of the cycles in percent.
+const VICTIMS: [(&str, u64); 7] = [
+    ("library sync", 30),
+    ("library commit", 15),
+    ("mhdb add", 20),
+    ("mhdb add --novel-only", 8),
+    ("mhdb serve --writer", 8),
+    ("mhdb delete", 9),
+    ("mhdb compact", 10),
+];
+
+/// The victim whose share of 0..100 holds `pick`.
+fn pick_victim(mut pick: u64) -> &'static str {
+    for (name, share) in VICTIMS {
+        if pick < share {
+            return name;
+        }
+        pick -= share;
+    }
+    unreachable!("the shares add up to 100")
+}
+
+/// `MHDB_TORTURE_VICTIM`: the one victim every cycle runs, when set (a run by hand that
+/// tortures one writer many times); the first whose name contains it.
+fn only_victim() -> Option<&'static str> {
+    let wanted = std::env::var("MHDB_TORTURE_VICTIM").ok()?;
+    let name = VICTIMS
+        .iter()
+        .map(|(name, _)| *name)
+        .find(|name| name.contains(wanted.as_str()));
+    Some(name.unwrap_or_else(|| panic!("MHDB_TORTURE_VICTIM={wanted:?} names no victim")))
+}
+
+/// How `found` differs from `expected`: the keys it lacks, has in more, and holds otherwise
+/// (a few of each).
+fn differences(expected: &Model, found: &Model) -> String {
+    let few = |keys: Vec<&String>| {
+        let n = keys.len();
+        let shown: Vec<&str> = keys.into_iter().take(8).map(String::as_str).collect();
+        format!("{n} {shown:?}")
+    };
+    let lacks = expected
+        .keys()
+        .filter(|k| !found.contains_key(*k))
+        .collect();
+    let more = found
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    let changed = found
+        .iter()
+        .filter(|(k, v)| expected.get(*k).is_some_and(|e| e != *v))
+        .map(|(k, _)| k)
+        .collect();
+    format!(
+        "lacks {}, has in more {}, holds otherwise {}",
+        few(lacks),
+        few(more),
+        few(changed)
+    )
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -895,6 +1076,7 @@ fn kill_nine_torture() {
         packer: Packer::new(&params()),
         model: Model::new(),
         tally: Tally::default(),
+        only: only_victim(),
     };
     let start = Instant::now();
     let mut stopped = None;

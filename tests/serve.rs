@@ -333,6 +333,41 @@ fn read_endpoints_answer_as_the_cli_prints() {
     assert!(candidates.parse::<u64>().unwrap() >= 154 * 10, "{metrics}");
 }
 
+/// The durations of a `Server-Timing` header, by name, in milliseconds.
+fn server_timing(reply: &Reply) -> BTreeMap<String, f64> {
+    let header = reply
+        .header("server-timing")
+        .expect("a Server-Timing header");
+    header
+        .split(',')
+        .map(|part| {
+            let (name, dur) = part.trim().split_once(";dur=").unwrap();
+            (name.to_string(), dur.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn queries_answer_alike_in_place_and_on_the_pool_and_say_where_their_time_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = family_db(dir.path());
+    let text = family_text(13);
+    let cli: Value =
+        serde_json::from_str(&ok(&["query", s(&db), "--text", &text, "--json"])).unwrap();
+    // A threshold query over capped buckets runs in place; under a timeout of less than a
+    // second, on the blocking pool (where the timeout can interrupt its wait).
+    for flags in [&[][..], &["--timeout-ms", "900"][..]] {
+        let server = Server::start(&db, flags);
+        let answer = server.post("/query", &json!({"text": text}));
+        assert_eq!(answer.json(), cli, "{flags:?}");
+        let timing = server_timing(&answer);
+        assert_eq!(timing.len(), 2, "{timing:?}");
+        assert!(timing["lib"] <= timing["total"], "{timing:?}");
+        let health = server_timing(&server.get("/health"));
+        assert_eq!(health.keys().collect::<Vec<_>>(), ["total"]);
+    }
+}
+
 #[test]
 fn bad_requests_get_json_errors_saying_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();

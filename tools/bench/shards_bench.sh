@@ -17,6 +17,10 @@ mkdir -p "$dir"
 cd "$dir"
 
 # Documents of 80 words from a 5,000-word vocabulary; every 50th edits its predecessor.
+# Written once per DOCS and QUERIES (a rerun in the same directory only measures again).
+if [ "$(cat corpus.args 2>/dev/null)" != "$docs $queries" ]; then
+# Another size was built here before: its indexes go too.
+if [ -f corpus.args ]; then rm -rf merged shard-* part-*; fi
 python3 - "$docs" "$queries" <<'EOF'
 import json, random, sys
 docs, queries = int(sys.argv[1]), int(sys.argv[2])
@@ -43,6 +47,8 @@ with open("queries.jsonl", "w") as out:
             text = " ".join(rng.choice(vocab) for _ in range(80))
         out.write(json.dumps({"id": q, "text": text}) + "\n")
 EOF
+echo "$docs $queries" > corpus.args
+fi
 
 if [ ! -d merged ]; then
     split -n "l/$shards" -d -a 2 corpus.jsonl part-

@@ -1,11 +1,12 @@
 //! What every request passes before its handler: the bearer token, the concurrency bound and
-//! the timeout; and what every answer leaves behind: its count and latency in the metrics.
+//! the timeout; and what every answer leaves behind: its count and latency in the metrics,
+//! and a `Server-Timing` header saying where its time went.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::OwnedSemaphorePermit;
@@ -20,6 +21,16 @@ use super::reply::ApiError;
 pub struct Permit {
     _held: Arc<OwnedSemaphorePermit>,
 }
+
+/// When a request's `--timeout-ms` runs out: work that runs in place, where the timeout
+/// cannot interrupt it, checks it when done.
+#[derive(Clone, Copy)]
+pub struct Deadline(pub Instant);
+
+/// The time an answer spent in the library (signing and querying), which the
+/// `Server-Timing` header reports beside the request's whole time in the server.
+#[derive(Clone, Copy)]
+pub struct LibraryTime(pub Duration);
 
 /// The endpoints, as metrics name them; anything else is `other`.
 const ENDPOINTS: &[&str] = &[
@@ -41,16 +52,34 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         .copied()
         .find(|e| *e == req.uri().path())
         .unwrap_or("other");
-    let response = match admit(&app, endpoint, &mut req) {
+    req.extensions_mut()
+        .insert(Deadline(started + app.limits.timeout));
+    let mut response = match admit(&app, endpoint, &mut req) {
         Err(refused) => refused.into_response(),
         Ok(()) => match tokio::time::timeout(app.limits.timeout, next.run(req)).await {
             Ok(response) => response,
-            Err(_) => timed_out(&app).into_response(),
+            Err(_) => timed_out(app.limits.timeout).into_response(),
         },
     };
+    let took = started.elapsed();
     app.metrics
-        .record(endpoint, response.status().as_u16(), started.elapsed());
+        .record(endpoint, response.status().as_u16(), took);
+    let library = response.extensions().get::<LibraryTime>().map(|t| t.0);
+    if let Ok(timing) = HeaderValue::from_str(&server_timing(library, took)) {
+        response.headers_mut().insert("server-timing", timing);
+    }
     response
+}
+
+/// `lib;dur=MS, total;dur=MS` (milliseconds, as the header's standard has them): the time in
+/// the library, when the answer needed it, and the time from the request's arrival in the
+/// server to its answer's headers; `total` less `lib` is what serving the request cost.
+fn server_timing(library: Option<Duration>, total: Duration) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    match library {
+        Some(lib) => format!("lib;dur={:.3}, total;dur={:.3}", ms(lib), ms(total)),
+        None => format!("total;dur={:.3}", ms(total)),
+    }
 }
 
 /// Checks the token and takes a place among the concurrent requests (`/health`, which
@@ -104,14 +133,15 @@ fn check_token(headers: &HeaderMap, token: &str) -> Result<(), ApiError> {
     Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why))
 }
 
-fn timed_out(app: &App) -> ApiError {
+/// The answer to a request that took longer than `timeout`.
+pub fn timed_out(timeout: Duration) -> ApiError {
     ApiError::new(
         StatusCode::GATEWAY_TIMEOUT,
         "timeout",
         format!(
             "the request took longer than {} ms (--timeout-ms); a write may still commit, so \
              check before retrying one",
-            app.limits.timeout.as_millis()
+            timeout.as_millis()
         ),
     )
 }
@@ -119,6 +149,13 @@ fn timed_out(app: &App) -> ApiError {
 /// The request's permit, taken out of it for its blocking work to hold.
 pub fn permit(req: &Request) -> Option<Permit> {
     req.extensions().get::<Permit>().cloned()
+}
+
+/// When the request's time runs out.
+pub fn deadline(req: &Request) -> Instant {
+    req.extensions()
+        .get::<Deadline>()
+        .map_or_else(Instant::now, |d| d.0)
 }
 
 /// Runs `work` on the blocking pool (database calls block), holding `permit` until it ends.

@@ -6,8 +6,11 @@
 //! shutdown built in, and nothing here needs more than its routing and middleware (it is built
 //! without its default features: no JSON, forms or query-string extractors; bodies are parsed
 //! with the `serde_json` the CLI already uses). The database's calls block (they read mapped
-//! files and wait for fsyncs): every one runs on tokio's blocking pool, never on the async
-//! workers, which only move bytes.
+//! files and wait for fsyncs): they run on tokio's blocking pool, where the per-request
+//! timeout can answer without waiting for them, except one kind: a threshold `/query` over
+//! capped buckets, whose work is bounded small, runs in place on the async worker that read
+//! it, since the hand-off to the pool and back would cost more than the query
+//! (`reads::queries_in_place`).
 //!
 //! | module | holds |
 //! | --- | --- |
@@ -67,6 +70,9 @@ pub struct App {
     pub limits: Limits,
     /// Requests served at once; a request finding none free is answered 503.
     pub slots: Arc<Semaphore>,
+    /// Whether short threshold queries run in place rather than on the blocking pool
+    /// (`reads::queries_in_place`).
+    pub queries_in_place: bool,
     pub metrics: Metrics,
 }
 
@@ -74,14 +80,16 @@ pub struct App {
 pub fn serve(args: &ServeArgs) -> CliResult<ExitCode> {
     let token = read_token(args)?;
     let (index, writer) = open(args)?;
+    let timeout = Duration::from_millis(args.timeout_ms);
     let app = Arc::new(App {
+        queries_in_place: reads::queries_in_place(&*index, timeout),
         index,
         writer,
         token,
         limits: Limits {
             max_body_bytes: args.max_body_bytes,
             max_batch: args.max_batch,
-            timeout: Duration::from_millis(args.timeout_ms),
+            timeout,
         },
         slots: Arc::new(Semaphore::new(args.max_concurrent)),
         metrics: Metrics::default(),

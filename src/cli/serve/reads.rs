@@ -4,19 +4,19 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use mhdb::db::QueryResult;
+use mhdb::db::{QueryResult, ReadIndex};
 use rayon::prelude::*;
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::App;
-use super::guard::{blocking, permit};
+use super::guard::{LibraryTime, blocking, deadline, permit, timed_out};
 use super::reply::{ApiError, Reply, json_body, json_value};
 use super::request::{QueryInput, QuerySpec, parse_json, read_body};
 use crate::cli::shapes;
@@ -24,22 +24,75 @@ use crate::cli::shapes;
 /// Queries of a batch answered together (on every core) and sent as one chunk.
 const WINDOW: usize = 64;
 
+/// Text longer than this is signed on the blocking pool: signing takes time in its length.
+const IN_PLACE_TEXT_BYTES: usize = 64 << 10;
+
+/// Most candidates a query answered in place can gather: its bands' buckets, each cut to the
+/// bucket cap, in every database. Verifying one takes ~0.1 µs, so the worst such query holds
+/// its async worker for tens of milliseconds.
+const IN_PLACE_CANDIDATES: u64 = 1 << 18;
+
+/// A `--timeout-ms` under which every query goes to the blocking pool: in place, the timeout
+/// cannot interrupt a query, so it must be far longer than the worst one can take.
+const IN_PLACE_MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Whether `/query`'s threshold queries over `index` may run in place, on the async worker
+/// that read the request, rather than on the blocking pool. Handing a query to the pool and
+/// its answer back costs two thread wake-ups, which on a busy machine take longer than the
+/// query itself; in place costs none, and is safe when a query's work has a small bound:
+/// the bucket cap bounds its candidates. An index without a cap has no such bound.
+pub fn queries_in_place(index: &dyn ReadIndex, timeout: Duration) -> bool {
+    let most_candidates = index.dbs().iter().try_fold(0u64, |sum, db| {
+        let p = db.params();
+        let cap = u64::from(p.bucket_cap?);
+        Some(sum + p.lsh.bands as u64 * cap)
+    });
+    timeout >= IN_PLACE_MIN_TIMEOUT && most_candidates.is_some_and(|n| n <= IN_PLACE_CANDIDATES)
+}
+
+/// Whether this query runs in place: a threshold query of a short text or a signature (a
+/// top-k query may score every stored signature, and goes to the pool).
+fn in_place(app: &App, spec: &QuerySpec) -> bool {
+    app.queries_in_place
+        && spec.opts.top.is_none()
+        && match &spec.input {
+            QueryInput::Text(t) => t.len() <= IN_PLACE_TEXT_BYTES,
+            QueryInput::Signature(_) => true,
+        }
+}
+
 /// `POST /query`.
 pub async fn query(State(app): State<Arc<App>>, req: Request) -> Reply {
     let permit = permit(&req);
+    let deadline = deadline(&req);
     let (parts, body) = req.into_parts();
     let bytes = read_body(&parts.headers, body, app.limits.max_body_bytes).await?;
     let spec =
         QuerySpec::parse(&parse_json(&bytes)?, app.index.params()).map_err(ApiError::usage)?;
-    let text = blocking(permit, move || {
-        let r = answer(&app, &spec)?;
-        let mut out = Vec::new();
-        shapes::write_answer(&mut out, &spec.id, &r)
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(out)
-    })
-    .await?;
-    Ok(json_body(text))
+    let (text, took) = if in_place(&app, &spec) {
+        let answered = answer_json(&app, &spec)?;
+        // The timeout could not interrupt the query: it is checked now.
+        if Instant::now() > deadline {
+            return Err(timed_out(app.limits.timeout));
+        }
+        drop(permit);
+        answered
+    } else {
+        blocking(permit, move || answer_json(&app, &spec)).await?
+    };
+    let mut response = json_body(text);
+    response.extensions_mut().insert(LibraryTime(took));
+    Ok(response)
+}
+
+/// One query answered and written in its JSON shape, with the time the library took.
+fn answer_json(app: &App, spec: &QuerySpec) -> Result<(Vec<u8>, Duration), ApiError> {
+    let started = Instant::now();
+    let r = answer(app, spec)?;
+    let took = started.elapsed();
+    let mut out = Vec::with_capacity(256);
+    shapes::write_answer(&mut out, &spec.id, &r).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((out, took))
 }
 
 /// One query answered, and counted.
