@@ -67,7 +67,10 @@ impl Input {
     /// it and `--max-document-bytes`, which sets the limit).
     pub fn with_limit(self, limit: u64) -> Input {
         Input {
-            lines: (self.lines.with_limit(limit)).limit_set_by("--max-document-bytes"),
+            lines: self
+                .lines
+                .with_limit(limit)
+                .limit_set_by("--max-document-bytes"),
             ..self
         }
     }

@@ -142,8 +142,10 @@ impl Limit {
     /// How a longer document is refused, after the words naming it: `longer than N bytes, the
     /// limit for one document (--max-document-bytes sets it)`.
     fn exceeded(&self) -> String {
-        let hint =
-            (self.set_by.as_ref()).map_or_else(String::new, |how| format!(" ({how} sets it)"));
+        let hint = self
+            .set_by
+            .as_ref()
+            .map_or_else(String::new, |how| format!(" ({how} sets it)"));
         format!(
             "longer than {} bytes, the limit for one document{hint}",
             self.bytes

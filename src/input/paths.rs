@@ -201,7 +201,7 @@ mod tests {
         let names: Vec<_> = files.iter().map(|f| f.relative.as_str()).collect();
         assert_eq!(names, ["a.jsonl"]);
         assert_eq!(skipped, [socket, fifo.clone()]);
-        let (files, skipped) = expand(&[fifo.clone()]).unwrap();
+        let (files, skipped) = expand(std::slice::from_ref(&fifo)).unwrap();
         assert_eq!(
             (files[0].path.as_path(), skipped.len()),
             (fifo.as_path(), 0)
