@@ -1,9 +1,10 @@
 //! Input is read in bounded memory: where a file is one document (`add --files`,
 //! `query --file`) it is held to the per-document limit (`--max-document-bytes`), so
-//! `/dev/zero` and a sparse file of 20 GB are refused at once, naming them; a JSON line is held
-//! to the same limit, while a file of many lines is not limited by its size; a FIFO found by
-//! walking a `--files` directory is passed over with a warning (it would block), while one
-//! named on the command line (`<(cat f)`) is read.
+//! `/dev/zero` and a sparse file of 20 GB are refused at once, naming them; a JSON line (plain,
+//! gzip or zstd) and a CSV record are held to the same limit, refused naming the file, line,
+//! byte offset and the flag, while a file of many lines is not limited by its size; a FIFO
+//! found by walking a directory (`add --files DIR`, `add DIR`) is passed over with a warning
+//! (it would block), while one named on the command line (`<(cat f)`) is read.
 
 mod common;
 
@@ -111,25 +112,28 @@ fn the_limit_is_a_flag() {
 }
 
 #[test]
-fn a_fifo_found_in_a_files_directory_is_skipped_with_a_warning() {
+fn a_fifo_found_walking_a_directory_is_skipped_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let db = empty_db(dir.path());
-    let docs = dir.path().join("docs");
-    std::fs::create_dir(&docs).unwrap();
-    std::fs::write(docs.join("a.txt"), "a short document of a few words").unwrap();
-    // No writer ever opens it: reading it would block for ever (the `timeout` is only a guard
-    // that turns such a hang into a failure).
-    let out = shell(
-        "mkfifo \"$2/pipe\"; timeout 300 \"$MHDB\" add \"$1\" --files \"$2\"",
-        &[s(&db), s(&docs)],
-    );
-    let warning = format!(
-        "warning: skipped {}: not a regular file",
-        docs.join("pipe").display()
-    );
-    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
-    success(out, "add --files with a FIFO inside");
-    assert_eq!(documents(&db), 1);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.jsonl"), jsonl("d", 3, 0)).unwrap();
+    let fifo = data.join("b.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let warning = format!("warning: skipped {}: not a regular file", fifo.display());
+    // The directory's files as documents, then its JSON lines.
+    for (flag, documents_then) in [("--files", 1), ("", 4)] {
+        // No writer ever opens the FIFO: reading it would block for ever (the `timeout` is only
+        // a guard that turns such a hang into a failure).
+        let out = shell(
+            "timeout 300 \"$MHDB\" add \"$1\" $3 \"$2\"",
+            &[s(&db), s(&data), flag],
+        );
+        assert!(stderr(&out).contains(&warning), "{flag}: {}", stderr(&out));
+        success(out, "add with a FIFO in the directory");
+        assert_eq!(documents(&db), documents_then, "{flag}");
+    }
 }
 
 #[test]
@@ -214,5 +218,82 @@ fn an_endless_line_on_standard_input_is_refused() {
             "{command}: {}",
             stderr(&out)
         );
+    }
+}
+
+/// `text` compressed as gzip (`gz`) or zstd.
+fn compressed(text: &str, gz: bool) -> Vec<u8> {
+    use std::io::Write;
+    if !gz {
+        return zstd::encode_all(text.as_bytes(), 3).unwrap();
+    }
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn a_too_long_json_line_names_the_flag_that_raises_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = empty_db(dir.path());
+    let lines = jsonl("c", 5, 3);
+    let offset = lines.lines().take(2).map(|l| l.len() + 1).sum::<usize>();
+    let plain = dir.path().join("long.jsonl");
+    std::fs::write(&plain, &lines).unwrap();
+    let gz = dir.path().join("long.jsonl.gz");
+    std::fs::write(&gz, compressed(&lines, true)).unwrap();
+    let zst = dir.path().join("long.jsonl.zst");
+    std::fs::write(&zst, compressed(&lines, false)).unwrap();
+    let limit = ["--max-document-bytes", "200"];
+    for (file, of) in [
+        (&plain, ""),
+        (&gz, " of the decompressed data"),
+        (&zst, " of the decompressed data"),
+    ] {
+        let why = format!(
+            "{}:3: the line (from byte offset {offset}{of}) is longer than 200 bytes, the limit \
+             for one document (--max-document-bytes sets it)",
+            file.display()
+        );
+        let out = run(&[&["add", s(&db), s(file)][..], &limit].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(&why), "{}", stderr(&out));
+    }
+    let out = run(&[&["query", s(&db), "--jsonl", s(&plain)][..], &limit].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the limit for one document (--max-document-bytes sets it)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_csv_record_over_the_limit_is_an_error_naming_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = empty_db(dir.path());
+    // A field of 100 kB over several lines, after a record of two lines.
+    let head = "id,text\n1,\"a short\ntext\"\n";
+    let csv = format!("{head}2,\"{}\"\n3,last\n", "many words\n".repeat(10_000));
+    let plain = dir.path().join("big.csv");
+    std::fs::write(&plain, &csv).unwrap();
+    let gz = dir.path().join("big.csv.gz");
+    std::fs::write(&gz, compressed(&csv, true)).unwrap();
+    for (file, of) in [(&plain, ""), (&gz, " of the decompressed data")] {
+        let why = format!(
+            "{}:4: the record (from byte offset {}{of}) is longer than 1000 bytes, the limit for \
+             one document (--max-document-bytes sets it)",
+            file.display(),
+            head.len()
+        );
+        for skip in [&[][..], &["--skip-invalid"]] {
+            let args = [
+                &["add", s(&db), s(file), "--max-document-bytes", "1000"],
+                skip,
+            ];
+            let out = run(&args.concat());
+            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+            assert!(stderr(&out).contains(&why), "{}", stderr(&out));
+        }
     }
 }

@@ -8,15 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use indicatif::ProgressBar;
 use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
 use mhdb::db::{Db, Durability, Match, NoveltyOptions, Options};
-use mhdb::input::{Fields, Id, Item, Origin, Reader};
+use mhdb::input::{Fields, Id, Item, Origin, Progress, Reader};
 
 use super::args::{AddArgs, OnDuplicate};
 use super::escape::{key_json, key_text};
 use super::input::{is_stdin, read_text, walk};
-use super::output::{CliError, CliResult, message, progress};
+use super::output::{CliError, CliResult, InputProgress, message, warn_not_a_file};
 
 /// Where a record came from.
 #[derive(Clone, Debug)]
@@ -80,7 +79,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         });
     }
     let mut sink = Report {
-        progress: progress(None, "{spinner} {pos} documents  {per_sec}  {elapsed}"),
+        progress: None,
         near_duplicates: match &args.report {
             Some(path) => Some(NearDuplicateReport::create(path)?),
             None => None,
@@ -92,7 +91,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         load_inputs(args, &mut ingest, &mut sink)
     };
     if let Some(bar) = &sink.progress {
-        bar.finish_and_clear();
+        bar.finish();
     }
     let counts = ingest.counts();
     drop(ingest);
@@ -189,7 +188,8 @@ fn rejection(rejected: &AddRejected) -> String {
 
 /// What `add` prints as the load goes (`--json`'s commit lines are [`json_commit_line`]).
 struct Report {
-    progress: Option<ProgressBar>,
+    /// Set once the inputs are known.
+    progress: Option<InputProgress>,
     /// `--report`: the near-duplicates `--novel-only` skipped.
     near_duplicates: Option<NearDuplicateReport>,
 }
@@ -283,7 +283,7 @@ impl ingest::Sink<Place> for Report {
 
     fn taken(&mut self, taken: u64) {
         if let Some(bar) = &self.progress {
-            bar.set_position(taken);
+            bar.show(taken);
         }
     }
 }
@@ -319,7 +319,12 @@ fn load_inputs(
     };
     let reader = Reader::new(&args.inputs, fields.clone())
         .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?
-        .max_document_bytes(args.size.max_document_bytes, args.skip_invalid);
+        .max_document_bytes(args.size.max_document_bytes, args.skip_invalid)
+        .limit_set_by("--max-document-bytes");
+    for path in reader.skipped() {
+        warn_not_a_file(path);
+    }
+    sink.progress = InputProgress::new(reader.progress(), "documents");
     let parse = |item: Item| -> Result<AddRecord, AddRejected> {
         match fields.parse(item) {
             Ok(Record {
@@ -347,6 +352,27 @@ struct FilesSource {
     paths: std::vec::IntoIter<PathBuf>,
     /// The most bytes a file may have.
     limit: u64,
+    /// Through the bytes [`read_size`] counts.
+    progress: Progress,
+}
+
+impl FilesSource {
+    fn new(paths: Vec<PathBuf>, limit: u64) -> FilesSource {
+        let total = paths.iter().map(|path| read_size(path, limit)).sum();
+        FilesSource {
+            paths: paths.into_iter(),
+            limit,
+            progress: Progress::new(total),
+        }
+    }
+}
+
+/// The bytes reading the file at `path` as one document takes, for progress: its size, but no
+/// more than `limit`, past which it is refused unread (a sparse 20 GB file counts for no more
+/// than a file at the limit); none for a file without a size (a FIFO).
+fn read_size(path: &std::path::Path, limit: u64) -> Option<u64> {
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then(|| meta.len().min(limit))
 }
 
 impl ingest::Source for FilesSource {
@@ -360,6 +386,8 @@ impl ingest::Source for FilesSource {
             // A file is keyed by its path.
             let key = path.display().to_string().into_bytes();
             chunk.push(read_text(&path, self.limit)?.map(|text| (key, text)));
+            self.progress
+                .advance(read_size(&path, self.limit).unwrap_or_default());
         }
         Ok(chunk)
     }
@@ -385,10 +413,8 @@ fn load_files(
     for input in &args.inputs {
         walk(input, &mut paths).map_err(Stop::Caller)?;
     }
-    let mut source = FilesSource {
-        paths: paths.into_iter(),
-        limit: args.size.max_document_bytes,
-    };
+    let mut source = FilesSource::new(paths, args.size.max_document_bytes);
+    sink.progress = InputProgress::new(source.progress.clone(), "documents");
     let parse = |item: Result<(Vec<u8>, String), String>| match item {
         Ok((key, text)) => Ok(Record {
             key,
@@ -402,4 +428,31 @@ fn load_files(
         }),
     };
     ingest.run(&mut source, &parse, sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mhdb::db::ingest::Source;
+
+    #[test]
+    fn files_progress_totals_the_bytes_read_up_to_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("a.txt");
+        std::fs::write(&small, "12345").unwrap();
+        let sparse = dir.path().join("b.img");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(20 << 30)
+            .unwrap();
+        let mut source = FilesSource::new(vec![small.clone(), sparse], 1000);
+        assert_eq!(source.progress.total(), Some(1005));
+        assert_eq!(source.next_chunk(1).unwrap().len(), 1);
+        assert_eq!(source.progress.position(), 5);
+        assert_eq!(source.next_chunk(1).unwrap().len(), 1);
+        assert_eq!(source.progress.position(), 1005);
+        // A file without a size leaves the total unknown.
+        let named_fifo = FilesSource::new(vec![small, PathBuf::from("/dev/null")], 1000);
+        assert_eq!(named_fifo.progress.total(), None);
+    }
 }

@@ -27,8 +27,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use mhdb::input::Lines;
 pub use mhdb::input::{At, JsonLine, Line};
+use mhdb::input::{Lines, Progress};
 
 use super::escape::{parse_key_text, strip_line_end};
 use super::output::{CliError, CliResult};
@@ -42,6 +42,7 @@ pub fn is_stdin(path: &Path) -> bool {
 /// line's errors).
 pub struct Input {
     lines: Lines,
+    progress: Progress,
 }
 
 impl Input {
@@ -51,26 +52,41 @@ impl Input {
             return Ok(Input::new(
                 "<stdin>".to_string(),
                 Box::new(std::io::stdin()),
+                None,
             ));
         }
         let name = path.display().to_string();
-        let file = std::fs::File::open(path)
-            .map_err(|e| CliError::other(format!("cannot open {name}: {e}")))?;
-        Ok(Input::new(name, Box::new(file)))
+        let cannot = |e| CliError::other(format!("cannot open {name}: {e}"));
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        let meta = file.metadata().map_err(cannot)?;
+        let size = meta.is_file().then_some(meta.len());
+        Ok(Input::new(name, Box::new(file), size))
     }
 
     /// The same input, its lines held to `limit` bytes each (a longer one is an error naming
-    /// it).
+    /// it and `--max-document-bytes`, which sets the limit).
     pub fn with_limit(self, limit: u64) -> Input {
         Input {
-            lines: self.lines.with_limit(limit),
+            lines: self
+                .lines
+                .with_limit(limit)
+                .limit_set_by("--max-document-bytes"),
+            ..self
         }
     }
 
-    fn new(name: String, reader: Box<dyn Read + Send>) -> Input {
+    /// The lines of `reader`, of `size` bytes if known.
+    fn new(name: String, reader: Box<dyn Read + Send>, size: Option<u64>) -> Input {
+        let progress = Progress::new(size);
         Input {
-            lines: Lines::new(name, reader),
+            lines: Lines::new(name, Box::new(progress.counting(reader))),
+            progress,
         }
+    }
+
+    /// How far the input is read, of its size when it has one (a file; not a pipe).
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
     }
 
     /// The input as messages name it: its path, or `<stdin>`.
@@ -168,10 +184,7 @@ fn walk_found(path: &Path, out: &mut Vec<PathBuf>, found: bool) -> CliResult {
             walk_found(&e, out, true)?;
         }
     } else if found && !meta.is_file() {
-        super::output::warn(format_args!(
-            "skipped {}: not a regular file (a FIFO, device or socket), read only when named",
-            path.display()
-        ));
+        super::output::warn_not_a_file(path);
     } else {
         out.push(path.to_path_buf());
     }
@@ -196,7 +209,7 @@ mod tests {
     use serde_json::Value;
 
     fn input(data: &'static [u8]) -> Input {
-        Input::new("in.jsonl".to_string(), Box::new(data))
+        Input::new("in.jsonl".to_string(), Box::new(data), None)
     }
 
     fn line(json: &str) -> JsonLine<'static> {

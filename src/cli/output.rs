@@ -158,7 +158,7 @@ macro_rules! outln {
 pub(crate) use outln;
 
 /// A progress bar on stderr drawn with `template`, when stderr is a terminal: a bar of `len`
-/// steps, or a spinner when `len` is `None`.
+/// steps, or a spinner when `len` is `None` (see also [`InputProgress`]).
 pub fn progress(len: Option<u64>, template: &str) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -169,6 +169,48 @@ pub fn progress(len: Option<u64>, template: &str) -> Option<ProgressBar> {
     };
     bar.set_style(ProgressStyle::with_template(template).unwrap_or(fallback));
     Some(bar)
+}
+
+/// Progress through inputs, on stderr when it is a terminal: with the inputs' total size
+/// known, a bar of the bytes read with its percent, an estimate of the time left and the count
+/// of what is done; without it (standard input, a pipe), a spinner counting what is done.
+pub struct InputProgress {
+    bar: ProgressBar,
+    input: mhdb::input::Progress,
+    /// What is counted: `documents`, `queries`.
+    unit: &'static str,
+}
+
+impl InputProgress {
+    /// Progress through `input`, counting `unit`s done; none when stderr is not a terminal.
+    pub fn new(input: mhdb::input::Progress, unit: &'static str) -> Option<InputProgress> {
+        let bar = match input.total() {
+            Some(total) => progress(
+                Some(total),
+                "{bar:40} {percent:>3}%  {bytes}/{total_bytes}  {msg}  eta {eta}",
+            ),
+            None => progress(
+                None,
+                &format!("{{spinner}} {{pos}} {unit}  {{per_sec}}  {{elapsed}}"),
+            ),
+        }?;
+        Some(InputProgress { bar, input, unit })
+    }
+
+    /// Shows `done` units done, and how far the input is read.
+    pub fn show(&self, done: u64) {
+        if self.input.total().is_some() {
+            self.bar.set_position(self.input.position());
+            self.bar.set_message(format!("{done} {}", self.unit));
+        } else {
+            self.bar.set_position(done);
+        }
+    }
+
+    /// Takes the display off the terminal.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// A line on stderr. Unlike the `eprintln` macro, a stderr that cannot be written (a full
@@ -187,6 +229,16 @@ pub fn message(msg: impl fmt::Display) {
 /// A warning: `mhdb: warning: …` on stderr; the command goes on.
 pub fn warn(msg: impl fmt::Display) {
     to_stderr(format_args!("mhdb: warning: {msg}"));
+}
+
+/// The warning for an entry found walking an input directory that is neither a file nor a
+/// directory (a FIFO, device or socket), passed over since reading it may block for ever or
+/// never end.
+pub fn warn_not_a_file(path: &std::path::Path) {
+    warn(format_args!(
+        "skipped {}: not a regular file (a FIFO, device or socket), read only when named",
+        path.display()
+    ));
 }
 
 /// For the commands that write: everything they report done is committed, but the upkeep

@@ -14,7 +14,7 @@ use super::args::QueryArgs;
 use super::databases::Databases;
 use super::escape::key_text;
 use super::input::{At, Input, JsonLine, is_stdin, read_text};
-use super::output::{CliError, CliResult, progress};
+use super::output::{CliError, CliResult, InputProgress};
 use super::shapes;
 
 /// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
@@ -168,6 +168,7 @@ fn query_jsonl(
 ) -> CliResult<ExitCode> {
     let input = Input::open(path)?.with_limit(args.size.max_document_bytes);
     let name = input.name().to_string();
+    let bar = InputProgress::new(input.progress(), "queries");
     let failure = Mutex::new(None);
     let queries = JsonlQueries {
         input,
@@ -178,7 +179,7 @@ fn query_jsonl(
     let mut answers = Answers {
         out,
         name: &name,
-        bar: progress(None, "{spinner} {pos} queries  {per_sec}  {elapsed}"),
+        bar,
         answered: 0,
     };
     let written = if arrives_as_written(path) {
@@ -187,7 +188,7 @@ fn query_jsonl(
         answers.write(source.query_text_stream(queries, opts, WINDOW))
     };
     if let Some(bar) = &answers.bar {
-        bar.finish_and_clear();
+        bar.finish();
     }
     out.flush()?;
     written?;
@@ -248,7 +249,7 @@ struct Answers<'a, W: Write> {
     out: &'a mut W,
     /// The input as messages name it.
     name: &'a str,
-    bar: Option<indicatif::ProgressBar>,
+    bar: Option<InputProgress>,
     answered: usize,
 }
 
@@ -276,7 +277,7 @@ impl<W: Write> Answers<'_, W> {
     fn flush(&mut self) -> CliResult {
         self.out.flush()?;
         if let Some(bar) = &self.bar {
-            bar.set_position(self.answered as u64);
+            bar.show(self.answered as u64);
         }
         Ok(())
     }

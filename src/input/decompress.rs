@@ -3,30 +3,16 @@
 //! out before it, so that a truncated download is told from a bad record.
 
 use std::io::{self, Read};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::detect::Compression;
-
-/// A reader that counts the bytes read through it.
-struct Counting<R> {
-    inner: R,
-    count: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
+use super::progress::Progress;
 
 /// A decoder whose errors say where the stream failed.
 struct Located<D> {
     decoder: D,
     what: &'static str,
-    compressed: Arc<AtomicU64>,
+    /// The compressed bytes read from the file.
+    compressed: Progress,
     decompressed: u64,
 }
 
@@ -44,7 +30,7 @@ impl<D: Read> Read for Located<D> {
                     "truncated or corrupt {} stream after byte {} of the file ({} bytes \
                      decompressed): {e}",
                     self.what,
-                    self.compressed.load(Ordering::Relaxed),
+                    self.compressed.position(),
                     self.decompressed
                 ),
             )),
@@ -57,22 +43,16 @@ pub fn decompressed(
     reader: Box<dyn Read + Send>,
     compression: Compression,
 ) -> io::Result<Box<dyn Read + Send>> {
-    let compressed = Arc::new(AtomicU64::new(0));
-    let counting = io::BufReader::with_capacity(
-        1 << 16,
-        Counting {
-            inner: reader,
-            count: compressed.clone(),
-        },
-    );
+    let compressed = Progress::new(None);
+    let counting = |reader| io::BufReader::with_capacity(1 << 16, compressed.counting(reader));
     let (decoder, what): (Box<dyn Read + Send>, _) = match compression {
-        Compression::None => return Ok(counting.into_inner().inner),
+        Compression::None => return Ok(reader),
         Compression::Gzip => (
-            Box::new(flate2::bufread::MultiGzDecoder::new(counting)),
+            Box::new(flate2::bufread::MultiGzDecoder::new(counting(reader))),
             "gzip",
         ),
         Compression::Zstd => (
-            Box::new(zstd::stream::read::Decoder::with_buffer(counting)?),
+            Box::new(zstd::stream::read::Decoder::with_buffer(counting(reader))?),
             "zstd",
         ),
     };

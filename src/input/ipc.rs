@@ -3,7 +3,7 @@
 //! Either way a batch is in memory as its writer made it: the bound is the writer's batch size.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Seek};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -18,6 +18,18 @@ use super::{Error, Fields};
 enum Batches {
     File(FileReader<BufReader<File>>),
     Stream(StreamReader<BufReader<File>>),
+}
+
+impl Batches {
+    /// The place in the file after the batches read so far (a file's footer, read at its
+    /// opening, aside).
+    fn file_position(&mut self) -> Option<u64> {
+        let file = match self {
+            Batches::File(r) => r.get_mut(),
+            Batches::Stream(r) => r.get_mut(),
+        };
+        file.stream_position().ok()
+    }
 }
 
 impl Iterator for Batches {
@@ -82,6 +94,10 @@ impl IpcRows {
 }
 
 impl Rows for IpcRows {
+    fn bytes_read(&mut self, _size: u64) -> Option<u64> {
+        self.batches.file_position()
+    }
+
     fn next_batch(&mut self) -> Result<Option<RowBatch>, Error> {
         let Some(batch) = self.batches.next() else {
             return Ok(None);

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use super::{DEFAULT_MAX_DOCUMENT_BYTES, Error};
+use super::{DEFAULT_MAX_DOCUMENT_BYTES, Error, Limit};
 
 /// Numbered lines from one input.
 pub struct Lines {
@@ -16,9 +16,11 @@ pub struct Lines {
     /// Bytes consumed so far: where the next line starts.
     offset: u64,
     /// The longest line, in bytes, without its `\n`.
-    limit: usize,
+    limit: Limit,
     /// A longer line is passed over rather than an error.
     skip_too_long: bool,
+    /// The lines are decompressed from the file: their byte offsets are not the file's.
+    decompressed: bool,
 }
 
 /// One line with its number; `bytes` ends with the `\n` unless it was the last line.
@@ -40,9 +42,33 @@ impl Lines {
             reader: BufReader::with_capacity(1 << 20, reader),
             line_no: 0,
             offset: 0,
-            limit: usize::try_from(DEFAULT_MAX_DOCUMENT_BYTES).unwrap_or(usize::MAX),
+            limit: Limit {
+                bytes: DEFAULT_MAX_DOCUMENT_BYTES,
+                set_by: None,
+            },
             skip_too_long: false,
+            decompressed: false,
         }
+    }
+
+    /// The same lines, a line longer than the limit refused with words saying that `how`
+    /// (`--max-document-bytes`) raises the limit.
+    pub fn limit_set_by(mut self, how: impl Into<String>) -> Lines {
+        self.limit.set_by = Some(how.into());
+        self
+    }
+
+    /// The same lines, held to `limit`.
+    pub(super) fn held_to(mut self, limit: Limit) -> Lines {
+        self.limit = limit;
+        self
+    }
+
+    /// The same lines, read from a decompressed stream: the byte offsets messages give are
+    /// said to be of the decompressed data.
+    pub fn decompressed(mut self) -> Lines {
+        self.decompressed = true;
+        self
     }
 
     /// The same lines, a line longer than the limit passed over to its end and handed out
@@ -55,7 +81,7 @@ impl Lines {
 
     /// The same lines, each at most `limit` bytes long (without its `\n`).
     pub fn with_limit(mut self, limit: u64) -> Lines {
-        self.limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.limit.bytes = limit;
         self
     }
 
@@ -83,7 +109,7 @@ impl Lines {
         let read_error = |e| Error::new(format!("{name}: read error: {e}"));
         let start = self.offset;
         let mut bytes = Vec::new();
-        let take = self.limit.saturating_add(1) as u64;
+        let take = self.limit.bytes.saturating_add(1);
         let n = (&mut self.reader)
             .take(take)
             .read_until(b'\n', &mut bytes)
@@ -94,11 +120,16 @@ impl Lines {
         self.offset += n as u64;
         self.line_no += 1;
         let mut too_long = None;
-        if bytes.len() > self.limit && bytes.last() != Some(&b'\n') {
+        if bytes.len() as u64 > self.limit.bytes && bytes.last() != Some(&b'\n') {
+            let of = if self.decompressed {
+                " of the decompressed data"
+            } else {
+                ""
+            };
             let why = format!(
-                "{name}:{}: the line (from byte offset {start}) is longer than {} bytes, the \
-                 limit for one document",
-                self.line_no, self.limit
+                "{name}:{}: the line (from byte offset {start}{of}) is {}",
+                self.line_no,
+                self.limit.exceeded()
             );
             if !self.skip_too_long {
                 return Err(Error::new(why));
@@ -240,6 +271,18 @@ mod limit_tests {
         assert!(
             e.to_string()
                 .starts_with("in.jsonl:2: the line (from byte offset 6)")
+        );
+        // What raises the limit is named when the caller said; offsets in decompressed data
+        // are said to be so.
+        let mut inp = Lines::new("in.jsonl.gz".to_string(), Box::new(data))
+            .with_limit(5)
+            .limit_set_by("--max-document-bytes")
+            .decompressed();
+        assert!(inp.next_line().unwrap().is_some());
+        assert_eq!(
+            inp.next_line().err().unwrap().to_string(),
+            "in.jsonl.gz:2: the line (from byte offset 6 of the decompressed data) is longer than \
+             5 bytes, the limit for one document (--max-document-bytes sets it)"
         );
         // Not asked to pass over it, a chunk stops at it: its end may never come.
         let mut inp = Lines::new("in.jsonl".to_string(), Box::new(data)).with_limit(6);

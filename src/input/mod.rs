@@ -10,9 +10,12 @@
 //! - **Inputs** are taken in the order given; `-` (or no input) is standard input, read as JSON
 //!   Lines, plain or compressed. A directory is walked in name order, depth first, passing over
 //!   entries whose names start with `.` or `_` (`_SUCCESS`, `.part-0.crc`: the files that Spark
-//!   and Hadoop leave beside their data, skipped as pyarrow's datasets skip them). A path that
-//!   does not exist and holds `*`, `?` or `[` is a glob pattern (`data/**/*.parquet`); its
-//!   matches are taken sorted, and a pattern that matches no file is an error.
+//!   and Hadoop leave beside their data, skipped as pyarrow's datasets skip them), and over
+//!   entries that are neither files nor directories (FIFOs, devices, sockets: reading one may
+//!   block for ever or never end), which [`Reader::skipped`] lists for a warning; one named as
+//!   an input is read (`<(zcat x.gz)`). A path that does not exist and holds `*`, `?` or `[` is
+//!   a glob pattern (`data/**/*.parquet`); its matches are taken sorted, and a pattern that
+//!   matches no file is an error.
 //! - **Formats** ([`Format`]) are recognized by their first bytes, then by extension: gzip
 //!   (`1f 8b`) and zstd (`28 b5 2f fd`) streams are decompressed (a multi-member gzip or
 //!   multi-frame zstd file whole) and read as JSON Lines, or as CSV/TSV when the name ends in
@@ -36,10 +39,16 @@
 //!   record spanning lines by the line it starts on; the header is line 1); Parquet and Arrow
 //!   rows by their row in the file, counted from 0 as dataframes index them, and in Parquet
 //!   also by their row group.
-//! - **Size**: a document (a JSON line, a row's text, a whole file where a file is a document)
-//!   is held to a limit, [`DEFAULT_MAX_DOCUMENT_BYTES`] unless set otherwise; a longer one is
-//!   refused in its place, naming it, after reading no more than the limit. Files and streams
-//!   holding many documents are not limited in size.
+//! - **Size**: a document (a JSON line, a row's text, a CSV/TSV record, a whole file where a
+//!   file is a document) is held to a limit, [`DEFAULT_MAX_DOCUMENT_BYTES`] unless set
+//!   otherwise; a longer one is refused naming its place (its line and byte offset, in the
+//!   decompressed data for a compressed file) after reading no more than the limit of it. A
+//!   longer JSON line or CSV record stops the reading, since its end may never come; a longer
+//!   row's text is refused in its place. Files and streams holding many documents are not
+//!   limited in size.
+//! - **Progress** ([`Progress`]): how far the reading is, in bytes of the files as stored (a
+//!   compressed file's compressed bytes; a Parquet file's share of its rows read, an Arrow
+//!   file's place after its batches read), against their total size when every input has one.
 //! - **Errors**: a record that cannot be stored (a bad JSON line, a null or missing value, a
 //!   text that is not UTF-8, a CSV row of the wrong width) is refused in its place, and
 //!   `mhdb add --skip-invalid` passes over it. What cannot be read at all stops the load
@@ -60,6 +69,7 @@
 //! | `columns` | ids and texts out of Arrow columns (Parquet and Arrow IPC) |
 //! | `parquet`, `ipc`, `csv` | each format's reader, in bounded memory |
 //! | `reader` | the files in turn as one source; items, places and records |
+//! | `progress` | how far a reader is through its inputs, in bytes, against their total size |
 
 // Feature `arrow-input` builds only what reads Arrow batches a front end holds ([`Columns`]);
 // `input` adds the files, formats and compression, with their crates (Parquet, zstd, ...).
@@ -86,6 +96,8 @@ mod parquet;
 #[cfg(feature = "input")]
 mod paths;
 #[cfg(feature = "input")]
+mod progress;
+#[cfg(feature = "input")]
 mod reader;
 
 use std::fmt;
@@ -104,6 +116,8 @@ pub use lines::{Line, Lines};
 #[cfg(feature = "input")]
 pub use paths::{InputFile, expand};
 #[cfg(feature = "input")]
+pub use progress::{Counting, Progress};
+#[cfg(feature = "input")]
 pub use reader::{Item, Origin, Position, Reader};
 
 /// The default limit on one document's bytes: a whole file where a file is a document, a
@@ -112,6 +126,32 @@ pub use reader::{Item, Origin, Position, Reader};
 /// (`/dev/zero`, a disk image, a sparse file) is refused at once, in that much memory, rather
 /// than read whole.
 pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
+/// The per-document limit as the readers hold documents to it.
+#[cfg(feature = "input")]
+#[derive(Clone, Debug)]
+struct Limit {
+    /// The most bytes one document may have.
+    bytes: u64,
+    /// What raises the limit, when the caller said (`--max-document-bytes`).
+    set_by: Option<String>,
+}
+
+#[cfg(feature = "input")]
+impl Limit {
+    /// How a longer document is refused, after the words naming it: `longer than N bytes, the
+    /// limit for one document (--max-document-bytes sets it)`.
+    fn exceeded(&self) -> String {
+        let hint = self
+            .set_by
+            .as_ref()
+            .map_or_else(String::new, |how| format!(" ({how} sets it)"));
+        format!(
+            "longer than {} bytes, the limit for one document{hint}",
+            self.bytes
+        )
+    }
+}
 
 /// Rows read from a Parquet or Arrow file at a time: a bound on the memory a file takes.
 pub const BATCH_ROWS: usize = 4096;
@@ -133,6 +173,17 @@ pub enum Id {
     /// The file's path relative to its input root and the record's place in it
     /// ([`Origin::path_id`]), for data without ids.
     FromPath,
+}
+
+#[cfg(all(test, feature = "input"))]
+impl Fields {
+    /// The id in `id`, the text in `text`.
+    fn id_and_text() -> Fields {
+        Fields {
+            id: Id::Field("id".to_string()),
+            text: "text".to_string(),
+        }
+    }
 }
 
 impl Id {

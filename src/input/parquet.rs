@@ -12,6 +12,7 @@ use parquet::arrow::arrow_reader::{
 };
 
 use super::columns::Columns;
+use super::progress::share;
 use super::reader::{RowBatch, Rows};
 use super::{BATCH_ROWS, Error, Fields};
 
@@ -95,6 +96,13 @@ impl ParquetRows {
 }
 
 impl Rows for ParquetRows {
+    /// The share of the file's bytes its rows read so far are of all its rows (the footer,
+    /// read first, says how many).
+    fn bytes_read(&mut self, size: u64) -> Option<u64> {
+        let rows = self.metadata.metadata().file_metadata().num_rows();
+        Some(share(size, self.row, u64::try_from(rows).unwrap_or(0)))
+    }
+
     fn next_batch(&mut self) -> Result<Option<RowBatch>, Error> {
         loop {
             let Some((group, first, reader)) = &mut self.current else {

@@ -27,9 +27,13 @@ pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// The files `inputs` name, in order (none: standard input).
-pub fn expand(inputs: &[PathBuf]) -> Result<Vec<Arc<InputFile>>, Error> {
+/// The files `inputs` name, in order (none: standard input), and the entries walking their
+/// directories passed over: FIFOs, devices and sockets, since reading one may block for ever
+/// (a FIFO no one writes) or never end (`/dev/zero`). One named as an input is taken
+/// (`<(zcat x.gz)`).
+pub fn expand(inputs: &[PathBuf]) -> Result<(Vec<Arc<InputFile>>, Vec<PathBuf>), Error> {
     let mut files = Vec::new();
+    let mut skipped = Vec::new();
     if inputs.is_empty() {
         files.push(stdin());
     }
@@ -37,7 +41,12 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<Arc<InputFile>>, Error> {
         if is_stdin(input) {
             files.push(stdin());
         } else if input.is_dir() {
-            walk(input, input, &mut files)?;
+            let mut walked = Walked {
+                root: input,
+                files: &mut files,
+                skipped: &mut skipped,
+            };
+            walked.walk(input)?;
         } else if is_pattern(input) && !input.exists() {
             glob(input, &mut files)?;
         } else {
@@ -45,7 +54,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<Arc<InputFile>>, Error> {
             files.push(file(input, input.parent().unwrap_or(Path::new(""))));
         }
     }
-    Ok(files.into_iter().map(Arc::new).collect())
+    Ok((files.into_iter().map(Arc::new).collect(), skipped))
 }
 
 fn stdin() -> InputFile {
@@ -72,25 +81,37 @@ fn file(path: &Path, root: &Path) -> InputFile {
     }
 }
 
-/// Appends the files below `dir` in name order, depth first, passing over hidden entries.
-fn walk(dir: &Path, root: &Path, out: &mut Vec<InputFile>) -> Result<(), Error> {
-    let cannot = |e: std::io::Error| Error::new(format!("cannot read {}: {e}", dir.display()));
-    let mut entries = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(cannot)? {
-        let entry = entry.map_err(cannot)?;
-        if !is_hidden(Path::new(&entry.file_name())) {
-            entries.push(entry.path());
+/// A directory input being walked: what it holds so far.
+struct Walked<'a> {
+    root: &'a Path,
+    files: &'a mut Vec<InputFile>,
+    skipped: &'a mut Vec<PathBuf>,
+}
+
+impl Walked<'_> {
+    /// Appends the files below `dir` in name order, depth first, passing over hidden entries
+    /// and those neither files nor directories.
+    fn walk(&mut self, dir: &Path) -> Result<(), Error> {
+        let cannot = |e: std::io::Error| Error::new(format!("cannot read {}: {e}", dir.display()));
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(cannot)? {
+            let entry = entry.map_err(cannot)?;
+            if !is_hidden(Path::new(&entry.file_name())) {
+                entries.push(entry.path());
+            }
         }
-    }
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            walk(&path, root, out)?;
-        } else {
-            out.push(file(&path, root));
+        entries.sort();
+        for path in entries {
+            // Links followed, as a named input's are.
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => self.walk(&path)?,
+                Ok(meta) if !meta.is_file() => self.skipped.push(path),
+                // A file, or a broken link: reported when it is opened, in its turn.
+                _ => self.files.push(file(&path, self.root)),
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Names that data tools keep beside their data (`_SUCCESS`, `.part-0.crc`).
@@ -160,5 +181,30 @@ mod tests {
         assert_eq!(f.name, "data/x/sub/a.parquet");
         let f = file(Path::new("./a.jsonl"), Path::new("."));
         assert_eq!(f.relative, "a.jsonl");
+    }
+
+    #[test]
+    fn a_walk_passes_over_fifos_and_sockets_but_takes_them_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("a.jsonl"), "{}\n").unwrap();
+        let fifo = d.join("sub/fifo.jsonl");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let socket = d.join("socket.jsonl");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let (files, skipped) = expand(&[d.to_path_buf()]).unwrap();
+        let names: Vec<_> = files.iter().map(|f| f.relative.as_str()).collect();
+        assert_eq!(names, ["a.jsonl"]);
+        assert_eq!(skipped, [socket, fifo.clone()]);
+        let (files, skipped) = expand(std::slice::from_ref(&fifo)).unwrap();
+        assert_eq!(
+            (files[0].path.as_path(), skipped.len()),
+            (fifo.as_path(), 0)
+        );
     }
 }

@@ -17,7 +17,8 @@ use super::ipc::IpcRows;
 use super::json::{At, JsonLine};
 use super::parquet::ParquetRows;
 use super::paths::{expand, is_stdin};
-use super::{Compression, Error, Fields, Format, Id, InputFile, Lines};
+use super::progress::Progress;
+use super::{Compression, Error, Fields, Format, Id, InputFile, Limit, Lines};
 use crate::db::ingest::{Content, Fault, Record, Rejected, Source};
 
 /// Where a record is in its file.
@@ -92,6 +93,13 @@ enum ItemContent {
 pub(super) trait Rows {
     /// The next batch of rows, none at the end.
     fn next_batch(&mut self) -> Result<Option<RowBatch>, Error>;
+
+    /// How many bytes of the file, `size` bytes long, the rows read so far stand for, for a
+    /// reader that does not read the file from start to end (a footer first); `None` for one
+    /// that does, whose bytes are counted as they are read.
+    fn bytes_read(&mut self, _size: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// Rows, each with its place.
@@ -120,62 +128,142 @@ enum Open {
     },
 }
 
+/// The file being read.
+struct Current {
+    file: Arc<InputFile>,
+    open: Open,
+    /// Its size in bytes (0 when it has none: a pipe).
+    size: u64,
+}
+
 /// The records of every input, in order: the ingest pipeline's [`Source`].
 pub struct Reader {
     files: VecDeque<Arc<InputFile>>,
+    /// What walking the directories passed over.
+    skipped: Vec<PathBuf>,
     fields: Fields,
-    current: Option<(Arc<InputFile>, Open)>,
-    /// The longest document, in bytes: a JSON line, a row's text.
-    limit: u64,
+    current: Option<Current>,
+    /// The longest document: a JSON line, a row's text, a CSV record.
+    limit: Limit,
     /// A JSON line longer than `limit` is refused in its place rather than an error.
     skip_too_long: bool,
+    progress: Progress,
+    /// The bytes of the files read to their end.
+    finished: u64,
 }
 
 impl Reader {
     /// The files `inputs` name ([`expand`]), to be read for `fields`.
     pub fn new(inputs: &[PathBuf], fields: Fields) -> Result<Reader, Error> {
+        let (files, skipped) = expand(inputs)?;
+        let total = files.iter().map(|file| size_of(file)).sum();
         Ok(Reader {
-            files: expand(inputs)?.into(),
+            files: files.into(),
+            skipped,
             fields,
             current: None,
-            limit: super::DEFAULT_MAX_DOCUMENT_BYTES,
+            limit: Limit {
+                bytes: super::DEFAULT_MAX_DOCUMENT_BYTES,
+                set_by: None,
+            },
             skip_too_long: false,
+            progress: Progress::new(total),
+            finished: 0,
         })
     }
 
-    /// The same reader, holding every document (a JSON line, a row's text) to `limit` bytes.
-    /// A longer row's text is refused in its place; a longer JSON line stops the reading
-    /// (its end may never come: `/dev/zero`), unless `skip` has it read to its end, in bounded
-    /// memory, and refused in its place, for a caller that passes over refused records.
+    /// The same reader, holding every document (a JSON line, a row's text, a CSV record) to
+    /// `limit` bytes. A longer row's text is refused in its place; a longer JSON line stops
+    /// the reading (its end may never come: `/dev/zero`), unless `skip` has it read to its
+    /// end, in bounded memory, and refused in its place, for a caller that passes over refused
+    /// records; a longer CSV record stops the reading.
     pub fn max_document_bytes(mut self, limit: u64, skip: bool) -> Reader {
-        self.limit = limit;
+        self.limit.bytes = limit;
         self.skip_too_long = skip;
         self
+    }
+
+    /// The same reader, a document longer than the limit refused with words saying that `how`
+    /// (`--max-document-bytes`) raises the limit.
+    pub fn limit_set_by(mut self, how: impl Into<String>) -> Reader {
+        self.limit.set_by = Some(how.into());
+        self
+    }
+
+    /// How far the reading is through the inputs, in bytes of their files, and their total
+    /// size when every input has one (standard input and pipes have none): for a progress
+    /// display, on any thread.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
+    /// What walking the input directories passed over, in order: entries that are neither
+    /// files nor directories (FIFOs, devices, sockets), since reading one may block for ever
+    /// or never end. One named as an input is read.
+    pub fn skipped(&self) -> &[PathBuf] {
+        &self.skipped
     }
 
     /// Up to `max` more items of the current file (opening the next when it is done); none at
     /// the end of the inputs.
     fn read(&mut self, max: usize) -> Result<Vec<Item>, Error> {
         loop {
-            let (file, open) = match &mut self.current {
+            let current = match &mut self.current {
                 Some(current) => current,
                 None => {
                     let Some(file) = self.files.pop_front() else {
                         return Ok(Vec::new());
                     };
-                    let open = open(&file, &self.fields, self.limit, self.skip_too_long)?;
-                    self.current.insert((file, open))
+                    let (open, size) = self.open(&file)?;
+                    self.current.insert(Current { file, open, size })
                 }
             };
-            let (items, done) = take(file, open, max, self.limit)?;
+            let (items, done) = take(&current.file, &mut current.open, max, &self.limit)?;
             if done {
+                self.finished += current.size;
+                self.progress.set(self.finished);
                 self.current = None;
+            } else if let Open::Rows { rows, .. } = &mut current.open
+                && let Some(read) = rows.bytes_read(current.size)
+            {
+                self.progress.set(self.finished + read);
             }
             if !items.is_empty() {
                 return Ok(items);
             }
         }
     }
+
+    /// Opens `file` in its format, counting the bytes read from it in the progress, and tells
+    /// its size.
+    fn open(&self, file: &InputFile) -> Result<(Open, u64), Error> {
+        let name = &file.name;
+        if is_stdin(&file.path) {
+            let stdin = Box::new(self.progress.counting(std::io::stdin()));
+            return Ok((self.open_reader(file, stdin)?, 0));
+        }
+        let cannot = |e| Error::new(format!("cannot open {name}: {e}"));
+        let handle = File::open(&file.path).map_err(cannot)?;
+        let meta = handle.metadata().map_err(cannot)?;
+        let size = if meta.is_file() { meta.len() } else { 0 };
+        let open = self.open_reader(file, Box::new(self.progress.counting(handle)))?;
+        Ok((open, size))
+    }
+
+    /// Opens `file`, whose bytes `reader` reads, in its format.
+    fn open_reader(&self, file: &InputFile, reader: Box<dyn Read + Send>) -> Result<Open, Error> {
+        open_format(file, reader, &self.fields, &self.limit, self.skip_too_long)
+    }
+}
+
+/// The size of `file`, if it has one: a regular file (named or found), not standard input or
+/// a pipe.
+fn size_of(file: &InputFile) -> Option<u64> {
+    if is_stdin(&file.path) {
+        return None;
+    }
+    let meta = std::fs::metadata(&file.path).ok()?;
+    meta.is_file().then_some(meta.len())
 }
 
 impl Source for Reader {
@@ -193,7 +281,7 @@ fn take(
     file: &Arc<InputFile>,
     open: &mut Open,
     max: usize,
-    limit: u64,
+    limit: &Limit,
 ) -> Result<(Vec<Item>, bool), Error> {
     let item = |at, content| Item {
         origin: Origin {
@@ -225,11 +313,12 @@ fn take(
             let items = pending.drain(..n).map(|(at, values)| {
                 let mut row = item(at, ItemContent::Row(values));
                 if let ItemContent::Row(Ok((_, text))) = &row.content
-                    && text.len() as u64 > limit
+                    && text.len() as u64 > limit.bytes
                 {
                     row.content = ItemContent::Refused(format!(
-                        "{}: the text is longer than {limit} bytes, the limit for one document",
-                        row.origin
+                        "{}: the text is {}",
+                        row.origin,
+                        limit.exceeded()
                     ));
                 }
                 row
@@ -239,16 +328,15 @@ fn take(
     }
 }
 
-/// Opens `file` in its format.
-fn open(file: &InputFile, fields: &Fields, limit: u64, skip: bool) -> Result<Open, Error> {
+/// Opens `file`, whose bytes `reader` reads, in its format.
+fn open_format(
+    file: &InputFile,
+    mut reader: Box<dyn Read + Send>,
+    fields: &Fields,
+    limit: &Limit,
+    skip: bool,
+) -> Result<Open, Error> {
     let name = &file.name;
-    let mut reader: Box<dyn Read + Send> = if is_stdin(&file.path) {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(
-            File::open(&file.path).map_err(|e| Error::new(format!("cannot open {name}: {e}")))?,
-        )
-    };
     let head =
         read_head(&mut reader).map_err(|e| Error::new(format!("{name}: read error: {e}")))?;
     let (format, compression) = detect(&head, &file.path);
@@ -268,14 +356,19 @@ fn open(file: &InputFile, fields: &Fields, limit: u64, skip: bool) -> Result<Ope
             let bytes = decompressed(whole, compression)
                 .map_err(|e| Error::new(format!("{name}: read error: {e}")))?;
             if let Format::Delimited(delimiter) = format {
-                Box::new(CsvRows::open(bytes, delimiter, name, fields)?)
+                let mut rows = CsvRows::new(bytes, delimiter, name, limit);
+                if compression != Compression::None {
+                    rows = rows.decompressed();
+                }
+                Box::new(rows.find_columns(fields)?)
             } else {
-                let lines = Lines::new(name.clone(), bytes).with_limit(limit);
-                let lines = if skip {
-                    lines.skipping_too_long()
-                } else {
-                    lines
-                };
+                let mut lines = Lines::new(name.clone(), bytes).held_to(limit.clone());
+                if skip {
+                    lines = lines.skipping_too_long();
+                }
+                if compression != Compression::None {
+                    lines = lines.decompressed();
+                }
                 return Ok(Open::Lines(lines));
             }
         }
@@ -336,5 +429,70 @@ impl Fields {
             Id::FromPath => origin.path_id(),
         };
         Ok((key, record.take_text(&self.text)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::progress::share;
+    use std::io::Write;
+    use std::path::Path;
+
+    /// A Parquet file of `rows` rows in row groups of `group_rows`.
+    fn write_parquet(path: &Path, rows: usize, group_rows: usize) {
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        let column = |f: fn(usize) -> String| -> ArrayRef {
+            Arc::new(StringArray::from((0..rows).map(f).collect::<Vec<_>>()))
+        };
+        let batch = RecordBatch::try_from_iter([
+            ("id", column(|i| format!("p{i}"))),
+            ("text", column(|i| format!("parquet text {i}"))),
+        ])
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group_rows))
+            .build();
+        let file = File::create(path).unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn progress_goes_through_the_files_as_stored_to_their_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let lines: String = (0..100)
+            .map(|i| format!("{{\"id\": \"{i}\", \"text\": \"text {i}\"}}\n"))
+            .collect();
+        std::fs::write(d.join("a.jsonl"), &lines).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(lines.as_bytes()).unwrap();
+        std::fs::write(d.join("b.jsonl.gz"), gz.finish().unwrap()).unwrap();
+        std::fs::write(d.join("c.csv"), "id,text\n1,one\n2,two\n").unwrap();
+        write_parquet(&d.join("d.parquet"), 10_000, 2_500);
+        let size = |name: &str| std::fs::metadata(d.join(name)).unwrap().len();
+        // Compressed files count as stored: the gzip file's size, not its lines'.
+        let before_parquet = size("a.jsonl") + size("b.jsonl.gz") + size("c.csv");
+        let total = before_parquet + size("d.parquet");
+        let mut reader = Reader::new(&[d.to_path_buf()], Fields::id_and_text()).unwrap();
+        let progress = reader.progress();
+        assert_eq!((progress.total(), progress.position()), (Some(total), 0));
+        let mut positions = Vec::new();
+        while !reader.read(1000).unwrap().is_empty() {
+            positions.push(progress.position());
+        }
+        assert!(positions.is_sorted(), "{positions:?}");
+        assert_eq!(positions.last(), Some(&total));
+        // The Parquet file by its rows, a row group at a time (the footer says how many).
+        for rows in [2_500, 5_000, 7_500] {
+            let at = before_parquet + share(size("d.parquet"), rows, 10_000);
+            assert!(positions.contains(&at), "{at} not in {positions:?}");
+        }
+        // Standard input has no size: no total.
+        let stdin = Reader::new(&[PathBuf::from("-")], Fields::id_and_text()).unwrap();
+        assert_eq!(stdin.progress().total(), None);
     }
 }
