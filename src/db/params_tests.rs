@@ -220,6 +220,17 @@ fn version_3_block_roundtrip() {
     );
 }
 
+/// The default parameters with `shingle`.
+fn with_shingle(shingle: ShingleConfig) -> IndexParams {
+    IndexParams {
+        sketch: SketchParams {
+            shingle,
+            ..SketchParams::default()
+        },
+        ..IndexParams::default()
+    }
+}
+
 /// Unicode word shingles and their folds map to shingle kind 3, the fold flag bits and the
 /// build's Unicode version, and back; versions 1 and 2 have no code for them.
 #[test]
@@ -252,13 +263,7 @@ fn unicode_word_shingles_have_a_code_in_version_3_only() {
             shingle_from_codes(codes.kind, codes.width, codes.flags),
             Some(shingle)
         );
-        let p = IndexParams {
-            sketch: SketchParams {
-                shingle,
-                ..SketchParams::default()
-            },
-            ..IndexParams::default()
-        };
+        let p = with_shingle(shingle);
         let block = p.to_v3();
         assert_eq!(
             (
@@ -286,13 +291,7 @@ fn unicode_word_shingles_have_a_code_in_version_3_only() {
 /// a version-2 manifest naming shingle kind 3 is corrupt.
 #[test]
 fn unicode_words_of_another_unicode_version_or_in_version_2_are_refused() {
-    let p = IndexParams {
-        sketch: SketchParams {
-            shingle: ShingleConfig::unicode_words(1, WordFolding::default()),
-            ..SketchParams::default()
-        },
-        ..IndexParams::default()
-    };
+    let p = with_shingle(ShingleConfig::unicode_words(1, WordFolding::default()));
     let mut block = p.to_v3();
     block.unicode_version = 0x11_00_00;
     let err = IndexParams::from_v3(&block, false, Path::new("M")).unwrap_err();
@@ -312,13 +311,7 @@ fn unicode_words_of_another_unicode_version_or_in_version_2_are_refused() {
 /// through a version-3 manifest once it writes one.
 #[test]
 fn creating_unicode_words_needs_the_build_to_write_version_3() {
-    let p = IndexParams {
-        sketch: SketchParams {
-            shingle: ShingleConfig::unicode_words(2, WordFolding::default()),
-            ..SketchParams::default()
-        },
-        ..IndexParams::default()
-    };
+    let p = with_shingle(ShingleConfig::unicode_words(2, WordFolding::default()));
     if MANIFEST_VERSION < MANIFEST_V3 {
         let err = p.validate().unwrap_err().to_string();
         assert!(err.contains("needs format version 3"), "{err}");
