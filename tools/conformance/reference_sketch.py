@@ -5,7 +5,9 @@ It prints the golden vectors that tests/golden_vectors.rs checks mhdb against (s
 tests/golden/vectors.json); with the argument `keyed-simhash`, those of keyed hashing (§12) and
 SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json); with
 `tokens`, those of token lists (§15) that tests/golden_tokens.rs and the Python package's
-tests check (tests/golden/tokens.json).
+tests check (tests/golden/tokens.json); with `unicode-words`, those of Unicode word shingles
+(§16) that tests/golden_unicode_words.rs and python/tests/test_unicode_words.py check
+(tests/golden/unicode_words.json); with `unicode-tables`, src/sketch/unicode_tables.rs.
 Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
 or come from the standard library:
 
@@ -13,6 +15,13 @@ or come from the standard library:
     /tmp/v/bin/python tools/conformance/reference_sketch.py > tests/golden/vectors.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
+
+§16 needs UAX #29 and the Unicode tables at the spec's Unicode version, 16.0.0 (imported only
+by those two arguments):
+
+    /tmp/v/bin/pip install uniseg==0.10.1 unicodedata2==16.0.0
+    /tmp/v/bin/python tools/conformance/reference_sketch.py unicode-words > tests/golden/unicode_words.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py unicode-tables > src/sketch/unicode_tables.rs
 
 If this script and mhdb ever disagree, one of them no longer follows the spec.
 """
