@@ -121,7 +121,7 @@ class MinHasher:
         """The user seed."""
     @property
     def shingle(self) -> str:
-        """The shingling, as ``"char:N"`` or ``"word:N"``."""
+        """The shingling, as ``"char:N"``, ``"word:N"`` or ``"unicode-word:N"`` with its options."""
     @property
     def nfkc(self) -> bool:
         """Whether NFKC normalization is applied."""

@@ -21,7 +21,11 @@ use crate::tokens::{PyToken, as_tokens, hashes_from_py, signatures_matrix, token
 ///     scheme: ``"oph"`` (one-permutation hashing with optimal densification, the default)
 ///         or ``"kperm"`` (classic k-permutation MinHash).
 ///     seed: the user seed (any unsigned 64-bit integer).
-///     shingle: ``"char:N"`` (N consecutive characters) or ``"word:N"`` (N consecutive words).
+///     shingle: ``"char:N"`` (N consecutive characters), ``"word:N"`` (N consecutive words
+///         split at white space) or ``"unicode-word:N"`` (N consecutive Unicode words: UAX #29
+///         word boundaries, each CJK ideograph and each Thai, Lao, Khmer or Myanmar letter one
+///         word), the last with options ``+fold-punctuation`` and ``+fold-digits``
+///         (``format/hashing.md`` §16).
 ///     nfkc: apply Unicode NFKC normalization first.
 ///     lowercase: lowercase the text (Unicode full mapping).
 ///     collapse_whitespace: collapse runs of white space to one space and trim.
@@ -80,7 +84,7 @@ impl PyMinHasher {
         self.inner.params().seed
     }
 
-    /// The shingling, as ``"char:N"`` or ``"word:N"``.
+    /// The shingling, as ``"char:N"``, ``"word:N"`` or ``"unicode-word:N"`` with its options.
     #[getter]
     fn shingle(&self) -> String {
         self.inner.params().shingle.kind.to_string()

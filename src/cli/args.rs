@@ -169,7 +169,10 @@ pub struct SketchArgs {
     /// Seed from which every hash constant is derived.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Shingles: char:N or word:N.
+    /// Shingles: char:N (N characters), word:N (N words split at white space) or
+    /// unicode-word:N (N Unicode words: UAX #29 boundaries, each CJK ideograph or Thai letter a
+    /// word), the last with options +fold-punctuation (can't = cant) and +fold-digits (every
+    /// decimal digit read as 0), e.g. unicode-word:2+fold-digits.
     #[arg(long, default_value = "char:5")]
     pub shingle: ShingleKind,
     /// Apply Unicode NFKC normalization before lowercasing.

@@ -3,15 +3,19 @@
 
 use std::path::Path;
 
+use crate::sketch::unicode_words::{UNICODE_VERSION, unicode_version_code};
 use crate::sketch::{
     Banding, KeyFingerprint, LshParams, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind,
-    SimParams, SimWeighting, SketchParams, TuneOptions, bbit, cosine_from_hamming, tune,
+    SimParams, SimWeighting, SketchParams, TuneOptions, WordFolding, bbit, cosine_from_hamming,
+    tune,
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::v3::{
-    KIND_MINHASH, KIND_SIMHASH, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT,
+    KIND_MINHASH, KIND_SIMHASH, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT, SHINGLE_CHAR,
+    SHINGLE_COLLAPSE_WHITESPACE, SHINGLE_FOLD_DIGITS, SHINGLE_FOLD_PUNCTUATION, SHINGLE_LOWERCASE,
+    SHINGLE_NFKC, SHINGLE_UNICODE_WORDS, SHINGLE_WORD,
 };
-use crate::storage::manifest::{BandingV3, ParamsV3, StoredParams};
+use crate::storage::manifest::{BandingV3, MANIFEST_V3, MANIFEST_VERSION, ParamsV3, StoredParams};
 use crate::storage::segment::SegmentOptions;
 use crate::{Error, Result};
 
@@ -294,6 +298,8 @@ impl IndexParams {
     /// [`IndexParams::validate`] for a MinHash index.
     pub(super) fn validate_minhash(&self) -> Result<()> {
         self.sketch.validate()?;
+        // Parameters this build cannot write are refused before anything is created.
+        self.check_format_version(MANIFEST_VERSION)?;
         bbit::validate_bits(self.bits)?;
         check_band_slots(self.band_slots, self.sketch.num_perm)?;
         let (bands, rows) = (self.lsh.bands, self.lsh.rows);
@@ -341,6 +347,7 @@ impl IndexParams {
     /// [`IndexParams::validate`] for a SimHash index.
     pub(super) fn validate_simhash(&self, sim: &SimParams) -> Result<()> {
         sim.validate()?;
+        self.check_format_version(MANIFEST_VERSION)?;
         let expect = |name: &'static str, ok: bool, what: String| {
             if ok {
                 Ok(())
@@ -390,7 +397,10 @@ impl IndexParams {
 impl StoredParams for IndexParams {
     fn encode(&self, e: &mut Encoder, version: u32) {
         let s = &self.sketch;
-        let (kind, width, flags) = shingle_codes(&s.shingle);
+        // Only parameters a version-2 manifest can hold get here: `validate` refuses others
+        // at creation, while this build writes version 2.
+        debug_assert!(self.check_format_version(version).is_ok());
+        let codes = shingle_codes(&s.shingle);
         e.u32(SPEC_VERSION);
         let sim = self.sim_params();
         // Format version 1 has no kind field: only MinHash indexes are ever written in it.
@@ -410,9 +420,9 @@ impl StoredParams for IndexParams {
             e.u32(self.band_slots as u32);
         }
         e.u64(s.seed)
-            .u8(kind)
-            .u8(width)
-            .u8(flags)
+            .u8(codes.kind)
+            .u8(codes.width)
+            .u8(codes.flags as u8)
             .u8(self.bits as u8)
             .u32(self.lsh.bands as u32)
             .u32(self.lsh.rows as u32)
@@ -490,7 +500,7 @@ impl StoredParams for IndexParams {
     fn to_v3(&self) -> ParamsV3 {
         let s = &self.sketch;
         let sim = self.sim_params();
-        let (shingle_kind, shingle_width, flags) = shingle_codes(&s.shingle);
+        let codes = shingle_codes(&s.shingle);
         let (max_hamming, weighting) =
             sim.map_or((0, 0), |p| (p.max_hamming as u8, p.weighting.code()));
         ParamsV3 {
@@ -514,10 +524,10 @@ impl StoredParams for IndexParams {
             num_perm: s.num_perm as u32,
             band_slots: self.band_slots as u32,
             seed: s.seed,
-            shingle_kind,
-            shingle_width,
-            shingle_flags: u16::from(flags),
-            unicode_version: 0,
+            shingle_kind: codes.kind,
+            shingle_width: codes.width,
+            shingle_flags: codes.flags,
+            unicode_version: codes.unicode_version,
             threshold: self.threshold,
             bucket_cap: self.bucket_cap.unwrap_or(0),
             max_hamming,
@@ -543,6 +553,16 @@ impl StoredParams for IndexParams {
         let bad = |detail: String| Error::corruption(path, PARAMS_AT, detail);
         let simhash = b.kind == KIND_SIMHASH;
         let scheme = scheme_from_code(b.scheme, simhash).map_err(bad)?;
+        if b.shingle_kind == SHINGLE_UNICODE_WORDS && b.unicode_version != unicode_version_code() {
+            return Err(unsupported(
+                path,
+                format!(
+                    "Unicode word shingles segmented at Unicode {} (this build segments at {})",
+                    version_name(b.unicode_version),
+                    version_name(unicode_version_code())
+                ),
+            ));
+        }
         let shingle = shingle_from_codes(b.shingle_kind, b.shingle_width, b.shingle_flags)
             .ok_or_else(|| bad(format!("unknown shingle kind {}", b.shingle_kind)))?;
         // (The format refuses several bandings and partitions before this.)
@@ -575,31 +595,86 @@ impl StoredParams for IndexParams {
     }
 }
 
-/// The shingle kind code, width and flag bits a manifest stores (versions 1 to 3).
-fn shingle_codes(c: &ShingleConfig) -> (u8, u8, u8) {
-    let (kind, width) = match c.kind {
-        ShingleKind::Char(n) => (1u8, n),
-        ShingleKind::Word(n) => (2u8, n),
-    };
-    let flags =
-        u8::from(c.nfkc) | (u8::from(c.lowercase) << 1) | (u8::from(c.collapse_whitespace) << 2);
-    (kind, width as u8, flags)
+/// The shingle fields a manifest stores (versions 1 to 3; versions 1 and 2 have neither
+/// Unicode words nor their folds, and keep the low 8 flag bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ShingleCodes {
+    kind: u8,
+    width: u8,
+    flags: u16,
+    /// [`unicode_version_code`] for Unicode words; 0 otherwise.
+    unicode_version: u32,
 }
 
-/// The shingle configuration of stored codes; `None` for a kind this build does not know.
+/// The shingle kind code, width and flag bits a manifest stores.
+fn shingle_codes(c: &ShingleConfig) -> ShingleCodes {
+    let flag = |on: bool, bit: u16| if on { bit } else { 0 };
+    let mut flags = flag(c.nfkc, SHINGLE_NFKC)
+        | flag(c.lowercase, SHINGLE_LOWERCASE)
+        | flag(c.collapse_whitespace, SHINGLE_COLLAPSE_WHITESPACE);
+    let (kind, width, unicode_version) = match c.kind {
+        ShingleKind::Char(n) => (SHINGLE_CHAR, n, 0),
+        ShingleKind::Word(n) => (SHINGLE_WORD, n, 0),
+        ShingleKind::UnicodeWord(n, folding) => {
+            flags |= flag(folding.punctuation, SHINGLE_FOLD_PUNCTUATION)
+                | flag(folding.digits, SHINGLE_FOLD_DIGITS);
+            (SHINGLE_UNICODE_WORDS, n, unicode_version_code())
+        }
+    };
+    ShingleCodes {
+        kind,
+        width: width as u8,
+        flags,
+        unicode_version,
+    }
+}
+
+/// The shingle configuration of stored codes (whose flags the format checked); `None` for a
+/// kind this build does not know.
 fn shingle_from_codes(kind: u8, width: u8, flags: u16) -> Option<ShingleConfig> {
     let width = usize::from(width);
     let kind = match kind {
-        1 => ShingleKind::Char(width),
-        2 => ShingleKind::Word(width),
+        SHINGLE_CHAR => ShingleKind::Char(width),
+        SHINGLE_WORD => ShingleKind::Word(width),
+        SHINGLE_UNICODE_WORDS => ShingleKind::UnicodeWord(
+            width,
+            WordFolding {
+                punctuation: flags & SHINGLE_FOLD_PUNCTUATION != 0,
+                digits: flags & SHINGLE_FOLD_DIGITS != 0,
+            },
+        ),
         _ => return None,
     };
     Some(ShingleConfig {
         kind,
-        nfkc: flags & 1 != 0,
-        lowercase: flags & 2 != 0,
-        collapse_whitespace: flags & 4 != 0,
+        nfkc: flags & SHINGLE_NFKC != 0,
+        lowercase: flags & SHINGLE_LOWERCASE != 0,
+        collapse_whitespace: flags & SHINGLE_COLLAPSE_WHITESPACE != 0,
     })
+}
+
+/// `major.minor.update` of a stored Unicode version.
+fn version_name(code: u32) -> String {
+    format!("{}.{}.{}", code >> 16, (code >> 8) & 0xFF, code & 0xFF)
+}
+
+impl IndexParams {
+    /// Errors unless a manifest of format `version` can store these parameters: Unicode word
+    /// shingles have a code only from version 3 on.
+    pub fn check_format_version(&self, version: u32) -> Result<()> {
+        let shingle = self.sketch.shingle.kind;
+        if matches!(shingle, ShingleKind::UnicodeWord(..)) && version < MANIFEST_V3 {
+            let (major, minor, update) = UNICODE_VERSION;
+            return Err(Error::invalid(
+                "shingle",
+                format!(
+                    "{shingle} (Unicode {major}.{minor}.{update} word shingles) needs format \
+                     version 3; format version {version} has no code for it"
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A feature this version of mhdb does not know, stored in `path`.
@@ -655,7 +730,9 @@ fn decode_shingle(d: &mut Decoder<'_>, path: &Path) -> Result<ShingleConfig> {
             format!("unknown shingle_flags bits {flags:#04x} (versions 1 and 2 define 0x07)"),
         ));
     }
+    // Unicode words have a code from version 3 on only.
     shingle_from_codes(kind, width, u16::from(flags))
+        .filter(|_| kind != SHINGLE_UNICODE_WORDS)
         .ok_or_else(|| d.corruption(format!("unknown shingle kind {kind}")))
 }
 

@@ -219,3 +219,105 @@ fn version_3_block_roundtrip() {
         "{err}"
     );
 }
+
+/// The default parameters with `shingle`.
+fn with_shingle(shingle: ShingleConfig) -> IndexParams {
+    IndexParams {
+        sketch: SketchParams {
+            shingle,
+            ..SketchParams::default()
+        },
+        ..IndexParams::default()
+    }
+}
+
+/// Unicode word shingles and their folds map to shingle kind 3, the fold flag bits and the
+/// build's Unicode version, and back; versions 1 and 2 have no code for them.
+#[test]
+fn unicode_word_shingles_have_a_code_in_version_3_only() {
+    use crate::storage::manifest::Features;
+    let both = WordFolding {
+        punctuation: true,
+        digits: true,
+    };
+    let digits = WordFolding {
+        digits: true,
+        ..WordFolding::default()
+    };
+    for (folding, fold_bits) in [(WordFolding::default(), 0), (digits, 16), (both, 24)] {
+        let shingle = ShingleConfig {
+            nfkc: true,
+            ..ShingleConfig::unicode_words(3, folding)
+        };
+        let codes = shingle_codes(&shingle);
+        assert_eq!(
+            codes,
+            ShingleCodes {
+                kind: 3,
+                width: 3,
+                flags: 0b111 | fold_bits,
+                unicode_version: 0x10_00_00,
+            }
+        );
+        assert_eq!(
+            shingle_from_codes(codes.kind, codes.width, codes.flags),
+            Some(shingle)
+        );
+        let p = with_shingle(shingle);
+        let block = p.to_v3();
+        assert_eq!(
+            (
+                block.shingle_kind,
+                block.shingle_flags,
+                block.unicode_version
+            ),
+            (3, 0b111 | fold_bits, 0x10_00_00)
+        );
+        // The version-3 block's bytes decode to the same codes.
+        let mut e = Encoder::default();
+        block.encode(&mut e);
+        let mut d = Decoder::new(&e.buf, Path::new("M"));
+        let back = ParamsV3::decode(&mut d, Path::new("M"), Features::NONE).unwrap();
+        assert_eq!(back, block);
+        p.check_format_version(MANIFEST_V3).unwrap();
+        for version in [1, 2] {
+            let err = p.check_format_version(version).unwrap_err().to_string();
+            assert!(err.contains("needs format version 3"), "{err}");
+        }
+    }
+}
+
+/// A version-3 block of Unicode words segmented at another Unicode version is unsupported;
+/// a version-2 manifest naming shingle kind 3 is corrupt.
+#[test]
+fn unicode_words_of_another_unicode_version_or_in_version_2_are_refused() {
+    let p = with_shingle(ShingleConfig::unicode_words(1, WordFolding::default()));
+    let mut block = p.to_v3();
+    block.unicode_version = 0x11_00_00;
+    let err = IndexParams::from_v3(&block, false, Path::new("M")).unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("Unicode 17.0.0"), "{err}");
+    let mut e = Encoder::default();
+    IndexParams::default().encode(&mut e, 2);
+    // spec_version 4, kind 1, scheme 1, num_perm 4, band_slots 4, seed 8: the shingle kind.
+    e.buf[22] = 3;
+    let err = IndexParams::decode(&mut Decoder::new(&e.buf, Path::new("M")), Path::new("M"), 2)
+        .unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("unknown shingle kind 3"), "{err}");
+}
+
+/// This build refuses to create what its manifest version cannot store, and round-trips it
+/// through a version-3 manifest once it writes one.
+#[test]
+fn creating_unicode_words_needs_the_build_to_write_version_3() {
+    let p = with_shingle(ShingleConfig::unicode_words(2, WordFolding::default()));
+    if MANIFEST_VERSION < MANIFEST_V3 {
+        let err = p.validate().unwrap_err().to_string();
+        assert!(err.contains("needs format version 3"), "{err}");
+    } else {
+        p.validate().unwrap();
+        let back = IndexParams::from_v3(&p.to_v3(), false, Path::new("M")).unwrap();
+        assert_eq!(back, p);
+    }
+}

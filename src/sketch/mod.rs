@@ -16,6 +16,8 @@ pub mod shingle_set;
 pub mod simhash;
 pub mod spec;
 pub mod tokens;
+mod unicode_tables;
+pub mod unicode_words;
 mod xxh3_short;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
@@ -27,3 +29,4 @@ pub use shingle_set::ShingleSet;
 pub use simhash::{MAX_HAMMING, SimHash, SimHasher, SimParams, SimWeighting, cosine_from_hamming};
 pub use spec::{MAX_NUM_PERM, SPEC_VERSION, Scheme};
 pub use tokens::Token;
+pub use unicode_words::WordFolding;

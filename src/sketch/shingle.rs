@@ -6,26 +6,33 @@
 //! ranges of the normalized buffer, hashed with xxh3 straight from it: no allocation per shingle.
 
 use super::keyed::ShingleHash;
+use super::unicode_words::{UnicodeWordTokens, WordFolding};
 use super::xxh3_short::ShortXxh3;
 use crate::{Error, Result};
 
 /// The largest shingle width accepted.
 pub const MAX_SHINGLE_WIDTH: usize = 64;
 
-/// Character n-grams or word n-grams.
+/// Character n-grams, word n-grams, or Unicode word n-grams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShingleKind {
     /// n consecutive Unicode scalar values of the normalized text (spaces included).
     Char(usize),
     /// n consecutive space-separated words of the normalized text, joined by single spaces.
     Word(usize),
+    /// n consecutive Unicode words (UAX #29: spec §16), folded as the [`WordFolding`] says and
+    /// joined by single spaces.
+    UnicodeWord(usize, WordFolding),
 }
+
+/// The shingle spec name of [`ShingleKind::UnicodeWord`].
+const UNICODE_WORD: &str = "unicode-word";
 
 impl ShingleKind {
     /// The shingle width n.
     pub fn width(self) -> usize {
         match self {
-            ShingleKind::Char(n) | ShingleKind::Word(n) => n,
+            ShingleKind::Char(n) | ShingleKind::Word(n) | ShingleKind::UnicodeWord(n, _) => n,
         }
     }
 }
@@ -35,30 +42,49 @@ impl std::fmt::Display for ShingleKind {
         match self {
             ShingleKind::Char(n) => write!(f, "char:{n}"),
             ShingleKind::Word(n) => write!(f, "word:{n}"),
+            ShingleKind::UnicodeWord(n, folding) => write!(f, "{UNICODE_WORD}:{n}{folding}"),
         }
     }
 }
 
 impl std::str::FromStr for ShingleKind {
     type Err = Error;
-    /// Parses `char:N` or `word:N` (`char` and `word` alone mean the defaults 5 and 3).
-    fn from_str(s: &str) -> Result<ShingleKind> {
+    /// Parses `char:N`, `word:N` or `unicode-word:N`, the last with options `+fold-punctuation`
+    /// and `+fold-digits` (`char`, `word` and `unicode-word` alone mean the widths 5, 3 and 2).
+    fn from_str(spec: &str) -> Result<ShingleKind> {
+        let mut options = spec.split('+');
+        let s = options.next().unwrap_or_default();
         let (kind, n) = match s.split_once(':') {
             Some((k, n)) => {
                 let n: usize = n.parse().map_err(|_| {
-                    Error::invalid("shingle", format!("width in {s:?} is not a number"))
+                    Error::invalid("shingle", format!("width in {spec:?} is not a number"))
                 })?;
                 (k, Some(n))
             }
             None => (s, None),
         };
+        let mut folding = WordFolding::default();
+        for option in options {
+            if kind != UNICODE_WORD || !folding.set(option) {
+                return Err(Error::invalid(
+                    "shingle",
+                    format!(
+                        "{spec:?}: {option:?} is not an option of {kind} (unicode-word takes \
+                         +{} and +{})",
+                        WordFolding::PUNCTUATION,
+                        WordFolding::DIGITS
+                    ),
+                ));
+            }
+        }
         let shingle = match kind {
             "char" => ShingleKind::Char(n.unwrap_or(5)),
             "word" => ShingleKind::Word(n.unwrap_or(3)),
+            UNICODE_WORD => ShingleKind::UnicodeWord(n.unwrap_or(2), folding),
             _ => {
                 return Err(Error::invalid(
                     "shingle",
-                    format!("{s:?} is not of the form char:N or word:N"),
+                    format!("{spec:?} is not of the form char:N, word:N or unicode-word:N"),
                 ));
             }
         };
@@ -108,6 +134,15 @@ impl ShingleConfig {
     pub fn words(n: usize) -> Self {
         ShingleConfig {
             kind: ShingleKind::Word(n),
+            ..Self::default()
+        }
+    }
+
+    /// Unicode word n-grams (spec §16) of width `n`, folded as `folding` says, with the
+    /// default normalization.
+    pub fn unicode_words(n: usize, folding: WordFolding) -> Self {
+        ShingleConfig {
+            kind: ShingleKind::UnicodeWord(n, folding),
             ..Self::default()
         }
     }
@@ -205,6 +240,12 @@ impl ShingleConfig {
                     f(shingle);
                 }
             }),
+            ShingleKind::UnicodeWord(n, folding) => {
+                // Normalized text is UTF-8 by construction (`normalize_to_bytes`).
+                if let Ok(text) = std::str::from_utf8(bytes) {
+                    UnicodeWordTokens::new(text, folding).for_each_shingle(n, f);
+                }
+            }
         }
     }
 }
@@ -333,6 +374,9 @@ mod tests {
             ShingleKind::Word(n) => for_each_word_window(norm.as_bytes(), n, |r| {
                 out.push(String::from_utf8(b[r].to_vec()).unwrap())
             }),
+            ShingleKind::UnicodeWord(..) => {
+                cfg.for_each_shingle(&norm, |s| out.push(String::from_utf8(s.to_vec()).unwrap()))
+            }
         }
         out
     }
@@ -395,6 +439,54 @@ mod tests {
         assert_eq!("word".parse::<ShingleKind>().unwrap(), ShingleKind::Word(3));
         assert!("char:0".parse::<ShingleKind>().is_err());
         assert!("byte:3".parse::<ShingleKind>().is_err());
+    }
+
+    #[test]
+    fn parse_unicode_word_kinds_and_their_options() {
+        let both = WordFolding {
+            punctuation: true,
+            digits: true,
+        };
+        for (spec, kind) in [
+            (
+                "unicode-word",
+                ShingleKind::UnicodeWord(2, WordFolding::default()),
+            ),
+            (
+                "unicode-word:1",
+                ShingleKind::UnicodeWord(1, WordFolding::default()),
+            ),
+            (
+                "unicode-word:3+fold-digits+fold-punctuation",
+                ShingleKind::UnicodeWord(3, both),
+            ),
+        ] {
+            assert_eq!(spec.parse::<ShingleKind>().unwrap(), kind, "{spec}");
+            assert_eq!(kind.to_string().parse::<ShingleKind>().unwrap(), kind);
+        }
+        assert_eq!(
+            ShingleKind::UnicodeWord(3, both).to_string(),
+            "unicode-word:3+fold-punctuation+fold-digits"
+        );
+        for bad in [
+            "word:2+fold-digits",
+            "unicode-word:2+fold-case",
+            "unicode-word:0",
+        ] {
+            assert!(bad.parse::<ShingleKind>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unicode_word_shingles_of_raw_text_are_those_of_its_normalized_tokens() {
+        let cfg = ShingleConfig::unicode_words(2, WordFolding::default());
+        assert_eq!(
+            shingles(cfg, "Hello,  WORLD! 日本"),
+            ["hello world", "world 日", "日 本"]
+        );
+        // Latin text without punctuation: the shingles of word:N.
+        let text = "the quick brown fox";
+        assert_eq!(shingles(cfg, text), shingles(ShingleConfig::words(2), text));
     }
 
     /// Char windows and their hashes, on random text of many scripts (up to 1,150 characters)

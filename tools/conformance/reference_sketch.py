@@ -5,7 +5,9 @@ It prints the golden vectors that tests/golden_vectors.rs checks mhdb against (s
 tests/golden/vectors.json); with the argument `keyed-simhash`, those of keyed hashing (§12) and
 SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json); with
 `tokens`, those of token lists (§15) that tests/golden_tokens.rs and the Python package's
-tests check (tests/golden/tokens.json).
+tests check (tests/golden/tokens.json); with `unicode-words`, those of Unicode word shingles
+(§16) that tests/golden_unicode_words.rs and python/tests/test_unicode_words.py check
+(tests/golden/unicode_words.json); with `unicode-tables`, src/sketch/unicode_tables.rs.
 Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
 or come from the standard library:
 
@@ -13,6 +15,13 @@ or come from the standard library:
     /tmp/v/bin/python tools/conformance/reference_sketch.py > tests/golden/vectors.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
+
+§16 needs UAX #29 and the Unicode tables at the spec's Unicode version, 16.0.0 (imported only
+by those two arguments):
+
+    /tmp/v/bin/pip install uniseg==0.10.1 unicodedata2==16.0.0
+    /tmp/v/bin/python tools/conformance/reference_sketch.py unicode-words > tests/golden/unicode_words.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py unicode-tables > src/sketch/unicode_tables.rs
 
 If this script and mhdb ever disagree, one of them no longer follows the spec.
 """
@@ -75,11 +84,13 @@ def normalize(text, nfkc=False, lowercase=True, collapse=True):
     return " ".join(words)
 
 
-def shingles(text, kind, n, nfkc=False):
-    """The shingles of §3 as byte strings, in text order."""
+def shingles(text, kind, n, nfkc=False, folds=()):
+    """The shingles of §3 (and of §16's `unicode-word`) as byte strings, in text order."""
     t = normalize(text, nfkc)
     if not t:
         return []
+    if kind == "unicode-word":
+        return unicode_word_shingles(unicode_word_tokens(t, folds), n)
     if kind == "char":
         chars = list(t)
         if len(chars) <= n:
@@ -91,8 +102,8 @@ def shingles(text, kind, n, nfkc=False):
     return [" ".join(words[i:i + n]).encode() for i in range(len(words) - n + 1)]
 
 
-def shingle_hashes(text, kind, n, seed, nfkc=False):
-    return [xxh3(s, seed) for s in shingles(text, kind, n, nfkc)]
+def shingle_hashes(text, kind, n, seed, nfkc=False, folds=()):
+    return [xxh3(s, seed) for s in shingles(text, kind, n, nfkc, folds)]
 
 
 # --- §12 keyed hashing -----------------------------------------------------------------------
@@ -228,9 +239,9 @@ def oph(hashes, k, seed):
     return out
 
 
-def signature(text, scheme, k, seed, kind, n, nfkc=False, key=None):
+def signature(text, scheme, k, seed, kind, n, nfkc=False, key=None, folds=()):
     if key is None:
-        hashes = shingle_hashes(text, kind, n, derive(scheme, seed, "shingle"), nfkc)
+        hashes = shingle_hashes(text, kind, n, derive(scheme, seed, "shingle"), nfkc, folds)
     else:
         hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, scheme, seed), nfkc)
     return kperm(hashes, k, seed) if scheme == "kperm" else oph(hashes, k, seed)
@@ -451,12 +462,191 @@ def tokens_main():
     print()
 
 
+# --- §16 Unicode word shingles ---------------------------------------------------------------
+# UAX #29 word boundaries by uniseg, and the Alphabetic property by uniseg too; General_Category
+# by unicodedata2; all three at the Unicode version of the spec (pinned in .ci/run:
+# uniseg==0.10.1, unicodedata2==16.0.0).
+
+UNICODE_WORDS_VERSION = "16.0.0"
+FOLDS = ("fold-punctuation", "fold-digits")
+
+
+def unicode_libraries():
+    """uniseg's word segmentation and Alphabetic, unicodedata2's General_Category."""
+    import unicodedata2
+    import uniseg
+    from uniseg.derived import alphabetic
+    from uniseg.wordbreak import words
+
+    for name, version in [("uniseg", uniseg.unidata_version),
+                          ("unicodedata2", unicodedata2.unidata_version)]:
+        if version != UNICODE_WORDS_VERSION:
+            sys.exit(f"{name} implements Unicode {version}, the spec {UNICODE_WORDS_VERSION}")
+    return words, alphabetic, unicodedata2.category
+
+
+def unicode_word_tokens(normalized, folds=()):
+    """§16's tokens: UAX #29 word segments holding a character that is Alphabetic or of
+    General_Category N*, then folded."""
+    words, alphabetic, category = unicode_libraries()
+    out = []
+    for seg in words(normalized):
+        if not any(alphabetic(c) or category(c).startswith("N") for c in seg):
+            continue
+        if "fold-punctuation" in folds:
+            seg = "".join(c for c in seg if not category(c).startswith("P"))
+        if "fold-digits" in folds:
+            seg = "".join("0" if category(c) == "Nd" else c for c in seg)
+        out.append(seg)
+    return out
+
+
+def unicode_word_shingles(tokens, n):
+    """Windows of n tokens joined by single spaces; all tokens once if fewer; none if none."""
+    if not tokens:
+        return []
+    if len(tokens) < n:
+        return [" ".join(tokens).encode()]
+    return [" ".join(tokens[i:i + n]).encode() for i in range(len(tokens) - n + 1)]
+
+
+def parse_shingle(spec):
+    """`kind:n+option+...` → (kind, n, folds)."""
+    base, *options = spec.split("+")
+    kind, n = base.split(":")
+    assert all(o in FOLDS for o in options), spec
+    return kind, int(n), tuple(options)
+
+
+UNICODE_WORD_TEXTS = [
+    "The quick brown fox can't stop: 3.14, 1,000 and U.S.A.!",
+    "日本語のテキストです。カタカナとひらがな、漢字。",
+    "中文文本的重复检测，使用最小哈希。",
+    "繁體中文：這是一個測試。",
+    "한국어 텍스트 중복 검출",
+    "ภาษาไทยไม่มีการเว้นวรรคระหว่างคำ",
+    "ພາສາລາວ ບໍ່ມີ",
+    "ភាសាខ្មែរ",
+    "မြန်မာဘာသာ",
+    "اللغة العربية ١٢٣ و٤٥",
+    "emoji 🦀🦀 rust 👨\u200d👩\u200d👧 ok 🇯🇵",
+    "Cafe\u0301 noe\u0308l n\u0303",
+    "२०२४ year 2024 ２０２４ ٢٠٢٤",
+    "e-mail user_name x.y.z don’t «quoted» (paren) ¿qué?",
+    "¡!?.,;:…—",
+    "",
+    "a",
+]
+
+UNICODE_WORD_CONFIGS = [
+    # (scheme, shingle, nfkc, seed)
+    ("oph", "unicode-word:1", False, 0),
+    ("oph", "unicode-word:2", False, 7),
+    ("kperm", "unicode-word:3", False, 0),
+    ("oph", "unicode-word:1+fold-punctuation", False, 0),
+    ("oph", "unicode-word:2+fold-digits", True, 0),
+    ("oph", "unicode-word:2+fold-punctuation+fold-digits", False, 12345),
+]
+
+
+def unicode_words_main():
+    cases = []
+    for scheme, spec, nfkc, seed in UNICODE_WORD_CONFIGS:
+        kind, n, folds = parse_shingle(spec)
+        for text in UNICODE_WORD_TEXTS:
+            t = normalize(text, nfkc)
+            sh = shingles(text, kind, n, nfkc, folds)
+            s16 = signature(text, scheme, 16, seed, kind, n, nfkc, folds=folds)
+            s128 = signature(text, scheme, 128, seed, kind, n, nfkc, folds=folds)
+            digest = xxh3(b"".join(v.to_bytes(8, "little") for v in s128), 0)
+            cases.append({
+                "scheme": scheme, "shingle": spec, "nfkc": nfkc, "seed": seed, "text": text,
+                "tokens": unicode_word_tokens(t, folds) if t else [],
+                "shingles": [x.decode() for x in sh],
+                "hashes": [f"{xxh3(x, derive(scheme, seed, 'shingle')):016x}" for x in sh],
+                "slots16": [f"{v:016x}" for v in s16],
+                "digest128": f"{digest:016x}",
+            })
+    out = {"spec_version": SPEC, "unicode_version": UNICODE_WORDS_VERSION, "cases": cases}
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
+def unicode_tables_main():
+    """Prints src/sketch/unicode_tables.rs: the General_Category P* and Nd ranges that §16's
+    folds use, from unicodedata2 at the spec's Unicode version."""
+    _, _, category = unicode_libraries()
+
+    def ranges(pred):
+        out = []
+        for c in range(0x110000):
+            if pred(category(chr(c))):
+                if out and out[-1][1] == c - 1:
+                    out[-1][1] = c
+                else:
+                    out.append([c, c])
+        return "\n".join(f"    (0x{a:04X}, 0x{b:04X})," for a, b in out)
+
+    print(UNICODE_TABLES_RS.format(
+        version=UNICODE_WORDS_VERSION,
+        punctuation=ranges(lambda gc: gc.startswith("P")),
+        digits=ranges(lambda gc: gc == "Nd"),
+    ), end="")
+
+
+UNICODE_TABLES_RS = """\
+//! The General_Category tables of Unicode word folding (`format/hashing.md` §16), at Unicode
+//! {version}: punctuation (P*) and decimal digits (Nd), as inclusive code point ranges.
+//! Generated by `tools/conformance/reference_sketch.py unicode-tables` (from unicodedata2); do
+//! not edit by hand.
+
+/// Whether `c` is of General_Category P* (Pc, Pd, Ps, Pe, Pi, Pf, Po).
+pub fn is_punctuation(c: char) -> bool {{
+    in_ranges(c, PUNCTUATION)
+}}
+
+/// Whether `c` is of General_Category Nd.
+pub fn is_decimal_digit(c: char) -> bool {{
+    in_ranges(c, DECIMAL_DIGITS)
+}}
+
+fn in_ranges(c: char, ranges: &[(u32, u32)]) -> bool {{
+    let c = u32::from(c);
+    ranges
+        .binary_search_by(|&(lo, hi)| {{
+            if hi < c {{
+                std::cmp::Ordering::Less
+            }} else if lo > c {{
+                std::cmp::Ordering::Greater
+            }} else {{
+                std::cmp::Ordering::Equal
+            }}
+        }})
+        .is_ok()
+}}
+
+#[rustfmt::skip]
+const PUNCTUATION: &[(u32, u32)] = &[
+{punctuation}
+];
+
+#[rustfmt::skip]
+const DECIMAL_DIGITS: &[(u32, u32)] = &[
+{digits}
+];
+"""
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["keyed-simhash"]:
         keyed_simhash_main()
     elif sys.argv[1:] == ["tokens"]:
         tokens_main()
+    elif sys.argv[1:] == ["unicode-words"]:
+        unicode_words_main()
+    elif sys.argv[1:] == ["unicode-tables"]:
+        unicode_tables_main()
     elif sys.argv[1:]:
-        sys.exit("usage: reference_sketch.py [keyed-simhash | tokens]")
+        sys.exit("usage: reference_sketch.py [keyed-simhash | tokens | unicode-words | unicode-tables]")
     else:
         main()

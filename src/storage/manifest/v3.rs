@@ -57,19 +57,19 @@ pub const KIND_SIMHASH: u8 = 2;
 pub const METRIC_JACCARD: u8 = 1;
 pub const METRIC_COSINE: u8 = 2;
 pub const METRIC_CONTAINMENT: u8 = 3;
-/// Shingle kind codes: characters, words split at white space; 3 (Unicode words) and 4
-/// (token lists) are reserved.
+/// Shingle kind codes: characters, words split at white space, Unicode words (UAX #29 at the
+/// block's `unicode_version`); 4 (token lists) is reserved.
 pub const SHINGLE_CHAR: u8 = 1;
 pub const SHINGLE_WORD: u8 = 2;
-const SHINGLE_UNICODE_WORDS: u8 = 3;
+pub const SHINGLE_UNICODE_WORDS: u8 = 3;
 const SHINGLE_TOKEN_LISTS: u8 = 4;
-/// Shingle flag bits: NFKC, lowercase, collapse white space; 3 and 4 (fold punctuation,
-/// fold digits) are reserved.
+/// Shingle flag bits: NFKC, lowercase, collapse white space; fold punctuation and fold digits
+/// (Unicode words only).
 pub const SHINGLE_NFKC: u16 = 1;
 pub const SHINGLE_LOWERCASE: u16 = 1 << 1;
 pub const SHINGLE_COLLAPSE_WHITESPACE: u16 = 1 << 2;
-const SHINGLE_FOLD_PUNCTUATION: u16 = 1 << 3;
-const SHINGLE_FOLD_DIGITS: u16 = 1 << 4;
+pub const SHINGLE_FOLD_PUNCTUATION: u16 = 1 << 3;
+pub const SHINGLE_FOLD_DIGITS: u16 = 1 << 4;
 
 /// One banding: the documents whose set size is in `size_lo ..= size_hi` get its band keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,11 +117,12 @@ pub struct ParamsV3 {
     pub band_slots: u32,
     /// The hash seed.
     pub seed: u64,
-    /// [`SHINGLE_CHAR`] or [`SHINGLE_WORD`].
+    /// [`SHINGLE_CHAR`], [`SHINGLE_WORD`] or [`SHINGLE_UNICODE_WORDS`].
     pub shingle_kind: u8,
     /// n: the shingle width.
     pub shingle_width: u8,
-    /// [`SHINGLE_NFKC`], [`SHINGLE_LOWERCASE`], [`SHINGLE_COLLAPSE_WHITESPACE`].
+    /// [`SHINGLE_NFKC`], [`SHINGLE_LOWERCASE`], [`SHINGLE_COLLAPSE_WHITESPACE`];
+    /// [`SHINGLE_FOLD_PUNCTUATION`], [`SHINGLE_FOLD_DIGITS`] with Unicode words.
     pub shingle_flags: u16,
     /// `major << 16 | minor << 8 | update` of the segmentation tables (shingle kind 3); 0.
     pub unicode_version: u32,
@@ -187,15 +188,16 @@ impl ParamsV3 {
         let seed = d.u64("seed")?;
         let shingle_kind = d.u8("shingle kind")?;
         let shingle_width = d.u8("shingle width")?;
+        let flags_at = d.offset();
         let shingle_flags = u16_field(d, "shingle flags")?;
-        check_shingles(shingle_kind, shingle_flags, path)?;
+        check_shingles(shingle_kind, shingle_flags, path, flags_at)?;
         let unicode_at = d.offset();
         let unicode_version = d.u32("unicode version")?;
-        if unicode_version != 0 && shingle_kind != SHINGLE_UNICODE_WORDS {
+        if (unicode_version != 0) != (shingle_kind == SHINGLE_UNICODE_WORDS) {
             return Err(corrupt(
                 path,
                 unicode_at,
-                "a Unicode version without Unicode words",
+                "a Unicode version without Unicode words, or Unicode words without one",
             ));
         }
         let threshold = f64::from_bits(d.u64("threshold")?);
@@ -326,26 +328,22 @@ fn check_kind_and_metric(kind: u8, metric: u8, path: &Path, metric_at: u64) -> R
     Ok(())
 }
 
-/// The shingle kind and flags must be built ones.
-fn check_shingles(kind: u8, flags: u16, path: &Path) -> Result<()> {
+/// The shingle kind and flags must be built ones; the folds belong to Unicode words.
+fn check_shingles(kind: u8, flags: u16, path: &Path, flags_at: u64) -> Result<()> {
     match kind {
-        SHINGLE_CHAR | SHINGLE_WORD => {}
-        SHINGLE_UNICODE_WORDS => {
-            return Err(unsupported(path, "Unicode word shingles (shingle kind 3)"));
-        }
+        SHINGLE_CHAR | SHINGLE_WORD | SHINGLE_UNICODE_WORDS => {}
         SHINGLE_TOKEN_LISTS => return Err(unsupported(path, "token lists (shingle kind 4)")),
         other => return Err(unsupported(path, format!("shingle kind {other}"))),
     }
-    if flags & SHINGLE_FOLD_PUNCTUATION != 0 {
-        return Err(unsupported(
+    let folds = SHINGLE_FOLD_PUNCTUATION | SHINGLE_FOLD_DIGITS;
+    if flags & folds != 0 && kind != SHINGLE_UNICODE_WORDS {
+        return Err(corrupt(
             path,
-            "punctuation folding (shingle flag bit 3)",
+            flags_at,
+            "a fold flag without Unicode word shingles",
         ));
     }
-    if flags & SHINGLE_FOLD_DIGITS != 0 {
-        return Err(unsupported(path, "digit folding (shingle flag bit 4)"));
-    }
-    let known = SHINGLE_NFKC | SHINGLE_LOWERCASE | SHINGLE_COLLAPSE_WHITESPACE;
+    let known = SHINGLE_NFKC | SHINGLE_LOWERCASE | SHINGLE_COLLAPSE_WHITESPACE | folds;
     if flags & !known != 0 {
         return Err(unsupported(
             path,
