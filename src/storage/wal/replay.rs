@@ -249,6 +249,26 @@ impl WalReader {
         replay_source(&mut src, path, identity.as_ref(), chunk.max(1), apply)
     }
 
+    /// The header check of [`WalReader::replay`] alone: an intact header that is not what
+    /// `identity` says the file must carry is an error; a missing, short or damaged header is
+    /// not (the file then holds no record a header vouches for). For a WAL file the manifest
+    /// no longer replays, whose records are not read.
+    pub fn check_header(vfs: &dyn Vfs, path: &Path, identity: Option<FileIdentity>) -> Result<()> {
+        let file = vfs
+            .open(path, OpenMode::Read)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+        let mut src = FileChunks {
+            file: file.as_ref(),
+            path,
+            len,
+            chunk: REPLAY_CHUNK,
+            start: 0,
+            buf: Vec::new(),
+        };
+        parse_header(&mut src, path, identity.as_ref()).map(|_| ())
+    }
+
     /// [`WalReader::replay`] over bytes already in memory.
     pub fn replay_bytes(
         bytes: &[u8],
