@@ -66,12 +66,16 @@ pub(super) fn create(
         return Err(already_a_database(dir));
     }
     let (db_id, _) = identity_for_new_database(opts.identity)?;
-    WalWriter::create(
-        vfs.as_ref(),
-        &dir.join(names::wal_name(1)),
-        1,
-        db_id.file(1),
-    )?;
+    let wal = dir.join(names::wal_name(1));
+    // One left by an interrupted create holds no record (nothing is written to a WAL before
+    // CURRENT exists) and carries that attempt's identity: replaced.
+    if vfs.exists(&wal).map_err(Error::io_on(&wal, "stat"))? {
+        vfs.remove_file(&wal).map_err(Error::io_on(
+            &wal,
+            "remove a WAL an interrupted create left",
+        ))?;
+    }
+    WalWriter::create(vfs.as_ref(), &wal, 1, db_id.file(1))?;
     let manifest = Manifest {
         format_version: MANIFEST_VERSION,
         generation: 1,

@@ -215,18 +215,7 @@ fn load_deletions(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<Dele
         return Ok(Deletions::default());
     }
     let path = dir.join(names::deletions_name(meta.id));
-    let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
-    if map.len() as u64 != meta.file_len {
-        return Err(Error::corruption(
-            &path,
-            map.len() as u64,
-            format!(
-                "deletion list is {} bytes, manifest says {}",
-                map.len(),
-                meta.file_len
-            ),
-        ));
-    }
+    let map = map_named(vfs, &path, meta.file_len, "deletion list")?;
     let identity = manifest.db_id.file(meta.id);
     let deletions = Deletions::open(map, &path, meta.count, identity)?;
     if identity.is_some() && deletions.crc() != meta.crc {
@@ -254,18 +243,7 @@ pub(super) fn load_segment(
     db_id: DbId,
 ) -> Result<LoadedSegment> {
     let path = dir.join(names::segment_name(meta.id));
-    let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
-    if map.len() as u64 != meta.file_len {
-        return Err(Error::corruption(
-            &path,
-            map.len() as u64,
-            format!(
-                "segment is {} bytes, manifest says {}",
-                map.len(),
-                meta.file_len
-            ),
-        ));
-    }
+    let map = map_named(vfs, &path, meta.file_len, "segment")?;
     let seg = Segment::open_as(map, &path, db_id.file(meta.id))?;
     if !db_id.is_none() && seg.meta_crc() != meta.meta_crc {
         return Err(Error::corruption(
@@ -405,6 +383,19 @@ impl ManifestFields {
         // id, base, span, then docs
         entries + index as u64 * entry_len + 24
     }
+}
+
+/// Maps the file at `path` (a `what` the manifest names), which must be `file_len` bytes long.
+fn map_named(vfs: &dyn Vfs, path: &Path, file_len: u64, what: &str) -> Result<Mapped> {
+    let map = vfs.map_readonly(path).map_err(named_file_error(path))?;
+    if map.len() as u64 != file_len {
+        return Err(Error::corruption(
+            path,
+            map.len() as u64,
+            format!("{what} is {} bytes, manifest says {file_len}", map.len()),
+        ));
+    }
+    Ok(map)
 }
 
 /// The error for a file the manifest names that cannot be mapped: missing, it is damage to the

@@ -135,6 +135,21 @@ struct FileChunks<'a> {
     buf: Vec<u8>,
 }
 
+impl<'a> FileChunks<'a> {
+    /// The chunks of `file` (at `path`), `chunk` bytes at a time, from its start.
+    fn of(file: &'a dyn VfsFile, path: &'a Path, chunk: usize) -> Result<Self> {
+        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+        Ok(FileChunks {
+            file,
+            path,
+            len,
+            chunk,
+            start: 0,
+            buf: Vec::new(),
+        })
+    }
+}
+
 impl Source for FileChunks<'_> {
     fn len(&self) -> u64 {
         self.len
@@ -237,15 +252,7 @@ impl WalReader {
         let file = vfs
             .open(path, OpenMode::Read)
             .map_err(Error::io_on(path, "open WAL"))?;
-        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
-        let mut src = FileChunks {
-            file: file.as_ref(),
-            path,
-            len,
-            chunk: chunk.max(1),
-            start: 0,
-            buf: Vec::new(),
-        };
+        let mut src = FileChunks::of(file.as_ref(), path, chunk.max(1))?;
         replay_source(&mut src, path, identity.as_ref(), chunk.max(1), apply)
     }
 
@@ -257,15 +264,7 @@ impl WalReader {
         let file = vfs
             .open(path, OpenMode::Read)
             .map_err(Error::io_on(path, "open WAL"))?;
-        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
-        let mut src = FileChunks {
-            file: file.as_ref(),
-            path,
-            len,
-            chunk: REPLAY_CHUNK,
-            start: 0,
-            buf: Vec::new(),
-        };
+        let mut src = FileChunks::of(file.as_ref(), path, REPLAY_CHUNK)?;
         parse_header(&mut src, path, identity.as_ref()).map(|_| ())
     }
 
