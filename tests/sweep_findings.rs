@@ -15,6 +15,15 @@ fn options() -> Options {
     }
 }
 
+/// Opens `dir` read-only or as a writer.
+fn open_as(dir: &Path, read_only: bool) -> mhdb::Result<Db> {
+    if read_only {
+        Db::open_read_only(dir)
+    } else {
+        Db::open(dir, options())
+    }
+}
+
 /// A database closed cleanly after a few acknowledged writes: its newest WAL file holds them
 /// and its seal. Returns that file.
 fn closed_with_wal(dir: &Path) -> PathBuf {
@@ -47,11 +56,7 @@ fn a_flipped_wal_version_is_corruption() {
     bytes[8] ^= 0x04; // version 3 -> 7
     std::fs::write(&wal, &bytes).unwrap();
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(&dir)
-        } else {
-            Db::open(&dir, options())
-        };
+        let opened = open_as(&dir, read_only);
         match opened {
             Err(Error::Corruption { path, .. }) => assert_eq!(path, wal),
             Err(other) => panic!("read_only {read_only}: {other:?}"),
@@ -275,11 +280,7 @@ fn forge_manifest(dir: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
 /// Opening `dir`, read-only and as a writer, fails with corruption of `path` at `offset`.
 fn assert_refused(dir: &Path, path: &Path, offset: u64) {
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(dir)
-        } else {
-            Db::open(dir, options())
-        };
+        let opened = open_as(dir, read_only);
         match opened {
             Err(Error::Corruption {
                 path: p, offset: o, ..
@@ -344,11 +345,7 @@ fn unknown_shingle_flags_in_a_manifest_are_refused() {
         b[SHINGLE_FLAGS_AT] |= 0x40;
     });
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(&dir)
-        } else {
-            Db::open(&dir, options())
-        };
+        let opened = open_as(&dir, read_only);
         match opened {
             Err(Error::Unsupported { feature, .. }) => assert!(feature.contains("shingle")),
             Err(other) => panic!("read_only {read_only}: {other:?}"),

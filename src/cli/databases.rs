@@ -179,6 +179,20 @@ fn set_matches(set: &[char], c: char) -> bool {
     found != negated
 }
 
+/// Before a command makes a database (create, and the destination of export, merge and
+/// upgrade): says on stderr when its identity comes from `MHDB_TEST_IDENTITY`, which makes
+/// every database so made share one; a malformed value is refused before anything is written.
+pub fn note_test_identity() -> CliResult {
+    let (id, source) = mhdb::db::identity_for_new_database(None)?;
+    if source == mhdb::db::IdentitySource::Environment {
+        message(format_args!(
+            "identity {id} from {} (for tests; every database made so shares it)",
+            mhdb::db::TEST_IDENTITY_ENV
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::wildcard_match;
@@ -202,18 +216,4 @@ mod tests {
         assert!(matches("a[b", "a[b"), "an unclosed bracket is itself");
         assert!(matches("*.*", "naïve.db") && !matches("*.*", "naive"));
     }
-}
-
-/// Before a command makes a database (create, and the destination of export, merge and
-/// upgrade): says on stderr when its identity comes from `MHDB_TEST_IDENTITY`, which makes
-/// every database so made share one; a malformed value is refused before anything is written.
-pub fn note_test_identity() -> CliResult {
-    let (id, source) = mhdb::db::identity_for_new_database(None)?;
-    if source == mhdb::db::IdentitySource::Environment {
-        message(format_args!(
-            "identity {id} from {} (for tests; every database made so shares it)",
-            mhdb::db::TEST_IDENTITY_ENV
-        ));
-    }
-    Ok(())
 }
