@@ -181,9 +181,11 @@ impl fmt::Display for Error {
             Error::NeedsUpgrade { path, found } => write!(
                 f,
                 "{} is in format version {found}, which this build opens read-only; \
-                 run `mhdb upgrade {}` to convert it",
+                 run `mhdb upgrade {}` (Python: `mhdb.Index.upgrade(path)`) to convert it to \
+                 version {}",
                 path.display(),
-                path.display()
+                path.display(),
+                crate::storage::manifest::MANIFEST_VERSION
             ),
             Error::Unsupported { path, feature } => write!(
                 f,

@@ -236,8 +236,8 @@ fn a_missing_named_file_is_corruption_naming_it() {
 }
 
 /// A WAL record with a valid checksum but an unknown operation tag: recovery reports the
-/// WAL file and the file offset of that tag byte (header 24 bytes, record header 17, the op
-/// count 4: byte 45), not the record's start or the payload's.
+/// WAL file and the file offset of that tag byte (header 52 bytes, record header 17, the op
+/// count 4: byte 73), not the record's start or the payload's.
 #[test]
 fn a_bad_op_inside_a_valid_wal_record_is_located_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -252,12 +252,15 @@ fn a_bad_op_inside_a_valid_wal_record_is_located_exactly() {
         .find(|p| p.extension().is_some_and(|e| e == "log"))
         .expect("a WAL file");
     let mut bytes = std::fs::read(&wal).unwrap();
-    let (record, tag) = (24usize, 45usize);
+    let (record, tag) = (52usize, 73usize);
     let payload_len = u32::from_le_bytes(bytes[record + 4..record + 8].try_into().unwrap());
     let end = record + 17 + payload_len as usize;
-    assert_eq!(bytes[tag], 1, "the first op is an insert (tag 1)");
+    assert_eq!(bytes[tag], 4, "the first op is an insert (tag 4)");
     bytes[tag] = 9;
-    let crc = crc32fast::hash(&bytes[record + 4..end]);
+    // Version 3 seeds the record CRC with the header's db_id and file_id (bytes 16..40).
+    let mut seeded = bytes[16..40].to_vec();
+    seeded.extend_from_slice(&bytes[record + 4..end]);
+    let crc = crc32fast::hash(&seeded);
     bytes[record..record + 4].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&wal, bytes).unwrap();
     let err = Db::open(&path, opts()).expect_err("recovery must refuse the record");

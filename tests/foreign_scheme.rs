@@ -79,9 +79,9 @@ fn foreign_signatures_are_stored_queried_and_text_is_refused() {
         assert!(!db.contains("x").unwrap(), "a refused batch has no effect");
         drop(db);
 
-        // The scheme is in the manifest, at its documented place (format/manifest.md):
-        // magic 8, version 4, generation 8, spec_version 4, index kind 1, then the scheme
-        // byte.
+        // The scheme is in the manifest, at its documented place (format/manifest.md,
+        // version 3): magic 8, version 4, generation 8, db_id 16, features 8, spec_version 4,
+        // index kind 1, then the scheme byte.
         let manifest = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -92,7 +92,7 @@ fn foreign_signatures_are_stored_queried_and_text_is_refused() {
                     .starts_with("MANIFEST-")
             })
             .unwrap();
-        assert_eq!(std::fs::read(&manifest).unwrap()[25], scheme.code());
+        assert_eq!(std::fs::read(&manifest).unwrap()[49], scheme.code());
 
         let db = Db::open_read_only(&path).unwrap();
         assert_eq!(db.params().sketch.scheme, scheme);

@@ -12,7 +12,7 @@
 //!
 //! The fixture is never regenerated. A later format version adds a fixture of its own and
 //! keeps this one as a compatibility test. `regenerate_fixture` (ignored) is the generator that
-//! wrote it, kept to document how it was made; today's writer writes version 2, so it refuses
+//! wrote it, kept to document how it was made; today's writer writes version 3, so it refuses
 //! to write its output over this version-1 fixture (`common::golden::replace_fixture`, checked
 //! by `the_generator_refuses_to_replace_the_v1_fixture`).
 
@@ -131,7 +131,7 @@ fn committed_fixture_is_refused_to_writers_and_upgrades_with_the_same_answers() 
 
 // ---------------------------------------------------------------------------------------------
 // The generator. It ran once, when mhdb wrote version 1; the tests above check its output
-// forever. Run today, it writes version 2.
+// forever. Run today, it writes version 3.
 
 /// Builds the fixture in `dir` and returns what it should answer.
 fn generate(dir: &Path) -> Value {
@@ -337,15 +337,15 @@ fn describe(dir: &Path, model: &Model, queries: &[(&str, String)]) -> Value {
     })
 }
 
-/// The generator's output (version 2, today) is refused as the version-1 fixture, and a
-/// version-2 output is refused over the committed version-1 fixture, before anything is
+/// The generator's output (version 3, today) is refused as the version-1 fixture, and a
+/// version-3 output is refused over the committed version-1 fixture, before anything is
 /// written. Run on copies of the fixture and its answers.
 #[test]
 fn the_generator_refuses_to_replace_the_v1_fixture() {
     let tmp = tempfile::tempdir().unwrap();
     let generated = tmp.path().join("generated");
     let answers = generate(&generated);
-    assert_eq!(answers["format_version"], 2);
+    assert_eq!(answers["format_version"], 3);
     let fixture = tmp.path().join("db-v1");
     let expected_copy = tmp.path().join("db-v1.expected.json");
     std::fs::create_dir(&fixture).unwrap();
@@ -353,7 +353,7 @@ fn the_generator_refuses_to_replace_the_v1_fixture() {
         std::fs::write(fixture.join(name), bytes).unwrap();
     }
     std::fs::copy(EXPECTED, &expected_copy).unwrap();
-    for version in [1, 2] {
+    for version in [1, 3] {
         let refused = std::panic::catch_unwind(|| {
             replace_fixture(&fixture, &expected_copy, &generated, &answers, version);
         });
@@ -391,7 +391,7 @@ fn regenerate_fixture() {
     );
     assert_eq!(runs[0].1, runs[1].1);
 
-    // Today's writer writes version 2: this refuses to write its output here.
+    // Today's writer writes version 3: this refuses to write its output here.
     replace_fixture(
         Path::new(FIXTURE),
         Path::new(EXPECTED),

@@ -15,6 +15,15 @@ fn options() -> Options {
     }
 }
 
+/// Opens `dir` read-only or as a writer.
+fn open_as(dir: &Path, read_only: bool) -> mhdb::Result<Db> {
+    if read_only {
+        Db::open_read_only(dir)
+    } else {
+        Db::open(dir, options())
+    }
+}
+
 /// A database closed cleanly after a few acknowledged writes: its newest WAL file holds them
 /// and its seal. Returns that file.
 fn closed_with_wal(dir: &Path) -> PathBuf {
@@ -44,14 +53,10 @@ fn a_flipped_wal_version_is_corruption() {
     let dir = tmp.path().join("db");
     let wal = closed_with_wal(&dir);
     let mut bytes = std::fs::read(&wal).unwrap();
-    bytes[8] ^= 0x04; // version 2 -> 6
+    bytes[8] ^= 0x04; // version 3 -> 7
     std::fs::write(&wal, &bytes).unwrap();
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(&dir)
-        } else {
-            Db::open(&dir, options())
-        };
+        let opened = open_as(&dir, read_only);
         match opened {
             Err(Error::Corruption { path, .. }) => assert_eq!(path, wal),
             Err(other) => panic!("read_only {read_only}: {other:?}"),
@@ -155,9 +160,11 @@ fn reseal_segment(b: &mut [u8]) {
 }
 
 /// A stored shingle set whose bytes match every checksum but break the coding (its count one
-/// more than its values) is refused by compaction and export, like a damaged signature: they
-/// used to copy the bytes into a new segment under fresh checksums, exit 0, and leave a result
-/// whose reads failed naming the new file (the sweep's `reseal` mutations).
+/// more than its values) is refused by export, like a damaged signature: it used to copy the
+/// bytes into a new segment under fresh checksums, exit 0, and leave a result whose reads
+/// failed naming the new file (the sweep's `reseal` mutations). (Made in a copy of the
+/// version-2 fixture, whose manifest pins no segment checksum; a version-3 manifest's
+/// `meta_crc` refuses such a segment at open, before any compaction.)
 #[test]
 fn compaction_and_export_refuse_a_stored_set_that_does_not_decode() {
     let tmp = tempfile::tempdir().unwrap();
@@ -193,19 +200,11 @@ fn compaction_and_export_refuse_a_stored_set_that_does_not_decode() {
     reseal_segment(&mut b);
     std::fs::write(&seg, &b).unwrap();
 
-    let db = Db::open(
-        &dir,
-        Options {
-            auto_compact: false,
-            ..options()
-        },
-    )
-    .unwrap();
+    let db = Db::open_read_only(&dir).unwrap();
     let refused = |r: mhdb::Result<()>, what: &str| match r {
         Err(Error::Corruption { path, .. }) => assert_eq!(path, seg, "{what}"),
         other => panic!("{what}: {other:?}"),
     };
-    refused(db.compact_full(), "compact_full");
     refused(db.export(tmp.path().join("export")), "export");
     assert!(!db.verify().unwrap().is_ok());
     drop(db);
@@ -281,11 +280,7 @@ fn forge_manifest(dir: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
 /// Opening `dir`, read-only and as a writer, fails with corruption of `path` at `offset`.
 fn assert_refused(dir: &Path, path: &Path, offset: u64) {
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(dir)
-        } else {
-            Db::open(dir, options())
-        };
+        let opened = open_as(dir, read_only);
         match opened {
             Err(Error::Corruption {
                 path: p, offset: o, ..
@@ -296,13 +291,14 @@ fn assert_refused(dir: &Path, path: &Path, offset: u64) {
     }
 }
 
-// Offsets in a version-2 manifest of the default parameters (`format/manifest.md`): the
-// parameters take bytes 20..101, then next_docno, wal_start, wal_next_seq, next_file_id, the
-// deletion list's three fields, the segment count, and 40-byte segment entries.
-const SHINGLE_FLAGS_AT: usize = 44;
-const WAL_START_AT: usize = 109;
-const NEXT_FILE_ID_AT: usize = 125;
-const FIRST_SEGMENT_DOCS_AT: usize = 161 + 24;
+// Offsets in a version-3 manifest of the default parameters (`format/manifest.md`): the
+// header and parameters take bytes 0..126, one banding 24 bytes, no keep field; then (P = 150)
+// next_docno, wal_start, wal_next_seq, next_file_id, the deletion list's four fields, the
+// segment count, and 44-byte segment entries.
+const SHINGLE_FLAGS_AT: usize = 70;
+const WAL_START_AT: usize = 158;
+const NEXT_FILE_ID_AT: usize = 174;
+const FIRST_SEGMENT_DOCS_AT: usize = 150 + 64 + 24;
 
 /// A manifest whose `wal_start` is past every WAL file (its counter moved with it) used to
 /// open with no document at all, and the next writer deleted the WAL that held them: the WAL
@@ -336,18 +332,26 @@ fn a_manifest_whose_wal_start_is_past_its_counter_is_corruption() {
     assert_refused(&dir, &manifest, WAL_START_AT as u64);
 }
 
-/// No version-2 writer sets a `shingle_flags` bit beyond the three it defines: one set is
-/// damage (it used to be ignored, and text signed as if it were not there).
+/// A `shingle_flags` bit this build does not define (it used to be ignored, and text signed
+/// as if it were not there) is refused: in a version-3 manifest, whose CRC matched, as a
+/// newer writer's feature (unsupported), never read past.
 #[test]
-fn unknown_shingle_flags_in_a_version_2_manifest_are_corruption() {
+fn unknown_shingle_flags_in_a_manifest_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     closed_with_wal(&dir);
-    let manifest = forge_manifest(&dir, |b| {
+    forge_manifest(&dir, |b| {
         assert_eq!(b[SHINGLE_FLAGS_AT] & !0x07, 0);
         b[SHINGLE_FLAGS_AT] |= 0x40;
     });
-    assert_refused(&dir, &manifest, SHINGLE_FLAGS_AT as u64);
+    for read_only in [true, false] {
+        let opened = open_as(&dir, read_only);
+        match opened {
+            Err(Error::Unsupported { feature, .. }) => assert!(feature.contains("shingle")),
+            Err(other) => panic!("read_only {read_only}: {other:?}"),
+            Ok(_) => panic!("read_only {read_only}: opened a forged database"),
+        }
+    }
 }
 
 /// A segment entry's `docs` must be the count its segment holds (it used to be checked only
@@ -375,10 +379,10 @@ fn a_manifest_with_a_wrong_segment_doc_count_is_corruption() {
 
 /// The offsets of the WAL batch records of `wal` that hold one delete and nothing else.
 fn lone_deletes(wal: &[u8]) -> Vec<usize> {
-    // Header 24 bytes; a record is crc, length, type, sequence (17 bytes), then its payload:
-    // a lone delete is count 1, tag 2, docno.
+    // Header 52 bytes (version 3); a record is crc, length, type, sequence (17 bytes), then
+    // its payload: a lone delete is count 1, tag 2, docno.
     let mut found = Vec::new();
-    let mut at = 24;
+    let mut at = 52;
     while at + 17 <= wal.len() {
         let len = u32::from_le_bytes(wal[at + 4..at + 8].try_into().unwrap()) as usize;
         if len == 0 {
@@ -393,10 +397,12 @@ fn lone_deletes(wal: &[u8]) -> Vec<usize> {
 }
 
 /// Sets the docno of the lone delete in the record at `at` to `docno` and recomputes the
-/// record's CRC.
+/// record's CRC (seeded, in version 3, with the header's db_id and file_id, bytes 16..40).
 fn set_deleted_docno(wal: &mut [u8], at: usize, docno: u64) {
     wal[at + 22..at + 30].copy_from_slice(&docno.to_le_bytes());
-    let crc = crc32fast::hash(&wal[at + 4..at + 30]);
+    let mut seeded = wal[16..40].to_vec();
+    seeded.extend_from_slice(&wal[at + 4..at + 30]);
+    let crc = crc32fast::hash(&seeded);
     wal[at..at + 4].copy_from_slice(&crc.to_le_bytes());
 }
 

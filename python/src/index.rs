@@ -129,6 +129,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
         s.expected_recall_at_threshold,
     )?;
     d.set_item("torn_tails", s.torn_tails)?;
+    d.set_item("identity", s.identity.map(|id| id.to_string()))?;
     Ok(d)
 }
 
@@ -316,12 +317,12 @@ impl PyIndex {
         PyShards::open(py, paths, key_file)
     }
 
-    /// Converts an index written in format version 1 (which opens read-only) to the current
+    /// Converts an index written in format version 1 or 2 (which opens read-only) to the current
     /// format in place, as ``mhdb upgrade`` does; returns ``False`` when it was already current.
-    /// With ``keep_old=True`` the version-1 files stay in ``.<name>.mhdb-v1`` beside it.
+    /// With ``keep_old=True`` the old files stay in ``.<name>.mhdb-v<N>`` beside it.
     ///
     /// Raises:
-    ///     CorruptionError: the version-1 files are damaged (nothing is changed).
+    ///     CorruptionError: the old files are damaged (nothing is changed).
     ///     LockedError: a writer holds the index.
     #[staticmethod]
     #[pyo3(signature = (path, keep_old = false))]

@@ -122,9 +122,9 @@ pub enum Command {
         after_help = "Example:\n  mhdb compact idx\n\nPrints what it did on stderr (--json: {\"live_docs\", \"segments\"} on stdout)."
     )]
     Compact(JsonDbArgs),
-    /// Convert a database written in format version 1 to the current format, in place.
+    /// Convert a database written in format version 1 or 2 to the current format, in place.
     #[command(
-        after_help = "Example:\n  mhdb upgrade idx\n\nA version-1 database opens read-only; writing needs this conversion first. The\nversion-1 files are read (every checksum checked), the live documents written as a new\ndatabase beside them, and the directories swapped; an interrupted upgrade leaves the\nversion-1 database as it was (run it again). Prints what it did on stderr (--json:\n{\"upgraded\", \"kept\"} on stdout).\nExit codes: 0 upgraded or already current; 1 I/O or locked; 3 corruption."
+        after_help = "Example:\n  mhdb upgrade idx\n\nA database of version 1 or 2 opens read-only; writing needs this conversion first. The\nold files are read (every checksum checked), the live documents written as a new\ndatabase (under a new identity) beside them, and the directories swapped; an interrupted\nupgrade leaves the old database as it was (run it again). Prints what it did on stderr (--json:\n{\"upgraded\", \"kept\"} on stdout).\nExit codes: 0 upgraded or already current; 1 I/O or locked; 3 corruption."
     )]
     Upgrade(UpgradeArgs),
     /// Counts, sizes, bucket distributions and parameters.
@@ -239,7 +239,7 @@ pub struct JsonDbArgs {
 pub struct UpgradeArgs {
     /// Database directory.
     pub db: PathBuf,
-    /// Keep the version-1 files in `.<name>.mhdb-v1` beside the database.
+    /// Keep the old files in `.<name>.mhdb-v<N>` (N: their version) beside the database.
     #[arg(long)]
     pub keep_old: bool,
     /// JSON output.

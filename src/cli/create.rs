@@ -146,6 +146,7 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
             args.db.display()
         ));
     }
+    super::databases::note_test_identity()?;
     let created = Db::create(
         &args.db,
         params,

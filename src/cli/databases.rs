@@ -10,7 +10,7 @@ use mhdb::db::{Db, Options, ReadIndex, Shards};
 use mhdb::sketch::SecretKey;
 use mhdb::storage::vfs::StdFs;
 
-use super::output::{CliError, CliResult};
+use super::output::{CliError, CliResult, message};
 
 /// What a command reads: one database, or shards answering as one index, read alike through
 /// [`ReadIndex`] (which of the two is decided here, once).
@@ -177,6 +177,20 @@ fn set_matches(set: &[char], c: char) -> bool {
         }
     }
     found != negated
+}
+
+/// Before a command makes a database (create, and the destination of export, merge and
+/// upgrade): says on stderr when its identity comes from `MHDB_TEST_IDENTITY`, which makes
+/// every database so made share one; a malformed value is refused before anything is written.
+pub fn note_test_identity() -> CliResult {
+    let (id, source) = mhdb::db::identity_for_new_database(None)?;
+    if source == mhdb::db::IdentitySource::Environment {
+        message(format_args!(
+            "identity {id} from {} (for tests; every database made so shares it)",
+            mhdb::db::TEST_IDENTITY_ENV
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

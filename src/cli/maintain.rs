@@ -11,9 +11,10 @@ use super::databases::Databases;
 use super::output::{CliError, CliResult, message, outln};
 use super::shapes;
 
-/// `mhdb upgrade`: converts a version-1 database in place; what it did on stderr (`--json`:
+/// `mhdb upgrade`: converts a database of version 1 or 2 in place; what it did on stderr (`--json`:
 /// on stdout).
 pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
+    super::databases::note_test_identity()?;
     let done = Db::upgrade(&args.db, args.keep_old)?;
     let (upgraded, kept) = match &done {
         Upgraded::Converted { kept } => (true, kept.clone()),
@@ -25,7 +26,7 @@ pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
     } else if upgraded {
         match kept {
             Some(k) => message(format_args!(
-                "upgraded {} to format version {}; the version-1 files are in {}",
+                "upgraded {} to format version {}; the old files are in {}",
                 args.db.display(),
                 mhdb::db::MANIFEST_VERSION,
                 k.display()
@@ -106,6 +107,7 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
     // A snapshot is all an export reads: it runs beside a writer, and on a read-only copy.
     let db = Db::open_read_only(&args.db)?;
     super::output::report_recovery(&db);
+    super::databases::note_test_identity()?;
     if args.allow_damaged {
         for skipped in db.export_past_damage(&args.dest)? {
             super::output::warn(format_args!(
@@ -172,7 +174,10 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
     }
     let target = match existing {
         Some(db) => db,
-        None => Db::open_or_create(&args.dest, params, Options::default())?,
+        None => {
+            super::databases::note_test_identity()?;
+            Db::open_or_create(&args.dest, params, Options::default())?
+        }
     };
     super::output::report_recovery(&target);
     let mut sources = Vec::new();
@@ -245,6 +250,9 @@ fn print_stats_text(s: &Stats) -> CliResult {
         );
     } else {
         outln!("format        version {}", s.format_version);
+    }
+    if let Some(id) = s.identity {
+        outln!("identity      {id}");
     }
     if !p.key_fingerprint.is_unkeyed() {
         outln!(

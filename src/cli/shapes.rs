@@ -234,6 +234,7 @@ pub fn stats(s: &Stats) -> Value {
     let p = &s.params;
     json!({
         "format_version": s.format_version,
+        "identity": s.identity.map(|id| id.to_string()),
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,

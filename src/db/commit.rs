@@ -216,7 +216,7 @@ impl Db {
         // The new version is loaded (its files mapped and checked) before the commit point, so
         // that nothing after it can fail: an error from here on means not committed.
         let added = match new_segment {
-            Some(meta) => Some(Arc::new(load_segment(vfs, &self.dir, meta)?)),
+            Some(meta) => Some(Arc::new(load_segment(vfs, &self.dir, meta, self.db_id)?)),
             None => None,
         };
         let version = old.successor(vfs, &self.dir, manifest, added)?;
@@ -245,8 +245,9 @@ impl Db {
         );
         let mut builder = builder?;
         builder.set_signatures(signatures?)?;
-        let bytes = builder.finish_parts(&self.params.segment_options())?;
+        // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
+        let bytes = builder.finish_parts_as(&self.params.segment_options(), self.db_id.file(id))?;
         let path = self.dir.join(names::segment_name(id));
         write_new_file_parts(
             self.vfs.as_ref(),
@@ -261,7 +262,7 @@ impl Db {
             docs: input.live.len() as u64,
             file_len: bytes.len() as u64,
             siglog_crc: 0,
-            meta_crc: 0,
+            meta_crc: bytes.meta_crc,
         }))
     }
 
@@ -293,15 +294,16 @@ impl Db {
         if sorted.is_empty() {
             return Ok(DeletionsMeta::default());
         }
-        let bytes = deletions::encode(sorted, None);
+        // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
+        let bytes = deletions::encode(sorted, self.db_id.file(id));
         let path = self.dir.join(names::deletions_name(id));
         write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
         Ok(DeletionsMeta {
             id,
             count: sorted.len() as u64,
             file_len: bytes.len() as u64,
-            crc: 0,
+            crc: deletions::trailing_crc(&bytes),
         })
     }
 

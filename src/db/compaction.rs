@@ -12,7 +12,7 @@ use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::{Segment, combine_segments};
+use crate::storage::segment::{Segment, combine_segments_as};
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -91,13 +91,17 @@ impl Db {
         // block and section checksums are checked first (`combine_segments`), so that damage
         // never gets a fresh checksum here.
         let segs: Vec<_> = inputs.iter().map(|s| &s.seg).collect();
-        let bytes = combine_segments(&segs, is_live, &self.params.segment_options())?;
+        // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
+        let identity = self.db_id.file(id);
+        let parts = combine_segments_as(&segs, is_live, &self.params.segment_options(), identity)?;
+        let meta_crc = parts.meta_crc;
+        let bytes = parts.into_vec();
         let path = self.dir.join(names::segment_name(id));
         write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
-        // The entry counts the documents of the bytes just built, and the new version checks
-        // it against the mapped file as it checks every segment it maps.
-        let docs = Segment::open(bytes.as_slice(), &path)?.doc_count();
+        // The entry takes its count and checksum from the bytes just built, and the new
+        // version checks them against the mapped file as it checks every segment it maps.
+        let docs = Segment::open_as(bytes.as_slice(), &path, identity)?.doc_count();
         let meta = SegmentMeta {
             id,
             base,
@@ -105,9 +109,9 @@ impl Db {
             docs,
             file_len: bytes.len() as u64,
             siglog_crc: 0,
-            meta_crc: 0,
+            meta_crc,
         };
-        let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone())?;
+        let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone(), self.db_id)?;
         // Deletions inside the merged range are gone from the segments now.
         let remaining: Vec<u64> = version
             .deletions

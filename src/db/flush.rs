@@ -66,10 +66,11 @@ impl Db {
         let id = self.new_file_id();
         let path = self.dir.join(names::wal_name(id));
         let first_seq = self.group_commit.next_seq();
-        let writer = match WalWriter::create(self.vfs.as_ref(), &path, first_seq, None) {
-            Ok(w) => w,
-            Err(e) => return self.fail(e),
-        };
+        let writer =
+            match WalWriter::create(self.vfs.as_ref(), &path, first_seq, self.db_id.file(id)) {
+                Ok(w) => w,
+                Err(e) => return self.fail(e),
+            };
         if let Err(e) = self.vfs.sync_dir(&self.dir) {
             return self.fail(Error::io(&self.dir, "fsync directory", e));
         }

@@ -146,6 +146,9 @@ pub struct Db {
     /// Serializes flushes and compactions (the manifest writers).
     maintenance: Mutex<()>,
     next_file_id: AtomicU64,
+    /// The database's identity, which every file it writes carries ([`DbId::NONE`] for a
+    /// database of version 1 or 2, opened read-only).
+    db_id: DbId,
     /// Set by the first failed write or sync: from then on writes are refused.
     failed: AtomicBool,
     /// The error that set `failed`, as reported: every refusal after it names it.
@@ -242,6 +245,12 @@ impl Db {
     /// The directory of the database.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// The database's identity (`format/v3-design.md`, "Database identity"); `None` for a
+    /// database of format version 1 or 2, which has none.
+    pub fn identity(&self) -> Option<DbId> {
+        (!self.db_id.is_none()).then_some(self.db_id)
     }
 
     /// Whether `key` is present.

@@ -19,6 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use super::Db;
 use super::commit::write_manifest;
 use super::group_commit::GroupCommit;
+use super::identity::identity_for_new_database;
 use super::kind::Sketcher;
 use super::memtable::MemTable;
 use super::options::Options;
@@ -64,11 +65,21 @@ pub(super) fn create(
     {
         return Err(already_a_database(dir));
     }
-    WalWriter::create(vfs.as_ref(), &dir.join(names::wal_name(1)), 1, None)?;
+    let (db_id, _) = identity_for_new_database(opts.identity)?;
+    let wal = dir.join(names::wal_name(1));
+    // One left by an interrupted create holds no record (nothing is written to a WAL before
+    // CURRENT exists) and carries that attempt's identity: replaced.
+    if vfs.exists(&wal).map_err(Error::io_on(&wal, "stat"))? {
+        vfs.remove_file(&wal).map_err(Error::io_on(
+            &wal,
+            "remove a WAL an interrupted create left",
+        ))?;
+    }
+    WalWriter::create(vfs.as_ref(), &wal, 1, db_id.file(1))?;
     let manifest = Manifest {
         format_version: MANIFEST_VERSION,
         generation: 1,
-        db_id: DbId::NONE,
+        db_id,
         features: Features::NONE,
         params,
         next_docno: 0,
@@ -166,6 +177,7 @@ fn handle(
         cut_tails,
     } = committed;
     let params = version.manifest.params;
+    let db_id = version.manifest.db_id;
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
@@ -174,7 +186,7 @@ fn handle(
     let group_commit = if read_only {
         GroupCommit::read_only()
     } else {
-        start_wal(vfs.as_ref(), &dir, &next_file_id, last_seq)?
+        start_wal(vfs.as_ref(), &dir, &next_file_id, last_seq, db_id)?
     };
     let state = RwLock::new(State {
         mem,
@@ -194,6 +206,7 @@ fn handle(
         group_commit,
         maintenance: Mutex::new(()),
         next_file_id,
+        db_id,
         failed: AtomicBool::new(false),
         failure: parking_lot::Mutex::new(None),
         memory_ahead: AtomicBool::new(false),
@@ -344,14 +357,15 @@ fn read_committed(
     previous: Option<&Version>,
 ) -> Result<Committed> {
     let manifest = read_manifest(vfs, dir)?;
+    // Versions 1 and 2 are read, never written: their files carry no identity.
+    if manifest.format_version != MANIFEST_VERSION && !read_only {
+        return Err(Error::NeedsUpgrade {
+            path: dir.to_path_buf(),
+            found: manifest.format_version,
+        });
+    }
     if manifest.format_version == MANIFEST_V1 {
-        // Version 1 is read (its signatures are in the signature log), never written.
-        if !read_only {
-            return Err(Error::NeedsUpgrade {
-                path: dir.to_path_buf(),
-                found: MANIFEST_V1,
-            });
-        }
+        // Its signatures are in the signature log.
         check_signature_log(vfs, dir, &manifest)?;
     }
     let version = match previous {
@@ -409,7 +423,7 @@ fn check_wal_fields(vfs: &dyn Vfs, dir: &Path, listing: &[String], m: &Manifest)
         if let Some(FileKind::Wal(id)) = names::classify(name)
             && id < m.wal_start
         {
-            check_folded_wal(vfs, &dir.join(name), m, &path, fields.wal_start())?;
+            check_folded_wal(vfs, &dir.join(name), id, m, &path, fields.wal_start())?;
         }
     }
     Ok(())
@@ -419,14 +433,24 @@ fn check_wal_fields(vfs: &dyn Vfs, dir: &Path, listing: &[String], m: &Manifest)
 /// only records numbered below `wal_next_seq`, those the manifest folded in; else the error
 /// names the manifest's `wal_start` (at `wal_start_at` of `manifest_path`). The file is
 /// obsolete otherwise: gone meanwhile (a writer removed it) or damaged, it is not read further.
+/// An intact header must still carry this database's identity and the file's number: a file
+/// from elsewhere is not a leftover of this database.
 fn check_folded_wal(
     vfs: &dyn Vfs,
     wal: &Path,
+    id: u64,
     m: &Manifest,
     manifest_path: &Path,
     wal_start_at: u64,
 ) -> Result<()> {
-    let read = WalReader::replay(vfs, wal, None, |seq, offset, _| {
+    let identity = m.db_id.file(id);
+    match WalReader::check_header(vfs, wal, identity) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(());
+        }
+        checked => checked?,
+    }
+    let read = WalReader::replay(vfs, wal, identity, |seq, offset, _| {
         if seq < m.wal_next_seq {
             return Ok(());
         }
@@ -448,6 +472,13 @@ fn check_folded_wal(
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// The identity of the database in `dir`, read from its manifest: `None` when there is none
+/// to read (no database, one of version 1 or 2, or one that does not open: its open says why).
+pub(super) fn stored_identity(dir: &Path) -> Option<DbId> {
+    let manifest = read_manifest(&crate::storage::vfs::StdFs, dir).ok()?;
+    (!manifest.db_id.is_none()).then_some(manifest.db_id)
 }
 
 /// CURRENT, then the manifest it names, checked against CURRENT's pin of its length and
@@ -548,9 +579,11 @@ fn start_wal(
     dir: &Path,
     next_file_id: &AtomicU64,
     last_seq: u64,
+    db_id: DbId,
 ) -> Result<GroupCommit> {
     let id = next_file_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let writer = WalWriter::create(vfs, &dir.join(names::wal_name(id)), last_seq + 1, None)?;
+    let path = dir.join(names::wal_name(id));
+    let writer = WalWriter::create(vfs, &path, last_seq + 1, db_id.file(id))?;
     vfs.sync_dir(dir)
         .map_err(Error::io_on(dir, "fsync directory"))?;
     Ok(GroupCommit::new(id, writer, last_seq))

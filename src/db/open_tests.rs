@@ -112,7 +112,7 @@ fn a_wal_cut_by_its_writer_while_a_reader_reads_its_tail_ends_where_it_now_ends(
         cut_to: end,
         done: Arc::new(AtomicBool::new(false)),
     };
-    assert_eq!(torn_tail_to_keep(&vfs, &path, end).unwrap(), None);
+    assert_eq!(torn_tail_to_keep(&vfs, &path, end, None).unwrap(), None);
     assert_eq!(
         std::fs::metadata(&path).unwrap().len(),
         end,
@@ -126,13 +126,16 @@ fn a_record_finished_after_the_replay_is_no_torn_tail() {
     let (path, first_end, _) = live_wal(tmp.path());
     // The replay stopped after the first record (the second was unfinished then); by the
     // time the tail is read the second record is whole.
-    assert_eq!(torn_tail_to_keep(&StdFs, &path, first_end).unwrap(), None);
+    assert_eq!(
+        torn_tail_to_keep(&StdFs, &path, first_end, None).unwrap(),
+        None
+    );
     // Damage to that record is still kept and reported.
     let mut bytes = std::fs::read(&path).unwrap();
     let at = usize::try_from(first_end).unwrap() + 20;
     bytes[at] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    let kept = torn_tail_to_keep(&StdFs, &path, first_end).unwrap();
+    let kept = torn_tail_to_keep(&StdFs, &path, first_end, None).unwrap();
     assert!(kept.is_some_and(|k| !k.is_empty()));
 }
 
@@ -158,7 +161,7 @@ fn open_error(dir: &Path) -> String {
     crate::db::Db::open_read_only(dir).unwrap_err().to_string()
 }
 
-/// Version 2 numbers records across WAL files: a missing older file is a gap, found at the
+/// Versions 2 and 3 number records across WAL files: a missing older file is a gap, found at the
 /// newer file's first record.
 #[test]
 fn a_missing_older_wal_file_is_a_gap_in_the_numbering() {
@@ -173,12 +176,19 @@ fn a_missing_older_wal_file_is_a_gap_in_the_numbering() {
     );
 }
 
-/// Version 2: every WAL file but the newest ends with its seal.
+/// Versions 2 and 3: every WAL file but the newest ends with its seal.
 #[test]
 fn an_older_wal_file_without_its_seal_lost_its_end() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, wals) = two_wal_files(tmp.path());
-    let replayed = |path: &Path| WalReader::replay(&StdFs, path, None, |_, _, _| Ok(())).unwrap();
+    // The identity the files carry (version 3: `db_id` at 16, `file_id` at 32).
+    let header = std::fs::read(&wals[0]).unwrap();
+    let identity = Some(crate::storage::identity::FileIdentity {
+        db_id: crate::storage::identity::DbId(header[16..32].try_into().unwrap()),
+        file_id: u64::from_le_bytes(header[32..40].try_into().unwrap()),
+    });
+    let replayed =
+        |path: &Path| WalReader::replay(&StdFs, path, identity, |_, _, _| Ok(())).unwrap();
     assert!(replayed(&wals[0]).sealed);
     // A seal is a record header and the file's 8-byte record count.
     let seal_len = crate::storage::wal::RECORD_HEADER_LEN as u64 + 8;

@@ -34,6 +34,11 @@ pub struct Options {
     /// index without it reads the key file named by `MHDB_KEY_FILE`, if set; with no key at all
     /// the index still answers signature queries, and refuses text ones, saying why.
     pub key: Option<crate::sketch::SecretKey>,
+    /// The identity of a database this handle creates ([`Db::create`](super::Db::create), and
+    /// the destination of an export or upgrade): for tests and fixture generators. `None`
+    /// draws one (or takes [`TEST_IDENTITY_ENV`](super::TEST_IDENTITY_ENV) when set). Ignored
+    /// by an open.
+    pub identity: Option<crate::storage::identity::DbId>,
 }
 
 impl Default for Options {
@@ -45,6 +50,7 @@ impl Default for Options {
             merge_factor: 4,
             expect_sketch: None,
             key: None,
+            identity: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::memtable::MemTable;
 use super::version::{Manifest, Version};
+use crate::storage::identity::FileIdentity;
 use crate::storage::manifest::MANIFEST_V1;
 use crate::storage::names::{self, FileKind};
 use crate::storage::vfs::{OpenMode, Vfs};
@@ -198,7 +199,7 @@ impl WalReplay<'_> {
     /// Replays WAL file `id` at `path` (the newest one when `is_newest`), checks its end, and
     /// settles its torn tail.
     fn file(&mut self, id: u64, path: &Path, is_newest: bool) -> Result<()> {
-        let replay = self.records(path)?;
+        let replay = self.records(id, path)?;
         self.last_seq = self
             .rules
             .after_file(path, &replay, self.last_seq, is_newest)?;
@@ -211,13 +212,15 @@ impl WalReplay<'_> {
             return Err(Error::corruption(path, replay.valid_len, what));
         }
         if !self.read_only {
-            let cut = settle_replayed_wal(self.vfs, self.dir, id, path, &replay)?;
+            let identity = self.version.manifest.db_id.file(id);
+            let cut = settle_replayed_wal(self.vfs, self.dir, (id, identity), path, &replay)?;
             self.cut_tails.extend(cut);
         } else if replay.torn_tail_bytes > 0 {
             // Readers change no byte, but a torn tail that a writer's open would keep aside is
             // reported all the same: a live writer never shows one (it writes zeros ahead of a
             // record and the record's checksum last), so it is a crash's or damage.
-            if let Some(kept) = torn_tail_to_keep(self.vfs, path, replay.valid_len)? {
+            let identity = self.version.manifest.db_id.file(id);
+            if let Some(kept) = torn_tail_to_keep(self.vfs, path, replay.valid_len, identity)? {
                 self.cut_tails.push(CutTail {
                     wal: path.to_path_buf(),
                     offset: replay.valid_len,
@@ -229,12 +232,13 @@ impl WalReplay<'_> {
         Ok(())
     }
 
-    /// Applies the records of the WAL file at `path` to the table.
-    fn records(&mut self, path: &Path) -> Result<Replay> {
+    /// Applies the records of WAL file `id` at `path` to the table.
+    fn records(&mut self, id: u64, path: &Path) -> Result<Replay> {
         let (rules, version) = (self.rules, self.version);
         let (mem, last_seq) = (&mut self.mem, &mut self.last_seq);
         let mut first_in_file = true;
-        WalReader::replay(self.vfs, path, None, |seq, offset, payload| {
+        let identity = version.manifest.db_id.file(id);
+        WalReader::replay(self.vfs, path, identity, |seq, offset, payload| {
             if first_in_file {
                 rules.check_first_record(path, offset, seq, *last_seq)?;
                 first_in_file = false;
@@ -269,7 +273,11 @@ fn apply_record(
     // after the record header.
     let payload_offset = offset + crate::storage::wal::RECORD_HEADER_LEN as u64;
     let layout = OpsLayout {
-        version: OpsVersion::V2,
+        version: if version.manifest.db_id.is_none() {
+            OpsVersion::V2
+        } else {
+            OpsVersion::V3
+        },
         bands: params.lsh.bands,
         sig_bytes: params.sig_bytes(),
         store_sets: params.store_sets,
@@ -349,15 +357,16 @@ fn wal_gap(path: &Path, offset: u64, found: u64, expected: u64) -> Error {
 
 /// A writer leaves a replayed WAL file as an older WAL may be: whole records only, durable.
 /// A torn tail that is not all zeros is kept aside before it is cut, and returned.
+/// `file` is the file's number and the identity its records are checked with.
 fn settle_replayed_wal(
     vfs: &dyn Vfs,
     dir: &Path,
-    id: u64,
+    file: (u64, Option<FileIdentity>),
     path: &Path,
     replay: &Replay,
 ) -> Result<Option<CutTail>> {
     let kept = if replay.torn_tail_bytes > 0 {
-        keep_torn_tail(vfs, dir, id, path, replay.valid_len)?
+        keep_torn_tail(vfs, dir, file, path, replay.valid_len)?
     } else {
         None
     };
@@ -412,11 +421,13 @@ pub struct CutTail {
 }
 
 /// The bytes of a torn tail from `valid_len` that must be kept and reported, up to the last
-/// non-zero one; `None` when it goes silently.
+/// non-zero one; `None` when it goes silently. `identity` is the one the file's records are
+/// checked with.
 pub(super) fn torn_tail_to_keep(
     vfs: &dyn Vfs,
     path: &Path,
     valid_len: u64,
+    identity: Option<FileIdentity>,
 ) -> Result<Option<Vec<u8>>> {
     let file = vfs
         .open(path, OpenMode::Read)
@@ -451,7 +462,7 @@ pub(super) fn torn_tail_to_keep(
     // Whole and intact now: a live writer (seen only by a reader) finished it after the
     // replay read it unfinished. (With the database locked the bytes cannot have changed
     // since the replay, which found no record here.)
-    if WalReader::starts_with_record(&tail, None) {
+    if WalReader::starts_with_record(&tail, identity) {
         return Ok(None);
     }
     tail.truncate(last + 1);
@@ -461,11 +472,11 @@ pub(super) fn torn_tail_to_keep(
 fn keep_torn_tail(
     vfs: &dyn Vfs,
     dir: &Path,
-    id: u64,
+    (id, identity): (u64, Option<FileIdentity>),
     path: &Path,
     valid_len: u64,
 ) -> Result<Option<CutTail>> {
-    let Some(kept) = torn_tail_to_keep(vfs, path, valid_len)? else {
+    let Some(kept) = torn_tail_to_keep(vfs, path, valid_len, identity)? else {
         return Ok(None);
     };
     let kept = kept.as_slice();

@@ -49,6 +49,8 @@ pub struct Stats {
     /// The database's format version (`format/README.md`): 1 opens read-only until
     /// `mhdb upgrade`.
     pub format_version: u32,
+    /// The database's identity (`None` for format versions 1 and 2, which have none).
+    pub identity: Option<super::DbId>,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -125,6 +127,7 @@ impl Db {
         let stored = state.stored_count();
         Ok(Stats {
             format_version: version.manifest.format_version,
+            identity: self.identity(),
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),

@@ -11,53 +11,92 @@ use super::commit::{CodedSets, Records};
 use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
+use crate::storage::identity::DbId;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
 use crate::storage::vfs::Vfs;
 use crate::{Error, Result};
 
 /// Refuses, before anything is merged, a merge whose sources name one database twice, or
-/// name the destination (under any name: directories are compared by device and inode, so a
-/// symbolic link or a `..` path is caught). Copies of one database made with `cp -r` are
-/// other directories and pass; an identity stored in the database would tell them apart.
-/// A path that does not exist yet (a destination to be created) matches nothing.
+/// name the destination: under any name (directories are compared by device and inode, so a
+/// symbolic link or a `..` path is caught), or as a copy (databases of format version 3 are
+/// compared by identity, which a copy made with `cp -r` shares). A path that does not exist
+/// yet (a destination to be created) matches nothing.
 pub fn check_merge_sources<P: AsRef<Path>>(
     dest: &Path,
     srcs: impl IntoIterator<Item = P>,
 ) -> Result<()> {
-    let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
-    if let Some(id) = directory_id(dest) {
-        seen.push((id, dest.to_path_buf()));
+    let mut seen: Vec<(DirectoryMark, PathBuf)> = Vec::new();
+    if let Some(mark) = DirectoryMark::of(dest) {
+        seen.push((mark, dest.to_path_buf()));
     }
     for src in srcs {
         let src = src.as_ref();
-        let Some(id) = directory_id(src) else {
+        let Some(mark) = DirectoryMark::of(src) else {
             continue;
         };
-        if let Some((_, earlier)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
-            let what = if earlier == dest {
-                "the destination itself".to_string()
-            } else {
-                format!("the same database as {}", earlier.display())
-            };
-            return Err(Error::invalid(
-                "merge source",
-                format!(
-                    "{} is {what}: merging a database into itself, or one source twice, would \
-                     only rewrite its documents; nothing was merged",
-                    src.display()
-                ),
-            ));
+        if let Some((earlier, how)) = seen.iter().find_map(|(m, p)| Some((p, m.same_as(&mark)?))) {
+            return Err(merge_twice(dest, src, earlier, how));
         }
-        seen.push((id, src.to_path_buf()));
+        seen.push((mark, src.to_path_buf()));
     }
     Ok(())
 }
 
-/// The device and inode of the directory at `path`, if there is one.
-fn directory_id(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// What tells two databases apart: their directory's device and inode, and their identity.
+struct DirectoryMark {
+    inode: (u64, u64),
+    identity: Option<DbId>,
+}
+
+impl DirectoryMark {
+    /// The mark of the directory at `path`, if there is one (the identity only when it holds
+    /// a database of version 3 that can be read; any other is judged by its open).
+    fn of(path: &Path) -> Option<DirectoryMark> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(DirectoryMark {
+            inode: (m.dev(), m.ino()),
+            identity: super::open::stored_identity(path),
+        })
+    }
+
+    /// How `other` is the same database: `Some(None)` the same directory, `Some(Some(id))` a
+    /// copy sharing identity `id`.
+    fn same_as(&self, other: &DirectoryMark) -> Option<Option<DbId>> {
+        if self.inode == other.inode {
+            return Some(None);
+        }
+        match (self.identity, other.identity) {
+            (Some(a), Some(b)) if a == b => Some(Some(a)),
+            _ => None,
+        }
+    }
+}
+
+/// The refusal of merging `src`, the same database as `earlier` (the destination or an
+/// earlier source), `how` saying whether by identity.
+fn merge_twice(dest: &Path, src: &Path, earlier: &Path, how: Option<DbId>) -> Error {
+    let detail = match how {
+        None => format!(
+            "{} is {}: merging a database into itself, or one source twice, would only \
+             rewrite its documents; nothing was merged",
+            src.display(),
+            if earlier == dest {
+                "the destination itself".to_string()
+            } else {
+                format!("the same database as {}", earlier.display())
+            }
+        ),
+        Some(id) => format!(
+            "{} and {} share the identity {id}: they are copies of one database (a copy made \
+             with cp -r shares its identity; mhdb export makes a copy with its own), and \
+             merging one into the other would only rewrite its documents; nothing was merged",
+            src.display(),
+            earlier.display()
+        ),
+    };
+    Error::invalid("merge source", detail)
 }
 
 /// The live documents of one source segment (or of the in-memory tables): keys, `bands` band
@@ -172,10 +211,13 @@ impl Db {
     /// Adds every live document of `src` (same parameters, else [`Error::ParameterMismatch`]).
     /// Keys already present here are replaced by `src`'s copy (merging shards in order makes
     /// the last shard win). Atomic, and durable when this returns. Returns the number of
-    /// documents added. `src` being this database itself (under any name) is refused: the
-    /// merge would rewrite every document as a copy of itself.
+    /// documents added. `src` being this database itself (under any name, or a copy sharing
+    /// its identity) is refused: the merge would rewrite every document as a copy of itself.
     pub fn merge_from(&self, src: &Db) -> Result<u64> {
         check_merge_sources(&self.dir, [&src.dir])?;
+        if let Some(id) = self.identity().filter(|id| src.identity() == Some(*id)) {
+            return Err(merge_twice(&self.dir, &src.dir, &self.dir, Some(id)));
+        }
         self.params.check_mergeable(&src.params)?;
         // One bulk insert: a merge is atomic (all of `src` or, after a crash, none of it).
         let snapshot = src.state.read().snapshot();

@@ -1,14 +1,16 @@
-//! `Db::upgrade`: converts a format-version-1 database to version 2 in place. The version-1
+//! `Db::upgrade`: converts a database of format version 1 or 2 to version 3 in place. The old
 //! files are read as a snapshot (segments, signature log and WAL tail, every checksum checked)
-//! and written as a new version-2 database beside them by the export path (live documents only,
-//! compacted); then the two directories trade places by renames and a sync of the parent.
+//! and written as a new version-3 database beside them by the export path (live documents
+//! only, compacted, under a new identity); then the two directories trade places by renames
+//! and a sync of the parent.
 //!
-//! Crash safety: until the swap, the version-1 database is untouched and the new one sits in
+//! Crash safety: until the swap, the old database is untouched and the new one sits in
 //! `.<name>.mhdb-upgrade`, which the next attempt removes. The swap is two renames (`dir` →
-//! `.<name>.mhdb-v1`, then `.<name>.mhdb-upgrade` → `dir`); interrupted between them, `dir` is
-//! missing, and the next attempt finishes it. The version-1 copy is removed once the swap is
-//! durable, unless it is asked to be kept: renamed `.<name>.mhdb-v1-discarded` first, which the
-//! next upgrade removes if a kill cut the removal short.
+//! `.<name>.mhdb-v<N>`, N the old version, then `.<name>.mhdb-upgrade` → `dir`); interrupted
+//! between them, `dir` is missing, and the next attempt finishes it. The old copy is removed
+//! once the swap is durable, unless it is asked to be kept: renamed
+//! `.<name>.mhdb-v<N>-discarded` first, which the next upgrade removes if a kill cut the
+//! removal short.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ use std::sync::Arc;
 use super::Db;
 use super::open::lock_writer;
 use super::transfer::{parent_dir, remove_dir_best_effort};
-use crate::storage::manifest::MANIFEST_V1;
+use crate::storage::manifest::{MANIFEST_V1, MANIFEST_V2, MANIFEST_VERSION};
 use crate::storage::names;
 use crate::storage::vfs::{StdFs, Vfs};
 use crate::{Error, Result};
@@ -28,15 +30,22 @@ use crate::{Error, Result};
 pub enum Upgraded {
     /// The database was already in the current format: nothing changed.
     AlreadyCurrent,
-    /// The database was converted; `kept` is where the version-1 files were kept, if asked.
+    /// The database was converted; `kept` is where the old files were kept, if asked.
     Converted {
-        /// The version-1 directory, when kept.
+        /// The old version's directory, when kept.
         kept: Option<PathBuf>,
     },
 }
 
-/// The suffix of the version-1 copy being removed after a swap.
-const DISCARDED: &str = ".mhdb-v1-discarded";
+/// The suffix of the copy of the version-`version` files, kept or being set aside.
+fn old_suffix(version: u32) -> String {
+    format!(".mhdb-v{version}")
+}
+
+/// The suffix of the old copy being removed after a swap.
+fn discarded_suffix(version: u32) -> String {
+    format!(".mhdb-v{version}-discarded")
+}
 
 /// `dir`'s sibling named `.<name><suffix>` (same filesystem, so renames are atomic).
 fn sibling(dir: &Path, suffix: &str) -> Result<PathBuf> {
@@ -54,9 +63,10 @@ fn sibling(dir: &Path, suffix: &str) -> Result<PathBuf> {
 
 impl Db {
     /// Converts the database in `dir` to the current format version (see the module docs);
-    /// keeps the version-1 files in `.<name>.mhdb-v1` beside it when `keep_old`. A database
-    /// already current is left alone. No writer may hold it (a running version-1 `mhdb` would
-    /// be refused its lock, and so is this while one runs).
+    /// keeps the old files in `.<name>.mhdb-v<N>` beside it when `keep_old`. A database
+    /// already current is left alone. No writer may hold it (a running older `mhdb` would be
+    /// refused its lock, and so is this while one runs). The new database's identity is
+    /// drawn as [`Db::create`] draws one.
     pub fn upgrade(dir: impl AsRef<Path>, keep_old: bool) -> Result<Upgraded> {
         Self::upgrade_with_vfs(Arc::new(StdFs), dir.as_ref(), keep_old)
     }
@@ -65,32 +75,36 @@ impl Db {
     pub fn upgrade_with_vfs(vfs: Arc<dyn Vfs>, dir: &Path, keep_old: bool) -> Result<Upgraded> {
         let fs = vfs.as_ref();
         let new = sibling(dir, ".mhdb-upgrade")?;
-        let old = sibling(dir, ".mhdb-v1")?;
         let has_db = |d: &Path| fs.exists(&d.join(names::CURRENT)).unwrap_or(false);
         let exists = |d: &Path| fs.exists(d).map_err(Error::io_on(d, "stat"));
-        if !exists(dir)? && exists(&old)? {
-            // Interrupted between the two renames of the swap.
-            if has_db(&new) {
-                return finish_swap(fs, dir, &new, &old, keep_old);
+        for version in [MANIFEST_V1, MANIFEST_V2] {
+            let old = sibling(dir, &old_suffix(version))?;
+            if !exists(dir)? && exists(&old)? {
+                // Interrupted between the two renames of the swap.
+                if has_db(&new) {
+                    return finish_swap(fs, dir, &new, (&old, version), keep_old);
+                }
+                fs.rename(&old, dir)
+                    .map_err(Error::io_on(dir, "rename back"))?;
             }
-            fs.rename(&old, dir)
-                .map_err(Error::io_on(dir, "rename back"))?;
-        }
-        // What an upgrade stopped while removing its version-1 copy left.
-        let discarded = sibling(dir, DISCARDED)?;
-        if exists(dir)? && exists(&discarded)? {
-            remove_dir_best_effort(fs, &discarded);
+            // What an upgrade stopped while removing its old copy left.
+            let discarded = sibling(dir, &discarded_suffix(version))?;
+            if exists(dir)? && exists(&discarded)? {
+                remove_dir_best_effort(fs, &discarded);
+            }
         }
         let probe = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-        if probe.state.read().version.manifest.format_version != MANIFEST_V1 {
+        let version = probe.state.read().version.manifest.format_version;
+        if version == MANIFEST_VERSION {
             return Ok(Upgraded::AlreadyCurrent);
         }
         drop(probe);
+        let old = sibling(dir, &old_suffix(version))?;
         if exists(&old)? {
             return Err(Error::invalid(
                 "path",
                 format!(
-                    "{} exists (a kept version-1 copy?): move it away first",
+                    "{} exists (a kept version-{version} copy?): move it away first",
                     old.display()
                 ),
             ));
@@ -104,23 +118,24 @@ impl Db {
             }
         }
         {
-            // No version-1 writer may change the source meanwhile.
+            // No older writer may change the source meanwhile.
             let _locks = lock_writer(fs, dir)?;
             let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
             src.export_whole(&new)?;
         }
         fs.rename(dir, &old)
-            .map_err(Error::io_on(dir, "rename the version-1 database aside"))?;
-        finish_swap(fs, dir, &new, &old, keep_old)
+            .map_err(Error::io_on(dir, "rename the old database aside"))?;
+        finish_swap(fs, dir, &new, (&old, version), keep_old)
     }
 }
 
-/// The second rename of the swap, made durable, then the version-1 copy removed unless kept.
+/// The second rename of the swap, made durable, then the old copy (`old`, of format version
+/// `version`) removed unless kept.
 fn finish_swap(
     fs: &dyn Vfs,
     dir: &Path,
     new: &Path,
-    old: &Path,
+    (old, version): (&Path, u32),
     keep_old: bool,
 ) -> Result<Upgraded> {
     fs.rename(new, dir)
@@ -135,9 +150,9 @@ fn finish_swap(
     }
     // Renamed first, so that a removal cut short leaves a name the next upgrade removes
     // rather than one it takes for a copy kept on purpose.
-    let discarded = sibling(dir, DISCARDED)?;
+    let discarded = sibling(dir, &discarded_suffix(version))?;
     fs.rename(old, &discarded)
-        .map_err(Error::io_on(old, "rename the version-1 copy for removal"))?;
+        .map_err(Error::io_on(old, "rename the old copy for removal"))?;
     remove_dir_best_effort(fs, &discarded);
     Ok(Upgraded::Converted { kept: None })
 }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use super::params::IndexParams;
 use crate::storage::codec::Encoder;
 use crate::storage::deletions::Deletions;
+use crate::storage::identity::DbId;
 use crate::storage::manifest::v3::PARAMS_AT;
-use crate::storage::manifest::{MANIFEST_V1, MANIFEST_V3, SegmentMeta, StoredParams};
+use crate::storage::manifest::{MANIFEST_V1, MANIFEST_V2, MANIFEST_V3, SegmentMeta, StoredParams};
 use crate::storage::names;
-use crate::storage::segment::{SEGMENT_FORMAT_V1, SEGMENT_FORMAT_VERSION, Segment};
+use crate::storage::segment::{SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, Segment};
 use crate::storage::siglog;
 use crate::storage::vfs::{Mapped, PrefetchBatch, Vfs};
 use crate::{Error, Result};
@@ -166,7 +167,7 @@ impl Version {
             // New to this version (`also` is the segment just built): checked as every map is.
             let loaded = match also.as_ref().filter(|s| s.meta.id == meta.id) {
                 Some(s) => s.clone(),
-                None => Arc::new(load_segment(vfs, dir, meta.clone())?),
+                None => Arc::new(load_segment(vfs, dir, meta.clone(), manifest.db_id)?),
             };
             check_segment_fits(&loaded, &manifest)?;
             check_doc_count(&loaded, &manifest, dir, i)?;
@@ -182,7 +183,7 @@ impl Version {
 pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Result<Version> {
     let mut segments = Vec::with_capacity(manifest.segments.len());
     for (i, meta) in manifest.segments.iter().enumerate() {
-        let loaded = load_segment(vfs, dir, meta.clone())?;
+        let loaded = load_segment(vfs, dir, meta.clone(), manifest.db_id)?;
         check_segment_fits(&loaded, &manifest)?;
         check_doc_count(&loaded, &manifest, dir, i)?;
         // Every query reads one directory slot per band: have the OS read the directories
@@ -196,24 +197,7 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
     } else {
         None
     };
-    let deletions = if manifest.deletions.id != 0 {
-        let path = dir.join(names::deletions_name(manifest.deletions.id));
-        let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
-        if map.len() as u64 != manifest.deletions.file_len {
-            return Err(Error::corruption(
-                &path,
-                map.len() as u64,
-                format!(
-                    "deletion list is {} bytes, manifest says {}",
-                    map.len(),
-                    manifest.deletions.file_len
-                ),
-            ));
-        }
-        Deletions::open(map, &path, manifest.deletions.count, None)?
-    } else {
-        Deletions::default()
-    };
+    let deletions = load_deletions(vfs, dir, &manifest)?;
     Ok(Version {
         manifest,
         segments,
@@ -222,21 +206,57 @@ pub(super) fn load_version(vfs: &dyn Vfs, dir: &Path, manifest: Manifest) -> Res
     })
 }
 
-pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Result<LoadedSegment> {
-    let path = dir.join(names::segment_name(meta.id));
-    let map = vfs.map_readonly(&path).map_err(named_file_error(&path))?;
-    if map.len() as u64 != meta.file_len {
+/// Maps and checks the deletion list a manifest names (none: an empty list). In version 3
+/// it must carry the database's identity and the manifest's number, and end with the
+/// checksum the manifest recorded.
+fn load_deletions(vfs: &dyn Vfs, dir: &Path, manifest: &Manifest) -> Result<Deletions> {
+    let meta = &manifest.deletions;
+    if meta.id == 0 {
+        return Ok(Deletions::default());
+    }
+    let path = dir.join(names::deletions_name(meta.id));
+    let map = map_named(vfs, &path, meta.file_len, "deletion list")?;
+    let identity = manifest.db_id.file(meta.id);
+    let deletions = Deletions::open(map, &path, meta.count, identity)?;
+    if identity.is_some() && deletions.crc() != meta.crc {
         return Err(Error::corruption(
             &path,
-            map.len() as u64,
+            deletions.crc_offset(),
             format!(
-                "segment is {} bytes, manifest says {}",
-                map.len(),
-                meta.file_len
+                "deletion list checksum {:#010x} differs from the manifest's {:#010x} (a list \
+                 of this database's past, or of another one)",
+                deletions.crc(),
+                meta.crc
             ),
         ));
     }
-    let seg = Segment::open(map, &path)?;
+    Ok(deletions)
+}
+
+/// Maps and opens the segment `meta` names, which must carry `db_id` (unless it is
+/// [`DbId::NONE`]: a database of version 1 or 2) and the entry's number, and (version 3) the
+/// metadata checksum the entry recorded.
+pub(super) fn load_segment(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    meta: SegmentMeta,
+    db_id: DbId,
+) -> Result<LoadedSegment> {
+    let path = dir.join(names::segment_name(meta.id));
+    let map = map_named(vfs, &path, meta.file_len, "segment")?;
+    let seg = Segment::open_as(map, &path, db_id.file(meta.id))?;
+    if !db_id.is_none() && seg.meta_crc() != meta.meta_crc {
+        return Err(Error::corruption(
+            &path,
+            seg.meta_crc_offset(),
+            format!(
+                "segment checksum (meta_crc) {:#010x} differs from the manifest's {:#010x} (a \
+                 segment of this database's past, or of another one)",
+                seg.meta_crc(),
+                meta.meta_crc
+            ),
+        ));
+    }
     Ok(LoadedSegment {
         meta,
         seg,
@@ -251,10 +271,10 @@ pub(super) fn load_segment(vfs: &dyn Vfs, dir: &Path, meta: SegmentMeta) -> Resu
 fn check_segment_fits(loaded: &LoadedSegment, manifest: &Manifest) -> Result<()> {
     let params = &manifest.params;
     let seg = &loaded.seg;
-    let (want_version, want_record) = if manifest.format_version == MANIFEST_V1 {
-        (SEGMENT_FORMAT_V1, 0)
-    } else {
-        (SEGMENT_FORMAT_VERSION, params.sig_bytes())
+    let (want_version, want_record) = match manifest.format_version {
+        MANIFEST_V1 => (SEGMENT_FORMAT_V1, 0),
+        MANIFEST_V2 => (SEGMENT_FORMAT_V2, params.sig_bytes()),
+        _ => (SEGMENT_FORMAT_V3, params.sig_bytes()),
     };
     if seg.format_version() != want_version
         || seg.record_bytes() != want_record
@@ -363,6 +383,19 @@ impl ManifestFields {
         // id, base, span, then docs
         entries + index as u64 * entry_len + 24
     }
+}
+
+/// Maps the file at `path` (a `what` the manifest names), which must be `file_len` bytes long.
+fn map_named(vfs: &dyn Vfs, path: &Path, file_len: u64, what: &str) -> Result<Mapped> {
+    let map = vfs.map_readonly(path).map_err(named_file_error(path))?;
+    if map.len() as u64 != file_len {
+        return Err(Error::corruption(
+            path,
+            map.len() as u64,
+            format!("{what} is {} bytes, manifest says {file_len}", map.len()),
+        ));
+    }
+    Ok(map)
 }
 
 /// The error for a file the manifest names that cannot be mapped: missing, it is damage to the

@@ -283,10 +283,11 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
     Ok(ops)
 }
 
-/// The WAL payload of `ops`; refused, before anything is queued or applied (the batch then has
+/// The WAL payload of `ops` (version 3's operations: only a database of version 3 is
+/// written); refused, before anything is queued or applied (the batch then has
 /// no effect), when one WAL record cannot hold it.
 fn encode_batch(ops: &[LogOp]) -> Result<Vec<u8>> {
-    let payload = encode_ops(ops, OpsVersion::V2);
+    let payload = encode_ops(ops, OpsVersion::V3);
     if payload.len() > MAX_RECORD_LEN {
         return Err(Error::invalid(
             "batch",

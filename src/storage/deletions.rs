@@ -49,6 +49,16 @@ pub(crate) fn encode(sorted: &[u64], identity: Option<FileIdentity>) -> Vec<u8> 
     e.buf
 }
 
+/// The trailing checksum of an encoded list (what a version-3 manifest records as `del_crc`).
+pub(crate) fn trailing_crc(encoded: &[u8]) -> u32 {
+    encoded
+        .len()
+        .checked_sub(4)
+        .and_then(|at| encoded.get(at..))
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
 /// A deletion list read in place from its mapped file.
 #[derive(Debug, Default)]
 pub(crate) struct Deletions {
@@ -156,25 +166,11 @@ impl Deletions {
 
     /// The trailing checksum over every byte before it (0 when there is no list): what a
     /// version-3 manifest records as `del_crc`.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the database does not compare it with a manifest's yet"
-        )
-    )]
     pub(crate) fn crc(&self) -> u32 {
         self.crc
     }
 
     /// The offset of the trailing checksum, for an error that names it.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the database does not compare it with a manifest's yet"
-        )
-    )]
     pub(crate) fn crc_offset(&self) -> u64 {
         self.map.as_deref().map_or(0, |m| m.len().saturating_sub(4)) as u64
     }

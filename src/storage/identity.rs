@@ -22,6 +22,15 @@ impl DbId {
         self.0 == [0; 16]
     }
 
+    /// The identity a file numbered `file_id` of this database carries: `None` for the
+    /// absent identity (a database of version 1 or 2, whose files carry none).
+    pub fn file(self, file_id: u64) -> Option<FileIdentity> {
+        (!self.is_none()).then_some(FileIdentity {
+            db_id: self,
+            file_id,
+        })
+    }
+
     /// Parses 32 hex digits (either case) in byte order.
     pub fn from_hex(text: &str) -> Option<DbId> {
         let digits = text.as_bytes();

@@ -35,11 +35,12 @@ fn corruption(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
 
 const MANIFEST_MAGIC: &[u8; 8] = b"MHDBMANI";
 const CURRENT_MAGIC: &[u8; 8] = b"MHDBCURR";
-/// Version of the manifest and CURRENT layouts that the database writes. (This build reads
-/// and can encode version 3; the database moves to it with file identities.)
-pub const MANIFEST_VERSION: u32 = 2;
+/// Version of the manifest and CURRENT layouts that the database writes: version 3.
+pub const MANIFEST_VERSION: u32 = MANIFEST_V3;
 /// The first version, still read (version-1 databases open read-only and can be upgraded).
 pub const MANIFEST_V1: u32 = 1;
+/// Version 2: signatures in the segments, no identity. Read-only, as version 1.
+pub const MANIFEST_V2: u32 = 2;
 /// Version 3: the database's identity, feature bits, metric, bandings and per-file checksums.
 pub const MANIFEST_V3: u32 = 3;
 /// Bytes of a version-3 segment entry: id, base, span, docs, file_len, meta_crc.
@@ -73,7 +74,7 @@ fn check_trailing_crc(bytes: &[u8], path: &Path, what: &str) -> Result<()> {
 
 fn check_version(d: &mut Decoder<'_>, path: &Path) -> Result<u32> {
     let version = d.u32("version")?;
-    if !matches!(version, MANIFEST_V1 | MANIFEST_VERSION | MANIFEST_V3) {
+    if !matches!(version, MANIFEST_V1 | MANIFEST_V2 | MANIFEST_V3) {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,
@@ -120,7 +121,8 @@ pub struct DeletionsMeta {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Manifest<P> {
     /// The layout version of the manifest and of the files it names: [`MANIFEST_VERSION`],
-    /// or [`MANIFEST_V1`] for a database written before version 2 (read-only).
+    /// or [`MANIFEST_V1`] or [`MANIFEST_V2`] for a database written before version 3
+    /// (read-only).
     pub format_version: u32,
     /// Generation: increases by one with every manifest written.
     pub generation: u64,
@@ -544,7 +546,7 @@ mod tests {
 
     fn sample() -> Manifest<Params> {
         Manifest {
-            format_version: MANIFEST_VERSION,
+            format_version: MANIFEST_V2,
             generation: 7,
             db_id: DbId::NONE,
             features: Features::NONE,
@@ -592,7 +594,7 @@ mod tests {
             m
         );
         let c = Current {
-            version: MANIFEST_VERSION,
+            version: MANIFEST_V2,
             generation: 7,
             manifest_len: bytes.len() as u64,
             manifest_crc: crc32fast::hash(&bytes),

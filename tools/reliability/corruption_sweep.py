@@ -2,16 +2,15 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Five base databases in the current format (version 2), each holding every file kind:
+Five base databases in the current format (version 3), each holding every file kind:
   golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
           deletes folded into a segment with hot buckets), then an `add` replacing stored keys
           (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
   built   built here with the CLI from samples/: two segments (the second replacing some
           documents of the first, so a deletion list), then two `mhdb delete` runs, which
           leave two WAL files;
-  sets    tests/golden/db-v2-sets as committed: an index with stored shingle sets (SHINGLES
-          sections in a compacted and a flushed segment, a deletion list, two WAL files of
-          inserts carrying their sets, op tag 3, the newest unsealed);
+  sets    tests/golden/db-v2-sets upgraded: an index with stored shingle sets (a SHINGLES
+          section), then a `delete` run (a WAL file);
   sets-built  built like `built`, created with --store-sets;
   simhash-built  built like `built`, a SimHash index (--kind simhash --max-hamming 6);
 snapshots taken on the way provide stale copies of files. `--bases golden-v1` sweeps the
@@ -21,7 +20,7 @@ Mutations, one at a time, of every file (LOCK aside):
   flip      one bit at every structure: each header field, each section-table entry field,
             the first, middle and last byte of each section, record and WAL payload, footers
   byte      a byte set to another value at seeded random offsets
-  splice    (WAL, version 2) damage every checksum misses: a record (or the seal) removed
+  splice    (WAL, versions 2 and 3) damage every checksum misses: a record (or the seal) removed
             whole, first_seq moved with the header CRC recomputed, a seal's count changed with
             its CRC recomputed; only the numbering and the seals can tell; in an index that
             stores sets, an insert's tag 3 made 1 and its set's count changed, the record's
@@ -384,15 +383,17 @@ def built_base(runner, work, name="built", store_sets=False, simhash=False):
 
 
 def sets_base(runner, work):
-    """tests/golden/db-v2-sets as committed: an index that stores shingle sets, with a compacted
-    and a flushed segment (SHINGLES sections), a deletion list, and two WAL files of inserts
-    carrying their sets (op tag 3), the newest unsealed and ending in zeros. (Any writer's open
-    would flush those inserts into a segment, so this base is the fixture itself: no stale
-    copies, the built sets base has those.)"""
+    """tests/golden/db-v2-sets upgraded to the current format (version 2 is read-only): an index
+    that stores shingle sets, its live documents in one segment with a SHINGLES section, then
+    a `delete` run (a WAL file). (The built sets base has stale copies and more files.)"""
     name = "sets"
     path = os.path.join(work, name)
     shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v2-sets"), path)
+    must(runner, ["upgrade", path])
     expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v2-sets.expected.json")))
+    doomed = sorted(d["key"] for d in expected["live"])[1::23][:2]
+    must(runner, ["delete", path] + doomed)
+    expected["live"] = [d for d in expected["live"] if d["key"] not in doomed]
     queries = os.path.join(work, f"{name}-queries.jsonl")
     texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::11]]
     write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
@@ -438,12 +439,23 @@ def spans(points, start, length, what):
         points.append((start + off, f"{what} {where} byte"))
 
 
+def manifest_v3_state(data):
+    """Offset P of a version-3 manifest's state (next_docno), past its bandings and keep field."""
+    return 126 + 24 * (data[124] | data[125] << 8) + data[91]
+
+
 def manifest_info(data):
     """Version, segments (id, base, span, file_len), the deletion list id and the parameters
-    the other files' layouts depend on, for a manifest of version 1 or 2
+    the other files' layouts depend on, for a manifest of version 1, 2 or 3
     (format/manifest.md)."""
     version = u32(data, 8)
-    if version == 1:
+    if version == 3:
+        p = manifest_v3_state(data)
+        n, o, entry = u32(data, p + 60), p + 64, 44
+        info = {"num_perm": u32(data, 52), "bits": data[51], "del_id": u64(data, p + 32),
+                "siglog_records": 0, "wal_start": u64(data, p + 8), "wal_next_seq": u64(data, p + 16),
+                "bands": u32(data, 126), "store_sets": data[36] & 1 == 1}
+    elif version == 1:
         n, o, entry = u32(data, 117), 121, 44
         info = {"num_perm": u32(data, 25), "bits": data[40], "del_id": u64(data, 93),
                 "siglog_records": u64(data, 69), "wal_start": u64(data, 77), "wal_next_seq": None}
@@ -480,14 +492,45 @@ MANIFEST_V2 = [
     ("wal_next_seq", 117, 8), ("next_file_id", 125, 8), ("del_id", 133, 8),
     ("del_count", 141, 8), ("del_len", 149, 8), ("segment_count", 157, 4),
 ]
+MANIFEST_V3 = [
+    ("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("db_id", 20, 16), ("features", 36, 8),
+    ("spec_version", 44, 4), ("kind", 48, 1), ("scheme", 49, 1), ("metric", 50, 1), ("bits", 51, 1),
+    ("num_perm", 52, 4), ("band_slots", 56, 4), ("seed", 60, 8), ("shingle_kind", 68, 1),
+    ("shingle_width", 69, 1), ("shingle_flags", 70, 2), ("unicode_version", 72, 4),
+    ("threshold", 76, 8), ("bucket_cap", 84, 4), ("max_hamming", 88, 1), ("weighting", 89, 1),
+    ("keep_type", 90, 1), ("keep_field_len", 91, 1), ("key_fingerprint", 92, 32),
+    ("banding_count", 124, 2), ("bands", 126, 4), ("rows", 130, 4), ("size_lo", 134, 8), ("size_hi", 142, 8),
+]
+MANIFEST_V3_STATE = [
+    ("next_docno", 0, 8), ("wal_start", 8, 8), ("wal_next_seq", 16, 8), ("next_file_id", 24, 8),
+    ("del_id", 32, 8), ("del_count", 40, 8), ("del_len", 48, 8), ("del_crc", 56, 4), ("segment_count", 60, 4),
+]
 SEGMENT_ENTRY = [("id", 0, 8), ("base", 8, 8), ("span", 16, 8), ("docs", 24, 8), ("file_len", 32, 8)]
 SECTION_KINDS = {1: "KEY_BLOB", 2: "DOC_TABLE", 3: "KEY_INDEX", 4: "BAND", 5: "HOT", 6: "SIGNATURES", 7: "SHINGLES", 8: "CHECKSUMS"}
 BLOCK = 4096  # bytes per block CRC of a version-2 segment
 
 
 def wal_header_len(data):
-    """24 for a version-2 WAL file (magic, version, first_seq, crc), 16 for version 1."""
-    return 24 if len(data) >= 12 and u32(data, 8) == 2 else 16
+    """52 for a version-3 WAL file (magic, version, flags, db_id, file_id, first_seq, crc), 24
+    for version 2 (magic, version, first_seq, crc), 16 for version 1."""
+    version = u32(data, 8) if len(data) >= 12 else 1
+    return {3: 52, 2: 24}.get(version, 16)
+
+
+def wal_first_seq_at(data):
+    """Offset of a version-2 or version-3 WAL header's first_seq."""
+    return 40 if wal_header_len(data) == 52 else 12
+
+
+def wal_record_crc(data, covered):
+    """A record's CRC: version 3 seeds it with the header's db_id and file_id."""
+    seed = bytes(data[16:40]) if wal_header_len(data) == 52 else b""
+    return zlib.crc32(seed + bytes(covered))
+
+
+def segment_header_len(data):
+    """96 for a version-3 segment (identity and file number in the header), else 64."""
+    return 96 if len(data) >= 12 and u32(data, 8) == 3 else 64
 
 
 def wal_records(data):
@@ -551,6 +594,16 @@ def structure(name, data, info):
     if name == "CURRENT":
         fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("generation", 12, 8), ("manifest_len", 20, 8), ("manifest_crc", 28, 4), ("crc", 32, 4)])
         bounds = [8, 12, 20, 28, 32]
+    elif name.startswith("MANIFEST-") and info["version"] == 3:
+        fields(points, 0, MANIFEST_V3)
+        p = manifest_v3_state(data)
+        fields(points, p, MANIFEST_V3_STATE)
+        first, entry = p + 64, 44
+        for i in range((n - first - 4) // entry):
+            fields(points, first + entry * i, SEGMENT_ENTRY + [("meta_crc", 40, 4)], f"segment entry {i} ")
+            bounds.append(first + entry * i)
+        fields(points, n - 4, [("crc", 0, 4)])
+        bounds += [20, 44, p, first, n - 4]
     elif name.startswith("MANIFEST-"):
         v1 = info["version"] == 1
         spec = MANIFEST_V1 if v1 else MANIFEST_V2
@@ -563,13 +616,18 @@ def structure(name, data, info):
         fields(points, n - 4, [("crc", 0, 4)])
         bounds += [20, spec[-1][1], first, n - 4]
     elif name.startswith("del-"):
-        fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("count", 12, 8)])
-        count = (n - 24) // 8
+        v2 = n >= 12 and u32(data, 8) == 2
+        if v2:
+            fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("db_id", 16, 16), ("file_id", 32, 8), ("count", 40, 8)])
+        else:
+            fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("count", 12, 8)])
+        first = 48 if v2 else 20
+        count = (n - first - 4) // 8
         for i in sorted({0, count // 2, count - 1}):
             if 0 <= i < count:
-                fields(points, 20 + 8 * i, [(f"entry {i}", 0, 8)])
+                fields(points, first + 8 * i, [(f"entry {i}", 0, 8)])
         fields(points, n - 4, [("crc", 0, 4)])
-        bounds = [20 + 8 * i for i in range(count + 1)]
+        bounds = [first + 8 * i for i in range(count + 1)]
     elif name == "signatures.log":
         fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("num_perm", 12, 4), ("bits", 16, 4), ("record_bytes", 20, 4), ("crc", 24, 4)])
         spans(points, 28, 36, "header padding")
@@ -583,9 +641,13 @@ def structure(name, data, info):
             spans(points, 64 + zero * rb, rb, f"zero record {zero}")
         bounds += [64 + rb // 2, n - rb // 2]
     elif name.endswith(".seg"):
-        v2 = n >= 12 and u32(data, 8) == 2
+        v2 = n >= 12 and u32(data, 8) in (2, 3)
+        hdr = segment_header_len(data)
         header = [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("num_bands", 16, 4), ("bucket_cap", 20, 4), ("base_docno", 24, 8), ("span", 32, 8), ("doc_count", 40, 8)]
-        header += [("record_bytes", 48, 4), ("reserved", 52, 12)] if v2 else [("reserved", 48, 16)]
+        if hdr == 96:
+            header += [("record_bytes", 48, 4), ("reserved", 52, 4), ("db_id", 56, 16), ("file_id", 72, 8), ("reserved", 80, 16)]
+        else:
+            header += [("record_bytes", 48, 4), ("reserved", 52, 12)] if v2 else [("reserved", 48, 16)]
         fields(points, 0, header)
         sections = segment_sections(data)
         record_bytes = u32(data, 48) if v2 and n >= 52 else 0
@@ -622,8 +684,8 @@ def structure(name, data, info):
                 for j in range(count):
                     fields(points, off + 4 * j, [(f"CRC of block {j}", 0, 4)], "CHECKSUMS ")
         if v2 and sections:
-            checked_end = next((off for _, kind, _, off, _, _ in sections if kind == 8), 64)
-            for j, start in enumerate(range(64, checked_end, BLOCK)):
+            checked_end = next((off for _, kind, _, off, _, _ in sections if kind == 8), hdr)
+            for j, start in enumerate(range(hdr, checked_end, BLOCK)):
                 end = min(start + BLOCK, checked_end)
                 points.append((start + (end - start) // 3, f"inside block {j}"))
                 bounds.append(start)
@@ -633,7 +695,9 @@ def structure(name, data, info):
             fields(points, n - 32, [("section_table_offset", 0, 8), ("num_sections", 8, 4), ("reserved", 12, 4), ("file_len", 16, 8), ("meta_crc", 24, 4), ("magic", 28, 4)], "footer ")
     elif name.startswith("wal-"):
         h = wal_header_len(data)
-        if h == 24:
+        if h == 52:
+            fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("flags", 12, 4), ("db_id", 16, 16), ("file_id", 32, 8), ("first_seq", 40, 8), ("crc", 48, 4)])
+        elif h == 24:
             fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("first_seq", 12, 8), ("crc", 20, 4)])
         else:
             fields(points, 0, [("magic", 0, 8), ("version", 8, 4), ("crc", 12, 4)])
@@ -713,7 +777,7 @@ def mutations(base, rng):
                 add(f, "zeros", f"last {z} bytes zeroed", [("write", f, b[: len(b) - z] + bytes(z))], boundary_cut=None)
         add(f, "zeros", "4096 zeros appended", [("write", f, b + bytes(4096))], boundary_cut=None)
         add(f, "delete", "removed", [("delete", f)], boundary_cut=None)
-        if f.startswith("wal-") and wal_header_len(b) == 24:
+        if f.startswith("wal-") and wal_header_len(b) in (24, 52):
             # Damage that keeps every checksum right, so that only the WAL's numbering and
             # seals can tell: a record removed whole, the header's first_seq moved, a seal's
             # batch count changed.
@@ -723,8 +787,9 @@ def mutations(base, rng):
                 add(f, "splice", f"{what} removed whole (bytes {start}..{end})", [("write", f, b[:start] + b[end:])], boundary_cut=None)
             for delta in (-1, 1):
                 m = bytearray(b)
-                struct.pack_into("<Q", m, 12, (u64(b, 12) + delta) % 2**64)
-                struct.pack_into("<I", m, 20, zlib.crc32(bytes(m[:20])))
+                at = wal_first_seq_at(b)
+                struct.pack_into("<Q", m, at, (u64(b, at) + delta) % 2**64)
+                struct.pack_into("<I", m, at + 8, zlib.crc32(bytes(m[: at + 8])))
                 add(f, "splice", f"first_seq {delta:+d} with its header CRC recomputed", [("write", f, bytes(m))])
             for what, m in tag3_breaches(b, records, info):
                 add(f, "splice", f"{what}, the record's CRC recomputed", [("write", f, m)])
@@ -732,7 +797,7 @@ def mutations(base, rng):
                 if kind == 2:
                     m = bytearray(b)
                     struct.pack_into("<Q", m, start + 17, u64(b, start + 17) + 1)
-                    struct.pack_into("<I", m, start, zlib.crc32(bytes(m[start + 4 : end])))
+                    struct.pack_into("<I", m, start, wal_record_crc(m, m[start + 4 : end]))
                     add(f, "splice", "seal's batch count +1 with its CRC recomputed", [("write", f, bytes(m))])
         if f.endswith(".seg"):
             for what, m in shingles_breaches(b):
@@ -768,8 +833,8 @@ def tag3_breaches(data, records, info):
     """(what, bytes) of a WAL file whose first insert with its set (op tag 3, format/wal.md)
     is made a tag-1 insert, or has its coded set's count raised by one, with the record's CRC
     recomputed: what only the operation decoding can tell."""
-    if not info.get("store_sets"):
-        return []
+    if not info.get("store_sets") or wal_header_len(data) != 24:
+        return []  # (version 3 has one insert tag, 4: no tag 3 to break)
     rb = (info["num_perm"] * info["bits"] + 7) // 8
     for start, end, kind in records:
         p = start + 17
@@ -790,18 +855,20 @@ def tag3_breaches(data, records, info):
 
 
 def reseal_segment(m):
-    """Recomputes a version-2 segment's block CRCs, section CRCs and meta_crc in place
-    (format/segment.md), so that only the content rules can tell a change."""
+    """Recomputes a version-2 or version-3 segment's block CRCs, section CRCs and meta_crc in
+    place (format/segment.md), so that only the content rules can tell a change (and, in
+    version 3, the manifest's meta_crc)."""
     n = len(m)
+    hdr = segment_header_len(m)
     sections = segment_sections(m)
     _, _, _, table_off, table_len, _ = sections[-1]  # CHECKSUMS
     for j in range(table_len // 4):
-        lo, hi = max(64, BLOCK * j), min(BLOCK * (j + 1), table_off)
+        lo, hi = max(hdr, BLOCK * j), min(BLOCK * (j + 1), table_off)
         struct.pack_into("<I", m, table_off + 4 * j, zlib.crc32(bytes(m[lo:hi])))
     for e, _, _, off, length, _ in sections:
         struct.pack_into("<I", m, e + 32, zlib.crc32(bytes(m[off : off + length])))
     tab = u64(m, n - 32)
-    struct.pack_into("<I", m, n - 8, zlib.crc32(bytes(m[:64]) + bytes(m[tab : n - 32]) + bytes(m[n - 32 : n - 8])))
+    struct.pack_into("<I", m, n - 8, zlib.crc32(bytes(m[:hdr]) + bytes(m[tab : n - 32]) + bytes(m[n - 32 : n - 8])))
     return bytes(m)
 
 
@@ -812,7 +879,7 @@ def shingles_breaches(data):
     ending at the section's end; a set's count one more or one less than its values; a varint
     of 6 bytes; a value past 32 bits."""
     sec = next(((off, length, count) for _, kind, _, off, length, count in segment_sections(data) if kind == 7), None)
-    if sec is None or u32(data, 8) != 2:
+    if sec is None or u32(data, 8) not in (2, 3):
         return []
     off, length, count = sec
     table = off + 8 * (count + 1)

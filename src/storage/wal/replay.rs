@@ -135,6 +135,21 @@ struct FileChunks<'a> {
     buf: Vec<u8>,
 }
 
+impl<'a> FileChunks<'a> {
+    /// The chunks of `file` (at `path`), `chunk` bytes at a time, from its start.
+    fn of(file: &'a dyn VfsFile, path: &'a Path, chunk: usize) -> Result<Self> {
+        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
+        Ok(FileChunks {
+            file,
+            path,
+            len,
+            chunk,
+            start: 0,
+            buf: Vec::new(),
+        })
+    }
+}
+
 impl Source for FileChunks<'_> {
     fn len(&self) -> u64 {
         self.len
@@ -237,16 +252,20 @@ impl WalReader {
         let file = vfs
             .open(path, OpenMode::Read)
             .map_err(Error::io_on(path, "open WAL"))?;
-        let len = file.len().map_err(Error::io_on(path, "stat WAL"))?;
-        let mut src = FileChunks {
-            file: file.as_ref(),
-            path,
-            len,
-            chunk: chunk.max(1),
-            start: 0,
-            buf: Vec::new(),
-        };
+        let mut src = FileChunks::of(file.as_ref(), path, chunk.max(1))?;
         replay_source(&mut src, path, identity.as_ref(), chunk.max(1), apply)
+    }
+
+    /// The header check of [`WalReader::replay`] alone: an intact header that is not what
+    /// `identity` says the file must carry is an error; a missing, short or damaged header is
+    /// not (the file then holds no record a header vouches for). For a WAL file the manifest
+    /// no longer replays, whose records are not read.
+    pub fn check_header(vfs: &dyn Vfs, path: &Path, identity: Option<FileIdentity>) -> Result<()> {
+        let file = vfs
+            .open(path, OpenMode::Read)
+            .map_err(Error::io_on(path, "open WAL"))?;
+        let mut src = FileChunks::of(file.as_ref(), path, REPLAY_CHUNK)?;
+        parse_header(&mut src, path, identity.as_ref()).map(|_| ())
     }
 
     /// [`WalReader::replay`] over bytes already in memory.
