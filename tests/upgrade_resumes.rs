@@ -146,3 +146,48 @@ fn a_writer_holding_the_database_blocks_the_upgrade() {
     Db::upgrade(&dir, false).unwrap();
     assert_upgraded(tmp.path(), &want);
 }
+
+#[test]
+fn an_upgrade_under_way_keeps_its_copy_from_a_second_upgrade() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    // An upgrade under way: it holds the directory's lock and is building its copy.
+    let copy = tmp.path().join(".db.mhdb-upgrade");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::write(copy.join("being-written"), b"x").unwrap();
+    let lock = std::fs::File::open(&dir).unwrap();
+    lock.try_lock().unwrap();
+    let err = Db::upgrade(&dir, false).unwrap_err();
+    assert!(matches!(err, mhdb::Error::Locked { .. }), "{err}");
+    assert!(copy.join("being-written").exists(), "the copy under way was removed");
+    drop(lock);
+    // Once it is gone, the next upgrade takes the copy for a leftover and starts over.
+    Db::upgrade(&dir, false).unwrap();
+    assert_upgraded(tmp.path(), &want);
+}
+
+#[test]
+fn an_upgrade_between_its_renames_is_not_finished_by_a_second_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = v1_copy(tmp.path());
+    let dir = tmp.path().join("db");
+    let other = tempfile::tempdir().unwrap();
+    v1_copy(other.path());
+    Db::upgrade(other.path().join("db"), false).unwrap();
+    // The first upgrade renamed the database aside and still holds its lock there.
+    let aside = tmp.path().join(".db.mhdb-v1");
+    std::fs::rename(&dir, &aside).unwrap();
+    copy_dir(
+        &other.path().join("db"),
+        &tmp.path().join(".db.mhdb-upgrade"),
+    );
+    let lock = std::fs::File::open(&aside).unwrap();
+    lock.try_lock().unwrap();
+    let err = Db::upgrade(&dir, false).unwrap_err();
+    assert!(matches!(err, mhdb::Error::Locked { .. }), "{err}");
+    assert!(aside.exists() && !dir.exists(), "the swap under way was taken over");
+    drop(lock);
+    Db::upgrade(&dir, false).unwrap();
+    assert_upgraded(tmp.path(), &want);
+}

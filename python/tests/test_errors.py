@@ -68,8 +68,11 @@ def test_locked_in_another_process(tmp_index_path: pathlib.Path) -> None:
 
 def test_locked_in_this_process(tmp_index_path: pathlib.Path) -> None:
     with mhdb.Index.create(tmp_index_path):
-        with pytest.raises(mhdb.LockedError):
+        with pytest.raises(mhdb.LockedError) as e:
             mhdb.Index.open(tmp_index_path)
+    # The holder is this process: the message must not send the user looking for another one.
+    assert "this process" in str(e.value)
+    assert "another process" not in str(e.value)
 
 
 def test_corruption_names_file_and_offset(tmp_index_path: pathlib.Path) -> None:

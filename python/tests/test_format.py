@@ -40,6 +40,26 @@ def test_keyed_index_needs_its_key(tmp_path: pathlib.Path, monkeypatch: pytest.M
     assert sig is not None
 
 
+def test_a_signature_is_refused_by_a_keyed_index_opened_without_its_key(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A signature computed elsewhere cannot be checked against the key: without the key the
+    # index cannot tell a keyed signature from an unkeyed one, so it must not store it.
+    monkeypatch.delenv("MHDB_KEY_FILE", raising=False)
+    key = tmp_path / "idx.key"
+    key.write_text("5a" * 32 + "\n")
+    path = tmp_path / "idx"
+    with mhdb.Index.create(path, key_file=key) as idx:
+        idx.insert("doc", text=TEXT)
+        sig = idx.get("doc")
+    assert sig is not None
+    with mhdb.Index.open(path) as idx:
+        with pytest.raises(mhdb.Error) as e:
+            idx.insert("copy", signature=sig)
+        assert "key" in str(e.value).lower()
+        assert idx.get("copy") is None
+
+
 def test_version_1_index_upgrades(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "db"
     shutil.copytree(FIXTURE_V1, path)

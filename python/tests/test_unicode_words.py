@@ -139,3 +139,20 @@ def test_random_multilingual_texts_match_the_reference(shingle: str) -> None:
         if not (got == want).all():
             mismatches.append(text)
     assert not mismatches, f"{len(mismatches)} of {SAMPLE} differ, e.g. {mismatches[:3]!r}"
+
+
+def test_an_index_of_unicode_words_finds_a_reformatted_chinese_copy(tmp_path: Any) -> None:
+    # The same Chinese sentence with other punctuation, spacing and a changed year: no white
+    # space separates its words, so only Unicode word shingles see the two as one text.
+    original = "数据库在每次写入之前先记录日志，崩溃之后按日志恢复，2025年版本已经发布。"
+    copy = "数据库 在每次写入之前先记录日志, 崩溃之后按日志恢复; 2026年版本已经发布!"
+    other = "这是一段完全不同的文字，讲的是天气、山川和河流，没有任何共同的内容。"
+    path = tmp_path / "idx"
+    with mhdb.Index.create(path, shingle="unicode-word:1+fold-punctuation+fold-digits") as idx:
+        idx.insert("original", text=original)
+        idx.insert("other", text=other)
+        assert idx.stats()["params"]["shingle"] == "unicode-word:1+fold-punctuation+fold-digits"
+    with mhdb.Index.open(path, read_only=True) as idx:
+        found = idx.query(text=copy, threshold=0.8)
+    assert [key for key, _ in found] == ["original"]
+    assert found[0][1] > 0.9

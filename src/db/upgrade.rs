@@ -80,7 +80,9 @@ impl Db {
         for version in [MANIFEST_V1, MANIFEST_V2] {
             let old = sibling(dir, &old_suffix(version))?;
             if !exists(dir)? && exists(&old)? {
-                // Interrupted between the two renames of the swap.
+                // Interrupted between the two renames of the swap, or an upgrade running
+                // now and between them: its lock, still on the set-aside directory, tells.
+                let _locks = lock_writer(fs, &old)?;
                 if has_db(&new) {
                     return finish_swap(fs, dir, &new, (&old, version), keep_old);
                 }
@@ -109,6 +111,10 @@ impl Db {
                 ),
             ));
         }
+        // Held until the swap is done: no older writer may change the source meanwhile, and
+        // another upgrade of it must not take this one's copy for a leftover. The lock stays
+        // with the directory when it is renamed aside.
+        let _locks = lock_writer(fs, dir)?;
         // An earlier attempt that did not reach the swap: its copy, or the export's building
         // directory for it.
         let building = sibling(&new, ".mhdb-export")?;
@@ -117,12 +123,9 @@ impl Db {
                 remove_dir_best_effort(fs, leftover);
             }
         }
-        {
-            // No older writer may change the source meanwhile.
-            let _locks = lock_writer(fs, dir)?;
-            let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-            src.export_whole(&new)?;
-        }
+        let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
+        src.export_whole(&new)?;
+        drop(src);
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the old database aside"))?;
         finish_swap(fs, dir, &new, (&old, version), keep_old)
