@@ -521,6 +521,67 @@ pub struct DedupArgs {
     /// JSON output (pairs and clusters are always JSON Lines).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub apply: DedupApplyArgs,
+}
+
+// `dedup --apply`: the decision written to the files the index was loaded from. No doc
+// comment: clap would take it as help text.
+#[derive(clap::Args)]
+pub struct DedupApplyArgs {
+    /// Write each of these inputs (files, directories or glob patterns, as `add` read them)
+    /// to --out, in its own format and compression, without its dropped rows.
+    #[arg(long, num_args = 1.., value_name = "INPUT", requires = "out", conflicts_with_all = ["format", "json"])]
+    pub apply: Vec<PathBuf>,
+    /// The output directory: each input file is written at its path below its input root.
+    #[arg(long, value_name = "DIR", requires = "apply")]
+    pub out: Option<PathBuf>,
+    /// Keep every row and add the columns cluster, keep, best_match and similarity.
+    #[arg(long, requires = "apply")]
+    pub annotate: bool,
+    /// With --annotate: put P before the added columns' names.
+    #[arg(long, value_name = "P", requires = "annotate")]
+    pub annotate_prefix: Option<String>,
+    /// Which copy of a near-duplicate group stays: the first inserted or the last.
+    #[arg(long, value_enum, default_value = "first", requires = "apply")]
+    pub keep: KeepOrder,
+    /// An id met twice in the inputs: an error naming both places, or the first row keeps
+    /// the id's decision (later ones dropped), or every row gets it.
+    #[arg(long, value_enum, default_value = "error", requires = "apply")]
+    pub on_duplicate: OnRepeat,
+    /// Replace output files that exist (otherwise they are refused before anything is
+    /// written).
+    #[arg(long, requires = "apply")]
+    pub overwrite: bool,
+    /// Field or column holding the id, as `add` took it.
+    #[arg(long, default_value = "id", requires = "apply")]
+    pub id_field: String,
+    /// The ids came from the rows' places, as `add --id-from-path` made them.
+    #[arg(long, conflicts_with = "id_field", requires = "apply")]
+    pub id_from_path: bool,
+    /// Field or column holding the text, as `add` took it.
+    #[arg(long, default_value = "text", requires = "apply")]
+    pub text_field: String,
+    #[command(flatten)]
+    pub size: DocumentLimit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepOrder {
+    /// The oldest document (insert order) of each group stays, as --format drop keeps.
+    First,
+    /// The newest stays.
+    Last,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnRepeat {
+    /// Stop, naming both places.
+    Error,
+    /// The first row keeps the id's decision; later rows with it are dropped.
+    KeepFirst,
+    /// Every row with the id gets its decision.
+    KeepAll,
 }
 
 #[derive(clap::Args)]

@@ -94,7 +94,9 @@ use crate::db::MAX_KEY_LEN;
 
 pub use columns::{ColumnPath, Columns, RowValues};
 #[cfg(feature = "input")]
-pub use detect::{Compression, Format};
+pub use decompress::decompressed;
+#[cfg(feature = "input")]
+pub use detect::{Compression, Format, detect};
 #[cfg(feature = "input")]
 pub use document::read_document;
 #[cfg(feature = "input")]

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Kills `mhdb dedup --apply` with SIGKILL at random points, N times, and checks after each
+# kill that every file under a final name in the output directory is byte for byte the file
+# an uninterrupted run writes (never a partial one), and that a rerun (--overwrite) writes
+# exactly those files and leaves no temporary file. Prints the kills, how many left a
+# temporary file behind, and failures.
+#
+#   cargo build --release && tools/reliability/apply_kill.sh 200 [SEED]
+set -euo pipefail
+
+runs=${1:-200}
+RANDOM=${2:-1}
+mhdb=${MHDB:-target/release/mhdb}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+data=$work/data
+mkdir -p "$data/sub"
+for f in 0 1 2 3 4 5; do
+    case $f in
+        0|1) name=$data/part-$f.jsonl.zst ;;
+        2|3) name=$data/sub/part-$f.jsonl.gz ;;
+        *) name=$data/part-$f.jsonl ;;
+    esac
+    for i in $(seq 1 5000); do
+        printf '{"id": "p%d-%d", "text": "page %d of part %d: words %d %d %d and the same boilerplate footer of every page"}\n' \
+            "$f" "$i" $((i % 700)) "$f" $((i % 97)) $((i % 89)) $((i % 7))
+    done | case $name in
+        *.zst) zstd -q -c >"$name" ;;
+        *.gz) gzip -c >"$name" ;;
+        *) cat >"$name" ;;
+    esac
+done
+"$mhdb" create "$work/idx" --threshold 0.8 >/dev/null 2>&1
+"$mhdb" add "$work/idx" "$data" 2>/dev/null
+"$mhdb" dedup "$work/idx" --apply "$data" --out "$work/reference" 2>/dev/null
+(cd "$work/reference" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/want"
+
+left=0
+failures=0
+out=$work/out
+for n in $(seq 1 "$runs"); do
+    "$mhdb" dedup "$work/idx" --apply "$data" --out "$out" --overwrite 2>/dev/null &
+    pid=$!
+    sleep "$(printf '0.%03d' $((RANDOM % 600)))"
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if [ -d "$out" ]; then
+        [ -n "$(find "$out" -name '.*.mhdb-partial')" ] && left=$((left + 1))
+        while IFS= read -r -d '' f; do
+            rel=${f#"$out"/}
+            if ! grep -q "  ./$rel\$" "$work/want" ||
+                [ "$(sha256sum <"$f" | cut -d' ' -f1)" != "$(grep "  ./$rel\$" "$work/want" | cut -d' ' -f1)" ]; then
+                failures=$((failures + 1))
+                echo "kill $n: $rel is not the whole file"
+            fi
+        done < <(find "$out" -type f ! -name '.*' -print0)
+    fi
+    if ! "$mhdb" dedup "$work/idx" --apply "$data" --out "$out" --overwrite 2>"$work/err"; then
+        failures=$((failures + 1))
+        echo "kill $n: the rerun failed: $(cat "$work/err")"
+    elif ! diff -q <(cd "$out" && find . -type f -print0 | sort -z | xargs -0 sha256sum) "$work/want" >/dev/null; then
+        failures=$((failures + 1))
+        echo "kill $n: the rerun's files differ from an uninterrupted run's"
+    fi
+    rm -rf "$out"
+done
+echo "kills: $runs, temporary files left by the kill: $left, failures: $failures"
+[ "$failures" -eq 0 ]
