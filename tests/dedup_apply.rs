@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use common::cli::{bin_path, family_text, json_lines, ok, run, s};
+use common::cli::{bin_path, json_lines, ok, run, s};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
@@ -25,17 +25,26 @@ use parquet::file::properties::WriterProperties;
 type Row = (String, String, i64);
 
 /// `n` rows in near-duplicate families of ten, ids prefixed by `prefix` (unique across
-/// files), texts from family `first / 10` on (distinct across files).
-fn rows(prefix: &str, first: u64, n: u64) -> Vec<Row> {
+/// files), texts of the letter `mark` in every word (no text of one mark near another's).
+fn rows(prefix: &str, mark: char, n: u64) -> Vec<Row> {
     (0..n)
-        .map(|i| {
-            (
-                format!("{prefix}-{i}"),
-                family_text(first + i),
-                i as i64 * 7,
-            )
-        })
+        .map(|i| (format!("{prefix}-{i}"), text(mark, i), i as i64 * 7))
         .collect()
+}
+
+/// Sixty words, all but one decided by the family (`i / 10`).
+fn text(mark: char, i: u64) -> String {
+    let family = i / 10;
+    (0..60)
+        .map(|w| {
+            if w == (i % 10) as usize * 6 {
+                format!("edit{mark}{i}")
+            } else {
+                format!("{mark}{mark}{family}{mark}{w}{mark}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn jsonl(rows: &[Row]) -> Vec<u8> {
@@ -93,7 +102,8 @@ fn schema() -> Arc<Schema> {
             Field::new("text", DataType::Utf8, true),
             Field::new("n", DataType::Int64, false),
         ],
-        meta.into_iter().collect::<std::collections::HashMap<String, String>>(),
+        meta.into_iter()
+            .collect::<std::collections::HashMap<String, String>>(),
     ))
 }
 
@@ -160,7 +170,8 @@ fn write_inputs(data: &Path) -> BTreeMap<&'static str, Vec<Row>> {
     std::fs::create_dir_all(data.join("sub")).unwrap();
     let mut all = BTreeMap::new();
     for (number, name) in FILES.into_iter().enumerate() {
-        let r = rows(&name.replace(['/', '.'], "_"), number as u64 * 1000, 60);
+        let mark = char::from(b'a' + number as u8);
+        let r = rows(&name.replace(['/', '.'], "_"), mark, 60);
         let path = data.join(name);
         match name {
             "a.jsonl" => std::fs::write(&path, jsonl(&r)).unwrap(),
@@ -310,7 +321,11 @@ fn every_format_and_compression_is_written_back_minus_the_dropped_rows() {
             .filter(|r| !dropped.contains(&r.0))
             .cloned()
             .collect();
-        assert!(kept.len() < rows.len(), "{name}: nothing dropped");
+        assert!(
+            !kept.is_empty() && kept.len() < rows.len(),
+            "{name}: {} kept",
+            kept.len()
+        );
         let written = out.join(name);
         let input_head = std::fs::read(data.join(name)).unwrap()[..4].to_vec();
         let output = std::fs::read(&written).unwrap();
@@ -509,7 +524,7 @@ fn a_taken_column_name_is_refused_naming_file_and_column_unless_prefixed() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("taken.jsonl");
     let mut lines = Vec::new();
-    for (id, text, _) in rows("t", 0, 20) {
+    for (id, text, _) in rows("t", 't', 20) {
         writeln!(
             lines,
             "{}",
@@ -519,7 +534,7 @@ fn a_taken_column_name_is_refused_naming_file_and_column_unless_prefixed() {
     }
     std::fs::write(&data, &lines).unwrap();
     let pq = dir.path().join("taken.parquet");
-    let b = batch(&rows("p", 100, 20));
+    let b = batch(&rows("p", 'p', 20));
     let cluster: ArrayRef = Arc::new(Int64Array::from(vec![1i64; 20]));
     let b = RecordBatch::try_from_iter(
         b.columns()
@@ -592,7 +607,7 @@ fn newest_first_drops(db: &Path, order: &[String]) -> BTreeSet<String> {
 fn keep_last_keeps_the_newest_of_each_group() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.jsonl");
-    let r = rows("doc", 0, 80);
+    let r = rows("doc", 'd', 80);
     std::fs::write(&data, jsonl(&r)).unwrap();
     let db = database(dir.path(), &[&data]);
     let order: Vec<String> = r.iter().map(|r| r.0.clone()).collect();
@@ -619,7 +634,7 @@ fn rows_not_in_the_index_are_kept_and_counted() {
         dir.path().join("loaded.jsonl"),
         dir.path().join("in/all.jsonl"),
     );
-    let r = rows("doc", 0, 50);
+    let r = rows("doc", 'd', 50);
     std::fs::write(&loaded, jsonl(&r[..30])).unwrap();
     std::fs::create_dir_all(all.parent().unwrap()).unwrap();
     std::fs::write(&all, jsonl(&r)).unwrap();
@@ -643,7 +658,7 @@ fn rows_not_in_the_index_are_kept_and_counted() {
 fn an_id_met_twice_is_an_error_naming_both_places_unless_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
-    let r = rows("doc", 0, 30);
+    let r = rows("doc", 'd', 30);
     std::fs::write(&a, jsonl(&r[..20])).unwrap();
     // doc-5 again, on line 3 of b.
     let again: Vec<Row> = [&r[20..22], &r[5..6], &r[22..]].concat();
@@ -699,7 +714,7 @@ fn an_output_that_is_holds_or_lies_in_an_input_is_refused_before_writing() {
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let file = data.join("a.jsonl");
-    std::fs::write(&file, jsonl(&rows("doc", 0, 20))).unwrap();
+    std::fs::write(&file, jsonl(&rows("doc", 'd', 20))).unwrap();
     let db = database(dir.path(), &[&file]);
     for out in [data.join("deduped"), data.clone(), dir.path().to_path_buf()] {
         let o = apply(&db, &[&data], &out, &[]);
@@ -708,7 +723,7 @@ fn an_output_that_is_holds_or_lies_in_an_input_is_refused_before_writing() {
         assert!(err.contains("is, holds or lies in the input"), "{err}");
     }
     assert!(!data.join("deduped").exists());
-    assert_eq!(std::fs::read(&file).unwrap(), jsonl(&rows("doc", 0, 20)));
+    assert_eq!(std::fs::read(&file).unwrap(), jsonl(&rows("doc", 'd', 20)));
     // An output file that exists is refused too, unless replaced on purpose.
     let out = dir.path().join("out");
     succeeded(apply(&db, &[&data], &out, &[]));
@@ -727,7 +742,11 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
     for f in 0..6u64 {
         std::fs::write(
             data.join(format!("part-{f}.jsonl.zst")),
-            zstd(&jsonl(&rows(&format!("p{f}"), f * 100_000, 4000))),
+            zstd(&jsonl(&rows(
+                &format!("p{f}"),
+                char::from(b'a' + f as u8),
+                4000,
+            ))),
         )
         .unwrap();
     }
