@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
 use arrow_schema::{DataType, Field, Schema};
 use common::cli::{bin_path, json_lines, ok, run, s};
 use parquet::arrow::ArrowWriter;
@@ -402,45 +404,44 @@ fn annotate_keeps_every_row_and_adds_the_decision_in_each_format() {
     for (name, rows) in &inputs {
         let written = out.join(name);
         // Per row: (id, keep, cluster, best_match, similarity).
-        let got: Vec<(String, bool, Option<String>, Option<String>, Option<f64>)> =
-            if is_arrow(name) {
-                let (schema, batches) = arrow_rows(&written);
-                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-                assert_eq!(
-                    names,
-                    [
-                        "id",
-                        "text",
-                        "n",
-                        "cluster",
-                        "keep",
-                        "best_match",
-                        "similarity"
-                    ]
-                );
-                assert_eq!(
-                    schema.metadata(),
-                    schema_read_back(&data.join(name)).metadata()
-                );
-                batches.iter().flat_map(annotated_rows).collect()
-            } else if name.contains(".jsonl") {
-                let lines = plain(std::fs::read(&written).unwrap());
-                json_lines(&lines)
-                    .iter()
-                    .map(|v| {
-                        let key = |f: &str| v[f].as_str().map(String::from);
-                        (
-                            key("id").unwrap(),
-                            v["keep"].as_bool().unwrap(),
-                            key("cluster"),
-                            key("best_match"),
-                            v["similarity"].as_f64(),
-                        )
-                    })
-                    .collect()
-            } else {
-                csv_annotated(name, &plain(std::fs::read(&written).unwrap()))
-            };
+        let got: Vec<Annotated> = if is_arrow(name) {
+            let (schema, batches) = arrow_rows(&written);
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "id",
+                    "text",
+                    "n",
+                    "cluster",
+                    "keep",
+                    "best_match",
+                    "similarity"
+                ]
+            );
+            assert_eq!(
+                schema.metadata(),
+                schema_read_back(&data.join(name)).metadata()
+            );
+            batches.iter().flat_map(annotated_rows).collect()
+        } else if name.contains(".jsonl") {
+            let lines = plain(std::fs::read(&written).unwrap());
+            json_lines(&lines)
+                .iter()
+                .map(|v| {
+                    let key = |f: &str| v[f].as_str().map(String::from);
+                    (
+                        key("id").unwrap(),
+                        v["keep"].as_bool().unwrap(),
+                        key("cluster"),
+                        key("best_match"),
+                        v["similarity"].as_f64(),
+                    )
+                })
+                .collect()
+        } else {
+            csv_annotated(name, &plain(std::fs::read(&written).unwrap()))
+        };
         assert_eq!(got.len(), rows.len(), "{name}: every row");
         for ((id, keep, cluster, best, similarity), row) in got.iter().zip(rows) {
             assert_eq!(id, &row.0, "{name}: order");
@@ -463,6 +464,7 @@ fn annotate_keeps_every_row_and_adds_the_decision_in_each_format() {
     }
 }
 
+/// A row annotated: (id, keep, cluster, best_match, similarity).
 type Annotated = (String, bool, Option<String>, Option<String>, Option<f64>);
 
 fn annotated_rows(b: &RecordBatch) -> Vec<Annotated> {
@@ -484,8 +486,6 @@ fn annotated_rows(b: &RecordBatch) -> Vec<Annotated> {
         })
         .collect()
 }
-
-use arrow_array::Array;
 
 /// The annotated CSV/TSV rows (the header checked), read with the csv crate.
 fn csv_annotated(name: &str, bytes: &[u8]) -> Vec<Annotated> {

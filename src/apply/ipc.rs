@@ -89,7 +89,11 @@ pub fn apply(
     };
     let mut row = 0u64;
     while let Some(batch) = ends.next() {
-        let batch = batch.map_err(|e| corrupt(e))?;
+        let batch = batch.map_err(|e| {
+            ApplyError::Corrupt(format!(
+                "{name}: the record batch from row {row} cannot be read: {e}"
+            ))
+        })?;
         let decided = decide(&mut job, &columns, &batch, row, &at, judge)?;
         row += batch.num_rows() as u64;
         match &notes {
