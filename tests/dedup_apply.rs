@@ -49,6 +49,14 @@ fn text(mark: char, i: u64) -> String {
         .join(" ")
 }
 
+/// `rows` without the `dropped` ones.
+fn kept(rows: &[Row], dropped: &BTreeSet<String>) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| !dropped.contains(&r.0))
+        .cloned()
+        .collect()
+}
+
 fn jsonl(rows: &[Row]) -> Vec<u8> {
     let mut out = Vec::new();
     for (id, text, n) in rows {
@@ -318,11 +326,7 @@ fn every_format_and_compression_is_written_back_minus_the_dropped_rows() {
         "{err}"
     );
     for (name, rows) in &inputs {
-        let kept: Vec<Row> = rows
-            .iter()
-            .filter(|r| !dropped.contains(&r.0))
-            .cloned()
-            .collect();
+        let kept = kept(rows, &dropped);
         assert!(
             !kept.is_empty() && kept.len() < rows.len(),
             "{name}: {} kept",
@@ -407,18 +411,7 @@ fn annotate_keeps_every_row_and_adds_the_decision_in_each_format() {
         let got: Vec<Annotated> = if is_arrow(name) {
             let (schema, batches) = arrow_rows(&written);
             let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            assert_eq!(
-                names,
-                [
-                    "id",
-                    "text",
-                    "n",
-                    "cluster",
-                    "keep",
-                    "best_match",
-                    "similarity"
-                ]
-            );
+            assert_eq!(names, ANNOTATED_COLUMNS);
             assert_eq!(
                 schema.metadata(),
                 schema_read_back(&data.join(name)).metadata()
@@ -464,6 +457,17 @@ fn annotate_keeps_every_row_and_adds_the_decision_in_each_format() {
     }
 }
 
+/// The columns of an annotated output.
+const ANNOTATED_COLUMNS: [&str; 7] = [
+    "id",
+    "text",
+    "n",
+    "cluster",
+    "keep",
+    "best_match",
+    "similarity",
+];
+
 /// A row annotated: (id, keep, cluster, best_match, similarity).
 type Annotated = (String, bool, Option<String>, Option<String>, Option<f64>);
 
@@ -492,18 +496,7 @@ fn csv_annotated(name: &str, bytes: &[u8]) -> Vec<Annotated> {
     let sep = if name.contains(".csv") { b',' } else { b'\t' };
     let mut r = csv::ReaderBuilder::new().delimiter(sep).from_reader(bytes);
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    assert_eq!(
-        header,
-        [
-            "id",
-            "text",
-            "n",
-            "cluster",
-            "keep",
-            "best_match",
-            "similarity"
-        ]
-    );
+    assert_eq!(header, ANNOTATED_COLUMNS);
     let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
     r.records()
         .map(|rec| {
@@ -619,11 +612,7 @@ fn keep_last_keeps_the_newest_of_each_group() {
     assert_ne!(dropped, drop_set(&db));
     let out = dir.path().join("out");
     succeeded(apply(&db, &[&data], &out, &["--keep", "last"]));
-    let kept: Vec<Row> = r
-        .iter()
-        .filter(|r| !dropped.contains(&r.0))
-        .cloned()
-        .collect();
+    let kept = kept(&r, &dropped);
     assert_eq!(std::fs::read(out.join("data.jsonl")).unwrap(), jsonl(&kept));
 }
 
@@ -646,11 +635,7 @@ fn rows_not_in_the_index_are_kept_and_counted() {
         err.contains(&format!("{} dropped, 20 not in the index", dropped.len())),
         "{err}"
     );
-    let kept: Vec<Row> = r
-        .iter()
-        .filter(|r| !dropped.contains(&r.0))
-        .cloned()
-        .collect();
+    let kept = kept(&r, &dropped);
     assert_eq!(std::fs::read(out.join("all.jsonl")).unwrap(), jsonl(&kept));
 }
 
@@ -700,12 +685,10 @@ fn an_id_met_twice_is_an_error_naming_both_places_unless_asked() {
         &out,
         &["--on-duplicate", "keep-all", "--overwrite"],
     ));
-    let kept_b: Vec<Row> = again
-        .iter()
-        .filter(|r| !dropped.contains(&r.0))
-        .cloned()
-        .collect();
-    assert_eq!(std::fs::read(out.join("b.jsonl")).unwrap(), jsonl(&kept_b));
+    assert_eq!(
+        std::fs::read(out.join("b.jsonl")).unwrap(),
+        jsonl(&kept(&again, &dropped))
+    );
 }
 
 #[test]

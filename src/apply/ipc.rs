@@ -12,7 +12,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use super::annotation::{ArrowNotes, field_type};
 use super::atomic::Target;
 use super::judge::Judge;
-use super::parquet::{decide, runs};
+use super::parquet::{decide, output_batches};
 use super::{ApplyError, Event, FileJob, io_error};
 use crate::input::{Columns, Position};
 
@@ -96,18 +96,8 @@ pub fn apply(
         })?;
         let decided = decide(&mut job, &columns, &batch, row, &at, judge)?;
         row += batch.num_rows() as u64;
-        match &notes {
-            Some(n) => {
-                let notes: Vec<_> = decided.into_iter().map(|o| o.note).collect();
-                ends.write(&n.batch(&batch, &notes, &schema)?)
-                    .map_err(write_err)?;
-            }
-            None => {
-                let keep: Vec<bool> = decided.iter().map(|o| o.keep).collect();
-                for (start, len) in runs(&keep) {
-                    ends.write(&batch.slice(start, len)).map_err(write_err)?;
-                }
-            }
+        for b in output_batches(decided, &batch, notes.as_ref(), &schema)? {
+            ends.write(&b).map_err(write_err)?;
         }
         (job.events)(Event::Rows(row));
     }

@@ -6,6 +6,7 @@
 use std::fs::File;
 
 use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -15,7 +16,7 @@ use parquet::file::properties::WriterProperties;
 
 use super::annotation::{ArrowNotes, field_type};
 use super::atomic::Target;
-use super::judge::Judge;
+use super::judge::{Judge, Outcome};
 use super::{ApplyError, Event, FileJob, io_error};
 use crate::input::{BATCH_ROWS, Columns, Origin, Position};
 
@@ -82,19 +83,9 @@ pub fn apply(
             };
             let decided = decide(&mut job, &columns, &batch, row, &at, judge)?;
             row += batch.num_rows() as u64;
-            match &notes {
-                Some((_, n)) => {
-                    let notes: Vec<_> = decided.into_iter().map(|o| o.note).collect();
-                    writer
-                        .write(&n.batch(&batch, &notes, &schema)?)
-                        .map_err(write_err)?;
-                }
-                None => {
-                    let keep: Vec<bool> = decided.iter().map(|o| o.keep).collect();
-                    for (start, len) in runs(&keep) {
-                        writer.write(&batch.slice(start, len)).map_err(write_err)?;
-                    }
-                }
+            let notes = notes.as_ref().map(|(_, n)| n);
+            for b in output_batches(decided, &batch, notes, &schema)? {
+                writer.write(&b).map_err(write_err)?;
             }
             (job.events)(Event::Rows(row));
         }
@@ -112,7 +103,7 @@ pub(super) fn decide(
     first: u64,
     at: &dyn Fn(u64) -> Position,
     judge: &mut Judge<'_>,
-) -> Result<Vec<super::judge::Outcome>, ApplyError> {
+) -> Result<Vec<Outcome>, ApplyError> {
     let mut values = Vec::with_capacity(batch.num_rows());
     columns
         .rows(batch, &mut values, &job.file.name)
@@ -129,8 +120,27 @@ pub(super) fn decide(
     Ok(out)
 }
 
+/// What `batch` becomes given its rows' outcomes: one batch with the notes added as columns
+/// of `schema` when annotating, else its runs of kept rows.
+pub(super) fn output_batches(
+    decided: Vec<Outcome>,
+    batch: &RecordBatch,
+    notes: Option<&ArrowNotes>,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>, ApplyError> {
+    if let Some(n) = notes {
+        let notes: Vec<_> = decided.into_iter().map(|o| o.note).collect();
+        return Ok(vec![n.batch(batch, &notes, schema)?]);
+    }
+    let keep: Vec<bool> = decided.iter().map(|o| o.keep).collect();
+    Ok(runs(&keep)
+        .into_iter()
+        .map(|(start, len)| batch.slice(start, len))
+        .collect())
+}
+
 /// The runs of true values: (start, length) each.
-pub(super) fn runs(keep: &[bool]) -> Vec<(usize, usize)> {
+fn runs(keep: &[bool]) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     for (i, &k) in keep.iter().enumerate() {
         if !k {
