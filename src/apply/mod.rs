@@ -36,7 +36,7 @@ pub use decide::{Decisions, Keep, Verdict};
 pub use judge::{OnRepeat, Summary};
 
 use crate::db::{DedupOptions, ReadIndex};
-use crate::input::{Fields, Format, InputFile, decompressed, detect, expand};
+use crate::input::{Fields, Format, InputFile, MAGIC_LEN, decompressed, detect, expand};
 use atomic::{OutputDir, Target};
 use judge::Judge;
 
@@ -182,7 +182,7 @@ fn apply_file(
     let mut f = File::open(&file.path).map_err(|e| io_error(name, "open it", e))?;
     let mut head = Vec::new();
     (&mut f)
-        .take(8)
+        .take(MAGIC_LEN as u64)
         .read_to_end(&mut head)
         .map_err(|e| io_error(name, "read it", e))?;
     let (format, compression) = detect(&head, &file.path);

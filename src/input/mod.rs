@@ -96,7 +96,7 @@ pub use columns::{ColumnPath, Columns, RowValues};
 #[cfg(feature = "input")]
 pub use decompress::decompressed;
 #[cfg(feature = "input")]
-pub use detect::{Compression, Format, detect};
+pub use detect::{Compression, Format, MAGIC_LEN, detect};
 #[cfg(feature = "input")]
 pub use document::read_document;
 #[cfg(feature = "input")]
