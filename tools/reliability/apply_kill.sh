@@ -16,21 +16,25 @@ trap 'rm -rf "$work"' EXIT
 
 data=$work/data
 mkdir -p "$data/sub"
-for f in 0 1 2 3 4 5; do
-    case $f in
-        0|1) name=$data/part-$f.jsonl.zst ;;
-        2|3) name=$data/sub/part-$f.jsonl.gz ;;
-        *) name=$data/part-$f.jsonl ;;
-    esac
-    for i in $(seq 1 5000); do
-        printf '{"id": "p%d-%d", "text": "page %d of part %d: words %d %d %d and the same boilerplate footer of every page"}\n' \
-            "$f" "$i" $((i % 700)) "$f" $((i % 97)) $((i % 89)) $((i % 7))
-    done | case $name in
-        *.zst) zstd -q -c >"$name" ;;
-        *.gz) gzip -c >"$name" ;;
-        *) cat >"$name" ;;
-    esac
-done
+# Six parts of 20,000 pages of random words; a page's words repeat every 700 pages of its
+# part (29 copies each, so the dedup pass stays small and most rows are dropped).
+python3 - "$data" <<'PY'
+import gzip, random, sys
+data = sys.argv[1]
+vocab = ["w%d" % n for n in range(5000)]
+def text(f, i):
+    rng = random.Random(f * 1000 + i % 700)
+    return " ".join(rng.choice(vocab) for _ in range(40))
+for f in range(6):
+    lines = "".join(
+        '{"id": "p%d-%d", "text": "%s"}\n' % (f, i, text(f, i)) for i in range(20000)
+    ).encode()
+    name = ["part-%d.jsonl.zst", "part-%d.jsonl.zst", "sub/part-%d.jsonl.gz", "sub/part-%d.jsonl.gz", "part-%d.jsonl", "part-%d.jsonl"][f] % f
+    if name.endswith(".gz"):
+        lines = gzip.compress(lines)
+    open(f"{data}/{name}", "wb").write(lines)
+PY
+for z in "$data"/*.zst; do mv "$z" "$z.plain" && zstd -q --rm "$z.plain" -o "$z"; done
 "$mhdb" create "$work/idx" --threshold 0.8 >/dev/null 2>&1
 "$mhdb" add "$work/idx" "$data" 2>/dev/null
 "$mhdb" dedup "$work/idx" --apply "$data" --out "$work/reference" 2>/dev/null
