@@ -735,11 +735,14 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
     }
     let db = database(dir.path(), &[&data]);
     let reference = dir.path().join("reference");
+    let started = std::time::Instant::now();
     succeeded(apply(&db, &[&data], &reference, &[]));
+    // Kills spread over the run as long as an uninterrupted one takes.
+    let run_ms = started.elapsed().as_millis() as u64;
     let expected: BTreeMap<PathBuf, Vec<u8>> = files_below(&reference);
     assert_eq!(expected.len(), 6);
     let out = dir.path().join("out");
-    for delay_ms in [5u64, 40, 120, 300] {
+    for delay_ms in [run_ms / 5, run_ms * 2 / 5, run_ms * 3 / 5, run_ms * 4 / 5] {
         let mut child = Command::new(bin_path())
             .args([
                 "dedup",

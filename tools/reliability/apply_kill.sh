@@ -46,7 +46,8 @@ out=$work/out
 for n in $(seq 1 "$runs"); do
     "$mhdb" dedup "$work/idx" --apply "$data" --out "$out" --overwrite 2>/dev/null &
     pid=$!
-    sleep "$(printf '0.%03d' $((RANDOM % 600)))"
+    # A random point in the run (about two seconds here: the dedup pass, then the files).
+    sleep "$(printf '%d.%03d' $((RANDOM % 3)) $((RANDOM % 1000)))"
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     if [ -d "$out" ]; then
