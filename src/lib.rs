@@ -21,6 +21,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "input")]
+pub mod apply;
 pub mod db;
 pub mod error;
 #[cfg(feature = "arrow-input")]

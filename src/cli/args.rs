@@ -103,7 +103,7 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Every near-duplicate pair (or cluster, or the keys to drop) verified at a threshold.
     #[command(
-        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"}); every verified pair, so quadratic in the size\nof a near-duplicate cluster (up to cap*(cap-1)/2 per band bucket; see create --bucket-cap);\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr."
+        after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n  mhdb dedup idx --apply data/ --out deduped/ [--annotate] [--keep last]\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"}); every verified pair, so quadratic in the size\nof a near-duplicate cluster (up to cap*(cap-1)/2 per band bucket; see create --bucket-cap);\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr.\n--apply writes each input file (as `add` read it, with the same --id-field, --id-from-path\nand --text-field) to --out at its path below its input root, in its own format and\ncompression, without the dropped rows (--annotate: every row, with cluster, keep, best_match\nand similarity added); see the README, \"Deduplicated files out\".\nExit codes: 0 done; 1 I/O or an id met twice in the inputs; 2 usage (--out in an input, a\ntaken column, an output file that exists without --overwrite); 3 an input or the index is\ndamaged."
     )]
     Dedup(DedupArgs),
     /// Write a compacted, self-contained copy to ship (servers open it read-only).
@@ -524,6 +524,67 @@ pub struct DedupArgs {
     /// JSON output (pairs and clusters are always JSON Lines).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub apply: DedupApplyArgs,
+}
+
+// `dedup --apply`: the decision written to the files the index was loaded from. No doc
+// comment: clap would take it as help text.
+#[derive(clap::Args)]
+pub struct DedupApplyArgs {
+    /// Write each of these inputs (files, directories or glob patterns, as `add` read them)
+    /// to --out, in its own format and compression, without its dropped rows.
+    #[arg(long, num_args = 1.., value_name = "INPUT", requires = "out", conflicts_with_all = ["format", "json"])]
+    pub apply: Vec<PathBuf>,
+    /// The output directory: each input file is written at its path below its input root.
+    #[arg(long, value_name = "DIR", requires = "apply")]
+    pub out: Option<PathBuf>,
+    /// Keep every row and add the columns cluster, keep, best_match and similarity.
+    #[arg(long, requires = "apply")]
+    pub annotate: bool,
+    /// With --annotate: put P before the added columns' names.
+    #[arg(long, value_name = "P", requires = "annotate")]
+    pub annotate_prefix: Option<String>,
+    /// Which copy of a near-duplicate group stays: the first inserted or the last.
+    #[arg(long, value_enum, default_value = "first", requires = "apply")]
+    pub keep: KeepOrder,
+    /// An id met twice in the inputs: an error naming both places, or the first row keeps
+    /// the id's decision (later ones dropped), or every row gets it.
+    #[arg(long, value_enum, default_value = "error", requires = "apply")]
+    pub on_duplicate: OnRepeat,
+    /// Replace output files that exist (otherwise they are refused before anything is
+    /// written).
+    #[arg(long, requires = "apply")]
+    pub overwrite: bool,
+    /// Field or column holding the id, as `add` took it.
+    #[arg(long, default_value = "id", requires = "apply")]
+    pub id_field: String,
+    /// The ids came from the rows' places, as `add --id-from-path` made them.
+    #[arg(long, conflicts_with = "id_field", requires = "apply")]
+    pub id_from_path: bool,
+    /// Field or column holding the text, as `add` took it.
+    #[arg(long, default_value = "text", requires = "apply")]
+    pub text_field: String,
+    #[command(flatten)]
+    pub size: DocumentLimit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepOrder {
+    /// The oldest document (insert order) of each group stays, as --format drop keeps.
+    First,
+    /// The newest stays.
+    Last,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnRepeat {
+    /// Stop, naming both places.
+    Error,
+    /// The first row keeps the id's decision; later rows with it are dropped.
+    KeepFirst,
+    /// Every row with the id gets its decision.
+    KeepAll,
 }
 
 #[derive(clap::Args)]

@@ -4,12 +4,15 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use indicatif::ProgressBar;
+use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Event, Keep, OnRepeat};
 use mhdb::db::DedupOptions;
+use mhdb::input::{Fields, Id};
 
-use super::args::{DedupArgs, DedupFormat};
+use super::args::{DedupApplyArgs, DedupArgs, DedupFormat, KeepOrder, OnRepeat as OnRepeatArg};
 use super::databases::Databases;
 use super::escape::key_text;
-use super::output::{CliResult, message, progress};
+use super::output::{CliError, CliResult, message, progress};
 use super::shapes;
 
 /// `mhdb dedup`: the results on stdout, a summary line on stderr.
@@ -21,10 +24,13 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let t = t.unwrap_or(db.params().threshold);
     // What the threshold means, for the summary lines.
     let at = db.params().describe_threshold(t);
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let opts = DedupOptions {
         estimate_only: args.no_exact,
     };
+    if !args.apply.apply.is_empty() {
+        return apply(&source, t, opts, &args.apply);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let exact = db.params().store_sets && !args.no_exact;
     match args.format {
         DedupFormat::Pairs => {
@@ -93,5 +99,97 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mhdb dedup --apply`: the decision written to the inputs' copies under `--out`; progress
+/// per file and the summary on stderr.
+fn apply(
+    source: &Databases,
+    t: f64,
+    opts: DedupOptions,
+    args: &DedupApplyArgs,
+) -> CliResult<ExitCode> {
+    let options = ApplyOptions {
+        threshold: t,
+        dedup: opts,
+        keep: match args.keep {
+            KeepOrder::First => Keep::First,
+            KeepOrder::Last => Keep::Last,
+        },
+        fields: Fields {
+            id: if args.id_from_path {
+                Id::FromPath
+            } else {
+                Id::Field(args.id_field.clone())
+            },
+            text: args.text_field.clone(),
+        },
+        annotate: args.annotate.then(|| Annotate {
+            prefix: args.annotate_prefix.clone().unwrap_or_default(),
+        }),
+        on_repeat: match args.on_duplicate {
+            OnRepeatArg::Error => OnRepeat::Error,
+            OnRepeatArg::KeepFirst => OnRepeat::KeepFirst,
+            OnRepeatArg::KeepAll => OnRepeat::KeepAll,
+        },
+        overwrite: args.overwrite,
+        max_document_bytes: args.size.max_document_bytes,
+    };
+    let out = args.out.clone().unwrap_or_default();
+    let mut bar: Option<ProgressBar> = None;
+    let mut events = |event: Event<'_>| match event {
+        Event::Band { done, bands } => {
+            let b = bar.get_or_insert_with(|| {
+                progress(
+                    Some(bands as u64),
+                    "dedup {bar:40} band {pos}/{len} {elapsed}",
+                )
+                .unwrap_or_else(ProgressBar::hidden)
+            });
+            b.set_position(done as u64);
+        }
+        Event::File {
+            name,
+            number,
+            files,
+            ..
+        } => {
+            if let Some(b) = bar.take() {
+                b.finish_and_clear();
+            }
+            let template =
+                format!("{{spinner}} file {number}/{files} {{pos}} rows {{per_sec}} {name}");
+            bar = progress(None, &template);
+        }
+        Event::Rows(rows) => {
+            if let Some(b) = &bar {
+                b.set_position(rows);
+            }
+        }
+    };
+    let applied = mhdb::apply::apply(&**source, &args.apply, &out, &options, &mut events);
+    if let Some(b) = bar.take() {
+        b.finish_and_clear();
+    }
+    let summary = applied.map_err(|e| match e {
+        ApplyError::Usage(m) => CliError::usage(m),
+        ApplyError::Corrupt(m) => CliError::corrupt(m),
+        ApplyError::Other(m) => CliError::other(m),
+        ApplyError::Index(e) => e.into(),
+    })?;
+    let repeated = match summary.repeated {
+        0 => String::new(),
+        n => format!(", {n} with an id met before"),
+    };
+    message(format_args!(
+        "{} files, {} rows in: {} kept, {} dropped, {} not in the index{repeated} (written to {})",
+        summary.files,
+        summary.rows,
+        summary.kept,
+        summary.dropped,
+        summary.not_in_index,
+        out.display()
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -28,6 +28,15 @@ impl CliError {
         }
     }
 
+    /// Damaged data (here: an input that cannot be decoded): exit code 3.
+    pub fn corrupt(msg: impl Into<String>) -> Self {
+        CliError {
+            msg: msg.into(),
+            code: 3,
+            broken_pipe: false,
+        }
+    }
+
     /// Any other failure: exit code 1.
     pub fn other(msg: impl Into<String>) -> Self {
         CliError {

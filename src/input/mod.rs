@@ -106,7 +106,9 @@ use crate::db::MAX_KEY_LEN;
 
 pub use columns::{ColumnPath, Columns, RowValues};
 #[cfg(feature = "input")]
-pub use detect::{Compression, Format};
+pub use decompress::decompressed;
+#[cfg(feature = "input")]
+pub use detect::{Compression, Format, MAGIC_LEN, detect};
 #[cfg(feature = "input")]
 pub use document::read_document;
 #[cfg(feature = "input")]

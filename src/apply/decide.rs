@@ -1,0 +1,199 @@
+//! The decision per stored key: keep or drop, the cluster it joins, its most similar kept
+//! neighbour and their similarity, from one dedup pass of the index at a threshold.
+//!
+//! Keep order `first` is the index's own (`dedup --format drop`): star clusters built oldest
+//! first, the center kept, its members dropped, each member's cluster its center. Keep order
+//! `last` visits the documents newest first: a document is dropped when a newer kept document
+//! is at or above the threshold. The verified pairs say which of two documents is older, and
+//! that is all a greedy pass in age order depends on, so `last` is decided from the pairs
+//! alone; its cluster is the most similar of the kept documents that dropped it.
+
+use std::collections::HashMap;
+
+use crate::Result;
+use crate::db::{DedupOptions, ReadIndex};
+
+/// Which copy of a near-duplicate group stays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// The oldest (insert order), as `dedup --format drop` keeps.
+    #[default]
+    First,
+    /// The newest.
+    Last,
+}
+
+/// What happens to one stored document.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdict {
+    /// True when the document stays.
+    pub keep: bool,
+    /// The kept document it attaches to (itself when kept), by key number.
+    pub cluster: u32,
+    /// Its most similar kept neighbour and their similarity (`None` for a kept document).
+    pub best_match: Option<(u32, f64)>,
+}
+
+/// The verdicts of every document that has a near-duplicate; a stored document without one
+/// is kept, alone in its cluster.
+#[derive(Default)]
+pub struct Decisions {
+    keys: Vec<Vec<u8>>,
+    numbers: HashMap<Vec<u8>, u32>,
+    verdicts: Vec<Option<Verdict>>,
+    /// Documents dropped.
+    pub dropped: u64,
+}
+
+/// A verified pair by key number: older, newer, similarity.
+type Edge = (u32, u32, f64);
+
+impl Decisions {
+    /// Decides every document of `index` at `threshold`.
+    pub fn compute(
+        index: &dyn ReadIndex,
+        threshold: f64,
+        opts: DedupOptions,
+        keep: Keep,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Decisions> {
+        let mut d = Decisions::default();
+        let mut edges: Vec<Edge> = Vec::new();
+        index.dedup_pairs_with_options(
+            threshold,
+            opts,
+            &mut |p| {
+                let (a, b) = (d.number(p.a), d.number(p.b));
+                edges.push((a, b, p.similarity));
+                Ok(())
+            },
+            progress,
+        )?;
+        d.verdicts = vec![None; d.keys.len()];
+        match keep {
+            Keep::First => d.star_clusters(index, threshold, opts)?,
+            Keep::Last => d.newest_first(&edges),
+        }
+        d.best_matches(&edges);
+        d.dropped = d.verdicts.iter().flatten().filter(|v| !v.keep).count() as u64;
+        Ok(d)
+    }
+
+    /// The key number of `key`, given one if new.
+    fn number(&mut self, key: Vec<u8>) -> u32 {
+        if let Some(&n) = self.numbers.get(&key) {
+            return n;
+        }
+        let n = self.keys.len() as u32;
+        self.keys.push(key.clone());
+        self.numbers.insert(key, n);
+        n
+    }
+
+    /// Keep order `first`: the index's star clusters.
+    fn star_clusters(
+        &mut self,
+        index: &dyn ReadIndex,
+        threshold: f64,
+        opts: DedupOptions,
+    ) -> Result<()> {
+        index.for_each_dedup_cluster_with_options(threshold, opts, &mut |cluster| {
+            let members: Vec<u32> = cluster.into_iter().map(|k| self.number(k)).collect();
+            let Some((&center, dropped)) = members.split_first() else {
+                return Ok(());
+            };
+            self.set(center, true, center);
+            for &m in dropped {
+                self.set(m, false, center);
+            }
+            Ok(())
+        })?;
+        // A key the pairs pass did not see (the index changed between passes) has no slot.
+        self.verdicts.resize(self.keys.len(), None);
+        Ok(())
+    }
+
+    fn set(&mut self, n: u32, keep: bool, cluster: u32) {
+        if self.verdicts.len() <= n as usize {
+            self.verdicts.resize(n as usize + 1, None);
+        }
+        self.verdicts[n as usize] = Some(Verdict {
+            keep,
+            cluster,
+            best_match: None,
+        });
+    }
+
+    /// Keep order `last`: documents newest first (a topological order of the pairs, newer
+    /// before older), each dropped when a kept newer neighbour is similar.
+    fn newest_first(&mut self, edges: &[Edge]) {
+        let n = self.keys.len();
+        // Per document: its older neighbours (visited after it) and its count of newer ones.
+        let mut older: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
+        let mut newer_left = vec![0u32; n];
+        for &(a, b, s) in edges {
+            older[b as usize].push((a, s));
+            newer_left[a as usize] += 1;
+        }
+        // The most similar kept newer neighbour of each document, once it is known.
+        let mut dropped_by: Vec<Option<(u32, f64)>> = vec![None; n];
+        let mut ready: Vec<u32> = (0..n as u32)
+            .filter(|&i| newer_left[i as usize] == 0)
+            .collect();
+        while let Some(doc) = ready.pop() {
+            let by = dropped_by[doc as usize];
+            let keep = by.is_none();
+            self.set(doc, keep, by.map_or(doc, |(k, _)| k));
+            for &(o, s) in &older[doc as usize] {
+                if keep && closer(s, doc, dropped_by[o as usize], &self.keys) {
+                    dropped_by[o as usize] = Some((doc, s));
+                }
+                newer_left[o as usize] -= 1;
+                if newer_left[o as usize] == 0 {
+                    ready.push(o);
+                }
+            }
+        }
+    }
+
+    /// Each dropped document's most similar kept neighbour.
+    fn best_matches(&mut self, edges: &[Edge]) {
+        for &(a, b, s) in edges {
+            for (doc, other) in [(a, b), (b, a)] {
+                let kept = self.verdict_of(other).is_some_and(|v| v.keep);
+                let Some(Some(v)) = self.verdicts.get(doc as usize) else {
+                    continue;
+                };
+                if !v.keep && kept && closer(s, other, v.best_match, &self.keys) {
+                    let best = Some((other, s));
+                    if let Some(Some(v)) = self.verdicts.get_mut(doc as usize) {
+                        v.best_match = best;
+                    }
+                }
+            }
+        }
+    }
+
+    fn verdict_of(&self, n: u32) -> Option<Verdict> {
+        self.verdicts.get(n as usize).copied().flatten()
+    }
+
+    /// The verdict of `key`, if it has a near-duplicate.
+    pub fn get(&self, key: &[u8]) -> Option<Verdict> {
+        self.verdict_of(*self.numbers.get(key)?)
+    }
+
+    /// The key numbered `n`.
+    pub fn key(&self, n: u32) -> &[u8] {
+        self.keys.get(n as usize).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// True when `candidate` at similarity `s` beats `best`: more similar, or as similar with
+/// the smaller key (so the choice does not depend on the order pairs come in).
+fn closer(s: f64, candidate: u32, best: Option<(u32, f64)>, keys: &[Vec<u8>]) -> bool {
+    match best {
+        None => true,
+        Some((b, bs)) => s > bs || (s == bs && keys[candidate as usize] < keys[b as usize]),
+    }
+}
