@@ -160,7 +160,10 @@ fn an_upgrade_under_way_keeps_its_copy_from_a_second_upgrade() {
     lock.try_lock().unwrap();
     let err = Db::upgrade(&dir, false).unwrap_err();
     assert!(matches!(err, mhdb::Error::Locked { .. }), "{err}");
-    assert!(copy.join("being-written").exists(), "the copy under way was removed");
+    assert!(
+        copy.join("being-written").exists(),
+        "the copy under way was removed"
+    );
     drop(lock);
     // Once it is gone, the next upgrade takes the copy for a leftover and starts over.
     Db::upgrade(&dir, false).unwrap();
@@ -186,7 +189,10 @@ fn an_upgrade_between_its_renames_is_not_finished_by_a_second_one() {
     lock.try_lock().unwrap();
     let err = Db::upgrade(&dir, false).unwrap_err();
     assert!(matches!(err, mhdb::Error::Locked { .. }), "{err}");
-    assert!(aside.exists() && !dir.exists(), "the swap under way was taken over");
+    assert!(
+        aside.exists() && !dir.exists(),
+        "the swap under way was taken over"
+    );
     drop(lock);
     Db::upgrade(&dir, false).unwrap();
     assert_upgraded(tmp.path(), &want);

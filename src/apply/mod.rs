@@ -115,6 +115,9 @@ pub enum Event<'a> {
     },
     /// Rows of the current file done so far.
     Rows(u64),
+    /// A FIFO, device or socket found walking a directory, passed over as `add` passes
+    /// over it.
+    NotAFile(&'a Path),
 }
 
 /// A failure to read or write `name`, worded with the operation.
@@ -144,7 +147,10 @@ pub fn apply(
                 .to_string(),
         ));
     }
-    let files = expand(inputs).map_err(|e| ApplyError::Usage(e.to_string()))?;
+    let (files, skipped) = expand(inputs).map_err(|e| ApplyError::Usage(e.to_string()))?;
+    for path in &skipped {
+        events(Event::NotAFile(path));
+    }
     let dir = OutputDir::check(out, inputs, &files, opts.overwrite)?;
     let decisions = Decisions::compute(
         index,

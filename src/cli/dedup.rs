@@ -36,7 +36,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         DedupFormat::Pairs => {
             let bar = progress(
                 Some(db.params().lsh.bands as u64),
-                "{bar:40} band {pos}/{len} {elapsed}",
+                "{bar:40} band {pos}/{len} {percent}% {elapsed} eta {eta}",
             );
             let stats = source.dedup_pairs_with_options(
                 t,
@@ -143,7 +143,7 @@ fn apply(
             let b = bar.get_or_insert_with(|| {
                 progress(
                     Some(bands as u64),
-                    "dedup {bar:40} band {pos}/{len} {elapsed}",
+                    "dedup {bar:40} band {pos}/{len} {percent}% {elapsed} eta {eta}",
                 )
                 .unwrap_or_else(ProgressBar::hidden)
             });
@@ -167,6 +167,7 @@ fn apply(
                 b.set_position(rows);
             }
         }
+        Event::NotAFile(path) => super::output::warn_not_a_file(path),
     };
     let applied = mhdb::apply::apply(&**source, &args.apply, &out, &options, &mut events);
     if let Some(b) = bar.take() {
