@@ -17,6 +17,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use common::cli::{bin_path, json_lines, ok, run, s};
+use common::compress::{gzip, zstd};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
@@ -77,16 +78,6 @@ fn delimited(rows: &[Row], sep: char) -> Vec<u8> {
         out.push_str(&format!("{id}{sep}\"{text}\"{sep}{n}\r\n"));
     }
     out.into_bytes()
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn zstd(bytes: &[u8]) -> Vec<u8> {
-    zstd::encode_all(bytes, 3).unwrap()
 }
 
 /// Decompressed by magic bytes.

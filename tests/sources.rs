@@ -18,6 +18,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field};
 use common::cli::{run, run_with_stdin, success};
+use common::compress::{gzip, zstd};
 use mhdb::db::ingest::Source;
 use mhdb::input::{Fields, Id, Reader};
 use parquet::arrow::ArrowWriter;
@@ -95,16 +96,6 @@ fn jsonl(rows: &[(String, String)]) -> Vec<u8> {
         writeln!(out, "{}", serde_json::json!({"id": id, "text": text})).unwrap();
     }
     out
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn zstd(bytes: &[u8]) -> Vec<u8> {
-    zstd::encode_all(bytes, 3).unwrap()
 }
 
 /// RFC 4180: every field quoted, quotes doubled.

@@ -4,7 +4,7 @@
 //! in place holding exactly what the version-1 database held, and never loses it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mhdb::db::{Db, Options, Upgraded};
 
@@ -98,21 +98,25 @@ fn a_version_1_copy_whose_removal_was_cut_short_is_removed_by_the_next_upgrade()
     assert_upgraded(tmp.path(), &want);
 }
 
+/// The state between the two renames of an upgrade's swap, under `root`: the version-1
+/// database aside (its path returned), the upgraded copy complete (made by a whole upgrade
+/// elsewhere), `db` missing.
+fn stage_between_the_renames(root: &Path) -> PathBuf {
+    let other = tempfile::tempdir().unwrap();
+    v1_copy(other.path());
+    Db::upgrade(other.path().join("db"), false).unwrap();
+    let aside = root.join(".db.mhdb-v1");
+    std::fs::rename(root.join("db"), &aside).unwrap();
+    copy_dir(&other.path().join("db"), &root.join(".db.mhdb-upgrade"));
+    aside
+}
+
 #[test]
 fn an_attempt_stopped_between_the_renames_is_finished() {
     let tmp = tempfile::tempdir().unwrap();
     let want = v1_copy(tmp.path());
     let dir = tmp.path().join("db");
-    // Run a whole upgrade elsewhere to get its finished copy, then stage the state between
-    // the two renames: the version-1 database aside, the copy complete, `db` missing.
-    let other = tempfile::tempdir().unwrap();
-    v1_copy(other.path());
-    Db::upgrade(other.path().join("db"), false).unwrap();
-    std::fs::rename(&dir, tmp.path().join(".db.mhdb-v1")).unwrap();
-    copy_dir(
-        &other.path().join("db"),
-        &tmp.path().join(".db.mhdb-upgrade"),
-    );
+    stage_between_the_renames(tmp.path());
     assert!(Db::open_read_only(&dir).is_err());
     assert_eq!(
         Db::upgrade(&dir, false).unwrap(),
@@ -175,16 +179,8 @@ fn an_upgrade_between_its_renames_is_not_finished_by_a_second_one() {
     let tmp = tempfile::tempdir().unwrap();
     let want = v1_copy(tmp.path());
     let dir = tmp.path().join("db");
-    let other = tempfile::tempdir().unwrap();
-    v1_copy(other.path());
-    Db::upgrade(other.path().join("db"), false).unwrap();
     // The first upgrade renamed the database aside and still holds its lock there.
-    let aside = tmp.path().join(".db.mhdb-v1");
-    std::fs::rename(&dir, &aside).unwrap();
-    copy_dir(
-        &other.path().join("db"),
-        &tmp.path().join(".db.mhdb-upgrade"),
-    );
+    let aside = stage_between_the_renames(tmp.path());
     let lock = std::fs::File::open(&aside).unwrap();
     lock.try_lock().unwrap();
     let err = Db::upgrade(&dir, false).unwrap_err();

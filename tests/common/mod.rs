@@ -6,6 +6,7 @@
 //! - [`model`]: the reference model of a database (key → stored signature).
 //! - [`process`]: killing a child process without losing what it acknowledged.
 //! - [`golden`]: the generator and answer checks of the committed database fixtures.
+//! - `compress`: gzip and zstd of test inputs (with the `input` feature).
 //! - [`cli`]: running the `mhdb` binary (arguments, standard input, shell pipes), its test
 //!   corpus, and the documented key escaping read and written independently of the binary.
 
@@ -14,6 +15,9 @@
 #![allow(dead_code)]
 
 pub mod cli;
+// The compression crates come with the `input` feature.
+#[cfg(feature = "input")]
+pub mod compress;
 pub mod golden;
 pub mod model;
 pub mod params;
