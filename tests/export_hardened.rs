@@ -77,6 +77,57 @@ fn a_torn_tail_is_refused_unless_allowed() {
     // The copy has what the source's readers see: the deletion is lost with the tail.
     let copy = Db::open_read_only(&dest).unwrap();
     assert_eq!(copy.keys().unwrap().len(), 3);
+    assert!(copy.stats().unwrap().copied_past_damage);
+    drop(copy);
+    copied_past_damage_says_so_for_good(&dest, &tmp.path().join("copy-of-copy"));
+}
+
+/// A copy made past damage says so in `stats`, through its own writes and compactions and in
+/// any export of it, so that it is never shipped as a clean copy unknowingly.
+fn copied_past_damage_says_so_for_good(copy: &Path, reexport: &Path) {
+    let shown = |dir: &Path| {
+        let out = run(&["stats", s(dir), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = run(&["stats", s(dir)]);
+        let said = String::from_utf8_lossy(&text.stdout).contains("copied past damage");
+        assert_eq!(json["copied_past_damage"].as_bool(), Some(said), "{json}");
+        said
+    };
+    assert!(shown(copy));
+    let db = Db::open(copy, options()).unwrap();
+    db.insert_text(b"later", "a document added to the copy afterwards")
+        .unwrap();
+    db.compact().unwrap();
+    drop(db);
+    assert!(shown(copy), "a commit of the copy dropped the mark");
+    let out = run(&["export", s(copy), s(reexport)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(shown(reexport), "an export of the copy dropped the mark");
+}
+
+#[test]
+fn a_clean_export_is_not_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dest) = (tmp.path().join("src"), tmp.path().join("dest"));
+    let db = Db::create(&src, IndexParams::default(), options()).unwrap();
+    db.insert_text(b"a", "one document of a clean database")
+        .unwrap();
+    drop(db);
+    for flags in [&[][..], &["--allow-damaged"][..]] {
+        let _ = std::fs::remove_dir_all(&dest);
+        let mut args = vec!["export", s(&src), s(&dest)];
+        args.extend_from_slice(flags);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            !Db::open_read_only(&dest)
+                .unwrap()
+                .stats()
+                .unwrap()
+                .copied_past_damage
+        );
+    }
 }
 
 #[test]

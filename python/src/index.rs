@@ -130,6 +130,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     )?;
     d.set_item("torn_tails", s.torn_tails)?;
     d.set_item("identity", s.identity.map(|id| id.to_string()))?;
+    d.set_item("copied_past_damage", s.copied_past_damage)?;
     Ok(d)
 }
 

@@ -400,7 +400,8 @@ impl KeyArg {
 pub struct DocumentLimit {
     /// The most bytes one document may have: a JSON line, a row's text, a whole file with
     /// --files or query --file. A longer one is refused in its place (skipped with
-    /// --skip-invalid) after reading no more than this. The default, 64 MiB, is far above any
+    /// --skip-invalid, except a CSV/TSV record, after which the file cannot be read on)
+    /// after reading no more than this. The default, 64 MiB, is far above any
     /// text worth indexing as one document, and refuses at once a file that is not one
     /// (/dev/zero, a disk image) instead of reading it whole. Files holding many documents
     /// (JSON Lines, Parquet, CSV) have no size limit.

@@ -254,6 +254,12 @@ fn print_stats_text(s: &Stats) -> CliResult {
     if let Some(id) = s.identity {
         outln!("identity      {id}");
     }
+    if s.copied_past_damage {
+        outln!(
+            "copied past damage: exported with --allow-damaged from a damaged database (or from \
+             such a copy); documents the damage held may be missing"
+        );
+    }
     if !p.key_fingerprint.is_unkeyed() {
         outln!(
             "hashing       keyed (key fingerprint {}; text needs the key: MHDB_KEY_FILE)",

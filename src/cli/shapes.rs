@@ -235,6 +235,7 @@ pub fn stats(s: &Stats) -> Value {
     json!({
         "format_version": s.format_version,
         "identity": s.identity.map(|id| id.to_string()),
+        "copied_past_damage": s.copied_past_damage,
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,

@@ -224,7 +224,13 @@ impl Db {
         params: IndexParams,
         opts: Options,
     ) -> Result<Db> {
-        open::create(vfs, dir.as_ref(), params, opts)
+        open::create(
+            vfs,
+            dir.as_ref(),
+            params,
+            opts,
+            crate::storage::manifest::Features::NONE,
+        )
     }
 
     /// [`Db::open`] / [`Db::open_read_only`] on any [`Vfs`].

@@ -43,6 +43,7 @@ pub(super) fn create(
     dir: &Path,
     mut params: IndexParams,
     opts: Options,
+    features: Features,
 ) -> Result<Db> {
     params.validate()?;
     if let Some(key) = &opts.key {
@@ -80,7 +81,7 @@ pub(super) fn create(
         format_version: MANIFEST_VERSION,
         generation: 1,
         db_id,
-        features: Features::NONE,
+        features,
         params,
         next_docno: 0,
         siglog_records: 0,

@@ -51,6 +51,10 @@ pub struct Stats {
     pub format_version: u32,
     /// The database's identity (`None` for format versions 1 and 2, which have none).
     pub identity: Option<super::DbId>,
+    /// This database is, or descends from, an export that passed over damage its source
+    /// reported ([`Db::export_past_damage`], `export --allow-damaged`): documents the damage
+    /// held may be missing.
+    pub copied_past_damage: bool,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -128,6 +132,7 @@ impl Db {
         Ok(Stats {
             format_version: version.manifest.format_version,
             identity: self.identity(),
+            copied_past_damage: self.copied_past_damage(),
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),

@@ -12,6 +12,7 @@ use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
 use crate::storage::identity::DbId;
+use crate::storage::manifest::Features;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
 use crate::storage::vfs::Vfs;
@@ -125,21 +126,34 @@ impl Db {
         if let Some(first) = self.torn_tails_reported()?.into_iter().next() {
             return Err(first);
         }
-        self.export_whole(dest.as_ref())
+        self.export_whole(dest.as_ref(), false)
     }
 
     /// [`Db::export`] of a source that reports torn WAL tails, which the copy leaves out
     /// (their bytes are not whole records): returns them, as [`Db::verify`] reports them, for
-    /// the caller to tell what was passed over. Damaged segments are still refused.
+    /// the caller to tell what was passed over. Damaged segments are still refused. A copy
+    /// that passed over damage says so for good ([`Stats::copied_past_damage`](super::Stats)),
+    /// so that it is not shipped as a clean one unknowingly.
     pub fn export_past_damage(&self, dest: impl AsRef<Path>) -> Result<Vec<Error>> {
         let skipped = self.torn_tails_reported()?;
-        self.export_whole(dest.as_ref())?;
+        self.export_whole(dest.as_ref(), !skipped.is_empty())?;
         Ok(skipped)
     }
 
+    /// Whether this database is, or descends from, a copy that passed over damage.
+    pub(super) fn copied_past_damage(&self) -> bool {
+        let state = self.state.read();
+        state
+            .version
+            .manifest
+            .features
+            .contains(Features::COPIED_PAST_DAMAGE)
+    }
+
     /// The export itself, whatever torn tails the source reports ([`Db::upgrade`] converts
-    /// through it as it always has).
-    pub(super) fn export_whole(&self, dest: &Path) -> Result<()> {
+    /// through it as it always has); `past_damage`: it passes over damage (the copy is marked,
+    /// as is any copy of a marked database).
+    pub(super) fn export_whole(&self, dest: &Path, past_damage: bool) -> Result<()> {
         if self.memory_ahead.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(self.previous_io());
         }
@@ -157,7 +171,9 @@ impl Db {
         }
         let building = building_dir(dest)?;
         remove_interrupted_export(vfs, &building)?;
-        match self.build_export(&building, dest) {
+        let marked = past_damage || self.copied_past_damage();
+        let features = Features::NONE.with(Features::COPIED_PAST_DAMAGE, marked);
+        match self.build_export(&building, dest, features) {
             Ok(()) => Ok(()),
             Err(e) => {
                 // A failed export (a full disk, say) leaves nothing behind, so that it can be
@@ -169,7 +185,7 @@ impl Db {
     }
 
     /// Builds the export in `building`, then renames it to `dest`.
-    fn build_export(&self, building: &Path, dest: &Path) -> Result<()> {
+    fn build_export(&self, building: &Path, dest: &Path, features: Features) -> Result<()> {
         let vfs = self.vfs.as_ref();
         let snapshot = self.state.read().snapshot();
         let opts = Options {
@@ -177,7 +193,7 @@ impl Db {
             auto_compact: false,
             ..Options::default()
         };
-        let copy = Db::create_with_vfs(self.vfs.clone(), building, self.params, opts)?;
+        let copy = super::open::create(self.vfs.clone(), building, self.params, opts, features)?;
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
             copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), &b.sets)

@@ -124,7 +124,7 @@ impl Db {
             }
         }
         let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-        src.export_whole(&new)?;
+        src.export_whole(&new, false)?;
         drop(src);
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the old database aside"))?;

@@ -34,6 +34,10 @@ impl Features {
     pub const SET_SIZE: Features = Features(1 << 4);
     /// Reserved: segments may carry BAND_FILTER sections.
     pub const BAND_FILTERS: Features = Features(1 << 5);
+    /// This database is, or descends from, an export that passed over damage the source
+    /// reported (`export --allow-damaged`): what the damage held may be missing. It changes
+    /// no reading; every later commit keeps it, and an export of it passes it on.
+    pub const COPIED_PAST_DAMAGE: Features = Features(1 << 6);
 
     /// Whether every bit of `other` is set.
     pub fn contains(self, other: Features) -> bool {
@@ -268,7 +272,7 @@ const RESERVED_FEATURES: [(Features, &str); 4] = [
 
 /// Refuses every feature bit this build does not implement.
 pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
-    let known = Features::STORE_SETS.0 | Features::SETS_KEYED_V2.0;
+    let known = Features::STORE_SETS.0 | Features::SETS_KEYED_V2.0 | Features::COPIED_PAST_DAMAGE.0;
     let reserved = RESERVED_FEATURES.iter().fold(0, |all, (f, _)| all | f.0);
     let unknown = features.0 & !(known | reserved);
     if unknown != 0 {

@@ -124,7 +124,9 @@ fn every_truncation_and_bit_flip_is_corruption() {
 #[test]
 fn reserved_and_unknown_codes_are_unsupported() {
     let bytes = manifest(1, true).encode();
+    // Bit 6 (COPIED_PAST_DAMAGE) is built: see the round trip below.
     let mut cases: Vec<(usize, Vec<u8>)> = (2..64)
+        .filter(|&bit| bit != 6)
         .map(|bit| (36, (1u64 | 1 << bit).to_le_bytes().to_vec()))
         .collect();
     cases.extend([0u8, 3, 255].map(|kind| (48, vec![kind])));
@@ -203,4 +205,19 @@ fn current_carries_version_3() {
     assert_eq!(cb.len(), CURRENT_LEN);
     assert_eq!(Current::decode(&cb, Path::new("C")).unwrap(), c);
     c.check(&bytes, Path::new("M")).unwrap();
+}
+
+/// COPIED_PAST_DAMAGE, the one feature that changes no reading, decodes as written.
+#[test]
+fn the_copied_past_damage_bit_round_trips() {
+    let mut m = manifest(1, true);
+    m.features = m.features.with(Features::COPIED_PAST_DAMAGE, true);
+    let back = decode(&m.encode()).unwrap();
+    assert!(back.features.contains(Features::COPIED_PAST_DAMAGE));
+    assert!(
+        !decode(&manifest(1, true).encode())
+            .unwrap()
+            .features
+            .contains(Features::COPIED_PAST_DAMAGE)
+    );
 }
