@@ -47,6 +47,7 @@ mod open;
 mod options;
 mod params;
 mod params_builder;
+mod params_stored;
 mod query;
 mod query_cap;
 mod query_cold;

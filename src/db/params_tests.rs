@@ -1,4 +1,10 @@
 use super::*;
+use std::path::Path;
+
+use crate::db::params_stored::{ShingleCodes, shingle_codes, shingle_from_codes};
+use crate::sketch::{ShingleConfig, WordFolding};
+use crate::storage::codec::{Decoder, Encoder};
+use crate::storage::manifest::{MANIFEST_V3, ParamsV3, StoredParams};
 
 /// Too many bands for the slots they cover names the cover (band_slots), not the
 /// signature's length.
