@@ -343,6 +343,69 @@ fn second_writer_is_locked_out_and_readers_work_beside_the_writer() {
     assert!(matches!(err, Error::Locked { .. }), "{err}");
 }
 
+/// Every read of a handle takes its state lock once per step: a read that took it twice
+/// would wait, holding the first, behind a refresh waiting for the lock, and both would
+/// wait forever (a server following a writer hung this way on `stats`).
+#[test]
+fn reads_beside_refreshes_of_the_same_handle_never_wait_on_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    drop(db_with_docs(&path, 40));
+    let reader = std::sync::Arc::new(Db::open_read_only(&path).unwrap());
+    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (done, finished) = std::sync::mpsc::channel();
+    // Says a thread ended, by returning or by a panic (which its join then reports).
+    struct Ended(std::sync::mpsc::Sender<()>);
+    struct Stop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+    let refresher = {
+        let (reader, reading, done) = (reader.clone(), reading.clone(), done.clone());
+        std::thread::spawn(move || {
+            let _ended = Ended(done);
+            let mut refreshes = 0u64;
+            while reading.load(std::sync::atomic::Ordering::Relaxed) || refreshes < 100 {
+                reader.refresh().unwrap();
+                refreshes += 1;
+            }
+        })
+    };
+    let sig = reader.sketch_text(&text(3)).unwrap();
+    let answers = std::thread::spawn(move || {
+        let _ended = Ended(done);
+        // Stops the refresher however this thread ends.
+        let _stop = Stop(reading);
+        for i in 0..3_000 {
+            assert_eq!(reader.stats().unwrap().live_docs, 40);
+            if i % 10 == 0 {
+                assert_eq!(reader.keys().unwrap().len(), 40);
+                assert!(reader.get("doc3").unwrap().is_some());
+                assert!(reader.verify().unwrap().problems.is_empty());
+                let found = reader.query(&sig, &QueryOptions::default()).unwrap();
+                assert_eq!(found.matches[0].key, b"doc3");
+            }
+        }
+    });
+    // A deadlock never ends; a generous bound turns it into a failure naming it.
+    for _ in 0..2 {
+        let ended = finished.recv_timeout(std::time::Duration::from_secs(300));
+        assert!(
+            ended.is_ok(),
+            "reads and refreshes of one handle deadlocked"
+        );
+    }
+    refresher.join().unwrap();
+    answers.join().unwrap();
+}
+
 #[test]
 fn read_only_open_changes_no_byte() {
     let dir = tempfile::tempdir().unwrap();

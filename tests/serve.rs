@@ -668,11 +668,16 @@ fn a_read_only_server_follows_a_writer_process() {
     write_corpus(&more, &[(b"late".to_vec(), text.clone())]);
     ok(&["add", s(&db), s(&more)]);
     let deadline = Instant::now() + PATIENCE;
-    while server.get("/stats").json()["live_docs"] != 61 {
-        assert!(
-            Instant::now() < deadline,
-            "the server never saw the writer's commit"
-        );
+    loop {
+        let stats = server.get("/stats");
+        if stats.status == 200 && stats.json()["live_docs"] == 61 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let last = String::from_utf8_lossy(&stats.body).into_owned();
+            let (_, stderr) = server.terminate();
+            panic!("the server never saw the writer's commit; last /stats: {last}; {stderr}");
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
     // Its answers now equal those of a fresh reader.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{Db, IndexParams};
+use crate::storage::manifest::Features;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::BucketStats;
 use crate::{Error, Result};
@@ -76,8 +77,14 @@ impl VerifyReport {
 impl Db {
     /// Counts, sizes and distributions.
     pub fn stats(&self) -> Result<Stats> {
-        let state = self.state.read();
-        let version = state.version.clone();
+        // Read under one short hold of the state lock, never held across the I/O below (a
+        // refresh or a commit waits for it) and never taken twice (a second read waits behind
+        // a waiting writer: a deadlock).
+        let (version, live, stored, memtable_docs) = {
+            let state = self.state.read();
+            let counts = (state.live_count(), state.stored_count(), state.mem.len());
+            (state.version.clone(), counts.0, counts.1, counts.2 as u64)
+        };
         let bands = self.params.lsh.bands;
         let mut per_band: Vec<BucketStats> = vec![BucketStats::default(); bands];
         for seg in &version.segments {
@@ -85,7 +92,6 @@ impl Db {
                 acc.add(&seg.seg.bucket_stats(band)?);
             }
         }
-        let live = state.live_count();
         let band_stats = per_band
             .iter()
             .map(|b| BandStats {
@@ -128,15 +134,17 @@ impl Db {
             };
             *bytes.entry(kind).or_insert(0) += len;
         }
-        let stored = state.stored_count();
         Ok(Stats {
             format_version: version.manifest.format_version,
             identity: self.identity(),
-            copied_past_damage: self.copied_past_damage(),
+            copied_past_damage: version
+                .manifest
+                .features
+                .contains(Features::COPIED_PAST_DAMAGE),
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),
-            memtable_docs: state.mem.len() as u64,
+            memtable_docs,
             segments: version.segments.len(),
             bytes,
             hot_buckets: band_stats.iter().map(|b| b.hot).sum(),
