@@ -28,6 +28,12 @@ Differences from datasketch, on purpose:
   index at ``path``); a custom ``hashfunc`` for band keys is not supported.
 - The datasketch scheme and seed are taken from the first MinHash inserted (the index is
   created then); ``scheme=`` and ``seed=`` create it at once.
+- ``merge`` adds the other index's documents as ``mhdb merge`` does: a key in both ends up
+  with the other's MinHash (datasketch would file it under both), unless ``check_overlap``.
+- ``get_counts`` and ``get_subset_counts`` give datasketch's bucket keys and counts, computed
+  from the stored hash values (one pass over the keys named, or over every key).
+- ``collect_query_buffer`` returns the keys every buffered MinHash finds at the threshold
+  (verified, as ``query``), where datasketch intersects unverified candidates.
 """
 
 from __future__ import annotations
@@ -41,7 +47,12 @@ import numpy as np
 from . import _errors
 from ._mhdb import Index
 
-__all__ = ["MinHashLSH", "MinHashLSHInsertionSession", "SCHEMES"]
+__all__ = [
+    "MinHashLSH",
+    "MinHashLSHDeletionSession",
+    "MinHashLSHInsertionSession",
+    "SCHEMES",
+]
 
 SCHEMES = {
     "legacy": "datasketch-legacy",
@@ -67,6 +78,15 @@ def _decode_key(key: Union[str, bytes]) -> Key:
     if isinstance(key, bytes) and key.startswith(_INT_KEY):
         return int(key[len(_INT_KEY) :])
     return key
+
+
+_SCHEME_OF = {stored: name for name, stored in SCHEMES.items()}
+"""mhdb's stored scheme names → datasketch's scheme names."""
+
+
+def _band_keys(values: np.ndarray, b: int, r: int) -> list[bytes]:
+    """datasketch's bucket key of each band: the band's hash values, byte-swapped, as bytes."""
+    return [bytes(values[i * r : (i + 1) * r].byteswap().data) for i in range(b)]
 
 
 def _describe(minhash: Any) -> tuple[str, int, np.ndarray]:
@@ -173,6 +193,7 @@ class MinHashLSH:
         self._path = os.fspath(path)
         self._index: Optional[Index] = None
         self._read_only = read_only
+        self._query_buffer: list[Optional[np.ndarray]] = []
         if os.path.exists(os.path.join(self._path, "CURRENT")):
             self._index = Index.open(self._path, read_only=read_only)
             stored = self._index.params
@@ -309,6 +330,84 @@ class MinHashLSH:
         """True when the index holds no key."""
         return len(self) == 0
 
+    def merge(self, other: MinHashLSH, check_overlap: bool = False) -> None:
+        """Adds every key of ``other`` (an index of the same ``num_perm``, bands and rows)
+        with its MinHash, as one durable commit.
+
+        Raises ``ValueError`` if the parameters or MinHash schemes differ, or if
+        ``check_overlap`` and a key is in both (as datasketch; nothing is merged then).
+        """
+        if not isinstance(other, MinHashLSH):
+            raise ValueError(f"Cannot merge type MinHashLSH and type {type(other).__name__}.")
+        if (self.h, self.b, self.r) != (other.h, other.b, other.r):
+            raise ValueError("Cannot merge MinHashLSH with different initialization parameters.")
+        source = other._index
+        if source is None or len(source) == 0:
+            return
+        params = source.params
+        scheme = _SCHEME_OF.get(params["scheme"])
+        if scheme is None:  # not reachable: an index of this front holds datasketch signatures
+            raise _errors.SchemeMismatchError(f"{other._path} holds {params['scheme']} signatures")
+        if self._index is None:
+            self._create(scheme, params["seed"])
+        assert self._index is not None
+        mine = self._index.params
+        if (mine["scheme"], mine["seed"]) != (params["scheme"], params["seed"]):
+            raise ValueError(
+                f"Cannot merge MinHashLSH indexed with MinHash scheme {scheme!r} (seed "
+                f"{params['seed']}) into one indexed with {mine['scheme']} (seed {mine['seed']})"
+            )
+        keys = source.keys()
+        if check_overlap and any(k in self._index for k in keys):
+            raise ValueError("The keys are overlapping, duplicate key exists.")
+        pairs = [(k, v) for k in keys if (v := source.get(k)) is not None]
+        self._index.insert_many(
+            [k for k, _ in pairs], [v for _, v in pairs], commit_every=max(1, len(pairs))
+        )
+
+    def get_counts(self) -> list[dict[bytes, int]]:
+        """For each band, datasketch's bucket key → the number of keys in that bucket."""
+        return self._counts(None if self._index is None else self._index.keys())
+
+    def get_subset_counts(self, *keys: Key) -> list[dict[bytes, int]]:
+        """As :meth:`get_counts`, over ``keys`` only (a key not in the index counts nowhere,
+        as in datasketch)."""
+        return self._counts([_encode_key(k) for k in set(keys)])
+
+    def _counts(self, keys: Optional[list[Union[str, bytes]]]) -> list[dict[bytes, int]]:
+        counts: list[dict[bytes, int]] = [{} for _ in range(self.b)]
+        if self._index is None or not keys:
+            return counts
+        narrow = self._index.params["scheme"] == SCHEMES["affine32"]
+        for key in keys:
+            values = self._index.get(key)
+            if values is None:
+                continue
+            if narrow:  # datasketch keeps these as 32-bit values, and hashes their bytes
+                values = values.astype(np.uint32)
+            for band, bucket in zip(counts, _band_keys(values, self.b, self.r)):
+                band[bucket] = band.get(bucket, 0) + 1
+        return counts
+
+    def add_to_query_buffer(self, minhash: Any) -> None:
+        """Queues ``minhash`` for :meth:`collect_query_buffer`."""
+        values = self._signature(minhash, create=False)
+        self._query_buffer.append(values)
+
+    def collect_query_buffer(self) -> list[Key]:
+        """The keys that every MinHash queued by :meth:`add_to_query_buffer` finds (each at
+        the threshold, as :meth:`query`), and empties the queue."""
+        queued, self._query_buffer = self._query_buffer, []
+        if not queued or self._index is None or any(v is None for v in queued):
+            return []
+        found = [{k for k, _ in self._index.query(signature=v)} for v in queued]
+        return [_decode_key(k) for k in set.intersection(*found)]
+
+    def deletion_session(self, buffer_size: int = 50000) -> MinHashLSHDeletionSession:
+        """A context manager that removes keys (as :meth:`remove`; each removal is durable
+        when it returns, so ``buffer_size`` is accepted and not needed)."""
+        return MinHashLSHDeletionSession(self, buffer_size)
+
     def insertion_session(self, buffer_size: int = 50000) -> MinHashLSHInsertionSession:
         """A context manager that inserts in batches of ``buffer_size`` (one durable commit
         each; a crash loses at most the batch not yet committed)."""
@@ -361,6 +460,27 @@ class MinHashLSHInsertionSession:
         self.flush()
 
     def __enter__(self) -> MinHashLSHInsertionSession:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+
+class MinHashLSHDeletionSession:
+    """Removes keys (see :meth:`MinHashLSH.deletion_session`)."""
+
+    def __init__(self, lsh: MinHashLSH, buffer_size: int) -> None:
+        self.lsh = lsh
+        self.buffer_size = max(1, buffer_size)
+
+    def remove(self, key: Key) -> None:
+        """Removes ``key``; ``ValueError`` if it does not exist (as datasketch)."""
+        self.lsh.remove(key)
+
+    def close(self) -> None:
+        """Nothing is queued: every removal was written when it was made."""
+
+    def __enter__(self) -> MinHashLSHDeletionSession:
         return self
 
     def __exit__(self, *args: object) -> None:

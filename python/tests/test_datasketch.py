@@ -129,3 +129,93 @@ def test_same_candidates_as_datasketch_verified(tmp_path: pathlib.Path, scheme: 
         assert all(j == pytest.approx(mhs[c].jaccard(m)) for c, j in got)
         compared += len(expected)
     assert compared > len(mhs)  # near-duplicates were found, not only each document itself
+
+
+def datasketch_pair(
+    tmp_path: pathlib.Path, name: str, scheme: str, n: int = 120
+) -> tuple[Any, MinHashLSH, dict[str, Any]]:
+    """datasketch's MinHashLSH and this front over the same MinHash objects of near-duplicate
+    texts."""
+    datasketch = pytest.importorskip("datasketch")
+    rng = random.Random(hash(name) % 1000)
+    words = [f"w{i}" for i in range(300)]
+    base = [" ".join(rng.choice(words) for _ in range(50)) for _ in range(15)]
+    kw: dict[str, Any] = {} if scheme == "affine32" else {"scheme": scheme}
+    mhs = {}
+    for i in range(n):
+        text = base[i % 15].split()
+        for _ in range(rng.randrange(0, 8)):
+            text[rng.randrange(len(text))] = rng.choice(words)
+        m = datasketch.MinHash(num_perm=64, seed=9, **kw)
+        m.update_batch(list(shingles(" ".join(text))))
+        mhs[f"{name}{i}"] = m
+    theirs = datasketch.MinHashLSH(threshold=0.7, num_perm=64)
+    ours = MinHashLSH(tmp_path / name, threshold=0.7, num_perm=64, params=(theirs.b, theirs.r))
+    with ours.insertion_session() as session:
+        for k, m in mhs.items():
+            theirs.insert(k, m)
+            session.insert(k, m)
+    return theirs, ours, mhs
+
+
+@pytest.mark.parametrize("scheme", ["affine32", "legacy", "affine64"])
+def test_bucket_counts_are_datasketchs(tmp_path: pathlib.Path, scheme: str) -> None:
+    theirs, ours, mhs = datasketch_pair(tmp_path, "c", scheme)
+    assert ours.get_counts() == theirs.get_counts()
+    subset = ["c3", "c4", "c18", "c3"]
+    assert ours.get_subset_counts(*subset) == theirs.get_subset_counts(*subset)
+    # A bucket holds each near-duplicate family's members: some counts are above one.
+    assert max(max(band.values()) for band in ours.get_counts()) > 1
+
+
+def test_merge_adds_the_others_keys_and_refuses_what_datasketch_refuses(
+    tmp_path: pathlib.Path,
+) -> None:
+    _, left, left_mhs = datasketch_pair(tmp_path, "l", "affine32", n=40)
+    _, right, right_mhs = datasketch_pair(tmp_path, "r", "affine32", n=30)
+    left.merge(right)
+    assert len(left) == 70
+    assert sorted(left.keys()) == sorted([*left_mhs, *right_mhs])
+    for k, m in right_mhs.items():
+        assert k in left.query(m)
+    # A key in both: refused with check_overlap (nothing merged), else the other's MinHash.
+    with pytest.raises(ValueError, match="overlapping"):
+        left.merge(right, check_overlap=True)
+    assert len(left) == 70
+    other = MinHashLSH(tmp_path / "p", threshold=0.7, num_perm=64, params=(4, 16))
+    with pytest.raises(ValueError, match="different initialization parameters"):
+        left.merge(other)
+    legacy = MinHashLSH(
+        tmp_path / "s", threshold=0.7, num_perm=64, params=(left.b, left.r), scheme="legacy", seed=9
+    )
+    legacy.insert("x", stand_in(list(range(64)), "legacy", 9))
+    with pytest.raises(ValueError, match="scheme"):
+        left.merge(legacy)
+    # Merging into an index not created yet takes the other's scheme and seed.
+    fresh = MinHashLSH(tmp_path / "f", threshold=0.7, num_perm=64, params=(left.b, left.r))
+    fresh.merge(right)
+    assert fresh.index is not None and fresh.index.params["seed"] == 9
+    assert sorted(fresh.keys()) == sorted(right_mhs)
+
+
+def test_query_buffer_intersects_verified_answers(tmp_path: pathlib.Path) -> None:
+    _, ours, mhs = datasketch_pair(tmp_path, "q", "affine32")
+    a, b = mhs["q0"], mhs["q15"]  # two members of one family
+    ours.add_to_query_buffer(a)
+    ours.add_to_query_buffer(b)
+    both = set(ours.query(a)) & set(ours.query(b))
+    assert sorted(ours.collect_query_buffer()) == sorted(both) and both
+    assert ours.collect_query_buffer() == []  # the buffer was emptied
+    ours.add_to_query_buffer(a)
+    assert sorted(ours.collect_query_buffer()) == sorted(ours.query(a))
+
+
+def test_deletion_session_removes_as_datasketch(tmp_path: pathlib.Path) -> None:
+    _, ours, mhs = datasketch_pair(tmp_path, "d", "affine32", n=20)
+    with ours.deletion_session() as session:
+        for k in ["d1", "d2", "d3"]:
+            session.remove(k)
+        with pytest.raises(ValueError):
+            session.remove("d1")
+    assert len(ours) == 17 and "d2" not in ours
+    assert all("d2" not in ours.query(m) for m in mhs.values())
