@@ -255,7 +255,7 @@ fn gaoya_warm_queries(
     width: usize,
 ) -> [Vec<Duration>; 2] {
     let query = |i: usize| -> Vec<u32> {
-        let slots = if i % 2 == 0 {
+        let slots = if i.is_multiple_of(2) {
             near(plain_target(mix(i as u64) % n as u64), i as u64)
         } else {
             signature(10_000_000_000 + i as u64)
