@@ -404,11 +404,18 @@ def sets_base(runner, work):
     doomed = sorted(d["key"] for d in expected["live"])[1::23][:2]
     must(runner, ["delete", path] + doomed)
     expected["live"] = [d for d in expected["live"] if d["key"] not in doomed]
+    return fixture_base(work, name, path, expected, 11, 7)
+
+
+def fixture_base(work, name, path, expected, every_text, every_key):
+    """A base of a committed fixture at `path`, what it holds recorded in `expected` (its
+    expected.json): queries with the recorded ones and every `every_text`-th live text, gets
+    of every `every_key`-th live key and some deleted ones, and an add that replaces a key."""
     queries = os.path.join(work, f"{name}-queries.jsonl")
-    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::11]]
+    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::every_text]]
     write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
     live = sorted(d["key"] for d in expected["live"])
-    keys = live[::7] + list(expected["deleted"])[:4] + ["absent-key"]
+    keys = live[::every_key] + list(expected["deleted"])[:4] + ["absent-key"]
     add_input = os.path.join(work, f"{name}-add.jsonl")
     write_jsonl(
         add_input,
@@ -1027,21 +1034,7 @@ def v3_base(runner, work):
     path = os.path.join(work, name)
     shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v3"), path)
     expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v3.expected.json")))
-    queries = os.path.join(work, f"{name}-queries.jsonl")
-    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::9]]
-    write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
-    live = sorted(d["key"] for d in expected["live"])
-    keys = live[::5] + list(expected["deleted"])[:4] + ["absent-key"]
-    add_input = os.path.join(work, f"{name}-add.jsonl")
-    write_jsonl(
-        add_input,
-        [
-            {"id": "sweep-new-1", "text": "A brand new document about the harbour festival and its lanterns."},
-            {"id": live[2], "text": "A replacement text for a stored key, about quiet gardens and clocks."},
-            {"id": "sweep-new-2", "text": expected["queries"][0]["text"]},
-        ],
-    )
-    return Base(name, path, queries, keys, add_input)
+    return fixture_base(work, name, path, expected, 9, 5)
 
 
 # The identity every database of the `template` family shares, as `cp -r` of one template
