@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent reader of the mhdb on-disk format, versions 1 and 2, written from format/*.md alone.
+"""An independent reader of the mhdb on-disk format, versions 1 to 3, written from format/*.md alone.
 
 It opens a database directory the way a read-only opener does (format/commit.md, "Open"):
 CURRENT -> manifest -> segments (version 2: with their signatures), deletion list, (version 1:
@@ -11,6 +11,17 @@ rules the spec states (version 2 WAL: `first_seq` from the manifest's `wal_next_
 records numbered exactly +1 across files, seals that end a file and count its batches, every
 WAL file but the newest sealed), and exits with status 1 and a message naming the file and
 offset on the first violation. It never writes to the directory.
+
+Version 3 (format/manifest.md, segment.md and wal.md, "Version 3") adds what ties every file to
+its database, and this reader checks it as `Db::open` does: the manifest's identity (never all
+zero), feature bits, the 82-byte parameter block with its banding and the codes it reserves
+(refused, like every unknown bit, as unsupported); each segment's 96-byte header (flags,
+`db_id` against the manifest's, `file_id` against the file's name) and its `meta_crc` against
+the manifest entry's; the deletion list's version-2 header and its `crc` against `del_crc`;
+each WAL file's 52-byte header (flags, `db_id`, `file_id`) and its records' checksums seeded
+with `db_id ‖ LE64(file_id)`, whose inserts are op tag 4 with a field mask. From version 2 on
+it also makes the manifest's cross-checks (`wal_start` against `next_file_id`, no record at
+or past `wal_next_seq` in a WAL file below `wal_start`, a WAL delete naming a live document).
 
 An index whose manifest sets `store_sets` (format/hashing.md §14) also has its stored shingle
 sets read: each segment's SHINGLES section (the offset table and every coded set, each rule of
@@ -30,7 +41,8 @@ and prints `reference reader: N keys, M signatures, K checksums agree` or the di
 `db-v2-sets.expected.json` adds each live key's set digest and dedup pairs, whose exact
 Jaccard this reader recomputes from the two sets it decoded and whose estimate it recomputes
 from the two signatures (format/hashing.md §7).
-`tests/golden_db_v1.rs`, `tests/golden_db_v2.rs` and `tests/golden_db_v2_sets.rs` check the same fixtures through the
+`db-v3.expected.json` adds the database's identity.
+`tests/golden_db_v1.rs`, `tests/golden_db_v2.rs`, `tests/golden_db_v2_sets.rs` and `tests/golden_db_v3.rs` check the same fixtures through the
 library, so a passing pair means the code and the spec agree on every byte of a fixture.
 
 Python 3 standard library only. If this script and mhdb ever disagree, one of them no longer
@@ -47,8 +59,8 @@ import zlib
 
 # Database format versions this reader knows (format/README.md, "Versions"). A database is of
 # the version of its manifest; every file it names is of that version's layouts (the deletion
-# list is version 1 in both).
-FORMAT_VERSIONS = (1, 2)
+# list is version 1 in versions 1 and 2, version 2 in version 3).
+FORMAT_VERSIONS = (1, 2, 3)
 BLOCK_LEN = 4096
 M64 = (1 << 64) - 1
 MAX_KEY = 64 * 1024
@@ -59,6 +71,14 @@ KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND, HOT, SIGNATURES, SHINGLES, CHECKSUMS = 1, 
 # The manifest's scheme codes (format/manifest.md; 16-18: signatures made by datasketch,
 # format/hashing.md §11).
 SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
+# Version 3 (format/manifest.md, "Version 3"): the manifest's feature bits this reader reads;
+# bits 2 to 5 name columns and filters that are reserved (refused as unsupported), as is every
+# unknown bit.
+STORE_SETS, SETS_KEYED_V2, COPIED_PAST_DAMAGE = 1 << 0, 1 << 1, 1 << 6
+FEATURE_NAMES = {2: "EXACT_HASH", 3: "KEEP", 4: "SET_SIZE", 5: "BAND_FILTERS"}
+# Shingle flags: NFKC, lowercase, collapse white space; fold punctuation and digits (bits 3
+# and 4) only with Unicode words (shingle kind 3), whose segmentation tables are Unicode 16.0.0.
+SHINGLE_FLAGS, FOLD_FLAGS, UNICODE_VERSION = 0b111, 0b11000, 0x100000
 
 
 class FormatError(Exception):
@@ -270,24 +290,80 @@ class Reader:
         self.check_version(name, 8, version, "CURRENT")
         return version, gen, man_len, man_crc
 
-    def read_params(self, name, buf, o, version):
-        """The parameters (41 bytes in version 1, 81 in version 2) at offset o: (dict, end)."""
+    def read_params(self, name, buf, o, version, features=0):
+        """The parameters (41 bytes in version 1, 81 in version 2, 82 with the bandings and the
+        captured field's name in version 3) at offset o: (dict, end)."""
+        metric = None
+        if version == 3:
+            return self.read_params_v3(name, buf, o, features)
         if version == 1:
             (spec, scheme, num_perm, seed, sk, sw, sf, bits, bands, rows, thr, cap) = struct.unpack_from(
                 "<IBIQBBBBIIQI", buf, o
             )
             kind, band_slots, store_sets, key_fp, max_hamming, weighting = 1, num_perm, 0, bytes(32), 0, 0
-            at = {"kind": o, "band_slots": o + 5, "scheme": o + 4, "num_perm": o + 5, "shingle": o + 17, "bits": o + 20, "bands": o + 21}
+            at = {"spec": o, "kind": o, "band_slots": o + 5, "scheme": o + 4, "num_perm": o + 5, "shingle": o + 17, "bits": o + 20, "bands": o + 21}
             end = o + 41
         else:
             (spec, kind, scheme, num_perm, band_slots, seed, sk, sw, sf, bits, bands, rows, thr, cap,
              store_sets, key_fp, max_hamming, weighting) = struct.unpack_from("<IBBIIQBBBBIIQIB32sBB", buf, o)
-            at = {"kind": o + 4, "scheme": o + 5, "num_perm": o + 6, "band_slots": o + 10, "shingle": o + 22,
+            at = {"spec": o, "kind": o + 4, "scheme": o + 5, "num_perm": o + 6, "band_slots": o + 10, "shingle": o + 22,
                   "bits": o + 25, "bands": o + 26, "store_sets": o + 46, "max_hamming": o + 79,
                   "weighting": o + 80}
             end = o + 81
+            if sf & ~SHINGLE_FLAGS:
+                # No version-2 writer sets another bit, and none will: damage, not a newer build.
+                self.fail(name, o + 24, f"unknown shingle_flags bits {sf & ~SHINGLE_FLAGS:#x}")
+        return self.check_params(name, at, end, version, (spec, kind, scheme, metric, num_perm, band_slots, seed, sk, sw, sf,
+                                                          bits, bands, rows, thr, cap, store_sets, key_fp, max_hamming, weighting))
+
+    def read_params_v3(self, name, buf, o, features):
+        """Version 3's 82-byte parameter block, its bandings and captured field's name
+        (format/manifest.md, "Version 3"): reserved codes are refused as unsupported, codes
+        that contradict each other are corruption."""
+        (spec, kind, scheme, metric, bits, num_perm, band_slots, seed, sk, sw, sf, uver, thr, cap,
+         max_hamming, weighting, keep_type, keep_len, key_fp, nbandings) = struct.unpack_from("<IBBBBIIQBBHIQIBBBB32sH", buf, o)
+        at = {"spec": o, "kind": o + 4, "scheme": o + 5, "num_perm": o + 8, "band_slots": o + 12, "shingle": o + 24,
+              "bits": o + 7, "bands": o + 82, "store_sets": 36, "max_hamming": o + 44, "weighting": o + 45}
+        fits = {1: (1, 3), 2: (2,)}.get(kind, ())
+        if metric not in (1, 2, 3):
+            self.fail(name, o + 6, f"unsupported metric code {metric}")
+        if metric not in fits and kind in (1, 2):
+            self.fail(name, o + 6, f"metric {metric} does not fit index kind {kind} (corruption)")
+        if metric == 3:
+            self.fail(name, o + 6, "unsupported: the containment metric is reserved")
+        if sk == 4:
+            self.fail(name, o + 24, "unsupported: shingle kind 4 (token lists) is reserved")
+        if sf & ~(SHINGLE_FLAGS | FOLD_FLAGS):
+            self.fail(name, o + 26, f"unsupported shingle_flags bits {sf & ~(SHINGLE_FLAGS | FOLD_FLAGS):#x}")
+        if sf & FOLD_FLAGS and sk != 3:
+            self.fail(name, o + 26, f"shingle_flags {sf:#x} fold punctuation or digits with shingle kind {sk} (corruption)")
+        if sk == 3 and uver == 0:
+            self.fail(name, o + 28, "unicode_version 0 with Unicode words (corruption)")
+        if sk == 3 and uver != UNICODE_VERSION:
+            self.fail(name, o + 28, f"unsupported unicode_version {uver:#x} (this reader knows {UNICODE_VERSION:#x})")
+        if sk != 3 and uver:
+            self.fail(name, o + 28, f"unicode_version {uver:#x} with shingle kind {sk} (corruption)")
+        if keep_type or keep_len:
+            self.fail(name, o + 46, f"keep_type {keep_type} / keep_field_len {keep_len} without the KEEP feature (corruption)")
+        if nbandings == 0:
+            self.fail(name, o + 80, "banding_count 0 (corruption)")
+        if nbandings > 1:
+            self.fail(name, o + 80, f"unsupported: {nbandings} bandings (several bandings are reserved)")
+        self.need(name, buf, o + 82 + 24 + keep_len, "the bandings")
+        bands, rows, size_lo, size_hi = struct.unpack_from("<IIQQ", buf, o + 82)
+        if (size_lo, size_hi) != (0, M64):
+            self.fail(name, o + 90, f"unsupported: a banding for set sizes {size_lo}..={size_hi} (a partition; reserved)")
+        store_sets = 1 if features & STORE_SETS else 0
+        params, end = self.check_params(name, at, o + 82 + 24, 3, (spec, kind, scheme, metric, num_perm, band_slots, seed, sk, sw, sf,
+                                                                   bits, bands, rows, thr, cap, store_sets, key_fp, max_hamming, weighting))
+        return params, end + keep_len
+
+    def check_params(self, name, at, end, version, fields):
+        """The checks every version shares, and the parameters as this reader prints them."""
+        (spec, kind, scheme, metric, num_perm, band_slots, seed, sk, sw, sf, bits, bands, rows, thr, cap,
+         store_sets, key_fp, max_hamming, weighting) = fields
         if spec != 1:
-            self.fail(name, o, f"unknown hash spec version {spec}")
+            self.fail(name, at["spec"], f"unknown hash spec version {spec}")
         if kind not in (1, 2):
             self.fail(name, at["kind"], f"unknown index kind {kind}")
         if kind == 2:
@@ -304,7 +380,7 @@ class Reader:
                 self.fail(name, at["weighting"], f"unknown SimHash weighting {weighting}")
         elif scheme not in SCHEMES:
             self.fail(name, at["scheme"], f"unknown scheme {scheme}")
-        if sk not in (1, 2):
+        if sk not in ((1, 2, 3) if version == 3 else (1, 2)):
             self.fail(name, at["shingle"], f"unknown shingle kind {sk}")
         if bits not in (1, 2, 4, 8, 16, 32, 64):
             self.fail(name, at["bits"], f"bits {bits} is not one of 1, 2, 4, 8, 16, 32, 64")
@@ -323,7 +399,7 @@ class Reader:
             "scheme": SCHEMES[scheme] if kind == 1 else None,
             "num_perm": num_perm,
             "seed": seed,
-            "shingle": ("char" if sk == 1 else "word") + f":{sw}",
+            "shingle": {1: "char", 2: "word", 3: "unicode-words"}[sk] + f":{sw}",
             "shingle_flags": sf,
             "bits": bits,
             "bands": bands,
@@ -338,12 +414,14 @@ class Reader:
             if kind == 2:
                 params.update({"index_kind": "simhash-pigeonhole", "max_hamming": max_hamming,
                                "weighting": {1: "tf", 2: "logtf"}[weighting]})
+        if metric is not None:
+            params["metric"] = {1: "jaccard", 2: "cosine"}[metric]
         return params, end
 
     def read_manifest(self):
         cur_version, gen, man_len, man_crc = self.read_current()
         name = f"MANIFEST-{gen:016x}"
-        min_len = {1: 125, 2: 164}[cur_version]
+        min_len = {1: 125, 2: 164, 3: 218}[cur_version]
         buf = self.read_sealed(name, man_len, "CURRENT pins", min_len, b"MHDBMANI", "manifest", FORMAT_VERSIONS)
         self.check_crc(name, 0, buf, man_crc, "manifest (CURRENT's pin)")
         (version, mgen) = struct.unpack_from("<IQ", buf, 8)
@@ -351,7 +429,16 @@ class Reader:
             self.fail(name, 8, f"manifest version {version}, but CURRENT carries {cur_version}")
         if mgen != gen:
             self.fail(name, 12, f"generation {mgen} differs from the name's {gen}")
-        params, o = self.read_params(name, buf, 20, version)
+        db_id, features = bytes(16), 0
+        if version == 3:
+            db_id, features = self.read_identity_and_features(name, buf)
+            params, o = self.read_params(name, buf, 44, version, features)
+            if features & SETS_KEYED_V2 and not (features & STORE_SETS and params["keyed"]):
+                self.fail(name, 36, "SETS_KEYED_V2 without stored sets and a key (corruption)")
+        else:
+            params, o = self.read_params(name, buf, 20, version)
+        self.need(name, buf, o + 64 if version == 3 else o + 60, "the state")
+        del_crc = 0
         if version == 1:
             state = struct.unpack_from("<7QI", buf, o)
             next_docno, siglog_records, wal_start, next_file_id, del_id, del_count, del_len, nseg = state
@@ -363,15 +450,25 @@ class Reader:
             state = struct.unpack_from("<7QI", buf, o)
             next_docno, wal_start, wal_next_seq, next_file_id, del_id, del_count, del_len, nseg = state
             entry_len = 40
+            if version == 3:
+                next_docno, wal_start, wal_next_seq, next_file_id, del_id, del_count, del_len, del_crc, nseg = struct.unpack_from("<7QII", buf, o)
+                entry_len = 44
         del_at = o + 32
-        o += 60
+        o += 64 if version == 3 else 60
+        if version >= 2:
+            # Cross-checks (format/v3-design.md, "Manifest cross-checks"): WAL files from
+            # wal_start on are the ones replayed, numbered from wal_next_seq.
+            if wal_start > next_file_id:
+                self.fail(name, del_at - 24, f"wal_start {wal_start} above next_file_id {next_file_id}")
+            if wal_next_seq < 1:
+                self.fail(name, del_at - 16, "wal_next_seq 0")
         if len(buf) != o + entry_len * nseg + 4:
             self.fail(name, o - 4, f"{nseg} segment entries do not fill a {len(buf)}-byte manifest")
         segments = []
         prev_end = 0
         for i in range(nseg):
             sid, base, span, docs, flen = struct.unpack_from("<5Q", buf, o)
-            scrc = struct.unpack_from("<I", buf, o + 40)[0] if version == 1 else None
+            scrc = struct.unpack_from("<I", buf, o + 40)[0] if version in (1, 3) else None
             if base < prev_end:
                 self.fail(name, o, f"segment entry {i}: range overlaps or is out of order")
             if base + span > next_docno:
@@ -381,13 +478,19 @@ class Reader:
             if docs > span:
                 self.fail(name, o, f"segment entry {i}: {docs} documents in a span of {span}")
             prev_end = base + span
-            segments.append({"id": sid, "base": base, "span": span, "docs": docs, "file_len": flen, "siglog_crc": scrc, "entry_offset": o})
+            segments.append({"id": sid, "base": base, "span": span, "docs": docs, "file_len": flen, "siglog_crc": scrc, "entry_offset": o,
+                             "meta_crc": scrc if version == 3 else None})
             o += entry_len
         if del_id and del_id >= next_file_id:
             self.fail(name, del_at, f"deletion list id {del_id} not below next_file_id {next_file_id}")
+        if not del_id and (del_count or del_len or del_crc):
+            self.fail(name, del_at, "no deletion list, but a count, length or checksum")
         return {
             "name": name,
             "version": version,
+            "db_id": db_id,
+            "features": features,
+            "del_crc": del_crc,
             "generation": gen,
             "params": params,
             "next_docno": next_docno,
@@ -399,24 +502,57 @@ class Reader:
             "segments": segments,
         }
 
+    def read_identity_and_features(self, name, buf):
+        """Version 3's identity (all zero is corruption) and feature bits (reserved and unknown
+        bits are refused as unsupported)."""
+        db_id = buf[20:36]
+        if not any(db_id):
+            self.fail(name, 20, "db_id is all zero (corruption: every version-3 database has an identity)")
+        (features,) = struct.unpack_from("<Q", buf, 36)
+        for bit in range(64):
+            if features >> bit & 1 and not (1 << bit) & (STORE_SETS | SETS_KEYED_V2 | COPIED_PAST_DAMAGE):
+                what = FEATURE_NAMES.get(bit, "unknown")
+                self.fail(name, 36, f"unsupported feature bit {bit} ({what})")
+        return db_id, features
+
     def read_deletions(self, m):
         del_id, count, length = m["del"]
         if del_id == 0:
-            if count or length:
-                self.fail(m["name"], m["del_at"], "no deletion list, but a count or length")
             return []
         name = f"del-{del_id:016x}.del"
-        buf = self.read_sealed(name, length, "the manifest records", 24, b"MHDBDELS", "deletion list", (1,))
-        (n,) = struct.unpack_from("<Q", buf, 12)
+        buf = self.read_sealed(name, length, "the manifest records", 24, b"MHDBDELS", "deletion list", (1, 2))
+        (list_version,) = struct.unpack_from("<I", buf, 8)
+        # A database of version 3 has deletion lists of version 2 (with its identity), older
+        # ones of version 1 (format/manifest.md, "Deletion list version 2").
+        if list_version != (2 if m["version"] == 3 else 1):
+            self.fail(name, 8, f"a version-{list_version} deletion list in a version-{m['version']} database (corruption)")
+        head = 20
+        if list_version == 2:
+            head = 48
+            self.need(name, buf, 52, "the version-2 header")
+            flags, file_id = struct.unpack_from("<I16xQ", buf, 12)
+            if flags:
+                self.fail(name, 12, f"unsupported flags {flags:#x}")
+            self.check_identity(name, 16, buf[16:32], m["db_id"])
+            if file_id != del_id:
+                self.fail(name, 32, f"file_id {file_id:016x}, but the file is {name} (a renamed file)")
+            (stored,) = struct.unpack_from("<I", buf, len(buf) - 4)
+            if stored != m["del_crc"]:
+                self.fail(name, len(buf) - 4, f"crc {stored:08x}, but the manifest pins del_crc {m['del_crc']:08x} (another list of this database)")
+        (n,) = struct.unpack_from("<Q", buf, head - 8)
         if n != count:
-            self.fail(name, 12, f"count {n}, but the manifest records {count}")
-        if len(buf) != 20 + 8 * n + 4:
-            self.fail(name, 12, f"{n} entries do not fill {len(buf)} bytes")
-        docnos = list(struct.unpack_from(f"<{n}Q", buf, 20))
+            self.fail(name, head - 8, f"count {n}, but the manifest records {count}")
+        if len(buf) != head + 8 * n + 4:
+            self.fail(name, head - 8, f"{n} entries do not fill {len(buf)} bytes")
+        docnos = list(struct.unpack_from(f"<{n}Q", buf, head))
         for i in range(1, n):
             if docnos[i] <= docnos[i - 1]:
-                self.fail(name, 20 + 8 * i, "document numbers not strictly increasing")
+                self.fail(name, head + 8 * i, "document numbers not strictly increasing")
         return docnos
+
+    def check_identity(self, name, offset, found, db_id):
+        if found != db_id:
+            self.fail(name, offset, f"belongs to database {found.hex()}, not to this database ({db_id.hex()})")
 
     # -- signature log (format/siglog.md) ---------------------------------------------------
 
@@ -444,7 +580,7 @@ class Reader:
 
     # -- segments (format/segment.md) -------------------------------------------------------
 
-    def read_segment(self, entry, params, db_version):
+    def read_segment(self, entry, params, db_version, db_id):
         """The documents (docno, key, packed signature or None in version 1) of one segment."""
         bands = params["bands"]
         name = f"seg-{entry['id']:016x}.seg"
@@ -464,10 +600,12 @@ class Reader:
             self.fail(name, n - 16, f"footer file_len {flen} differs from the length {n} (truncated?)")
         if nb < 1:
             self.fail(name, 16, "num_bands is 0")
-        if tab_off < 64 or tab_off + 40 * nsec != n - 32:
+        # Version 3's header is 96 bytes (with the identity), older ones 64.
+        hdr = 96 if version == 3 else 64
+        if tab_off < hdr or tab_off + 40 * nsec != n - 32:
             self.fail(name, n - 32, "the section table does not end at the footer")
         # meta_crc covers the version: judged only once it matched (damage is not a new version).
-        meta = buf[:64] + buf[tab_off : n - 32] + buf[n - 32 : n - 8]
+        meta = buf[:hdr] + buf[tab_off : n - 32] + buf[n - 32 : n - 8]
         self.check_crc(name, n - 8, meta, meta_crc, "segment metadata (meta_crc)")
         self.check_version(name, 8, version, "segment")
         if version != db_version:
@@ -478,9 +616,11 @@ class Reader:
         if nsec != nb + fixed:
             self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}"
                       + (" (the manifest's store_sets is 1: SHINGLES is one of them)" if store_sets else ""))
-        if flags:
+        if version == 3:
+            self.check_segment_v3(name, buf, entry, flags, store_sets, db_id, meta_crc)
+        elif flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
-        if any(buf[52:64]) or (version == 1 and record_bytes):
+        if any(buf[52:64] if version < 3 else buf[52:56] + buf[80:96]) or (version == 1 and record_bytes):
             self.fail(name, 48, "reserved header bytes are not zero")
         # A database's segments carry the signatures of its documents (format/segment.md,
         # SIGNATURES; the manifest's num_perm and bits give their size, format/hashing.md §7).
@@ -504,7 +644,7 @@ class Reader:
         if version >= 2:
             order += ([SHINGLES] if store_sets else []) + [SIGNATURES, CHECKSUMS]
         sections = []
-        expect_off = 64
+        expect_off = hdr
         for i in range(nsec):
             eo = tab_off + 40 * i
             kind, wa, wb, index, off, ln, count, scrc, res = struct.unpack_from("<HBBIQQQII", buf, eo)
@@ -525,15 +665,16 @@ class Reader:
 
         if version >= 2:
             # CHECKSUMS first (the chain footer -> section table -> block CRCs -> blocks): one
-            # CRC per 4 KiB block of every byte from 64 up to this section, the blocks aligned
-            # with the file's pages (block j: bytes max(64, 4096 j) .. min(4096 (j + 1), off)).
+            # CRC per 4 KiB block of every byte from the header's end (64, version 3: 96) up to
+            # this section, the blocks aligned with the file's pages (block j: bytes
+            # max(64, 4096 j) .. min(4096 (j + 1), off)).
             kind, wa, wb, count, off, table, eo, scrc = sections[-1]
             blocks = (off + BLOCK_LEN - 1) // BLOCK_LEN
             if (wa, wb) != (0, 0) or count != blocks or len(table) != 4 * blocks:
                 self.fail(name, eo, f"CHECKSUMS widths/count/len ({wa}, {wb}, {count}, {len(table)}), expected (0, 0, {blocks}, {4 * blocks})")
             self.check_crc(name, eo + 32, table, scrc, "section CHECKSUMS")
             for j in range(blocks):
-                lo = max(64, BLOCK_LEN * j)
+                lo = max(hdr, BLOCK_LEN * j)
                 hi = min(BLOCK_LEN * (j + 1), off)
                 (stored,) = struct.unpack_from("<I", table, 4 * j)
                 self.check_crc(name, lo, buf[lo:hi], stored, f"block {j} (bytes {lo}..{hi})")
@@ -636,6 +777,22 @@ class Reader:
             self.fail(name, eo, f"SIGNATURES widths must be 0, count {doc_count} and len {doc_count} x {record_bytes}")
         return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes], sets[i]) for i, (docno, key) in enumerate(docs)]
 
+    def check_segment_v3(self, name, buf, entry, flags, store_sets, db_id, meta_crc):
+        """Version 3's flags and identity (format/segment.md, "Header, version 3"), judged once
+        meta_crc matched: SHINGLES present exactly with the manifest's STORE_SETS, reserved
+        sections refused as unsupported; the database's identity, the file's own number, and the
+        manifest's pin of meta_crc."""
+        if flags & ~1:
+            self.fail(name, 12, f"unsupported flags {flags & ~1:#x} (reserved optional sections)")
+        if flags & 1 != store_sets:
+            self.fail(name, 12, f"flags {flags:#x}: SHINGLES bit {flags & 1}, but the manifest's STORE_SETS is {int(store_sets)}")
+        self.check_identity(name, 56, buf[56:72], db_id)
+        (file_id,) = struct.unpack_from("<Q", buf, 72)
+        if file_id != entry["id"]:
+            self.fail(name, 72, f"file_id {file_id:016x}, but the file is {name} (a renamed file)")
+        if meta_crc != entry["meta_crc"]:
+            self.fail(name, len(buf) - 8, f"meta_crc {meta_crc:08x}, but the manifest pins {entry['meta_crc']:08x} (another segment of this database)")
+
     def read_shingles(self, name, section, doc_count):
         """The stored shingle sets of a SHINGLES section (format/segment.md), one per ordinal:
         a table of doc_count + 1 u64 offsets relative to the table's end, then the coded sets."""
@@ -737,11 +894,12 @@ class Reader:
 
     # -- WAL (format/wal.md) ----------------------------------------------------------------
 
-    def parse_record(self, buf, o):
+    def parse_record(self, buf, o, seed=b""):
         """(type, sequence, payload, next offset) if a record that parses starts at o, else None.
 
         Parses: type 1 (batch) with length at most 64 MiB or type 2 (seal) with length 8,
-        inside the file, and a matching CRC. Whether it is the next record is the caller's
+        inside the file, and a matching CRC (version 3: seeded with `db_id ‖ LE64(file_id)`
+        from the manifest and the file's name). Whether it is the next record is the caller's
         question.
         """
         if o + 17 > len(buf):
@@ -749,18 +907,18 @@ class Reader:
         crc, length, rtype, seq = struct.unpack_from("<IIBQ", buf, o)
         if not ((rtype == WAL_BATCH and length <= MAX_WAL_PAYLOAD) or (rtype == WAL_SEAL and length == 8)):
             return None
-        if o + 17 + length > len(buf) or crc32(buf[o + 4 : o + 17 + length]) != crc:
+        if o + 17 + length > len(buf) or crc32(seed + buf[o + 4 : o + 17 + length]) != crc:
             return None
         return rtype, seq, buf[o + 17 : o + 17 + length], o + 17 + length
 
-    def valid_record_after(self, buf, start, accept):
+    def valid_record_after(self, buf, start, accept, seed=b""):
         """The first offset at or after `start` where a record parses whose sequence `accept`s."""
         last = len(buf) - 1
         while last >= start and buf[last] == 0:
             last -= 1  # a record never starts in the zeros that end a file (its type is not 0)
         for o in range(start, last + 1):
             if buf[o + 8 : o + 9] in (b"\x01", b"\x02"):
-                rec = self.parse_record(buf, o)
+                rec = self.parse_record(buf, o, seed)
                 if rec is not None and accept(rec[1]):
                     return o
         return None
@@ -774,17 +932,34 @@ class Reader:
             return 1, 16, None
         if version == 2 and len(buf) >= 24 and crc32(buf[:20]) == struct.unpack_from("<I", buf, 20)[0]:
             return 2, 24, struct.unpack_from("<Q", buf, 12)[0]
+        if version == 3 and len(buf) >= 52 and crc32(buf[:48]) == struct.unpack_from("<I", buf, 48)[0]:
+            return 3, 52, struct.unpack_from("<Q", buf, 40)[0]
         return None
 
-    def read_wal(self, name, newest, db_version):
+    def check_wal_header_v3(self, name, buf, db_id, file_id):
+        """Version 3's header fields, once its CRC matched (format/wal.md, "Version 3")."""
+        (flags,) = struct.unpack_from("<I", buf, 12)
+        if flags:
+            self.fail(name, 12, f"unsupported flags {flags:#x}")
+        self.check_identity(name, 16, buf[16:32], db_id)
+        (found,) = struct.unpack_from("<Q", buf, 32)
+        if found != file_id:
+            self.fail(name, 32, f"file_id {found:016x}, but the file is {name} (a renamed file)")
+
+    def wal_seed(self, db_version, db_id, file_id):
+        """What a version-3 record's CRC is seeded with; nothing before version 3."""
+        return db_id + struct.pack("<Q", file_id) if db_version == 3 else b""
+
+    def read_wal(self, name, newest, db_version, db_id, file_id):
         """One WAL file: {"records": [(sequence, payload, offset)], "version", "first_seq",
         "last_seq", "sealed", "tail"} (tail: bytes after the last valid record or seal)."""
         buf = self.read(name)
         header = self.read_wal_header(name, buf)
+        seed = self.wal_seed(db_version, db_id, file_id)
         if header is None:
             # A header cut off while being created holds no record; else it is damage (or a
             # version this reader does not know).
-            found = self.valid_record_after(buf, 16, lambda _: True)
+            found = self.valid_record_after(buf, 52 if db_version == 3 else 16, lambda _: True, seed)
             if found is not None:
                 if buf[:8] == b"MHDBWAL\0" and len(buf) >= 12 and struct.unpack_from("<I", buf, 8)[0] not in FORMAT_VERSIONS:
                     self.check_version(name, 8, struct.unpack_from("<I", buf, 8)[0], "WAL")
@@ -797,13 +972,16 @@ class Reader:
         self.checksums += 1
         if version != db_version:
             self.fail(name, 8, f"a version-{version} WAL file in a version-{db_version} database")
-        v2 = version == 2
+        if version == 3:
+            self.check_wal_header_v3(name, buf, db_id, file_id)
+        # Versions 2 and 3 share every rule of numbering and seals.
+        v2 = version >= 2
         records = []
         # Version 2: batch records are numbered +1 from first_seq; version 1: only increasing.
         last_seq = first_seq - 1 if v2 else 0
         sealed = False
         while o < len(buf):
-            rec = self.parse_record(buf, o)
+            rec = self.parse_record(buf, o, seed)
             if rec is not None:
                 rtype, seq, payload, nxt = rec
                 if rtype == WAL_BATCH and (seq == last_seq + 1 if v2 else seq > last_seq):
@@ -828,7 +1006,7 @@ class Reader:
                     )
             # Not the next valid record: a torn tail, unless a valid record follows.
             floor = last_seq
-            found = self.valid_record_after(buf, o + 1, (lambda q: q >= floor) if v2 else (lambda q: q > floor))
+            found = self.valid_record_after(buf, o + 1, (lambda q: q >= floor) if v2 else (lambda q: q > floor), seed)
             if found is not None:
                 self.fail(name, o, f"bad record followed by a valid one at offset {found}: corrupt in the middle")
             break
@@ -838,7 +1016,7 @@ class Reader:
             self.notes.append(f"{name}: {tail}-byte torn tail at offset {o} ({what}){' after its seal' if sealed else ''}; ignored")
         return {"records": records, "version": version, "first_seq": first_seq, "last_seq": last_seq, "sealed": sealed, "tail": tail, "tail_at": o}
 
-    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False):
+    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False, wal_version=2):
         if len(payload) < 4:
             self.fail(name, offset, "payload shorter than its count")
         (count,) = struct.unpack_from("<I", payload, 0)
@@ -849,6 +1027,13 @@ class Reader:
                 self.fail(name, offset, f"payload ends before operation {i} of {count}")
             tag = payload[o]
             o += 1
+            # Version 3 has one insert, tag 4; versions 1 and 2 inserts of tag 1 or 3.
+            if (tag == 4) != (wal_version == 3) and tag != 2:
+                self.fail(name, offset + 17 + o - 1, f"operation {i}: tag {tag} in a version-{wal_version} WAL (corruption)")
+            if tag == 4:
+                op, o = self.decode_insert_v3(name, offset, payload, o, i, bands, rb, store_sets)
+                ops.append(op)
+                continue
             if tag in (1, 3) and (tag == 3) != store_sets:
                 self.fail(name, offset + 17 + o - 1, f"operation {i}: insert tag {tag} in an index whose manifest's store_sets is"
                           f" {int(store_sets)} (inserts are tag {3 if store_sets else 1} there)")
@@ -890,6 +1075,66 @@ class Reader:
             self.fail(name, offset, f"{len(payload) - o} bytes after the last of {count} operations")
         return ops
 
+    def decode_insert_v3(self, name, offset, payload, o, i, bands, rb, store_sets):
+        """A tag-4 insert after its tag: (op, next offset). `docno u64, key_len u32, key, nkeys
+        u16, nkeys × band_key u64, signature, fields u8, [SET: set_len u32, coded set]`."""
+        at = offset + 17  # payload offsets are relative to the record's payload
+        if o + 12 > len(payload):
+            self.fail(name, at + o, f"operation {i}: truncated insert")
+        docno, klen = struct.unpack_from("<QI", payload, o)
+        o += 12
+        if klen > MAX_KEY or o + klen + 2 > len(payload):
+            self.fail(name, at + o - 4, f"operation {i}: key of {klen} bytes")
+        key = payload[o : o + klen]
+        o += klen
+        (nkeys,) = struct.unpack_from("<H", payload, o)
+        if nkeys != bands:
+            self.fail(name, at + o, f"operation {i}: {nkeys} band keys, the manifest's bands are {bands} (corruption)")
+        o += 2 + 8 * nkeys
+        if o + rb + 1 > len(payload):
+            self.fail(name, at + o, f"operation {i}: truncated insert")
+        sig = payload[o : o + rb]
+        o += rb
+        fields = payload[o]
+        if fields & 0xF0:
+            self.fail(name, at + o, f"operation {i}: unsupported fields bits {fields & 0xF0:#x}")
+        if fields & 0x0E:
+            self.fail(name, at + o, f"operation {i}: fields {fields:#x} name a column the manifest does not have (corruption)")
+        if fields & 1 != store_sets:
+            self.fail(name, at + o, f"operation {i}: SET field {fields & 1}, but the manifest's STORE_SETS is {int(store_sets)} (corruption)")
+        o += 1
+        values = None
+        if fields & 1:
+            if o + 4 > len(payload):
+                self.fail(name, at + o, f"operation {i}: insert ends before its set_len")
+            (set_len,) = struct.unpack_from("<I", payload, o)
+            o += 4
+            if o + set_len > len(payload):
+                self.fail(name, at + o - 4, f"operation {i}: set_len {set_len} runs past the payload")
+            values = self.decode_set(name, at + o, payload[o : o + set_len], f"record at {offset}, operation {i}")
+            o += set_len
+        return ("insert", docno, key, sig, values), o
+
+    def check_folded_wal(self, m, wid):
+        """A WAL file below wal_start (a flush's leftover): an intact header must be this
+        database's and carry the file's number, and no batch record may be numbered
+        wal_next_seq or more (else the manifest skips records it never folded)."""
+        name = f"wal-{wid:016x}.log"
+        buf = self.read(name)
+        header = self.read_wal_header(name, buf)
+        if header is None:
+            return
+        version, o, _first = header
+        if version == 3:
+            self.check_wal_header_v3(name, buf, m["db_id"], wid)
+        seed = self.wal_seed(version, m["db_id"], wid)
+        while (rec := self.parse_record(buf, o, seed)) is not None:
+            rtype, seq, _payload, nxt = rec
+            if rtype == WAL_BATCH and seq >= m["wal_next_seq"]:
+                self.fail(name, o, f"batch record {seq} below wal_start, but the manifest's wal_next_seq is {m['wal_next_seq']}"
+                          " (records the manifest never folded)")
+            o = nxt
+
     # -- the whole database -----------------------------------------------------------------
 
     def open(self):
@@ -907,33 +1152,36 @@ class Reader:
                 lo = 64 + seg["base"] * rb
                 hi = 64 + (seg["base"] + seg["span"]) * rb
                 self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
-            for docno, key, sig, values in self.read_segment(seg, params, version):
+            for docno, key, sig, values in self.read_segment(seg, params, version, m["db_id"]):
                 docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb], values)
         deleted = self.read_deletions(m)
         for d in deleted:
             if d not in docs:
-                self.fail(f"del-{m['del'][0]:016x}.del", 20, f"deleted docno {d} is in no segment")
+                self.fail(f"del-{m['del'][0]:016x}.del", 48 if version == 3 else 20, f"deleted docno {d} is in no segment")
             del docs[d]
 
-        wal_ids = []
+        wal_ids, folded = [], []
         for entry in os.listdir(self.root):
             mt = re.fullmatch(r"wal-([0-9a-f]{16})\.log", entry)
-            if mt and int(mt.group(1), 16) >= m["wal_start"]:
-                wal_ids.append(int(mt.group(1), 16))
+            if mt:
+                (wal_ids if int(mt.group(1), 16) >= m["wal_start"] else folded).append(int(mt.group(1), 16))
         wal_ids.sort()
+        if version >= 2:
+            for wid in sorted(folded):
+                self.check_folded_wal(m, wid)
         next_docno = m["next_docno"]
         # Version 2: the first replayed file starts at the manifest's wal_next_seq, each next
         # one right after the last batch record before it; version 1: records continue +1
         # from one file to the next.
-        last_seq = m["wal_next_seq"] - 1 if version == 2 else 0
+        last_seq = m["wal_next_seq"] - 1 if version >= 2 else 0
         wal_ops = 0
         self.wal_files = []
         for i, wid in enumerate(wal_ids):
             name = f"wal-{wid:016x}.log"
             newest = i == len(wal_ids) - 1
-            wal = self.read_wal(name, newest, version)
+            wal = self.read_wal(name, newest, version, m["db_id"], wid)
             records = wal["records"]
-            if wal["version"] == 2:
+            if wal["version"] >= 2:
                 if wal["first_seq"] != last_seq + 1:
                     what = "the manifest's wal_next_seq" if i == 0 else "one past the previous file's last batch record"
                     self.fail(name, 12, f"first_seq {wal['first_seq']}, but {what} is {last_seq + 1}: a WAL file (or its end) is missing")
@@ -948,7 +1196,7 @@ class Reader:
                 self.fail(name, wal["tail_at"], "a tail after the last record (or seal) of a WAL file that is not the newest")
             self.wal_files.append({"name": name, "batches": len(records), "sealed": wal["sealed"]})
             for _seq, payload, offset in records:
-                for op in self.decode_batch(name, offset, payload, params["bands"], rb, params.get("store_sets", False)):
+                for op in self.decode_batch(name, offset, payload, params["bands"], rb, params.get("store_sets", False), wal["version"]):
                     wal_ops += 1
                     if op[0] == "insert":
                         _, docno, key, sig, values = op
@@ -959,6 +1207,10 @@ class Reader:
                     else:
                         docno = op[1]
                         if docs.pop(docno, None) is None:
+                            # A writer resolves every delete to a live document (format/v3-design.md,
+                            # "Manifest cross-checks"); version 1 did not say so.
+                            if version >= 2:
+                                self.fail(name, offset, f"deletes docno {docno}, which is not live (corruption)")
                             self.notes.append(f"{name}: record at {offset} deletes docno {docno}, which is not live")
         live = {}
         for docno in sorted(docs):
@@ -968,6 +1220,7 @@ class Reader:
             live[key] = (docno, sig, values)
         self.summary = {
             "version": version,
+            "identity": m["db_id"].hex() if version == 3 else None,
             "segments": len(m["segments"]),
             "blocks": self.blocks,
             "deleted_in_list": len(deleted),
@@ -1031,6 +1284,7 @@ def as_json(reader, params, live, with_values=False):
         entries.append(e)
     return {
         "format_version": reader.summary["version"],
+        "identity": reader.summary["identity"],
         "params": params,
         "wal": reader.wal_files,
         "live": entries,
@@ -1113,6 +1367,8 @@ def check(out, expected_path):
             problems.append(f"parameter {name}: {out['params'].get(name)!r} != expected {value!r}")
     if "format_version" in want and out["format_version"] != want["format_version"]:
         problems.append(f"format version {out['format_version']} != expected {want['format_version']}")
+    if "identity" in want and out["identity"] != want["identity"]:
+        problems.append(f"identity {out['identity']} != expected {want['identity']}")
     if "wal" in want and out["wal"] != want["wal"]:
         problems.append(f"WAL files {out['wal']} != expected {want['wal']}")
     return problems, len(set(got) & set(exp)), sigs, want
@@ -1161,7 +1417,9 @@ def main(argv):
         return 1
     s = reader.summary
     print(
-        f"reference reader: format version {s['version']}: {keys} keys, {sigs} signatures,"
+        f"reference reader: format version {s['version']}"
+        + (f", identity {s['identity']}" if s["identity"] else "")
+        + f": {keys} keys, {sigs} signatures,"
         f" {reader.checksums} checksums agree ({s['segments']} segments"
         + (f" with {s['blocks']} checked blocks" if s["version"] >= 2 else "")
         + f", {s['deleted_in_list']} in the deletion list,"

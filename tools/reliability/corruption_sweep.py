@@ -2,7 +2,9 @@
 """Corruption sweep: single mutations of every file kind of an mhdb database, and every command
 run on each, classified against the answers of the undamaged database.
 
-Five base databases in the current format (version 3), each holding every file kind:
+Six base databases in the current format (version 3), each holding every file kind:
+  v3      tests/golden/db-v3 as committed: two segments with stored sets, a deletion list, a
+          sealed WAL file and the newest as a crash leaves it (unsealed, ending in zeros);
   golden  tests/golden/db-v1 upgraded (`mhdb upgrade`: its WAL tail of inserts, upserts and
           deletes folded into a segment with hot buckets), then an `add` replacing stored keys
           (a second segment, a deletion list) and two `delete` runs (two sealed WAL files);
@@ -37,14 +39,17 @@ Mutations, one at a time, of every file (LOCK aside):
             rolled back together
   swap      (same kind) two files' contents exchanged
 
-Files from elsewhere (`--siblings`, instead of the mutations above; not in CI's short run,
-since format version 2 ties no file to its database and fails them): bases built by one
-fixed pipeline of CLI commands (sibling_bases, pipeline_base), and
+Files from elsewhere (`--siblings`, instead of the mutations above; CI runs 20 of them): bases
+built by one fixed pipeline of CLI commands (sibling_bases, pipeline_base), and
   sibling   a file of a twin database (the same commands, the same ids, other texts) written
             over each segment, deletion list and WAL file of the same kind (same name or
             another), its manifest alone and with its CURRENT, its segments and deletion list
             together, and all its data files together
   shard     the same from two other shards of the pipeline (other ids of the same lengths)
+  template  the same from a twin made with the same MHDB_TEST_IDENTITY (as databases copied
+            from one template directory share one): a WAL file whose numbering fits passes
+            (outcome shared-identity, the fault model's undetectable class, not a failure);
+            every segment and deletion list must still be detected (the manifest's checksums)
   rollback  each older segment, deletion list or WAL file of the base's own history written
             over each current file of its kind: older files of other names, and older copies
             of the same name (a segment and deletion list left by a write cut off by a crash,
@@ -74,6 +79,8 @@ query, verify). Each (command, mutation) is classified:
   rolled-back        the answer differs, but the mutation rolled CURRENT and its manifest back
                      together to an older consistent pair: undetectable without an outside
                      witness (the fault model's other undetectable class)
+  shared-identity    the answer differs, but the mutation only moved WAL files between two
+                     databases of one identity (family template): undetectable (fault model)
   silent-wrong       exit 0 (or get's 1 for "absent") with a different answer; for verify:
                      "ok" while another command answered wrongly
   crash              a panic (exit 101) or a signal
@@ -84,9 +91,9 @@ It prints the counts per command and per file kind, and exits 1 if any silent wr
 answers (format version 1 is known to have them) but never crashes or hangs.
 
     cargo build --release && python3 tools/reliability/corruption_sweep.py      # everything
-    python3 tools/reliability/corruption_sweep.py --limit 40 --allow-silent      # CI's short run
+    python3 tools/reliability/corruption_sweep.py --limit 40                     # CI's short run
     python3 tools/reliability/corruption_sweep.py --details /tmp/sweep.jsonl     # every outcome
-    python3 tools/reliability/corruption_sweep.py --siblings --allow-silent      # files from elsewhere
+    python3 tools/reliability/corruption_sweep.py --siblings                     # files from elsewhere
 
 Python 3 standard library only.
 """
@@ -120,6 +127,7 @@ OUTCOMES = [
     "torn-tail-damage",
     "other-exit",
     "rolled-back",
+    "shared-identity",
     "silent-wrong",
     "crash",
     "hang",
@@ -136,9 +144,10 @@ GET_ABSENT = re.compile(r"mhdb: \d+ of \d+ keys? absent")
 
 
 class Runner:
-    def __init__(self, mhdb, timeout):
+    def __init__(self, mhdb, timeout, env=None):
         self.mhdb = mhdb
         self.timeout = timeout
+        self.env = env  # None: this process's environment
 
     def run(self, args, stdin=None):
         """(returncode, stdout, stderr); returncode None on a timeout."""
@@ -148,6 +157,7 @@ class Runner:
                 input=stdin,
                 capture_output=True,
                 timeout=self.timeout,
+                env=self.env,
             )
         except subprocess.TimeoutExpired:
             return None, b"", b"timeout"
@@ -394,11 +404,18 @@ def sets_base(runner, work):
     doomed = sorted(d["key"] for d in expected["live"])[1::23][:2]
     must(runner, ["delete", path] + doomed)
     expected["live"] = [d for d in expected["live"] if d["key"] not in doomed]
+    return fixture_base(work, name, path, expected, 11, 7)
+
+
+def fixture_base(work, name, path, expected, every_text, every_key):
+    """A base of a committed fixture at `path`, what it holds recorded in `expected` (its
+    expected.json): queries with the recorded ones and every `every_text`-th live text, gets
+    of every `every_key`-th live key and some deleted ones, and an add that replaces a key."""
     queries = os.path.join(work, f"{name}-queries.jsonl")
-    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::11]]
+    texts = [q["text"] for q in expected["queries"]] + [e["text"] for e in expected["live"][::every_text]]
     write_jsonl(queries, [{"id": f"q{i}", "text": t} for i, t in enumerate(texts)])
     live = sorted(d["key"] for d in expected["live"])
-    keys = live[::7] + list(expected["deleted"])[:4] + ["absent-key"]
+    keys = live[::every_key] + list(expected["deleted"])[:4] + ["absent-key"]
     add_input = os.path.join(work, f"{name}-add.jsonl")
     write_jsonl(
         add_input,
@@ -1010,6 +1027,21 @@ def pipeline_base(runner, work, name, docs, spare, kind_flags=()):
     return base
 
 
+def v3_base(runner, work):
+    """tests/golden/db-v3 as committed (format version 3, nothing upgraded): two segments with
+    stored sets, a deletion list, a sealed WAL file and the newest left as a crash leaves it."""
+    name = "v3"
+    path = os.path.join(work, name)
+    shutil.copytree(os.path.join(ROOT, "tests", "golden", "db-v3"), path)
+    expected = json.load(open(os.path.join(ROOT, "tests", "golden", "db-v3.expected.json")))
+    return fixture_base(work, name, path, expected, 9, 5)
+
+
+# The identity every database of the `template` family shares, as `cp -r` of one template
+# directory gives it (here through the CLI's test hook, MHDB_TEST_IDENTITY).
+TEMPLATE_IDENTITY = "5445535454454d504c41544549440001"
+
+
 def sibling_bases(runner, work):
     """The bases of --siblings, each with the databases its files come from (`donors`:
     (family, path)): `sib`, `sib-sets` (made with --store-sets) and `sib-simhash` (a SimHash
@@ -1040,6 +1072,14 @@ def sibling_bases(runner, work):
     shards[0].name = "shard"
     shards[0].donors = [("shard", s.path) for s in shards[1:]]
     bases.append(shards[0])
+    # Twins that share one identity: the fault model's undetectable class for a WAL file
+    # whose numbering fits (outcome shared-identity); segments and deletion lists are still
+    # pinned by the manifest's checksums.
+    template = Runner(runner.mhdb, runner.timeout, dict(os.environ, MHDB_TEST_IDENTITY=TEMPLATE_IDENTITY))
+    a = pipeline_base(template, work, "tpl", docs(ids, 0), spare_a)
+    twin = pipeline_base(template, work, "tpl-twin", docs(ids, n // 2), spare_b)
+    a.donors = [("template", twin.path)]
+    bases.append(a)
     return bases
 
 
@@ -1113,6 +1153,9 @@ def classify(base, mutation, results):
     prefix_states = [p for _, p in base.prefix_baselines]
     wal = mutation["file"].startswith("wal-") or any(op[1].startswith("wal-") for op in mutation["ops"])
     touched = {op[1] for op in mutation["ops"]}
+    # WAL files moved between databases of one identity: whatever they answer (a twin's
+    # records may even look like a cut of this WAL) is the fault model's undetectable class.
+    shared = mutation["kind"] == "template" and all(kind_of(op[1]) == "WAL" for op in mutation["ops"])
     for cmd in COMMANDS:
         rc, err, answer, _ = results[cmd]
         want_rc, _, want, _ = base.baseline[cmd]
@@ -1126,7 +1169,9 @@ def classify(base, mutation, results):
             named = os.path.basename(CORRUPTION.search(err).group(1))
             outcome[cmd] = "detected" if named in touched else "detected-elsewhere"
         elif wal and any(rc == p[cmd][0] and answer == p[cmd][2] for p in prefix_states):
-            if mutation["boundary_cut"]:
+            if shared:
+                outcome[cmd] = "shared-identity"
+            elif mutation["boundary_cut"]:
                 outcome[cmd] = "torn-tail-boundary"
             elif TORN_REPORTED.search(err):
                 outcome[cmd] = "torn-tail-reported"
@@ -1138,7 +1183,12 @@ def classify(base, mutation, results):
             outcome[cmd] = "detected-after-write"
         elif rc == 0 or (cmd == "get" and rc == 1 and GET_ABSENT.fullmatch(err.strip())):
             # (get's exit 1 with only "N of M keys absent" on stderr is its answer.)
-            outcome[cmd] = "rolled-back" if mutation["rollback"] else "silent-wrong"
+            if mutation["rollback"]:
+                outcome[cmd] = "rolled-back"
+            elif shared:
+                outcome[cmd] = "shared-identity"
+            else:
+                outcome[cmd] = "silent-wrong"
         else:
             outcome[cmd] = "other-exit"
     # verify answering "ok" is only right when every other command answered right.
@@ -1146,8 +1196,8 @@ def classify(base, mutation, results):
         others = [outcome[c] for c in COMMANDS if c != "verify"]
         if any(o in ("silent-wrong", "torn-tail-damage", "torn-tail-reported") for o in others):
             outcome["verify"] = "silent-wrong"
-        elif any(o in ("torn-tail-boundary", "rolled-back") for o in others):
-            outcome["verify"] = next(o for o in others if o in ("torn-tail-boundary", "rolled-back"))
+        elif any(o in ("torn-tail-boundary", "rolled-back", "shared-identity") for o in others):
+            outcome["verify"] = next(o for o in others if o in ("torn-tail-boundary", "rolled-back", "shared-identity"))
     return outcome
 
 
@@ -1162,7 +1212,7 @@ def main(argv):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--allow-silent", action="store_true", help="silent wrong answers do not fail the run")
-    ap.add_argument("--bases", default="golden,built,sets,sets-built,simhash-built")
+    ap.add_argument("--bases", default="v3,golden,built,sets,sets-built,simhash-built")
     ap.add_argument("--siblings", action="store_true",
                     help="instead of the bases' damage: files from elsewhere (a sibling database's, another shard's, an older state's)")
     ap.add_argument("--details", help="write every (mutation, command, outcome) as JSON lines here")
@@ -1177,7 +1227,9 @@ def main(argv):
     try:
         bases = sibling_bases(runner, work) if args.siblings else []
         for name in [] if args.siblings else args.bases.split(","):
-            if name in ("golden", "golden-v1"):
+            if name == "v3":
+                base = v3_base(runner, work)
+            elif name in ("golden", "golden-v1"):
                 base = golden_base(runner, work, upgrade=(name == "golden"))
             elif name == "built":
                 base = built_base(runner, work)
@@ -1188,7 +1240,7 @@ def main(argv):
             elif name == "simhash-built":
                 base = built_base(runner, work, name, simhash=True)
             else:
-                sys.exit(f"corruption_sweep: unknown base {name} (golden, golden-v1, built, sets, sets-built, simhash-built)")
+                sys.exit(f"corruption_sweep: unknown base {name} (v3, golden, golden-v1, built, sets, sets-built, simhash-built)")
             bases.append(base)
         rng = random.Random(args.seed)
         todo = []
@@ -1284,7 +1336,7 @@ def main(argv):
     print()
     print("| mutation | " + " | ".join(OUTCOMES) + " |")
     print("| --- |" + " ---: |" * len(OUTCOMES))
-    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "reseal", "stale", "swap", "sibling", "shard", "rollback"]:
+    for kind in ["flip", "byte", "truncate", "zeros", "delete", "splice", "reseal", "stale", "swap", "sibling", "shard", "template", "rollback"]:
         if kind in by_mutation:
             print(f"| {kind} | " + " | ".join(str(by_mutation[kind][o]) for o in OUTCOMES) + " |")
     print()
@@ -1296,6 +1348,8 @@ def main(argv):
     print("    (like the whole directory replaced by an older copy) is a state the database was in")
     print("  torn-tail-reported: a record torn by a crash (never acknowledged) and damage to the")
     print("    last record (acknowledged) leave the same bytes; reported, never silent")
+    print("  shared-identity: a WAL file moved between databases copied from one template")
+    print("    directory (one identity) whose numbering fits reads as that database's own writes")
     if examples:
         print()
         print("examples (first of each outcome and file kind):")
