@@ -57,6 +57,7 @@ pub fn insert_arrow(
     let fields = Fields {
         id: Id::Field(names.id.to_string()),
         text: names.text.to_string(),
+        tokens: false,
     };
     let columns = Columns::find(&reader.schema(), &fields, STREAM)
         .map_err(|e| invalid(py, "data", e.to_string()))?;
@@ -125,9 +126,9 @@ fn record((at, values): Row) -> Result<Record<String, Origin>, Rejected<Origin>>
         fault: Fault::Malformed(message),
     };
     match values {
-        Ok((Some(key), text)) => Ok(Record {
+        Ok((Some(key), content)) => Ok(Record {
             key,
-            content: Content::Text(text),
+            content,
             origin,
         }),
         // Not reached: `Id::Field` always reads a key.
