@@ -249,7 +249,10 @@ mod tests {
         let texts: Vec<_> = batch
             .rows
             .into_iter()
-            .map(|(_, row)| row.unwrap().1)
+            .map(|(_, row)| match row.unwrap().1 {
+                Content::Text(text) => text,
+                other => panic!("a CSV field is a text, got {other:?}"),
+            })
             .collect();
         assert_eq!(texts, ["ten bytes", "ten\"by"]);
         let header = "id,".to_string() + &"t".repeat(20) + "\n";
