@@ -8,7 +8,7 @@
 
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchReader};
-use mhdb::db::ingest::{self as core_ingest, Content, Fault, Record, Rejected};
+use mhdb::db::ingest::{self as core_ingest, Fault, Record, Rejected};
 use mhdb::db::{Db, NoveltyOptions};
 use mhdb::input::{Columns, Fields, Id, RowValues};
 use pyo3::exceptions::PyTypeError;
