@@ -54,6 +54,7 @@ fn fields(id: &str, text: &str) -> Fields {
     Fields {
         id: Id::Field(id.to_string()),
         text: text.to_string(),
+        tokens: false,
     }
 }
 
@@ -74,7 +75,7 @@ fn read(inputs: &[&Path], fields: &Fields) -> (Vec<Row>, Option<String>) {
                     .parse(item)
                     .map(|r| match r.content {
                         mhdb::db::ingest::Content::Text(t) => (r.key, t),
-                        mhdb::db::ingest::Content::Signature(_) => unreachable!(),
+                        other => unreachable!("a text field read {other:?}"),
                     })
                     .map_err(|r| r.fault.to_string())
             })),
@@ -250,6 +251,7 @@ fn directories_and_globs_are_read_in_sorted_order() {
     let by_path = Fields {
         id: Id::FromPath,
         text: "text".into(),
+        tokens: false,
     };
     assert_eq!(
         keys(read_ok(&[&root], &by_path)),
@@ -279,6 +281,7 @@ fn ids_from_paths_number_lines_from_1_and_rows_from_0() {
     let by_path = Fields {
         id: Id::FromPath,
         text: "text".into(),
+        tokens: false,
     };
     // A blank line is counted: the id is the line an editor shows.
     let mut lines = b"\n".to_vec();

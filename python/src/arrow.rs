@@ -8,7 +8,7 @@
 
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchReader};
-use mhdb::db::ingest::{self as core_ingest, Content, Fault, Record, Rejected};
+use mhdb::db::ingest::{self as core_ingest, Fault, Record, Rejected};
 use mhdb::db::{Db, NoveltyOptions};
 use mhdb::input::{Columns, Fields, Id, RowValues};
 use pyo3::exceptions::PyTypeError;
@@ -57,6 +57,7 @@ pub fn insert_arrow(
     let fields = Fields {
         id: Id::Field(names.id.to_string()),
         text: names.text.to_string(),
+        tokens: false,
     };
     let columns = Columns::find(&reader.schema(), &fields, STREAM)
         .map_err(|e| invalid(py, "data", e.to_string()))?;
@@ -125,9 +126,9 @@ fn record((at, values): Row) -> Result<Record<String, Origin>, Rejected<Origin>>
         fault: Fault::Malformed(message),
     };
     match values {
-        Ok((Some(key), text)) => Ok(Record {
+        Ok((Some(key), content)) => Ok(Record {
             key,
-            content: Content::Text(text),
+            content,
             origin,
         }),
         // Not reached: `Id::Field` always reads a key.

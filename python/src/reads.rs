@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use mhdb::db::{DedupOptions, DedupPair, Match, QueryOptions, ReadIndex};
+use mhdb::db::{DedupOptions, DedupPair, Match, QueryOptions, QueryResult, ReadIndex};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -39,13 +39,21 @@ pub fn query<'py>(
     };
     let doc = doc_one_of(py, text, signature)?;
     let index = index()?;
-    let result = py
-        .detach(|| match &doc {
-            Doc::Text(t) => index.query_text(t, &opts),
-            Doc::Signature(s) => index.query(s, &opts),
-        })
-        .or_raise(py)?;
+    let result = py.detach(|| query_doc(&*index, &doc, &opts)).or_raise(py)?;
     matches_to_py(py, &result.matches)
+}
+
+/// Documents similar to one query document: a text or a given signature. Python takes no
+/// token-list queries yet, so none reaches here; one is refused rather than answered wrongly.
+fn query_doc(index: &dyn ReadIndex, doc: &Doc, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
+    match doc {
+        Doc::Text(t) => index.query_text(t, opts),
+        Doc::Signature(s) => index.query(s, opts),
+        Doc::Tokens(_) => Err(mhdb::Error::invalid(
+            "tokens",
+            "token-list queries are not taken from Python yet",
+        )),
+    }
 }
 
 /// `query_many(texts=, signatures=, threshold=, limit=, batch_size=, top=)`.
@@ -268,10 +276,7 @@ impl QueryIterator {
         let results = py
             .detach(|| {
                 docs.par_iter()
-                    .map(|d| match d {
-                        Doc::Text(t) => index.query_text(t, &opts),
-                        Doc::Signature(s) => index.query(s, &opts),
-                    })
+                    .map(|d| query_doc(&**index, d, &opts))
                     .collect::<mhdb::Result<Vec<_>>>()
             })
             .or_raise(py)?;

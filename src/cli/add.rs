@@ -315,7 +315,11 @@ fn load_inputs(
         } else {
             Id::Field(args.id_field.clone())
         },
-        text: args.text_field.clone(),
+        text: args
+            .tokens_field
+            .clone()
+            .unwrap_or_else(|| args.text_field.clone()),
+        tokens: args.tokens_field.is_some(),
     };
     let reader = Reader::new(&args.inputs, fields.clone())
         .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?

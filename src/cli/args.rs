@@ -78,12 +78,12 @@ pub enum Command {
     /// Add documents from JSON Lines (plain, gzip or zstd), Parquet, Arrow, CSV/TSV, or plain
     /// files.
     #[command(
-        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx data/ --text-field body --id-field meta.url\n  mhdb add idx 'crawl/**/*.parquet' --id-from-path\n  mhdb add idx --files docs/\n\nFormats are recognized by their first bytes, then by extension: gzip and zstd (JSON Lines,\nor CSV/TSV when named .csv.gz, .tsv.zst...), Parquet, Arrow IPC files and streams, .csv and\n.tsv with a header; anything else is JSON Lines. Directories are walked in name order\n(names starting with '.' or '_' passed over); a quoted glob pattern is expanded sorted.\nFields may be paths into nested objects or struct columns (meta.url).\nIds are strings, or {\"hex\": \"...\"} for keys that are not UTF-8; numbers are refused in\nJSON. Parquet and Arrow id columns may be strings, binary or integers (17 is the key \"17\").\n--id-from-path: the id is the file's path below its input root, ':' and the line (JSON\nLines, CSV; from 1) or row (Parquet, Arrow; from 0): sub/part-0001.parquet:17.\nA text without shingles (empty or white space only) is refused like any invalid line.\n--json: one line {\"committed\", \"last_id\"} per durable commit.\nExit codes: 0 loaded; 1 a bad line or row (named; everything before it is committed), an\nunreadable file (named, with the row group or byte offset), I/O or locked; 2 usage."
+        after_help = "Examples:\n  mhdb add idx corpus.jsonl\n  cat corpus.jsonl | mhdb add idx - --json\n  mhdb add idx data/ --text-field body --id-field meta.url\n  mhdb add idx 'crawl/**/*.parquet' --id-from-path\n  mhdb add idx --files docs/\n\nFormats are recognized by their first bytes, then by extension: gzip and zstd (JSON Lines,\nor CSV/TSV when named .csv.gz, .tsv.zst...), Parquet, Arrow IPC files and streams, .csv and\n.tsv with a header; anything else is JSON Lines. Directories are walked in name order\n(names starting with '.' or '_' passed over); a quoted glob pattern is expanded sorted.\nFields may be paths into nested objects or struct columns (meta.url).\nIds are strings, or {\"hex\": \"...\"} for keys that are not UTF-8; numbers are refused in\nJSON. Parquet and Arrow id columns may be strings, binary or integers (17 is the key \"17\").\n--id-from-path: the id is the file's path below its input root, ':' and the line (JSON\nLines, CSV; from 1) or row (Parquet, Arrow; from 0): sub/part-0001.parquet:17.\nA text without shingles (empty or white space only) is refused like any invalid line.\n--tokens-field FIELD (an index created with --shingle tokens[:N]): each document is a token\nlist, a JSON array of strings and integers or a Parquet/Arrow list column; an empty list, a\nnull, a float or a nested array is refused like any invalid line.\n--json: one line {\"committed\", \"last_id\"} per durable commit.\nExit codes: 0 loaded; 1 a bad line or row (named; everything before it is committed), an\nunreadable file (named, with the row group or byte offset), I/O or locked; 2 usage."
     )]
     Add(AddArgs),
     /// Find documents similar to a text, a file, or each line of a JSONL file.
     #[command(
-        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7\n  zcat queries.jsonl.gz | mhdb query idx --jsonl - > answers.jsonl\n\nText output: one line per match, \"JACCARD<TAB>KEY\" (key escaped; simhash index:\n\"DISTANCE<TAB>COSINE<TAB>KEY\"). --json, and always with\n--jsonl: one answer per query, {\"id\", \"matches\": [{\"id\", \"jaccard\"}] (simhash: [{\"id\", \"distance\",\n\"cosine\"}]), \"candidates\", \"verified\", \"hot_buckets\"}; \"id\" is the query's id as given (null for --text, the path\nfor --file). --jsonl streams: answers come out in input order while later lines are read,\nin memory that does not grow with the input.\nExit codes: 0 answered (with or without matches); 1 a bad line (named; the lines before it\nare answered) or I/O; 2 usage."
+        after_help = "Examples:\n  mhdb query idx --text \"the quick brown fox\"\n  mhdb query tokens-idx --tokens-json '[\"ab\", \"cd\", 17]'\n  mhdb query idx --jsonl queries.jsonl --threshold 0.7\n  zcat queries.jsonl.gz | mhdb query idx --jsonl - > answers.jsonl\n\nText output: one line per match, \"JACCARD<TAB>KEY\" (key escaped; simhash index:\n\"DISTANCE<TAB>COSINE<TAB>KEY\"). --json, and always with\n--jsonl: one answer per query, {\"id\", \"matches\": [{\"id\", \"jaccard\"}] (simhash: [{\"id\", \"distance\",\n\"cosine\"}]), \"candidates\", \"verified\", \"hot_buckets\"}; \"id\" is the query's id as given (null for --text and --tokens-json, the path\nfor --file). --jsonl streams: answers come out in input order while later lines are read,\nin memory that does not grow with the input.\nExit codes: 0 answered (with or without matches); 1 a bad line (named; the lines before it\nare answered) or I/O; 2 usage."
     )]
     Query(QueryArgs),
     /// Show whether keys are present (and their stored signatures with --json).
@@ -343,6 +343,11 @@ pub struct AddArgs {
     /// Field or column holding the text (a path like doc.body reaches into nested objects).
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    /// Field or column holding each document's token list, for an index created with
+    /// --shingle tokens[:N]: a JSON array of strings and integers, or a Parquet/Arrow list
+    /// column of strings or int32/int64.
+    #[arg(long, conflicts_with_all = ["text_field", "files"])]
+    pub tokens_field: Option<String>,
     /// Commit (durably) every N documents, and at the end.
     #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
     pub commit_every: usize,
@@ -410,7 +415,7 @@ pub struct DocumentLimit {
 }
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file", "jsonl"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file", "tokens_json", "jsonl"])))]
 pub struct QueryArgs {
     /// Database directory; several (or a glob pattern, expanded and sorted when the shell did
     /// not) are shards queried as one index: a key in two shards answers from the later one.
@@ -422,6 +427,10 @@ pub struct QueryArgs {
     /// File whose whole content is the query ('-': standard input).
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Query token list, a JSON array of strings and integers ('["a", "b", 7]'), for an index
+    /// created with --shingle tokens[:N].
+    #[arg(long)]
+    pub tokens_json: Option<String>,
     /// JSON Lines file, one query per line ({"id": ..., "text": ...}; '-': standard input).
     /// Answers are streamed, in input order.
     #[arg(long)]

@@ -124,6 +124,7 @@ fn apply(
                 Id::Field(args.id_field.clone())
             },
             text: args.text_field.clone(),
+            tokens: false,
         },
         annotate: args.annotate.then(|| Annotate {
             prefix: args.annotate_prefix.clone().unwrap_or_default(),

@@ -1,4 +1,4 @@
-//! `mhdb query`: one text, one file, or one query per JSONL line, streamed: answered on every
+//! `mhdb query`: one text, one file, one token list, or one query per JSONL line, streamed: answered on every
 //! core a window at a time and written in input order as they come. Several databases (or a
 //! glob pattern naming them) are shards answering as one index (`databases.rs`).
 
@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use mhdb::db::{Db, QueryOptions, QueryResult};
+use mhdb::input::tokens_from_json;
+use mhdb::sketch::OwnedToken;
 use serde_json::Value;
 
 use super::args::QueryArgs;
@@ -37,10 +39,17 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     }
     // A keyed index without its key cannot sign any text: refused as a whole here, not as
     // the first input line's fault.
-    db.sketch_text("")?;
+    if args.tokens_json.is_none() {
+        db.sketch_text("")?;
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(path) = &args.jsonl {
         return query_jsonl(&source, &opts, args, path, &mut out);
+    }
+    if let Some(json) = &args.tokens_json {
+        let tokens = tokens_arg(json)?;
+        let r = source.query(&db.sketch_tokens(&OwnedToken::borrow_all(&tokens))?, &opts)?;
+        return write_answer(&mut out, args, Value::Null, &r);
     }
     let (id, text) = match (&args.text, &args.file) {
         (Some(t), _) => (Value::Null, t.clone()),
@@ -48,11 +57,34 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
             Value::String(f.to_string_lossy().into_owned()),
             read_text(f, args.size.max_document_bytes)?.map_err(CliError::other)?,
         ),
-        (None, None) => return Err(CliError::usage("give --text, --file or --jsonl")),
+        (None, None) => {
+            return Err(CliError::usage(
+                "give --text, --file, --tokens-json or --jsonl",
+            ));
+        }
     };
     let r = source.query_text(&text, &opts)?;
+    write_answer(&mut out, args, id, &r)
+}
+
+/// `--tokens-json`'s token list.
+fn tokens_arg(json: &str) -> CliResult<Vec<OwnedToken>> {
+    let bad = |why: String| CliError::usage(format!("--tokens-json: {why}"));
+    match serde_json::from_str(json).map_err(|e| bad(format!("invalid JSON: {e}")))? {
+        Value::Array(elements) => tokens_from_json(elements).map_err(bad),
+        _ => Err(bad("must be a JSON array of strings and integers".into())),
+    }
+}
+
+/// Writes one query's answer: a JSON line, or a line per match.
+fn write_answer(
+    out: &mut impl Write,
+    args: &QueryArgs,
+    id: Value,
+    r: &QueryResult,
+) -> CliResult<ExitCode> {
     if args.json {
-        writeln!(out, "{}", shapes::answer(id, &r))?;
+        writeln!(out, "{}", shapes::answer(id, r))?;
     } else {
         for m in &r.matches {
             match m.distance {

@@ -343,6 +343,12 @@ impl IndexParams {
         )?;
         expect("bits", self.bits == 1, "one-bit slots".into())?;
         expect(
+            "shingle",
+            !self.sketch.shingle.kind.is_tokens(),
+            "text shingles (it weights a text's shingles; token lists are for MinHash indexes)"
+                .into(),
+        )?;
+        expect(
             "bands",
             self.lsh.bands == sim.block_count() && self.lsh.rows == 0,
             format!("{} blocks (max_hamming + 1) and no rows", sim.block_count()),

@@ -307,9 +307,10 @@ impl IndexOptions {
     }
 
     fn shingle_config(&self) -> ShingleConfig {
-        let default = ShingleConfig::default();
+        // Token lists have their own default: no normalization.
+        let default = ShingleConfig::of_kind(self.shingle.unwrap_or(ShingleConfig::default().kind));
         ShingleConfig {
-            kind: self.shingle.unwrap_or(default.kind),
+            kind: default.kind,
             nfkc: self.nfkc.unwrap_or(default.nfkc),
             lowercase: self.lowercase.unwrap_or(default.lowercase),
             collapse_whitespace: self

@@ -14,7 +14,7 @@ use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::v3::{
     KIND_MINHASH, KIND_SIMHASH, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT, SHINGLE_CHAR,
     SHINGLE_COLLAPSE_WHITESPACE, SHINGLE_FOLD_DIGITS, SHINGLE_FOLD_PUNCTUATION, SHINGLE_LOWERCASE,
-    SHINGLE_NFKC, SHINGLE_UNICODE_WORDS, SHINGLE_WORD,
+    SHINGLE_NFKC, SHINGLE_TOKEN_LISTS, SHINGLE_UNICODE_WORDS, SHINGLE_WORD,
 };
 use crate::storage::manifest::{BandingV3, MANIFEST_V3, ParamsV3, StoredParams};
 use crate::{Error, Result};
@@ -254,6 +254,7 @@ pub(super) fn shingle_codes(c: &ShingleConfig) -> ShingleCodes {
                 | flag(folding.digits, SHINGLE_FOLD_DIGITS);
             (SHINGLE_UNICODE_WORDS, n, unicode_version_code())
         }
+        ShingleKind::Tokens(n) => (SHINGLE_TOKEN_LISTS, n, 0),
     };
     ShingleCodes {
         kind,
@@ -277,6 +278,7 @@ pub(super) fn shingle_from_codes(kind: u8, width: u8, flags: u16) -> Option<Shin
                 digits: flags & SHINGLE_FOLD_DIGITS != 0,
             },
         ),
+        SHINGLE_TOKEN_LISTS => ShingleKind::Tokens(width),
         _ => return None,
     };
     Some(ShingleConfig {
@@ -294,9 +296,18 @@ fn version_name(code: u32) -> String {
 
 impl IndexParams {
     /// Errors unless a manifest of format `version` can store these parameters: Unicode word
-    /// shingles have a code only from version 3 on.
+    /// and token-list shingles have a code only from version 3 on.
     pub fn check_format_version(&self, version: u32) -> Result<()> {
         let shingle = self.sketch.shingle.kind;
+        if shingle.is_tokens() && version < MANIFEST_V3 {
+            return Err(Error::invalid(
+                "shingle",
+                format!(
+                    "{shingle} (token lists) needs format version 3; format version {version} \
+                     has no code for it"
+                ),
+            ));
+        }
         if matches!(shingle, ShingleKind::UnicodeWord(..)) && version < MANIFEST_V3 {
             let (major, minor, update) = UNICODE_VERSION;
             return Err(Error::invalid(
@@ -364,9 +375,9 @@ fn decode_shingle(d: &mut Decoder<'_>, path: &Path) -> Result<ShingleConfig> {
             format!("unknown shingle_flags bits {flags:#04x} (versions 1 and 2 define 0x07)"),
         ));
     }
-    // Unicode words have a code from version 3 on only.
+    // Unicode words and token lists have a code from version 3 on only.
     shingle_from_codes(kind, width, u16::from(flags))
-        .filter(|_| kind != SHINGLE_UNICODE_WORDS)
+        .filter(|_| kind != SHINGLE_UNICODE_WORDS && kind != SHINGLE_TOKEN_LISTS)
         .ok_or_else(|| d.corruption(format!("unknown shingle kind {kind}")))
 }
 

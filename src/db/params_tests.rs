@@ -327,3 +327,24 @@ fn creating_unicode_words_needs_the_build_to_write_version_3() {
         assert_eq!(back, p);
     }
 }
+
+/// Token lists have a code only in version 3 (kind 4, no normalization flag); a version-2
+/// manifest naming kind 4 is corrupt, and a version-3 block round-trips.
+#[test]
+fn token_lists_need_version_3_and_round_trip_in_it() {
+    let p = with_shingle(ShingleConfig::tokens(2));
+    let codes = shingle_codes(&p.sketch.shingle);
+    assert_eq!((codes.kind, codes.width, codes.flags), (4, 2, 0));
+    for version in [1, 2] {
+        let err = p.check_format_version(version).unwrap_err().to_string();
+        assert!(err.contains("needs format version 3"), "{err}");
+    }
+    let back = IndexParams::from_v3(&p.to_v3(), false, Path::new("M")).unwrap();
+    assert_eq!(back, p);
+    let mut e = Encoder::default();
+    IndexParams::default().encode(&mut e, 2);
+    e.buf[22] = 4;
+    let err = IndexParams::decode(&mut Decoder::new(&e.buf, Path::new("M")), Path::new("M"), 2)
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown shingle kind 4"), "{err}");
+}

@@ -1,6 +1,7 @@
-//! Ids and texts out of Arrow columns, for Parquet files and Arrow IPC alike: a field found in
-//! a schema (by its exact name, else as a path into struct columns) and checked for a type
-//! that can be an id or a text, then read row by row from each batch.
+//! Ids and texts (or token lists) out of Arrow columns, for Parquet files and Arrow IPC alike:
+//! a field found in a schema (by its exact name, else as a path into struct columns) and
+//! checked for a type that can be an id, a text or a token list, then read row by row from
+//! each batch.
 
 use std::borrow::Cow;
 
@@ -12,12 +13,15 @@ use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, Fields as SchemaFields, Schema};
 
 use super::{Error, Fields, Id, within_key_limit};
+use crate::db::ingest::Content;
+use crate::sketch::OwnedToken;
 
 /// What a column holds for a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Id,
     Text,
+    Tokens,
 }
 
 /// A field found in a file's schema.
@@ -29,16 +33,18 @@ pub struct ColumnPath {
     pub parts: Vec<String>,
 }
 
-/// The id and text columns of one file.
+/// The id and text (or token list) columns of one file.
 #[derive(Clone, Debug)]
 pub struct Columns {
     id: Option<ColumnPath>,
     text: ColumnPath,
+    /// The text column holds token lists.
+    tokens: bool,
 }
 
 /// A record's values as read from a row: its key (none when it comes from its place) and
-/// its text; `Err` says why the row is refused.
-pub type RowValues = Result<(Option<Vec<u8>>, String), String>;
+/// its text or token list; `Err` says why the row is refused.
+pub type RowValues = Result<(Option<Vec<u8>>, Content<String>), String>;
 
 impl Columns {
     /// Finds the fields in `schema` and checks their types; `file` names the file in errors.
@@ -47,8 +53,17 @@ impl Columns {
             Id::Field(f) => Some(find(schema, f, Role::Id, file)?),
             Id::FromPath => None,
         };
-        let text = find(schema, &fields.text, Role::Text, file)?;
-        Ok(Columns { id, text })
+        let role = if fields.tokens {
+            Role::Tokens
+        } else {
+            Role::Text
+        };
+        let text = find(schema, &fields.text, role, file)?;
+        Ok(Columns {
+            id,
+            text,
+            tokens: fields.tokens,
+        })
     }
 
     /// The top-level columns read, for a projection.
@@ -75,9 +90,9 @@ impl Columns {
         let id = self
             .id
             .as_ref()
-            .map(|c| Values::of(batch, c, file))
+            .map(|c| Values::of(batch, c, file, false))
             .transpose()?;
-        let text = Values::of(batch, &self.text, file)?;
+        let text = Values::of(batch, &self.text, file, self.tokens)?;
         for row in 0..batch.num_rows() {
             let key = match &id {
                 Some(id) => match id.key(row) {
@@ -89,7 +104,7 @@ impl Columns {
                 },
                 None => None,
             };
-            out.push(text.text(row).map(|text| (key, text)));
+            out.push(text.content(row).map(|content| (key, content)));
         }
         Ok(())
     }
@@ -125,6 +140,7 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
         let wanted = match role {
             Role::Id => "an id column must hold strings, binary or integers",
             Role::Text => "a text column must hold strings or binary",
+            Role::Tokens => "a token-list column must be a list of strings or of int32/int64",
         };
         return Err(Error::new(format!(
             "{file}: column {field:?} is of type {data_type}; {wanted}"
@@ -138,6 +154,12 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
 
 fn readable(data_type: &DataType, role: Role) -> bool {
     use DataType as D;
+    if role == Role::Tokens {
+        return match data_type {
+            D::List(item) | D::LargeList(item) => token_element(item.data_type()),
+            _ => false,
+        };
+    }
     if let D::Dictionary(_, values) = data_type {
         return readable(values, role);
     }
@@ -148,19 +170,39 @@ fn readable(data_type: &DataType, role: Role) -> bool {
     bytes || (role == Role::Id && data_type.is_integer())
 }
 
+/// Whether a list of `data_type` holds tokens: strings, or 32- or 64-bit integers.
+fn token_element(data_type: &DataType) -> bool {
+    use DataType as D;
+    matches!(
+        data_type,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Int32 | D::Int64
+    )
+}
+
 /// Reads one row of a column as bytes.
 type Getter<'b> = Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>;
+
+/// How one column of a batch is read.
+enum Reading<'b> {
+    Bytes(Getter<'b>),
+    Tokens(&'b ArrayRef),
+}
 
 /// One column of a batch, read row by row.
 struct Values<'b> {
     field: &'b str,
     /// The column and the structs above it: a row is null if any of them is.
     levels: Vec<&'b ArrayRef>,
-    get: Getter<'b>,
+    get: Reading<'b>,
 }
 
 impl<'b> Values<'b> {
-    fn of(batch: &'b RecordBatch, path: &'b ColumnPath, file: &str) -> Result<Self, Error> {
+    fn of(
+        batch: &'b RecordBatch,
+        path: &'b ColumnPath,
+        file: &str,
+        tokens: bool,
+    ) -> Result<Self, Error> {
         let missing = || Error::new(format!("{file}: no column {:?} in a batch", path.field));
         let mut column = batch.column_by_name(&path.parts[0]).ok_or_else(missing)?;
         let mut levels = vec![column];
@@ -169,7 +211,12 @@ impl<'b> Values<'b> {
             column = parent.column_by_name(part).ok_or_else(missing)?;
             levels.push(column);
         }
-        let get = getter(column).ok_or_else(|| {
+        let readable = if tokens {
+            readable(column.data_type(), Role::Tokens).then_some(Reading::Tokens(column))
+        } else {
+            getter(column).map(Reading::Bytes)
+        };
+        let get = readable.ok_or_else(|| {
             Error::new(format!(
                 "{file}: column {:?} changed type to {} within the file",
                 path.field,
@@ -184,10 +231,35 @@ impl<'b> Values<'b> {
     }
 
     fn value(&self, row: usize) -> Result<Cow<'b, [u8]>, String> {
+        self.check_not_null(row)?;
+        match &self.get {
+            Reading::Bytes(get) => Ok(get(row)),
+            Reading::Tokens(_) => Err(format!("column {:?} holds lists", self.field)),
+        }
+    }
+
+    fn check_not_null(&self, row: usize) -> Result<(), String> {
         if self.levels.iter().any(|a| a.is_null(row)) {
             return Err(format!("column {:?} is null", self.field));
         }
-        Ok((self.get)(row))
+        Ok(())
+    }
+
+    /// The row's text, or its token list.
+    fn content(&self, row: usize) -> Result<Content<String>, String> {
+        match &self.get {
+            Reading::Bytes(_) => self.text(row).map(Content::Text),
+            Reading::Tokens(column) => {
+                self.check_not_null(row)?;
+                let list = match column.data_type() {
+                    DataType::LargeList(_) => column.as_list::<i64>().value(row),
+                    _ => column.as_list::<i32>().value(row),
+                };
+                list_tokens(&list)
+                    .map(Content::Tokens)
+                    .map_err(|(i, why)| format!("column {:?} element {i} {why}", self.field))
+            }
+        }
     }
 
     fn key(&self, row: usize) -> Result<Vec<u8>, String> {
@@ -209,6 +281,36 @@ impl<'b> Values<'b> {
             )
         })
     }
+}
+
+/// The tokens of one list value; `Err`: the element refused and why.
+fn list_tokens(list: &ArrayRef) -> Result<Vec<OwnedToken>, (usize, &'static str)> {
+    if let Some(i) = (0..list.len()).find(|&i| list.is_null(i)) {
+        return Err((i, "is null; tokens are strings or integers"));
+    }
+    // Nulls are refused above, so every element has a value.
+    let strings = |values: &mut dyn Iterator<Item = Option<&str>>| {
+        values
+            .map(|v| OwnedToken::Str(v.unwrap_or_default().to_string()))
+            .collect()
+    };
+    Ok(match list.data_type() {
+        DataType::Utf8 => strings(&mut list.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => strings(&mut list.as_string::<i64>().iter()),
+        DataType::Utf8View => strings(&mut list.as_string_view().iter()),
+        DataType::Int32 => list
+            .as_primitive::<Int32Type>()
+            .values()
+            .iter()
+            .map(|&v| OwnedToken::Int(i64::from(v)))
+            .collect(),
+        _ => list
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .map(|&v| OwnedToken::Int(v))
+            .collect(),
+    })
 }
 
 /// Reads a row of `column` as bytes: strings and binary as they are, integers as their

@@ -11,7 +11,8 @@ use csv::{ByteRecord, ErrorKind, ReaderBuilder};
 
 use super::reader::{RowBatch, Rows};
 use super::{BATCH_ROWS, Error, Fields, Id, Position};
-use super::{Limit, within_key_limit};
+use super::{Limit, RowValues, within_key_limit};
+use crate::db::ingest::Content;
 
 /// The bytes under the CSV reader, given out no further than a bound past the start of the
 /// record being read: the reader holds a record whole, so a field of gigabytes would otherwise
@@ -106,6 +107,12 @@ impl CsvRows {
             Id::Field(f) => Some(find(f)?),
             Id::FromPath => None,
         };
+        if fields.tokens {
+            return Err(Error::new(format!(
+                "{name}: a CSV/TSV field holds no list; read token lists from JSON Lines, Parquet \
+                 or Arrow"
+            )));
+        }
         self.text = find(&fields.text)?;
         Ok(self)
     }
@@ -144,7 +151,7 @@ impl CsvRows {
     }
 
     /// The id and text of a record.
-    fn values(&self, record: &ByteRecord) -> Result<(Option<Vec<u8>>, String), String> {
+    fn values(&self, record: &ByteRecord) -> RowValues {
         let key = match &self.id {
             Some((i, field)) => Some(
                 within_key_limit(record.get(*i).unwrap_or_default().to_vec())
@@ -159,7 +166,7 @@ impl CsvRows {
                 e.valid_up_to()
             )
         })?;
-        Ok((key, text.to_string()))
+        Ok((key, Content::Text(text.to_string())))
     }
 }
 
@@ -242,7 +249,10 @@ mod tests {
         let texts: Vec<_> = batch
             .rows
             .into_iter()
-            .map(|(_, row)| row.unwrap().1)
+            .map(|(_, row)| match row.unwrap().1 {
+                Content::Text(text) => text,
+                other => panic!("a CSV field is a text, got {other:?}"),
+            })
             .collect();
         assert_eq!(texts, ["ten bytes", "ten\"by"]);
         let header = "id,".to_string() + &"t".repeat(20) + "\n";

@@ -1,4 +1,4 @@
-//! A JSON line's id and text, and the rules for a key given in JSON. Every error is a whole
+//! A JSON line's id and text (or token list), and the rules for a key given in JSON. Every error is a whole
 //! message naming the line: `corpus.jsonl:17: missing field "text"`.
 
 use std::fmt;
@@ -6,6 +6,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::within_key_limit;
+use crate::sketch::OwnedToken;
 
 /// Where a line is, as messages name it: `corpus.jsonl:17`.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +96,53 @@ impl<'a> JsonLine<'a> {
             None => Err(format!("{}: missing field {field:?}", self.at)),
         }
     }
+}
+
+impl JsonLine<'_> {
+    /// Takes the token list out of `field` (a name or a path), which must hold an array of
+    /// strings and integers in the signed 64-bit range. Read the id first.
+    pub fn take_tokens(&mut self, field: &str) -> Result<Vec<OwnedToken>, String> {
+        self.object()?;
+        let at = self.at;
+        let elements = match lookup_mut(&mut self.value, field) {
+            Some(Value::Array(elements)) => std::mem::take(elements),
+            Some(_) => {
+                return Err(format!(
+                    "{at}: field {field:?} must be an array of tokens (strings or integers)"
+                ));
+            }
+            None => return Err(format!("{at}: missing field {field:?}")),
+        };
+        tokens_from_json(elements).map_err(|why| format!("{at}: field {field:?} {why}"))
+    }
+}
+
+/// A token list given as JSON array elements. `Err`: the element refused and why, for the
+/// caller to prefix with the field and line.
+pub fn tokens_from_json(elements: Vec<Value>) -> Result<Vec<OwnedToken>, String> {
+    elements
+        .into_iter()
+        .enumerate()
+        .map(|(i, element)| token_from_json(element).map_err(|why| format!("element {i} {why}")))
+        .collect()
+}
+
+/// A token given in JSON: a string, or an integer in the signed 64-bit range. `Err`: why it
+/// is not one, for the caller to prefix with the field, element and line.
+fn token_from_json(value: Value) -> Result<OwnedToken, String> {
+    let what = match value {
+        Value::String(s) => return Ok(OwnedToken::Str(s)),
+        Value::Number(n) => match n.as_i64() {
+            Some(v) => return Ok(OwnedToken::Int(v)),
+            None if n.is_u64() => "is an integer above 2^63 - 1",
+            None => "is a number but not an integer",
+        },
+        Value::Null => "is null",
+        Value::Array(_) => "is an array (token lists are flat)",
+        Value::Bool(_) => "is a boolean",
+        Value::Object(_) => "is an object",
+    };
+    Err(format!("{what}; tokens are strings or integers"))
 }
 
 /// The value of `field` in `value`: the member named exactly `field` if there is one, else,
@@ -193,5 +241,34 @@ mod tests {
         // An exact name wins over a path.
         let mut l = line(r#"{"m.u": "exact", "m": {"u": "path"}}"#);
         assert_eq!(l.take_text("m.u").unwrap(), "exact");
+    }
+
+    #[test]
+    fn token_lists_hold_strings_and_integers_only() {
+        let mut l = line(r#"{"t": ["a", 1, -2, "1"]}"#);
+        let want = [
+            OwnedToken::Str("a".into()),
+            OwnedToken::Int(1),
+            OwnedToken::Int(-2),
+            OwnedToken::Str("1".into()),
+        ];
+        assert_eq!(l.take_tokens("t").unwrap(), want);
+        for (json, why) in [
+            (r#"{"t": "a b"}"#, "field \"t\" must be an array"),
+            (
+                r#"{"t": [1.5]}"#,
+                "element 0 is a number but not an integer",
+            ),
+            (r#"{"t": ["a", ["b"]]}"#, "element 1 is an array"),
+            (r#"{"t": [null]}"#, "element 0 is null"),
+            (
+                r#"{"t": [18446744073709551615]}"#,
+                "element 0 is an integer above",
+            ),
+        ] {
+            let err = line(json).take_tokens("t").unwrap_err();
+            assert!(err.starts_with("in.jsonl:3: "), "{err}");
+            assert!(err.contains(why), "{json}: {err}");
+        }
     }
 }

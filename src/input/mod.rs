@@ -35,6 +35,10 @@
 //!   `sub/part-0001.parquet:17`.
 //! - **Texts** are JSON strings; string columns, or binary columns holding UTF-8; CSV fields
 //!   that are UTF-8.
+//! - **Token lists** ([`Fields::tokens`]) are JSON arrays of strings and integers (in the
+//!   signed 64-bit range); list columns of strings or of 32- or 64-bit integers. A null, a
+//!   float, a nested array or any other element refuses the record naming the element. CSV has
+//!   no lists.
 //! - **Places** ([`Origin`]): JSON Lines and CSV/TSV records by their line, counted from 1 (a CSV
 //!   record spanning lines by the line it starts on; the header is line 1); Parquet and Arrow
 //!   rows by their row in the file, counted from 0 as dataframes index them, and in Parquet
@@ -112,7 +116,7 @@ pub use detect::{Compression, Format, MAGIC_LEN, detect};
 #[cfg(feature = "input")]
 pub use document::read_document;
 #[cfg(feature = "input")]
-pub use json::{At, JsonLine, key_from_json};
+pub use json::{At, JsonLine, key_from_json, tokens_from_json};
 #[cfg(feature = "input")]
 pub use lines::{Line, Lines};
 #[cfg(feature = "input")]
@@ -158,13 +162,16 @@ impl Limit {
 /// Rows read from a Parquet or Arrow file at a time: a bound on the memory a file takes.
 pub const BATCH_ROWS: usize = 4096;
 
-/// Which fields of a record hold its id and its text.
+/// Which fields of a record hold its id and its text (or its token list).
 #[derive(Clone, Debug)]
 pub struct Fields {
     /// Where the id comes from.
     pub id: Id,
-    /// The field (or column, or path) holding the text.
+    /// The field (or column, or path) holding the text, or the token list with `tokens`.
     pub text: String,
+    /// The `text` field holds a token list (a JSON array, an Arrow or Parquet list column of
+    /// strings or integers), for an index of token lists.
+    pub tokens: bool,
 }
 
 /// Where a record's id comes from.
@@ -184,6 +191,7 @@ impl Fields {
         Fields {
             id: Id::Field("id".to_string()),
             text: "text".to_string(),
+            tokens: false,
         }
     }
 }

@@ -312,7 +312,7 @@ fn take(
             let n = max.min(pending.len());
             let items = pending.drain(..n).map(|(at, values)| {
                 let mut row = item(at, ItemContent::Row(values));
-                if let ItemContent::Row(Ok((_, text))) = &row.content
+                if let ItemContent::Row(Ok((_, Content::Text(text)))) = &row.content
                     && text.len() as u64 > limit.bytes
                 {
                     row.content = ItemContent::Refused(format!(
@@ -393,16 +393,16 @@ impl Fields {
         let Item { origin, content } = item;
         let read = match content {
             ItemContent::Line(line, bytes) => self.parse_line(&bytes, line, &origin),
-            ItemContent::Row(Ok((key, text))) => {
-                Ok((key.unwrap_or_else(|| origin.path_id()), text))
+            ItemContent::Row(Ok((key, content))) => {
+                Ok((key.unwrap_or_else(|| origin.path_id()), content))
             }
             ItemContent::Row(Err(fault)) => Err(format!("{origin}: {fault}")),
             ItemContent::Refused(why) => Err(why),
         };
         match read {
-            Ok((key, text)) => Ok(Record {
+            Ok((key, content)) => Ok(Record {
                 key,
-                content: Content::Text(text),
+                content,
                 origin,
             }),
             Err(message) => Err(Rejected {
@@ -418,7 +418,7 @@ impl Fields {
         bytes: &[u8],
         line: usize,
         origin: &Origin,
-    ) -> Result<(Vec<u8>, String), String> {
+    ) -> Result<(Vec<u8>, Content<String>), String> {
         let at = At {
             name: &origin.file.name,
             line,
@@ -428,7 +428,12 @@ impl Fields {
             Id::Field(field) => record.key(field)?,
             Id::FromPath => origin.path_id(),
         };
-        Ok((key, record.take_text(&self.text)?))
+        let content = if self.tokens {
+            Content::Tokens(record.take_tokens(&self.text)?)
+        } else {
+            Content::Text(record.take_text(&self.text)?)
+        };
+        Ok((key, content))
     }
 }
 

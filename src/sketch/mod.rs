@@ -28,5 +28,5 @@ pub use shingle::{ShingleConfig, ShingleKind};
 pub use shingle_set::ShingleSet;
 pub use simhash::{MAX_HAMMING, SimHash, SimHasher, SimParams, SimWeighting, cosine_from_hamming};
 pub use spec::{MAX_NUM_PERM, SPEC_VERSION, Scheme};
-pub use tokens::Token;
+pub use tokens::{OwnedToken, Token};
 pub use unicode_words::WordFolding;

@@ -13,7 +13,7 @@ use crate::{Error, Result};
 /// The largest shingle width accepted.
 pub const MAX_SHINGLE_WIDTH: usize = 64;
 
-/// Character n-grams, word n-grams, or Unicode word n-grams.
+/// Character n-grams, word n-grams, Unicode word n-grams, or token-list n-grams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShingleKind {
     /// n consecutive Unicode scalar values of the normalized text (spaces included).
@@ -23,17 +23,31 @@ pub enum ShingleKind {
     /// n consecutive Unicode words (UAX #29: spec §16), folded as the [`WordFolding`] says and
     /// joined by single spaces.
     UnicodeWord(usize, WordFolding),
+    /// n consecutive tokens of a document given as a token list (spec §15), not as a text:
+    /// width 1 makes the document the set of its tokens.
+    Tokens(usize),
 }
 
 /// The shingle spec name of [`ShingleKind::UnicodeWord`].
 const UNICODE_WORD: &str = "unicode-word";
 
+/// The shingle spec name of [`ShingleKind::Tokens`].
+const TOKENS: &str = "tokens";
+
 impl ShingleKind {
     /// The shingle width n.
     pub fn width(self) -> usize {
         match self {
-            ShingleKind::Char(n) | ShingleKind::Word(n) | ShingleKind::UnicodeWord(n, _) => n,
+            ShingleKind::Char(n)
+            | ShingleKind::Word(n)
+            | ShingleKind::UnicodeWord(n, _)
+            | ShingleKind::Tokens(n) => n,
         }
+    }
+
+    /// Whether documents are token lists (not texts).
+    pub fn is_tokens(self) -> bool {
+        matches!(self, ShingleKind::Tokens(_))
     }
 }
 
@@ -43,14 +57,18 @@ impl std::fmt::Display for ShingleKind {
             ShingleKind::Char(n) => write!(f, "char:{n}"),
             ShingleKind::Word(n) => write!(f, "word:{n}"),
             ShingleKind::UnicodeWord(n, folding) => write!(f, "{UNICODE_WORD}:{n}{folding}"),
+            // A set of tokens is the common case: it reads best without its width.
+            ShingleKind::Tokens(1) => f.write_str(TOKENS),
+            ShingleKind::Tokens(n) => write!(f, "{TOKENS}:{n}"),
         }
     }
 }
 
 impl std::str::FromStr for ShingleKind {
     type Err = Error;
-    /// Parses `char:N`, `word:N` or `unicode-word:N`, the last with options `+fold-punctuation`
-    /// and `+fold-digits` (`char`, `word` and `unicode-word` alone mean the widths 5, 3 and 2).
+    /// Parses `char:N`, `word:N`, `unicode-word:N` or `tokens:N`, `unicode-word` with options
+    /// `+fold-punctuation` and `+fold-digits` (`char`, `word`, `unicode-word` and `tokens` alone
+    /// mean the widths 5, 3, 2 and 1).
     fn from_str(spec: &str) -> Result<ShingleKind> {
         let mut options = spec.split('+');
         let s = options.next().unwrap_or_default();
@@ -81,18 +99,17 @@ impl std::str::FromStr for ShingleKind {
             "char" => ShingleKind::Char(n.unwrap_or(5)),
             "word" => ShingleKind::Word(n.unwrap_or(3)),
             UNICODE_WORD => ShingleKind::UnicodeWord(n.unwrap_or(2), folding),
+            TOKENS => ShingleKind::Tokens(n.unwrap_or(1)),
             _ => {
                 return Err(Error::invalid(
                     "shingle",
-                    format!("{spec:?} is not of the form char:N, word:N or unicode-word:N"),
+                    format!(
+                        "{spec:?} is not of the form char:N, word:N, unicode-word:N or tokens:N"
+                    ),
                 ));
             }
         };
-        ShingleConfig {
-            kind: shingle,
-            ..ShingleConfig::default()
-        }
-        .validate()?;
+        ShingleConfig::of_kind(shingle).validate()?;
         Ok(shingle)
     }
 }
@@ -147,13 +164,46 @@ impl ShingleConfig {
         }
     }
 
-    /// Checks the width is in `1..=MAX_SHINGLE_WIDTH`.
+    /// Token-list n-grams (spec §15) of width `n`: tokens are taken as given, so no
+    /// normalization applies.
+    pub fn tokens(n: usize) -> Self {
+        ShingleConfig {
+            kind: ShingleKind::Tokens(n),
+            nfkc: false,
+            lowercase: false,
+            collapse_whitespace: false,
+        }
+    }
+
+    /// `kind` with its default normalization: the text default, or none for token lists.
+    pub fn of_kind(kind: ShingleKind) -> Self {
+        match kind {
+            ShingleKind::Tokens(n) => Self::tokens(n),
+            _ => ShingleConfig {
+                kind,
+                ..Self::default()
+            },
+        }
+    }
+
+    /// Checks the width is in `1..=MAX_SHINGLE_WIDTH`, and that token lists ask for no
+    /// normalization (their tokens are taken as given).
     pub fn validate(&self) -> Result<()> {
         let n = self.kind.width();
         if n == 0 || n > MAX_SHINGLE_WIDTH {
             return Err(Error::invalid(
                 "shingle",
                 format!("width must be in 1..={MAX_SHINGLE_WIDTH}, got {n}"),
+            ));
+        }
+        if self.kind.is_tokens() && (self.nfkc || self.lowercase || self.collapse_whitespace) {
+            return Err(Error::invalid(
+                "shingle",
+                format!(
+                    "{} takes tokens as given: NFKC, lowercasing and white-space collapsing do \
+                     not apply to token lists",
+                    self.kind
+                ),
             ));
         }
         Ok(())
@@ -246,6 +296,10 @@ impl ShingleConfig {
                     UnicodeWordTokens::new(text, folding).for_each_shingle(n, f);
                 }
             }
+            // A token-list scheme has no text shingles: an index of token lists refuses text
+            // before it gets here (`Db::sketch_text`), and a hasher's token lists go through
+            // `MinHasher::sketch_tokens`.
+            ShingleKind::Tokens(_) => {}
         }
     }
 }
@@ -374,7 +428,7 @@ mod tests {
             ShingleKind::Word(n) => for_each_word_window(norm.as_bytes(), n, |r| {
                 out.push(String::from_utf8(b[r].to_vec()).unwrap())
             }),
-            ShingleKind::UnicodeWord(..) => {
+            ShingleKind::UnicodeWord(..) | ShingleKind::Tokens(_) => {
                 cfg.for_each_shingle(&norm, |s| out.push(String::from_utf8(s.to_vec()).unwrap()))
             }
         }
@@ -439,6 +493,29 @@ mod tests {
         assert_eq!("word".parse::<ShingleKind>().unwrap(), ShingleKind::Word(3));
         assert!("char:0".parse::<ShingleKind>().is_err());
         assert!("byte:3".parse::<ShingleKind>().is_err());
+    }
+
+    #[test]
+    fn token_kinds_parse_print_and_take_no_normalization() {
+        assert_eq!(
+            "tokens".parse::<ShingleKind>().unwrap(),
+            ShingleKind::Tokens(1)
+        );
+        assert_eq!(
+            "tokens:2".parse::<ShingleKind>().unwrap(),
+            ShingleKind::Tokens(2)
+        );
+        assert!("tokens:0".parse::<ShingleKind>().is_err());
+        assert!("tokens:2+fold-digits".parse::<ShingleKind>().is_err());
+        assert_eq!(ShingleKind::Tokens(1).to_string(), "tokens");
+        assert_eq!(ShingleKind::Tokens(3).to_string(), "tokens:3");
+        ShingleConfig::tokens(2).validate().unwrap();
+        let lowercased = ShingleConfig {
+            lowercase: true,
+            ..ShingleConfig::tokens(2)
+        };
+        assert!(lowercased.validate().is_err());
+        assert!(shingles(ShingleConfig::tokens(1), "a text").is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 use super::keyed::ShingleHash;
 use super::minhash::{MinHasher, Signature};
 use super::shingle::MAX_SHINGLE_WIDTH;
+use super::shingle_set::ShingleSet;
 use crate::{Error, Result};
 
 /// The first byte of an integer token's hashing input. It never occurs in UTF-8, so no string
@@ -41,6 +42,39 @@ impl Token<'_> {
         match self {
             Token::Str(s) => s.len(),
             Token::Int(_) => 9,
+        }
+    }
+}
+
+/// A token that owns its string: a token of a list read from input, kept until it is signed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OwnedToken {
+    /// A string.
+    Str(String),
+    /// A signed 64-bit integer.
+    Int(i64),
+}
+
+impl OwnedToken {
+    /// The token, borrowed.
+    pub fn as_token(&self) -> Token<'_> {
+        match self {
+            OwnedToken::Str(s) => Token::Str(s),
+            OwnedToken::Int(v) => Token::Int(*v),
+        }
+    }
+
+    /// Every token of `tokens`, borrowed.
+    pub fn borrow_all(tokens: &[OwnedToken]) -> Vec<Token<'_>> {
+        tokens.iter().map(OwnedToken::as_token).collect()
+    }
+}
+
+impl From<&Token<'_>> for OwnedToken {
+    fn from(token: &Token<'_>) -> Self {
+        match *token {
+            Token::Str(s) => OwnedToken::Str(s.to_owned()),
+            Token::Int(v) => OwnedToken::Int(v),
         }
     }
 }
@@ -126,6 +160,15 @@ impl MinHasher {
     /// The signature of a token list at `width` (1: the set of its tokens).
     pub fn sketch_tokens(&self, tokens: &[Token<'_>], width: usize) -> Result<Signature> {
         Ok(self.sketch_hashes(&self.token_shingle_hashes(tokens, width)?))
+    }
+
+    /// [`MinHasher::sketch_tokens`] with the shingle set attached (spec §14's stored values of
+    /// the shingle hashes), as an index that stores sets keeps it.
+    pub fn sketch_tokens_with_set(&self, tokens: &[Token<'_>], width: usize) -> Result<Signature> {
+        let hashes = self.token_shingle_hashes(tokens, width)?;
+        Ok(self
+            .sketch_hashes(&hashes)
+            .with_shingle_set(ShingleSet::from_hashes(hashes)))
     }
 }
 

@@ -1,5 +1,5 @@
-//! Loading many documents: the records a front end reads (a key, a text or a given signature,
-//! and where the record came from), signed on every core, committed in input order in batches,
+//! Loading many documents: the records a front end reads (a key, a text, a token list or a
+//! given signature, and where the record came from), signed on every core, committed in input order in batches,
 //! with reading, signing and committing overlapped. `mhdb add` and Python's `insert_many` /
 //! `insert` are front ends of this module: they read their input into [`Record`]s, through a
 //! [`Source`], and word the [`Rejected`] records and the [`Stop`] errors their own way.
@@ -15,7 +15,7 @@ mod sign;
 use std::fmt;
 
 use crate::Error;
-use crate::sketch::Signature;
+use crate::sketch::{OwnedToken, Signature};
 
 pub use pipeline::{
     Acknowledge, Counts, Ingest, Mode, OnDuplicate, Sink, Source, Stop, commit_batch,
@@ -36,7 +36,7 @@ pub const STREAM_CHUNK: usize = 4096;
 pub struct Record<T, O> {
     /// Its key.
     pub key: Vec<u8>,
-    /// Its text, or its signature.
+    /// Its text, token list or signature.
     pub content: Content<T>,
     /// Where it came from (a line of a file, a position in a sequence), for errors.
     pub origin: O,
@@ -47,8 +47,21 @@ pub struct Record<T, O> {
 pub enum Content<T> {
     /// A text, signed with the database's parameters.
     Text(T),
+    /// A token list, signed with the database's parameters (an index of token lists).
+    Tokens(Vec<OwnedToken>),
     /// A signature made elsewhere, stored as given after its shape is checked.
     Signature(Signature),
+}
+
+impl<T: AsRef<str>> Content<T> {
+    /// The content with its text borrowed (a token list or signature is copied).
+    pub fn borrowed(&self) -> Content<&str> {
+        match self {
+            Content::Text(t) => Content::Text(t.as_ref()),
+            Content::Tokens(tokens) => Content::Tokens(tokens.clone()),
+            Content::Signature(s) => Content::Signature(s.clone()),
+        }
+    }
 }
 
 /// Why a record is not stored.
@@ -59,6 +72,8 @@ pub enum Fault {
     /// Its text has no shingles ([`IndexParams::has_no_shingles`](super::IndexParams::has_no_shingles)):
     /// it would be similar to nothing, so no query could ever find it.
     NoShingles,
+    /// Its token list has no tokens: like a text without shingles, similar to nothing.
+    NoTokens,
     /// Its given signature has the wrong shape ([`Db::check_signature`](super::Db::check_signature)).
     Signature(Error),
     /// Its key is already stored ([`OnDuplicate::Error`]).
@@ -72,6 +87,10 @@ impl fmt::Display for Fault {
             Fault::NoShingles => f.write_str(
                 "the text has no shingles (it is empty or white space only); such a text is \
                  similar to nothing, so it is not stored",
+            ),
+            Fault::NoTokens => f.write_str(
+                "the token list is empty; such a document is similar to nothing, so it is not \
+                 stored",
             ),
             Fault::Signature(e) => e.fmt(f),
             Fault::Duplicate => f.write_str("the key is already stored"),

@@ -624,10 +624,7 @@ where
         signer.prepare(records.iter().collect(), &|r: &Record<T, O>| {
             Ok(Record {
                 key: r.key.clone(),
-                content: match &r.content {
-                    super::Content::Text(t) => super::Content::Text(t.as_ref()),
-                    super::Content::Signature(s) => super::Content::Signature(s.clone()),
-                },
+                content: r.content.borrowed(),
                 origin: r.origin.clone(),
             })
         });

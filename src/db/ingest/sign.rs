@@ -1,12 +1,14 @@
-//! A record's signature: a text signed with the database's parameters (MinHash, MinHash with
-//! its shingle set, or a SimHash fingerprint), a given signature checked for shape.
+//! A record's signature: a text or a token list signed with the database's parameters
+//! (MinHash, MinHash with its shingle set, or a SimHash fingerprint), a given signature
+//! checked for shape.
 
 use rayon::prelude::*;
 
 use super::{Content, Fault, Record, Rejected};
 use crate::Error;
 use crate::db::Db;
-use crate::db::kind::TextSigner;
+use crate::db::kind::DocumentSigner;
+use crate::sketch::OwnedToken;
 use crate::sketch::Signature;
 
 /// A record's signature, or why it has none.
@@ -14,8 +16,9 @@ pub(super) enum Signing {
     Signed(Signature),
     /// The record is refused (a rejection the caller may skip).
     Refused(Fault),
-    /// The database cannot sign texts at all (a foreign scheme, a keyed index opened without
-    /// its key): no record is to blame, and nothing can be skipped past it.
+    /// The database cannot sign texts (or token lists) at all (a foreign scheme, a keyed index
+    /// opened without its key, an index of the other kind of document): no record is to
+    /// blame, and nothing can be skipped past it.
     Failed(Error),
 }
 
@@ -29,11 +32,13 @@ pub(super) struct Prepared<T, O> {
 /// An item made a record and signed, or refused by the front end's parser.
 pub(super) type Outcome<T, O> = std::result::Result<Prepared<T, O>, Rejected<O>>;
 
-/// Signs records for one database. A database that cannot sign text is only an error when a
-/// text comes: signatures given by the caller need no signer.
+/// Signs records for one database. A database that cannot sign text (or token lists) is
+/// only an error when a text (a token list) comes: signatures given by the caller need no
+/// signer.
 pub(super) struct Signer<'a> {
     db: &'a Db,
-    hasher: Option<TextSigner<'a>>,
+    hasher: Option<DocumentSigner<'a>>,
+    token_hasher: Option<DocumentSigner<'a>>,
 }
 
 impl<'a> Signer<'a> {
@@ -41,6 +46,7 @@ impl<'a> Signer<'a> {
         Signer {
             db,
             hasher: db.text_signer().ok(),
+            token_hasher: db.token_signer().ok(),
         }
     }
 
@@ -61,10 +67,26 @@ impl<'a> Signer<'a> {
                     Signing::Signed(sig)
                 }
             }
+            Content::Tokens(tokens) => self.sign_tokens(tokens),
             Content::Signature(sig) => match self.db.check_signature(sig) {
                 Ok(()) => Signing::Signed(sig.clone()),
                 Err(e) => Signing::Refused(Fault::Signature(e)),
             },
+        }
+    }
+
+    /// The signature of a token list: an empty list is refused, as a text without shingles.
+    fn sign_tokens(&self, tokens: &[OwnedToken]) -> Signing {
+        let hasher = match self.token_hasher.map_or_else(|| self.db.token_signer(), Ok) {
+            Ok(h) => h,
+            Err(e) => return Signing::Failed(e),
+        };
+        if tokens.is_empty() {
+            return Signing::Refused(Fault::NoTokens);
+        }
+        match hasher.sign_tokens(&OwnedToken::borrow_all(tokens)) {
+            Ok(sig) => Signing::Signed(sig),
+            Err(e) => Signing::Refused(Fault::Malformed(e.to_string())),
         }
     }
 

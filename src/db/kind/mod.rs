@@ -6,6 +6,7 @@
 //! | what a threshold means, the chance of a candidate, warnings, merging, validation | here, on [`IndexParams`] |
 //! | signing text, band keys, the shape of a signature, queries, reporting an estimate | `sketcher` (an open index's [`Sketcher`]) |
 //! | the SimHash query path and its distance ↔ estimate arithmetic | `simhash` |
+//! | documents given as token lists, and which of texts and token lists an index takes | `tokens` |
 //!
 //! Storage serves both kinds unchanged: a SimHash index stores a fingerprint as a signature
 //! of 64 one-bit slots (slot i = bit i; packed, the fingerprint as a little-endian u64).
@@ -17,9 +18,10 @@
 
 mod simhash;
 mod sketcher;
+mod tokens;
 
 pub use simhash::max_distance_for_threshold;
-pub(super) use sketcher::{Sketcher, TextSigner};
+pub(super) use sketcher::{DocumentSigner, Sketcher};
 
 use super::StoredSignature;
 use super::metric::Metric;

@@ -11,7 +11,9 @@ use crate::db::params::IndexParams;
 use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, Options, QueryOptions, QueryResult};
-use crate::sketch::{Banding, MinHasher, Signature, SimHash, SimHasher, cosine_from_hamming};
+use crate::sketch::{
+    Banding, MinHasher, Signature, SimHash, SimHasher, Token, cosine_from_hamming,
+};
 use crate::{Error, Result};
 
 /// What an open index signs and bands with, by kind.
@@ -34,9 +36,10 @@ pub(in crate::db) enum Sketcher {
     },
 }
 
-/// How texts are signed in one index, borrowed from its [`Sketcher`].
+/// How documents (texts, or token lists in an index of token lists) are signed in one index,
+/// borrowed from its [`Sketcher`].
 #[derive(Clone, Copy)]
-pub(in crate::db) enum TextSigner<'a> {
+pub(in crate::db) enum DocumentSigner<'a> {
     MinHash(&'a MinHasher),
     /// An index that stores sets: signatures carry their shingle sets.
     MinHashWithSets(&'a MinHasher),
@@ -44,13 +47,28 @@ pub(in crate::db) enum TextSigner<'a> {
     SimHash(&'a SimHasher),
 }
 
-impl TextSigner<'_> {
+impl DocumentSigner<'_> {
     /// The signature of `text` as the index stores it.
     pub fn sign(self, text: &str) -> Signature {
         match self {
-            TextSigner::MinHash(h) => h.sketch_text(text),
-            TextSigner::MinHashWithSets(h) => h.sketch_text_with_set(text),
-            TextSigner::SimHash(h) => h.sketch_text(text).to_signature(),
+            DocumentSigner::MinHash(h) => h.sketch_text(text),
+            DocumentSigner::MinHashWithSets(h) => h.sketch_text_with_set(text),
+            DocumentSigner::SimHash(h) => h.sketch_text(text).to_signature(),
+        }
+    }
+
+    /// The signature of a token list as the index stores it, at the index's shingle width.
+    /// A SimHash index has no token lists (its parameters refuse them).
+    pub fn sign_tokens(self, tokens: &[Token<'_>]) -> Result<Signature> {
+        match self {
+            DocumentSigner::MinHash(h) => h.sketch_tokens(tokens, h.params().shingle.kind.width()),
+            DocumentSigner::MinHashWithSets(h) => {
+                h.sketch_tokens_with_set(tokens, h.params().shingle.kind.width())
+            }
+            DocumentSigner::SimHash(_) => Err(Error::invalid(
+                "tokens",
+                "a SimHash index fingerprints texts, not token lists",
+            )),
         }
     }
 }
@@ -168,14 +186,21 @@ impl Db {
         matches!(self.sketcher, Sketcher::SimHash { .. })
     }
 
-    /// How this index signs text; the error says why it cannot.
-    pub(in crate::db) fn text_signer(&self) -> Result<TextSigner<'_>> {
+    /// How this index signs text; the error says why it cannot (an index of token lists
+    /// among the reasons).
+    pub(in crate::db) fn text_signer(&self) -> Result<DocumentSigner<'_>> {
+        self.check_document_kind(false)?;
+        self.document_signer()
+    }
+
+    /// How this index signs its documents, texts or token lists.
+    pub(super) fn document_signer(&self) -> Result<DocumentSigner<'_>> {
         Ok(match &self.sketcher {
             Sketcher::MinHash {
                 with_sets: true, ..
-            } => TextSigner::MinHashWithSets(self.hasher()?),
-            Sketcher::MinHash { .. } => TextSigner::MinHash(self.hasher()?),
-            Sketcher::SimHash { .. } => TextSigner::SimHash(self.simhasher()?),
+            } => DocumentSigner::MinHashWithSets(self.hasher()?),
+            Sketcher::MinHash { .. } => DocumentSigner::MinHash(self.hasher()?),
+            Sketcher::SimHash { .. } => DocumentSigner::SimHash(self.simhasher()?),
         })
     }
 

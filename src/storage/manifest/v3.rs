@@ -62,11 +62,11 @@ pub const METRIC_JACCARD: u8 = 1;
 pub const METRIC_COSINE: u8 = 2;
 pub const METRIC_CONTAINMENT: u8 = 3;
 /// Shingle kind codes: characters, words split at white space, Unicode words (UAX #29 at the
-/// block's `unicode_version`); 4 (token lists) is reserved.
+/// block's `unicode_version`), token lists (documents given as their tokens).
 pub const SHINGLE_CHAR: u8 = 1;
 pub const SHINGLE_WORD: u8 = 2;
 pub const SHINGLE_UNICODE_WORDS: u8 = 3;
-const SHINGLE_TOKEN_LISTS: u8 = 4;
+pub const SHINGLE_TOKEN_LISTS: u8 = 4;
 /// Shingle flag bits: NFKC, lowercase, collapse white space; fold punctuation and fold digits
 /// (Unicode words only).
 pub const SHINGLE_NFKC: u16 = 1;
@@ -335,9 +335,17 @@ fn check_kind_and_metric(kind: u8, metric: u8, path: &Path, metric_at: u64) -> R
 /// The shingle kind and flags must be built ones; the folds belong to Unicode words.
 fn check_shingles(kind: u8, flags: u16, path: &Path, flags_at: u64) -> Result<()> {
     match kind {
-        SHINGLE_CHAR | SHINGLE_WORD | SHINGLE_UNICODE_WORDS => {}
-        SHINGLE_TOKEN_LISTS => return Err(unsupported(path, "token lists (shingle kind 4)")),
+        SHINGLE_CHAR | SHINGLE_WORD | SHINGLE_UNICODE_WORDS | SHINGLE_TOKEN_LISTS => {}
         other => return Err(unsupported(path, format!("shingle kind {other}"))),
+    }
+    // Tokens are taken as given: a token-list index normalizes nothing.
+    let normalization = SHINGLE_NFKC | SHINGLE_LOWERCASE | SHINGLE_COLLAPSE_WHITESPACE;
+    if kind == SHINGLE_TOKEN_LISTS && flags & normalization != 0 {
+        return Err(corrupt(
+            path,
+            flags_at,
+            "a normalization flag with token-list shingles",
+        ));
     }
     let folds = SHINGLE_FOLD_PUNCTUATION | SHINGLE_FOLD_DIGITS;
     if flags & folds != 0 && kind != SHINGLE_UNICODE_WORDS {
