@@ -36,17 +36,16 @@ fn create(path: &Path, params: IndexParams, docs: &[(Vec<u8>, String)]) -> Db {
 
 /// Every kind of query the tests ask: a threshold query, one cut to a limit, and top-k.
 fn asks() -> Vec<QueryOptions> {
-    vec![
-        QueryOptions::default(),
-        QueryOptions {
-            limit: Some(3),
-            ..QueryOptions::default()
-        },
-        QueryOptions {
-            top: Some(5),
-            ..QueryOptions::default()
-        },
-    ]
+    let threshold = QueryOptions::default();
+    let limited = QueryOptions {
+        limit: Some(3),
+        ..threshold
+    };
+    let top = QueryOptions {
+        top: Some(5),
+        ..threshold
+    };
+    vec![threshold, limited, top]
 }
 
 fn with_deadline(opts: &QueryOptions, deadline: Instant) -> QueryOptions {

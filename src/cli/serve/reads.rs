@@ -88,10 +88,13 @@ fn answer_in_place(app: &App, spec: &mut QuerySpec, deadline: Instant) -> InPlac
         Err(mhdb::Error::DeadlineExceeded { .. }) if budget < deadline => InPlace::Moved {
             spent: started.elapsed(),
         },
-        r => InPlace::Answered(
-            r.map_err(|e| failed(app, e))
-                .and_then(|r| Ok((written(spec, &r)?, started.elapsed()))),
-        ),
+        r => {
+            let took = started.elapsed();
+            InPlace::Answered(
+                r.map_err(|e| failed(app, e))
+                    .and_then(|r| Ok((written(spec, &r)?, took))),
+            )
+        }
     }
 }
 
