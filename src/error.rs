@@ -97,6 +97,13 @@ pub enum Error {
     },
     /// The database was opened read-only and a write was attempted.
     ReadOnly,
+    /// A query passed its deadline ([`QueryOptions::deadline`](crate::db::QueryOptions::deadline))
+    /// and was stopped unanswered.
+    DeadlineExceeded {
+        /// What the query was doing when it found its deadline passed, e.g.
+        /// `"verifying candidates"`.
+        stage: &'static str,
+    },
 }
 
 impl Error {
@@ -239,6 +246,10 @@ impl fmt::Display for Error {
                  (what was committed before it is kept): {cause}"
             ),
             Error::ReadOnly => write!(f, "the database is open read-only"),
+            Error::DeadlineExceeded { stage } => write!(
+                f,
+                "the query passed its deadline while {stage}, and was stopped unanswered"
+            ),
         }
     }
 }

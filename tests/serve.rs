@@ -351,21 +351,65 @@ fn server_timing(reply: &Reply) -> BTreeMap<String, f64> {
 fn queries_answer_alike_in_place_and_on_the_pool_and_say_where_their_time_went() {
     let dir = tempfile::tempdir().unwrap();
     let db = family_db(dir.path());
-    let text = family_text(13);
-    let cli: Value =
-        serde_json::from_str(&ok(&["query", s(&db), "--text", &text, "--json"])).unwrap();
-    // A threshold query over capped buckets runs in place; under a timeout of less than a
-    // second, on the blocking pool (where the timeout can interrupt its wait).
-    for flags in [&[][..], &["--timeout-ms", "900"][..]] {
-        let server = Server::start(&db, flags);
+    let server = Server::start(&db, &[]);
+    // A short text is answered in place; one over 64 KiB is signed and answered on the
+    // blocking pool.
+    let long = vec![family_text(13); 150].join(" ");
+    assert!(long.len() > 64 << 10);
+    for text in [family_text(13), long] {
+        let cli: Value =
+            serde_json::from_str(&ok(&["query", s(&db), "--text", &text, "--json"])).unwrap();
         let answer = server.post("/query", &json!({"text": text}));
-        assert_eq!(answer.json(), cli, "{flags:?}");
+        assert_eq!(answer.json(), cli, "{} bytes", text.len());
+        assert!(!cli["matches"].as_array().unwrap().is_empty(), "{cli}");
         let timing = server_timing(&answer);
         assert_eq!(timing.len(), 2, "{timing:?}");
         assert!(timing["lib"] <= timing["total"], "{timing:?}");
-        let health = server_timing(&server.get("/health"));
-        assert_eq!(health.keys().collect::<Vec<_>>(), ["total"]);
     }
+    let health = server_timing(&server.get("/health"));
+    assert_eq!(health.keys().collect::<Vec<_>>(), ["total"]);
+}
+
+#[test]
+fn a_query_past_its_deadline_is_a_504_as_a_timeout_is_and_health_still_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = family_db(dir.path());
+    // The body of the guard's own timeout: a request whose body never comes.
+    let plain = Server::start(&db, &["--timeout-ms", "1000"]);
+    let mut holder = TcpStream::connect(&plain.addr).unwrap();
+    send_head(&mut holder, "POST", "/query", &[], 100);
+    let timed_out = read_reply(holder);
+    assert!(timed_out.error(504, "timeout").contains("--timeout-ms"));
+    drop(plain);
+
+    // Every /query finds its deadline passed, as a query that ends after its timeout does:
+    // in place (a short text, a signature, top-k) and on the pool (a long text).
+    let server = Server::start_with(&db, &["--timeout-ms", "1000"], |cmd| {
+        cmd.env("MHDB_TEST_EXPIRED_DEADLINES", "1");
+    });
+    let text = family_text(13);
+    let sig = Db::open_read_only(&db).unwrap().sketch_text(&text).unwrap();
+    let long = vec![text.clone(); 150].join(" ");
+    for body in [
+        json!({"text": text}),
+        json!({"text": text, "top": 3}),
+        json!({"signature": sig.slots()}),
+        json!({"text": long}),
+    ] {
+        let late = server.post("/query", &body);
+        assert_eq!(late.status, 504, "{}", String::from_utf8_lossy(&late.body));
+        assert_eq!(late.json(), timed_out.json());
+    }
+    assert_eq!(server.get("/health").json(), json!({"ok": true}));
+    // The server answers everything else as usual.
+    assert_eq!(server.get("/stats").status, 200);
+    let metrics = String::from_utf8(server.get("/metrics").body).unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "mhdb_requests_total{endpoint=\"/query\",status=\"504\"} 4"),
+        "{metrics}"
+    );
 }
 
 #[test]

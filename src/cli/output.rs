@@ -97,7 +97,8 @@ impl From<mhdb::Error> for CliError {
         let code = match &e {
             mhdb::Error::Corruption { .. } => 3,
             mhdb::Error::InvalidParameter { .. } | mhdb::Error::ParameterMismatch { .. } => 2,
-            // I/O, not found, locked, read-only, unsupported version.
+            // I/O, not found, locked, read-only, unsupported version; a passed deadline, which
+            // no command sets.
             _ => 1,
         };
         let broken_pipe = matches!(&e, mhdb::Error::Io { source, .. }

@@ -33,6 +33,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         limit: args.limit,
         estimate_only: args.no_exact,
         top: args.top,
+        deadline: None,
     };
     if args.top.is_none() {
         warn_below_tuning(db, opts.threshold);

@@ -51,6 +51,7 @@ impl NoveltyOptions {
             limit: self.limit,
             estimate_only: self.estimate_only,
             top: None,
+            deadline: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! stage) → keys and ranking (`query_rank.rs`).
 
 use std::borrow::Cow;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -17,6 +18,7 @@ use super::query_rank::ranked_matches;
 use super::query_verify::{Verifier, decide};
 use super::rerank::RerankWindow;
 use super::state::State;
+use super::top_k::TopK;
 use crate::sketch::{Signature, bbit};
 use crate::{Error, Result};
 
@@ -38,6 +40,33 @@ pub struct QueryOptions {
     /// `threshold` when one is given, else to [`TOP_K_FLOOR`](super::TOP_K_FLOOR). Probes
     /// beyond the bands when they cannot be trusted for `top` documents (see `db/top_k.rs`).
     pub top: Option<usize>,
+    /// When the query must have ended: past it, the query stops at its next check (between
+    /// stages, and every few thousand postings or candidates within one, over every shard)
+    /// and returns [`Error::DeadlineExceeded`]. `None` runs it to the end. A batch or stream
+    /// holds every query to the same instant.
+    pub deadline: Option<Instant>,
+}
+
+/// Postings gathered, or candidates verified or scored, between two looks at the deadline:
+/// a few hundred microseconds of work, against ~25 ns for reading the clock.
+pub(super) const DEADLINE_EVERY: usize = 4096;
+
+/// [`Error::DeadlineExceeded`] at `stage` if `deadline` has passed.
+#[inline]
+pub(super) fn check_deadline(deadline: Option<Instant>, stage: &'static str) -> Result<()> {
+    match deadline {
+        Some(d) if Instant::now() >= d => Err(Error::DeadlineExceeded { stage }),
+        _ => Ok(()),
+    }
+}
+
+/// What bounds a threshold query's answer besides its threshold.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Bounds {
+    /// Keep only the best this many matches.
+    pub limit: Option<usize>,
+    /// Stop at this instant ([`QueryOptions::deadline`]).
+    pub deadline: Option<Instant>,
 }
 
 /// One match.
@@ -137,12 +166,20 @@ impl Db {
             .filter(|_| self.params.store_sets && !opts.estimate_only)
             .map(|s| s.values());
         if let Some(k) = opts.top {
-            let floor = opts.threshold.unwrap_or(super::TOP_K_FLOOR);
-            let mut result = self.run_top_k(state, &band_keys, &packed, k, floor, exact)?;
+            let ask = TopK {
+                k,
+                floor: opts.threshold.unwrap_or(super::TOP_K_FLOOR),
+                deadline: opts.deadline,
+            };
+            let mut result = self.run_top_k(state, &band_keys, &packed, ask, exact)?;
             result.matches.truncate(opts.limit.unwrap_or(usize::MAX));
             return Ok(result);
         }
-        self.run_query(state, &band_keys, &packed, threshold, exact, opts.limit)
+        let bounds = Bounds {
+            limit: opts.limit,
+            deadline: opts.deadline,
+        };
+        self.run_query(state, &band_keys, &packed, threshold, exact, bounds)
     }
 
     /// Documents similar to `text`.
@@ -157,7 +194,8 @@ impl Db {
 
     /// A threshold query's stages: candidates gathered from the band buckets, verified against
     /// the query's `packed` signature (and, with the query's shingle set `exact`, re-ranked
-    /// near the threshold), then given their keys and ranked.
+    /// near the threshold), then given their keys and ranked, each stage stopped by the
+    /// deadline of `bounds`.
     pub(super) fn run_query(
         &self,
         state: &State,
@@ -165,10 +203,11 @@ impl Db {
         packed: &[u8],
         threshold: f64,
         exact: Option<&[u32]>,
-        limit: Option<usize>,
+        bounds: Bounds,
     ) -> Result<QueryResult> {
         let version = &state.version;
-        let gathered = gather(state, band_keys, self.params.bucket_cap)?;
+        let deadline = bounds.deadline;
+        let gathered = gather(state, band_keys, self.params.bucket_cap, deadline)?;
         let candidates = gathered.docnos;
         let mut stats = QueryStats {
             candidates: candidates.len(),
@@ -189,15 +228,25 @@ impl Db {
         } else {
             threshold
         };
-        let verified =
-            Verifier::new(state, packed, &self.params, gate, !gathered.cold).verify(&candidates)?;
+        let verifier = Verifier::new(state, packed, &self.params, gate, !gathered.cold);
+        let verified = verifier.verify(&candidates, deadline);
         give_back(candidates);
+        let verified = verified?;
         stats.verified = verified.compared;
-        let decided = decide(state, verified.found, exact, threshold, window, &mut stats)?;
+        let decided = decide(
+            state,
+            verified.found,
+            exact,
+            threshold,
+            window,
+            &mut stats,
+            deadline,
+        )?;
+        check_deadline(deadline, "ranking matches")?;
         if gathered.cold && decided.len() > 1 {
             prefetch_keys(version, decided.iter().map(|d| d.docno));
         }
-        let matches = ranked_matches(state, &decided, limit, self.params.metric())?;
+        let matches = ranked_matches(state, &decided, bounds.limit, self.params.metric())?;
         Ok(QueryResult { matches, stats })
     }
 }

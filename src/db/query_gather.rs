@@ -2,6 +2,9 @@
 //! the in-memory tables and every segment, each band's bucket cut to the bucket cap, then made
 //! distinct and sorted for verification.
 
+use std::time::Instant;
+
+use super::query::{DEADLINE_EVERY, check_deadline};
 use super::query_cap::{SegmentPart, cap_band};
 use super::query_cold::ColdWatch;
 use super::state::State;
@@ -20,12 +23,16 @@ pub(super) struct Gathered {
 }
 
 /// Gathers the candidates of the query whose band keys are `band_keys`; `bucket_cap` is the
-/// database's.
+/// database's. Past `deadline` (checked first, then between bands once every
+/// [`DEADLINE_EVERY`] postings), stops with [`Error::DeadlineExceeded`](crate::Error::DeadlineExceeded).
 pub(super) fn gather(
     state: &State,
     band_keys: &[u64],
     bucket_cap: Option<u32>,
+    deadline: Option<Instant>,
 ) -> Result<Gathered> {
+    const STAGE: &str = "gathering candidates";
+    check_deadline(deadline, STAGE)?;
     let version = &state.version;
     let watch = ColdWatch::start(version, band_keys);
     for (band, &bk) in band_keys.iter().enumerate() {
@@ -41,12 +48,18 @@ pub(super) fn gather(
         hot_buckets: 0,
         watch,
     };
+    let mut next_check = DEADLINE_EVERY;
     for (band, &bk) in band_keys.iter().enumerate() {
         if let Some(&next) = band_keys.get(band + 1) {
             cache_bucket_entries(version, band + 1, next);
         }
         gatherer.band(band, bk)?;
-        gatherer.watch.after_band(band, gatherer.candidates.len());
+        let gathered = gatherer.candidates.len();
+        gatherer.watch.after_band(band, gathered);
+        if gathered >= next_check {
+            check_deadline(deadline, STAGE)?;
+            next_check = gathered + DEADLINE_EVERY;
+        }
     }
     Ok(Gathered {
         cold: gatherer.watch.is_cold(),

@@ -2,10 +2,12 @@
 //! ([`Verifier`]), then, with exact re-rank, the candidates whose estimate comes near the
 //! threshold decided by their exact Jaccard ([`decide`], `rerank.rs`).
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use super::params::IndexParams;
-use super::query::{PARALLEL_CHUNK, QueryStats};
+use super::query::{DEADLINE_EVERY, PARALLEL_CHUNK, QueryStats, check_deadline};
 use super::rerank::{RerankWindow, exact_at_least, rerank_chunk};
 use super::state::State;
 use crate::Result;
@@ -18,6 +20,10 @@ use crate::sketch::bbit;
 /// (measured: 3,600-candidate queries ran 1.4-1.9× faster one at a time with 8,192 here than
 /// with 2,048).
 pub(super) const PARALLEL_CANDIDATES: usize = 8192;
+
+/// Matches between two looks at the deadline while re-ranking: an exact Jaccard intersects
+/// two stored shingle sets, some microseconds each.
+const RERANK_DEADLINE_EVERY: usize = 256;
 
 /// A candidate whose estimate reached the verifier's gate.
 #[derive(Clone, Copy, Debug)]
@@ -92,14 +98,36 @@ impl<'a> Verifier<'a> {
 
     /// Verifies `candidates` (ascending). A query with thousands of candidates is spread over
     /// every core; small ones stay on the calling thread (a batch already keeps the cores busy
-    /// with whole queries).
-    pub(super) fn verify(&self, candidates: &[u64]) -> Result<Verified<'a>> {
+    /// with whole queries). Past `deadline`, looked at before every [`DEADLINE_EVERY`]
+    /// candidates (every [`PARALLEL_CHUNK`] on every core), it stops.
+    pub(super) fn verify(
+        &self,
+        candidates: &[u64],
+        deadline: Option<Instant>,
+    ) -> Result<Verified<'a>> {
+        const STAGE: &str = "verifying candidates";
+        let mut verified = Verified {
+            compared: 0,
+            found: Vec::new(),
+        };
         if candidates.len() < PARALLEL_CANDIDATES {
-            return self.run(candidates);
+            for part in candidates.chunks(DEADLINE_EVERY) {
+                check_deadline(deadline, STAGE)?;
+                self.run(part, &mut verified)?;
+            }
+            return Ok(verified);
         }
         candidates
             .par_chunks(PARALLEL_CHUNK)
-            .map(|chunk| self.run(chunk))
+            .map(|chunk| {
+                check_deadline(deadline, STAGE)?;
+                let mut part = Verified {
+                    compared: 0,
+                    found: Vec::new(),
+                };
+                self.run(chunk, &mut part)?;
+                Ok(part)
+            })
             .try_reduce(
                 || Verified {
                     compared: 0,
@@ -113,13 +141,9 @@ impl<'a> Verifier<'a> {
             )
     }
 
-    /// [`Verifier::verify`] on the calling thread.
-    fn run(&self, candidates: &[u64]) -> Result<Verified<'a>> {
+    /// [`Verifier::verify`] of `candidates` on the calling thread, adding to `verified`.
+    fn run(&self, candidates: &[u64], verified: &mut Verified<'a>) -> Result<()> {
         let state = self.state;
-        let mut verified = Verified {
-            compared: 0,
-            found: Vec::new(),
-        };
         // Committed documents (below the in-memory tables' range) are read segment by segment,
         // each segment's run of candidates walked in step with its rows (candidates are
         // ascending): no search for the segment or the whole doc table per candidate. A
@@ -131,9 +155,8 @@ impl<'a> Verifier<'a> {
             candidates.partition_point(|&d| d < memory_base)
         };
         let (in_segments, others) = candidates.split_at(committed);
-        self.run_in_segments(in_segments, &mut verified)?;
-        self.run_one_by_one(others, &mut verified)?;
-        Ok(verified)
+        self.run_in_segments(in_segments, verified)?;
+        self.run_one_by_one(others, verified)
     }
 
     /// Verifies `candidates` (ascending, all in segments) segment by segment.
@@ -223,6 +246,7 @@ impl<'a> Verifier<'a> {
 /// `None`) each is decided by its estimate. With it (`query_set` the query's sorted shingle
 /// values, `found` gated at `window.gate`), a candidate estimated at or above `window.sure` is
 /// accepted by its estimate, and the others by their exact Jaccard; `stats` counts them.
+/// Past `deadline`, looked at every [`RERANK_DEADLINE_EVERY`] exact Jaccards, it stops.
 pub(super) fn decide<'s>(
     state: &'s State,
     found: Vec<Found<'s>>,
@@ -230,6 +254,7 @@ pub(super) fn decide<'s>(
     threshold: f64,
     window: RerankWindow,
     stats: &mut QueryStats,
+    deadline: Option<Instant>,
 ) -> Result<Vec<Decided<'s>>> {
     let by_estimate = |f: &Found<'s>| Decided {
         docno: f.docno,
@@ -246,7 +271,10 @@ pub(super) fn decide<'s>(
     stats.reranked = found.iter().filter(|f| f.estimate < sure).count();
     let rerank = |chunk: &[Found<'s>]| -> Result<Vec<Decided<'s>>> {
         let mut out = Vec::new();
-        for f in chunk {
+        for (i, f) in chunk.iter().enumerate() {
+            if i % RERANK_DEADLINE_EVERY == 0 {
+                check_deadline(deadline, "re-ranking by exact Jaccard")?;
+            }
             if f.estimate >= sure {
                 out.push(by_estimate(f));
             } else if let Some(j) = exact_at_least(state, f.docno, query_set, threshold)? {

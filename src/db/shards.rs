@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::query::check_deadline;
 use super::{
     Db, IndexParams, Match, Options, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport,
 };
@@ -253,7 +254,10 @@ impl Shards {
                 }
                 None => shard_opts.limit = asked,
             }
+            // Each shard's query stops at the caller's deadline, and so do the lookups of its
+            // matches' keys in the later shards.
             let r = db.query(sig, &shard_opts)?;
+            check_deadline(opts.deadline, "looking up matched keys in later shards")?;
             let given = r.matches.len();
             let matches = unsuperseded(r.matches, later)?;
             let superseded = given - matches.len();

@@ -26,11 +26,13 @@
 //! Every candidate, from either stage, is scored by ONE function (`Scorer`): today the
 //! b-bit estimate over all k_v slots; exact Jaccard when shingle sets are stored.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use super::Db;
 use super::metric::Metric;
-use super::query::{Match, QueryResult, QueryStats};
+use super::query::{DEADLINE_EVERY, Match, QueryResult, QueryStats, check_deadline};
 use super::rerank::{RerankWindow, exact_at_least};
 
 use super::state::State;
@@ -54,6 +56,17 @@ const EXACT_ROUND: usize = 16;
 /// `at_least` lets the scorer stop early on a hopeless candidate.
 pub(super) type Scorer<'a> = dyn Fn(u64, f64) -> Result<Option<f64>> + Sync + 'a;
 
+/// What a top-k query asks.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TopK {
+    /// How many documents: K.
+    pub k: usize,
+    /// The least similarity reported.
+    pub floor: f64,
+    /// When to stop ([`QueryOptions::deadline`](super::QueryOptions::deadline)).
+    pub deadline: Option<Instant>,
+}
+
 /// The least similarity s (to 0.001) at which `lsh` makes a pair a candidate with probability
 /// at least 0.99.
 pub fn band_reliable_similarity(lsh: &LshParams) -> f64 {
@@ -64,17 +77,17 @@ pub fn band_reliable_similarity(lsh: &LshParams) -> f64 {
 }
 
 impl Db {
-    /// The `k` live documents most similar to the query (band keys `band_keys`, packed
-    /// signature `packed`), at least `floor` similar, best first (ties by key).
+    /// The `ask.k` live documents most similar to the query (band keys `band_keys`, packed
+    /// signature `packed`), at least `ask.floor` similar, best first (ties by key).
     pub(super) fn run_top_k(
         &self,
         state: &State,
         band_keys: &[u64],
         packed: &[u8],
-        k: usize,
-        floor: f64,
+        ask: TopK,
         exact: Option<&[u32]>,
     ) -> Result<QueryResult> {
+        let floor = ask.floor;
         if !(0.0..=1.0).contains(&floor) {
             return Err(Error::invalid(
                 "threshold",
@@ -83,9 +96,9 @@ impl Db {
         }
         let estimate = self.estimate_scorer(state, packed);
         let Some(query_set) = exact else {
-            return self.top_k_with(state, band_keys, k, floor, &estimate);
+            return self.top_k_with(state, band_keys, ask, &estimate);
         };
-        self.exact_top_k(state, band_keys, k, floor, query_set, &estimate)
+        self.exact_top_k(state, band_keys, ask, query_set, &estimate)
     }
 
     /// Top-k ranked by exact Jaccard from stored sets. The stages are those of
@@ -101,11 +114,11 @@ impl Db {
         &self,
         state: &State,
         band_keys: &[u64],
-        k: usize,
-        floor: f64,
+        ask: TopK,
         query_set: &[u32],
         estimate: &Scorer<'_>,
     ) -> Result<QueryResult> {
+        let TopK { k, floor, deadline } = ask;
         let mut stats = QueryStats {
             segments: state.version.segments.len(),
             exact: true,
@@ -120,20 +133,21 @@ impl Db {
         let (slots, bits) = (self.params.sketch.num_perm, self.params.bits);
         let gate = |bar: f64| RerankWindow::new(bar, slots, bits).gate;
         let rank = |docnos: &[u64], stats: &mut QueryStats| -> Result<ExactRanking> {
-            let estimated = score_all(docnos, gate(floor), estimate)?;
+            let estimated = score_all(docnos, gate(floor), estimate, deadline)?;
             let mut estimates = estimated.clone();
             estimates.sort_unstable_by_key(|&(docno, _)| docno);
-            let (best, computed) = exact_best(state, query_set, estimated, k, floor, &gate)?;
+            let (best, computed) =
+                exact_best(state, query_set, estimated, k, floor, &gate, deadline)?;
             stats.reranked += computed;
             Ok(ExactRanking { best, estimates })
         };
-        let candidates = band_candidates(state, band_keys)?;
+        let candidates = band_candidates(state, band_keys, deadline)?;
         stats.candidates = candidates.len();
         stats.verified = candidates.len();
         let mut ranking = rank(&candidates, &mut stats)?;
         let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
         if kth_best(&mut ranking.best, k).is_none_or(|s| s < reliable) {
-            let live = live_docnos(state)?;
+            let live = live_docnos(state, deadline)?;
             stats.probed_all(live.len());
             stats.reranked = 0;
             ranking = rank(&live, &mut stats)?;
@@ -185,10 +199,10 @@ impl Db {
         &self,
         state: &State,
         band_keys: &[u64],
-        k: usize,
-        floor: f64,
+        ask: TopK,
         score: &Scorer<'_>,
     ) -> Result<QueryResult> {
+        let TopK { k, floor, deadline } = ask;
         let mut stats = QueryStats {
             segments: state.version.segments.len(),
             ..QueryStats::default()
@@ -199,17 +213,18 @@ impl Db {
                 stats,
             });
         }
-        let candidates = band_candidates(state, band_keys)?;
+        let candidates = band_candidates(state, band_keys, deadline)?;
         stats.candidates = candidates.len();
-        let mut scored = score_all(&candidates, floor, score)?;
+        let mut scored = score_all(&candidates, floor, score, deadline)?;
         stats.verified = candidates.len();
         let reliable = band_reliable_similarity(&self.params.lsh).max(floor);
         if kth_best(&mut scored, k).is_none_or(|s| s < reliable) {
             // The bands cannot be trusted for K: score every live document.
-            let live = live_docnos(state)?;
+            let live = live_docnos(state, deadline)?;
             stats.probed_all(live.len());
-            scored = score_all(&live, floor, score)?;
+            scored = score_all(&live, floor, score, deadline)?;
         }
+        check_deadline(deadline, "ranking matches")?;
         let matches = best_by_key(state, scored, k, &|_, estimate| estimate)?;
         Ok(QueryResult { matches, stats })
     }
@@ -236,9 +251,14 @@ struct ExactRanking {
 }
 
 /// The distinct docnos sharing a band bucket with the query.
-fn band_candidates(state: &State, band_keys: &[u64]) -> Result<Vec<u64>> {
+fn band_candidates(
+    state: &State,
+    band_keys: &[u64],
+    deadline: Option<Instant>,
+) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     for (band, &bk) in band_keys.iter().enumerate() {
+        check_deadline(deadline, "gathering candidates")?;
         state.mem.bucket_into(band, bk, &mut out);
         if let Some(imm) = &state.imm {
             imm.bucket_into(band, bk, &mut out);
@@ -253,10 +273,15 @@ fn band_candidates(state: &State, band_keys: &[u64]) -> Result<Vec<u64>> {
 }
 
 /// Every live docno, ascending.
-fn live_docnos(state: &State) -> Result<Vec<u64>> {
+fn live_docnos(state: &State, deadline: Option<Instant>) -> Result<Vec<u64>> {
+    const STAGE: &str = "listing every document";
     let mut out = Vec::new();
     for seg in &state.version.segments {
-        for doc in seg.seg.docs() {
+        check_deadline(deadline, STAGE)?;
+        for (i, doc) in seg.seg.docs().enumerate() {
+            if i % DEADLINE_EVERY == DEADLINE_EVERY - 1 {
+                check_deadline(deadline, STAGE)?;
+            }
             let (docno, _) = doc?;
             if !state.is_deleted(docno) {
                 out.push(docno);
@@ -276,9 +301,16 @@ fn live_docnos(state: &State) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// `(docno, similarity)` of the documents of `docnos` at least `floor` similar, on every core.
-fn score_all(docnos: &[u64], floor: f64, score: &Scorer<'_>) -> Result<Vec<(u64, f64)>> {
+/// `(docno, similarity)` of the documents of `docnos` at least `floor` similar, on every
+/// core; stopped past `deadline` (looked at every [`SCAN_CHUNK`] documents).
+fn score_all(
+    docnos: &[u64],
+    floor: f64,
+    score: &Scorer<'_>,
+    deadline: Option<Instant>,
+) -> Result<Vec<(u64, f64)>> {
     let one = |chunk: &[u64]| -> Result<Vec<(u64, f64)>> {
+        check_deadline(deadline, "scoring candidates")?;
         let mut out = Vec::new();
         for &d in chunk {
             if let Some(s) = score(d, floor)? {
@@ -302,7 +334,8 @@ fn score_all(docnos: &[u64], floor: f64, score: &Scorer<'_>) -> Result<Vec<(u64,
 /// The exact Jaccards of the `estimated` candidates (docno, estimate) that can be among the
 /// best `k`, at least `floor`, and how many were computed: best estimate first, in rounds of
 /// [`EXACT_ROUND`], each against the bar the rounds before set (the k-th best exact value so
-/// far, at least `floor`); candidates estimated below `gate(bar)` are not computed.
+/// far, at least `floor`); candidates estimated below `gate(bar)` are not computed. Stopped
+/// past `deadline`, looked at every round.
 fn exact_best(
     state: &State,
     query_set: &[u32],
@@ -310,10 +343,12 @@ fn exact_best(
     k: usize,
     floor: f64,
     gate: &(dyn Fn(f64) -> f64 + Sync),
+    deadline: Option<Instant>,
 ) -> Result<(Vec<(u64, f64)>, usize)> {
     estimated.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let (mut found, mut computed, mut bar) = (Vec::new(), 0usize, floor);
     for round in estimated.chunks(EXACT_ROUND) {
+        check_deadline(deadline, "re-ranking by exact Jaccard")?;
         let least = gate(bar);
         let due: Vec<u64> = round
             .iter()

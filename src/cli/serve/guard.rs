@@ -22,8 +22,8 @@ pub struct Permit {
     _held: Arc<OwnedSemaphorePermit>,
 }
 
-/// When a request's `--timeout-ms` runs out: work that runs in place, where the timeout
-/// cannot interrupt it, checks it when done.
+/// When a request's `--timeout-ms` runs out: a query is given it as its deadline, which the
+/// library stops it at even where the guard's timeout cannot interrupt it (in place).
 #[derive(Clone, Copy)]
 pub struct Deadline(pub Instant);
 
@@ -52,8 +52,12 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: Request, next: Next) ->
         .copied()
         .find(|e| *e == req.uri().path())
         .unwrap_or("other");
-    req.extensions_mut()
-        .insert(Deadline(started + app.limits.timeout));
+    let deadline = if app.deadlines_expired {
+        started
+    } else {
+        started + app.limits.timeout
+    };
+    req.extensions_mut().insert(Deadline(deadline));
     let mut response = match admit(&app, endpoint, &mut req) {
         Err(refused) => refused.into_response(),
         Ok(()) => match tokio::time::timeout(app.limits.timeout, next.run(req)).await {

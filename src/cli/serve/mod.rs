@@ -5,12 +5,23 @@
 //! together by the tokio project, with HTTP/1 keep-alive, streamed bodies and a graceful
 //! shutdown built in, and nothing here needs more than its routing and middleware (it is built
 //! without its default features: no JSON, forms or query-string extractors; bodies are parsed
-//! with the `serde_json` the CLI already uses). The database's calls block (they read mapped
-//! files and wait for fsyncs): they run on tokio's blocking pool, where the per-request
-//! timeout can answer without waiting for them, except one kind: a threshold `/query` over
-//! capped buckets, whose work is bounded small, runs in place on the async worker that read
-//! it, since the hand-off to the pool and back would cost more than the query
-//! (`reads::queries_in_place`).
+//! with the `serde_json` the CLI already uses).
+//!
+//! The database's calls block (they read mapped files and wait for fsyncs), and the runtime
+//! has one async worker per core (tokio's default): a call on a worker holds up every other
+//! request that worker would serve. So writes, `/stats` and batches run on tokio's blocking
+//! pool, where the per-request timeout answers without waiting for them. A `/query` starts in
+//! place, on the async worker that read it, since handing it to the pool and its answer back
+//! costs two thread wake-ups, more than most queries take; the library stops it at a deadline
+//! ([`QueryOptions::deadline`](mhdb::db::QueryOptions::deadline)), at most
+//! `reads::IN_PLACE_BUDGET` (2 ms) away. One stopped there runs again on the pool under the
+//! request's own deadline (`--timeout-ms`), past which the library stops it too and the
+//! answer is a 504. Every query in place, with only the request's deadline, would let two
+//! long queries (a top-k probing every document, a hot bucket of an uncapped index) hold
+//! both workers of a 2-core machine, `/health` included, for up to `--timeout-ms`; on the
+//! pool they share the cores with the other requests instead, which keep being answered.
+//! A text longer than 64 KiB, whose signing the deadline does not interrupt, goes to the
+//! pool unsigned.
 //!
 //! | module | holds |
 //! | --- | --- |
@@ -48,6 +59,22 @@ use super::databases::{Databases, database_args};
 use super::output::{CliError, CliResult, message, warn};
 use metrics::Metrics;
 
+/// Hidden test knob: set (to anything), every `/query` finds its deadline passed, the path
+/// of a query that finishes after its timeout, which no test could reach without a race.
+pub const EXPIRED_DEADLINES_ENV: &str = "MHDB_TEST_EXPIRED_DEADLINES";
+
+/// Whether [`EXPIRED_DEADLINES_ENV`] is set, said on stderr when it is.
+fn deadlines_expired() -> bool {
+    let set = std::env::var_os(EXPIRED_DEADLINES_ENV).is_some();
+    if set {
+        warn(format_args!(
+            "{EXPIRED_DEADLINES_ENV} is set: every /query is answered 504, as past its \
+             timeout (a test knob)"
+        ));
+    }
+    set
+}
+
 /// The bounds a request is held to.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -70,9 +97,9 @@ pub struct App {
     pub limits: Limits,
     /// Requests served at once; a request finding none free is answered 503.
     pub slots: Arc<Semaphore>,
-    /// Whether short threshold queries run in place rather than on the blocking pool
-    /// (`reads::queries_in_place`).
-    pub queries_in_place: bool,
+    /// Every `/query`'s deadline is its arrival, so that each is answered as one that
+    /// finished late (504): set by [`EXPIRED_DEADLINES_ENV`], for tests only.
+    pub deadlines_expired: bool,
     pub metrics: Metrics,
 }
 
@@ -82,7 +109,7 @@ pub fn serve(args: &ServeArgs) -> CliResult<ExitCode> {
     let (index, writer) = open(args)?;
     let timeout = Duration::from_millis(args.timeout_ms);
     let app = Arc::new(App {
-        queries_in_place: reads::queries_in_place(&*index, timeout),
+        deadlines_expired: deadlines_expired(),
         index,
         writer,
         token,

@@ -10,7 +10,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use mhdb::db::{QueryResult, ReadIndex};
+use mhdb::db::{QueryOptions, QueryResult};
 use rayon::prelude::*;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -24,42 +24,15 @@ use crate::cli::shapes;
 /// Queries of a batch answered together (on every core) and sent as one chunk.
 const WINDOW: usize = 64;
 
-/// Text longer than this is signed on the blocking pool: signing takes time in its length.
+/// Text longer than this is signed on the blocking pool: signing takes time in its length,
+/// and the library's deadline does not interrupt it.
 const IN_PLACE_TEXT_BYTES: usize = 64 << 10;
 
-/// Most candidates a query answered in place can gather: its bands' buckets, each cut to the
-/// bucket cap, in every database. Verifying one takes ~0.1 µs, so the worst such query holds
-/// its async worker for tens of milliseconds.
-const IN_PLACE_CANDIDATES: u64 = 1 << 18;
-
-/// A `--timeout-ms` under which every query goes to the blocking pool: in place, the timeout
-/// cannot interrupt a query, so it must be far longer than the worst one can take.
-const IN_PLACE_MIN_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Whether `/query`'s threshold queries over `index` may run in place, on the async worker
-/// that read the request, rather than on the blocking pool. Handing a query to the pool and
-/// its answer back costs two thread wake-ups, which on a busy machine take longer than the
-/// query itself; in place costs none, and is safe when a query's work has a small bound:
-/// the bucket cap bounds its candidates. An index without a cap has no such bound.
-pub fn queries_in_place(index: &dyn ReadIndex, timeout: Duration) -> bool {
-    let most_candidates = index.dbs().iter().try_fold(0u64, |sum, db| {
-        let p = db.params();
-        let cap = u64::from(p.bucket_cap?);
-        Some(sum + p.lsh.bands as u64 * cap)
-    });
-    timeout >= IN_PLACE_MIN_TIMEOUT && most_candidates.is_some_and(|n| n <= IN_PLACE_CANDIDATES)
-}
-
-/// Whether this query runs in place: a threshold query of a short text or a signature (a
-/// top-k query may score every stored signature, and goes to the pool).
-fn in_place(app: &App, spec: &QuerySpec) -> bool {
-    app.queries_in_place
-        && spec.opts.top.is_none()
-        && match &spec.input {
-            QueryInput::Text(t) => t.len() <= IN_PLACE_TEXT_BYTES,
-            QueryInput::Signature(_) => true,
-        }
-}
+/// Longest a `/query` holds the async worker that read it. A query not answered by then is
+/// stopped by the library and run again on the blocking pool, under the request's own
+/// deadline: this much work at most is done twice, and no query holds up the other requests
+/// of its worker for longer.
+const IN_PLACE_BUDGET: Duration = Duration::from_millis(2);
 
 /// `POST /query`.
 pub async fn query(State(app): State<Arc<App>>, req: Request) -> Reply {
@@ -67,42 +40,105 @@ pub async fn query(State(app): State<Arc<App>>, req: Request) -> Reply {
     let deadline = deadline(&req);
     let (parts, body) = req.into_parts();
     let bytes = read_body(&parts.headers, body, app.limits.max_body_bytes).await?;
-    let spec =
+    let mut spec =
         QuerySpec::parse(&parse_json(&bytes)?, app.index.params()).map_err(ApiError::usage)?;
-    let (text, took) = if in_place(&app, &spec) {
-        let answered = answer_json(&app, &spec)?;
-        // The timeout could not interrupt the query: it is checked now.
-        if Instant::now() > deadline {
-            return Err(timed_out(app.limits.timeout));
+    let (text, took) = match answer_in_place(&app, &mut spec, deadline) {
+        InPlace::Answered(answered) => {
+            drop(permit);
+            answered?
         }
-        drop(permit);
-        answered
-    } else {
-        blocking(permit, move || answer_json(&app, &spec)).await?
+        InPlace::Moved { spent } => {
+            let (text, took) = blocking(permit, move || answer_json(&app, &spec, deadline)).await?;
+            (text, took + spent)
+        }
     };
     let mut response = json_body(text);
     response.extensions_mut().insert(LibraryTime(took));
     Ok(response)
 }
 
-/// One query answered and written in its JSON shape, with the time the library took.
-fn answer_json(app: &App, spec: &QuerySpec) -> Result<(Vec<u8>, Duration), ApiError> {
-    let started = Instant::now();
-    let r = answer(app, spec)?;
-    let took = started.elapsed();
-    let mut out = Vec::with_capacity(256);
-    shapes::write_answer(&mut out, &spec.id, &r).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok((out, took))
+/// A `/query` tried in place.
+enum InPlace {
+    /// Its answer (or failure), in its JSON shape, with the time the library took.
+    Answered(Result<(Vec<u8>, Duration), ApiError>),
+    /// It needs longer than [`IN_PLACE_BUDGET`] (or a long text to sign): it goes to the
+    /// blocking pool, its text signed already, after `spent` in the library.
+    Moved { spent: Duration },
 }
 
-/// One query answered, and counted.
-fn answer(app: &App, spec: &QuerySpec) -> Result<QueryResult, ApiError> {
+/// Answers `spec` on the calling async worker within [`IN_PLACE_BUDGET`], signing its text
+/// first (`spec` then holds the signature, so that the pool does not sign it again).
+/// Handing a query to the pool and its answer back costs two thread wake-ups, which on a
+/// busy machine take longer than most queries; in place costs none.
+fn answer_in_place(app: &App, spec: &mut QuerySpec, deadline: Instant) -> InPlace {
+    let started = Instant::now();
+    if let QueryInput::Text(text) = &spec.input {
+        if text.len() > IN_PLACE_TEXT_BYTES {
+            return InPlace::Moved {
+                spent: Duration::ZERO,
+            };
+        }
+        match app.index.sketch_text(text) {
+            Ok(sig) => spec.input = QueryInput::Signature(sig),
+            Err(e) => return InPlace::Answered(Err(e.into())),
+        }
+    }
+    let budget = deadline.min(started + IN_PLACE_BUDGET);
+    match answer(app, spec, Some(budget)) {
+        Err(mhdb::Error::DeadlineExceeded { .. }) if budget < deadline => InPlace::Moved {
+            spent: started.elapsed(),
+        },
+        r => {
+            let took = started.elapsed();
+            InPlace::Answered(
+                r.map_err(|e| failed(app, e))
+                    .and_then(|r| Ok((written(spec, &r)?, took))),
+            )
+        }
+    }
+}
+
+/// One query answered by its deadline and written in its JSON shape, with the time the
+/// library took.
+fn answer_json(
+    app: &App,
+    spec: &QuerySpec,
+    deadline: Instant,
+) -> Result<(Vec<u8>, Duration), ApiError> {
+    let started = Instant::now();
+    let r = answer(app, spec, Some(deadline)).map_err(|e| failed(app, e))?;
+    let took = started.elapsed();
+    Ok((written(spec, &r)?, took))
+}
+
+/// A query's answer in its JSON shape.
+fn written(spec: &QuerySpec, r: &QueryResult) -> Result<Vec<u8>, ApiError> {
+    let mut out = Vec::with_capacity(256);
+    shapes::write_answer(&mut out, &spec.id, r).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(out)
+}
+
+/// One query answered (stopped at `deadline`), and counted.
+fn answer(app: &App, spec: &QuerySpec, deadline: Option<Instant>) -> mhdb::Result<QueryResult> {
+    let opts = QueryOptions {
+        deadline,
+        ..spec.opts
+    };
     let r = match &spec.input {
-        QueryInput::Text(t) => app.index.query_text(t, &spec.opts)?,
-        QueryInput::Signature(s) => app.index.query(s, &spec.opts)?,
+        QueryInput::Text(t) => app.index.query_text(t, &opts)?,
+        QueryInput::Signature(s) => app.index.query(s, &opts)?,
     };
     app.metrics.query(&r.stats);
     Ok(r)
+}
+
+/// A library error as a `/query` answers it: a passed deadline is the request's timeout, in
+/// the words the guard's timeout uses.
+fn failed(app: &App, e: mhdb::Error) -> ApiError {
+    match e {
+        mhdb::Error::DeadlineExceeded { .. } => timed_out(app.limits.timeout),
+        e => e.into(),
+    }
 }
 
 /// `POST /query_batch`: one query object per line in (blank lines skipped), one answer line
@@ -166,7 +202,12 @@ fn answer_lines(
     for (i, window) in specs.chunks(WINDOW).enumerate() {
         let results: Vec<_> = window
             .par_iter()
-            .map(|(_, spec)| answer(app, spec))
+            .map(|(_, spec)| {
+                answer(app, spec, Some(deadline)).map_err(|e| match e {
+                    mhdb::Error::DeadlineExceeded { .. } => batch_timed_out(),
+                    e => e.into(),
+                })
+            })
             .collect();
         let mut out = Vec::new();
         let mut failed = false;
@@ -183,18 +224,23 @@ fn answer_lines(
             out.push(b'\n');
         }
         if !failed && i + 1 < windows && Instant::now() > deadline {
-            let e = ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "timeout",
-                "the batch took longer than --timeout-ms; the lines before this one are answered",
-            );
-            failure_line(&mut out, &e, window.last().map_or(0, |(l, _)| *l + 1));
+            let next = window.last().map_or(0, |(l, _)| *l + 1);
+            failure_line(&mut out, &batch_timed_out(), next);
             failed = true;
         }
         if tx.blocking_send(out.into()).is_err() || failed {
             return;
         }
     }
+}
+
+/// The last line of a batch stopped by its timeout.
+fn batch_timed_out() -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "timeout",
+        "the batch took longer than --timeout-ms; the lines before this one are answered",
+    )
 }
 
 fn failure_line(out: &mut Vec<u8>, e: &ApiError, line: usize) {

@@ -102,6 +102,8 @@ impl QuerySpec {
             limit,
             estimate_only: flag(map, "no_exact")?,
             top,
+            // Set by the endpoint, from the request's timeout.
+            deadline: None,
         };
         let id = map.get("id").cloned().unwrap_or(Value::Null);
         Ok(QuerySpec { id, input, opts })

@@ -4,7 +4,7 @@
 //! translates at the edges (distance ↔ the one-bit estimate `1 − d/32`).
 
 use crate::Result;
-use crate::db::query::Banded;
+use crate::db::query::{Banded, Bounds};
 use crate::db::state::State;
 use crate::db::{Db, QueryOptions, QueryResult};
 use crate::sketch::{Signature, SimHash, bbit, cosine_from_hamming};
@@ -86,7 +86,11 @@ impl Db {
             (Some(k), Some(l)) => Some(k.min(l)),
             (top, limit) => top.or(limit),
         };
-        let mut result = self.run_query(state, band_keys, &packed, floor, None, limit)?;
+        let bounds = Bounds {
+            limit,
+            deadline: opts.deadline,
+        };
+        let mut result = self.run_query(state, band_keys, &packed, floor, None, bounds)?;
         for m in &mut result.matches {
             let (similarity, distance, cosine) = self.describe_estimate(m.similarity);
             m.similarity = similarity;
