@@ -23,12 +23,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
-use mhdb::sketch::SecretKey;
+use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, UpgradeOptions, WriteBatch};
+use mhdb::sketch::{SecretKey, SetDerivation};
 use mhdb::storage::vfs::StdFs;
 use serde_json::{Value, json};
 
+use common::cli::{ok, run, s};
 use common::golden::*;
+
+/// What `stats` and `verify` say of sets that leak.
+const LEAK_WARNING: &str =
+    "sets: keyed, version-2 derivation (leaks keyed hashes; mhdb upgrade --drop-sets removes them)";
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/db-v2-keyed-sets");
 const EXPECTED: &str = concat!(
@@ -181,6 +186,169 @@ fn todays_writer_answers_as_the_fixture() {
         snapshot(&dir).keys().collect::<Vec<_>>()
     );
     assert_eq!(differing_paths(&expected(), &answers), Vec::<String>::new());
+}
+
+/// The fixture copied to `tmp`/db and upgraded as `opts` says.
+fn upgraded_copy(tmp: &Path, opts: UpgradeOptions) -> PathBuf {
+    let copy = tmp.join("db");
+    restore(&copy, &snapshot(Path::new(FIXTURE)));
+    Db::upgrade_with(&copy, opts).unwrap();
+    assert_eq!(current_version(&copy), Some(3));
+    copy
+}
+
+/// Bit 1 of the version-3 manifest's features (at offset 36): SETS_KEYED_V2.
+fn manifest_flags_leaking_sets(dir: &Path) -> bool {
+    let files = snapshot(dir);
+    let (_, manifest) = files
+        .iter()
+        .find(|(n, _)| n.starts_with("MANIFEST-"))
+        .unwrap();
+    manifest[36] & 0b10 != 0
+}
+
+/// `stats` (text and JSON) and `verify` of `dir` as the command-line tool prints them.
+fn cli_reports(dir: &Path) -> (String, Value, std::process::Output) {
+    let text = ok(&["stats", s(dir)]);
+    let json: Value = serde_json::from_str(&ok(&["stats", s(dir), "--json"])).unwrap();
+    (text, json, run(&["verify", s(dir)]))
+}
+
+/// The upgrade keeps version 2's sets and flags them: in the manifest, `stats`, `verify`
+/// (a warning, exit 0); a writer goes on adding with their derivation (its new documents are
+/// found by their own texts at exact Jaccard 1, and re-rank against the old ones), an export
+/// passes the flag on, and a merge with sets of the other derivation is refused.
+#[test]
+fn upgrade_keeps_the_leaking_sets_flagged_and_writers_follow_them() {
+    let expected = expected();
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = upgraded_copy(tmp.path(), UpgradeOptions::default());
+    assert!(manifest_flags_leaking_sets(&copy));
+    let (text, json, verify) = cli_reports(&copy);
+    assert!(text.contains(LEAK_WARNING), "{text}");
+    assert_eq!(json["sets_derivation"], "keyed-v2-leaking");
+    assert_eq!(verify.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(stderr.contains(LEAK_WARNING), "{stderr}");
+    assert!(String::from_utf8_lossy(&verify.stdout).starts_with("ok: "));
+
+    let opts = keyed(Options::default());
+    {
+        let db = Db::open(&copy, opts.clone()).unwrap();
+        assert_eq!(db.sets_derivation(), Some(SetDerivation::KeyedV2Leaking));
+        let live = expected["live"].as_array().unwrap();
+        let old = live[0]["text"].as_str().unwrap();
+        let edited = format!("{old} One more sentence at the end.");
+        db.insert_text("new/edited", &edited).unwrap();
+        db.insert_text("new/fresh", FRESH).unwrap();
+        db.flush().unwrap();
+        finds_new_documents_exactly(&db, &edited, "upgraded, written to");
+        // The edited copy and its original, one set stored by version 2 and one by this
+        // writer, compare exactly: as their shingle sets do, not as unrelated values would.
+        let result = db.query_text(old, &QueryOptions::default()).unwrap();
+        assert!(result.stats.exact);
+        let pair = result.matches.iter().find(|m| m.key == b"new/edited");
+        let j = pair.map(|m| m.similarity).unwrap_or(0.0);
+        assert!(j > 0.8 && j < 1.0, "{pair:?}");
+        db.export(tmp.path().join("export")).unwrap();
+        let fresh = Db::create(
+            tmp.path().join("fresh"),
+            keyed_sets_params(),
+            keyed(Options::default()),
+        )
+        .unwrap();
+        assert_eq!(fresh.sets_derivation(), Some(SetDerivation::Keyed));
+        let err = fresh.merge_from(&db).unwrap_err();
+        assert!(err.to_string().contains("sets_derivation"), "{err}");
+    }
+    let export = tmp.path().join("export");
+    assert!(manifest_flags_leaking_sets(&export));
+    let db = open_read_only(&export);
+    assert_eq!(db.sets_derivation(), Some(SetDerivation::KeyedV2Leaking));
+    let old = expected["live"][0]["text"].as_str().unwrap();
+    let edited = format!("{old} One more sentence at the end.");
+    finds_new_documents_exactly(&db, &edited, "export of the upgraded copy");
+}
+
+/// A text unlike every stored one.
+const FRESH: &str = "A text none of the stored documents resembles.";
+
+/// The documents the upgraded copy's writer added are found by their own texts at exact
+/// Jaccard 1: their sets were stored with the derivation queries use.
+fn finds_new_documents_exactly(db: &Db, edited: &str, what: &str) {
+    for (key, text) in [("new/edited", edited), ("new/fresh", FRESH)] {
+        let result = db.query_text(text, &QueryOptions::default()).unwrap();
+        assert!(result.stats.exact, "{what}: {key}");
+        let hit = result.matches.iter().find(|m| m.key == key.as_bytes());
+        assert_eq!(hit.map(|m| m.similarity), Some(1.0), "{what}: {key}");
+    }
+}
+
+/// Every live key's signature as the fixture records it, and the deleted keys absent.
+fn check_signatures(db: &Db, expected: &Value, what: &str) {
+    let got = common::stored(db);
+    let live = expected["live"].as_array().unwrap();
+    assert_eq!(got.len(), live.len(), "{what}");
+    for e in live {
+        let key = e["key"].as_str().unwrap();
+        assert_eq!(
+            got.get(key).map(|s| hex(s)).as_deref(),
+            e["signature"].as_str(),
+            "{what}: {key}"
+        );
+    }
+    for key in expected["deleted"].as_array().unwrap() {
+        assert!(
+            !db.contains(key.as_str().unwrap()).unwrap(),
+            "{what}: {key}"
+        );
+    }
+}
+
+/// `upgrade --drop-sets` writes the copy without the sets and without the flag: of the
+/// version-2 fixture (library) and of a version-3 database already upgraded with them (CLI).
+#[test]
+fn drop_sets_removes_the_sets_and_the_flag() {
+    let expected = expected();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = UpgradeOptions {
+        drop_sets: true,
+        ..UpgradeOptions::default()
+    };
+    let dropped = upgraded_copy(&tmp.path().join("a"), opts);
+    let tmp_b = tmp.path().join("b");
+    let flagged = upgraded_copy(&tmp_b, UpgradeOptions::default());
+    let out = ok(&["upgrade", s(&flagged), "--drop-sets", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["upgraded"],
+        true
+    );
+    // Nothing left to drop: already current.
+    let out = ok(&["upgrade", s(&flagged), "--drop-sets", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["upgraded"],
+        false
+    );
+    for dir in [&dropped, &flagged] {
+        assert!(!manifest_flags_leaking_sets(dir));
+        let (text, json, verify) = cli_reports(dir);
+        assert!(!text.contains("sets:"), "{text}");
+        assert_eq!(json["sets_derivation"], Value::Null);
+        assert_eq!(json["params"]["store_sets"], false);
+        assert_eq!(verify.status.code(), Some(0));
+        assert!(
+            verify.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        let db = open_read_only(dir);
+        assert_eq!(db.sets_derivation(), None);
+        check_signatures(&db, &expected, "without sets");
+        let query = expected["queries"][0]["text"].as_str().unwrap();
+        let result = db.query_text(query, &QueryOptions::default()).unwrap();
+        assert!(!result.stats.exact, "re-ranked without sets");
+        assert!(!result.matches.is_empty());
+    }
 }
 
 fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {

@@ -246,9 +246,11 @@ class Index(Generic[_KindT]):
         given twice, or whose parameters differ where a query compares them, are refused
         (:class:`InvalidParameterError`)."""
     @staticmethod
-    def upgrade(path: _PathLike, keep_old: bool = False) -> bool:
-        """Converts a format-version-1 index to the current format in place; ``False`` when
-        it was already current."""
+    def upgrade(path: _PathLike, keep_old: bool = False, drop_sets: bool = False) -> bool:
+        """Converts a format-version-1 or -2 index to the current format in place; ``False``
+        when it was already current. ``drop_sets=True`` writes it without stored sets (for a
+        keyed index whose version-2 sets leak its keyed hashes), and removes them from an
+        index already current."""
     @overload
     @staticmethod
     def open_or_create(
@@ -557,7 +559,9 @@ class Index(Generic[_KindT]):
     def compact(self) -> None:
         """Merges every segment into one and drops deleted documents."""
     def stats(self) -> dict[str, Any]:
-        """Counts, sizes and bucket distributions."""
+        """Counts, sizes and bucket distributions; ``"sets_derivation"`` is how stored sets
+        were derived (``"unkeyed"``, ``"keyed"``, ``"keyed-v2-leaking"``, or ``None``
+        without sets)."""
     def verify(self) -> dict[str, Any]:
         """``{"ok": bool, "files_checked": int, "problems": list[Error]}``."""
     def export(self, dest: _PathLike) -> None:

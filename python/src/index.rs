@@ -131,6 +131,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("torn_tails", s.torn_tails)?;
     d.set_item("identity", s.identity.map(|id| id.to_string()))?;
     d.set_item("copied_past_damage", s.copied_past_damage)?;
+    d.set_item("sets_derivation", s.sets_derivation.map(|d| d.name()))?;
     Ok(d)
 }
 
@@ -320,15 +321,22 @@ impl PyIndex {
 
     /// Converts an index written in format version 1 or 2 (which opens read-only) to the current
     /// format in place, as ``mhdb upgrade`` does; returns ``False`` when it was already current.
-    /// With ``keep_old=True`` the old files stay in ``.<name>.mhdb-v<N>`` beside it.
+    /// With ``keep_old=True`` the old files stay in ``.<name>.mhdb-v<N>`` beside it. A keyed
+    /// index's stored sets of version 2 are kept (``stats()["sets_derivation"]`` is then
+    /// ``"keyed-v2-leaking"``: they leak its keyed hashes); ``drop_sets=True`` writes the copy
+    /// without stored sets, and removes them from an index already current.
     ///
     /// Raises:
     ///     CorruptionError: the old files are damaged (nothing is changed).
     ///     LockedError: a writer holds the index.
     #[staticmethod]
-    #[pyo3(signature = (path, keep_old = false))]
-    fn upgrade(py: Python<'_>, path: PathBuf, keep_old: bool) -> PyResult<bool> {
-        let done = py.detach(|| Db::upgrade(&path, keep_old)).or_raise(py)?;
+    #[pyo3(signature = (path, keep_old = false, drop_sets = false))]
+    fn upgrade(py: Python<'_>, path: PathBuf, keep_old: bool, drop_sets: bool) -> PyResult<bool> {
+        let opts = mhdb::db::UpgradeOptions {
+            keep_old,
+            drop_sets,
+        };
+        let done = py.detach(|| Db::upgrade_with(&path, opts)).or_raise(py)?;
         Ok(matches!(done, mhdb::db::Upgraded::Converted { .. }))
     }
 

@@ -124,7 +124,7 @@ pub enum Command {
     Compact(JsonDbArgs),
     /// Convert a database written in format version 1 or 2 to the current format, in place.
     #[command(
-        after_help = "Example:\n  mhdb upgrade idx\n\nA database of version 1 or 2 opens read-only; writing needs this conversion first. The\nold files are read (every checksum checked), the live documents written as a new\ndatabase (under a new identity) beside them, and the directories swapped; an interrupted\nupgrade leaves the old database as it was (run it again). Prints what it did on stderr (--json:\n{\"upgraded\", \"kept\"} on stdout).\nExit codes: 0 upgraded or already current; 1 I/O or locked; 3 corruption."
+        after_help = "Example:\n  mhdb upgrade idx\n\nA database of version 1 or 2 opens read-only; writing needs this conversion first. The\nold files are read (every checksum checked), the live documents written as a new\ndatabase (under a new identity) beside them, and the directories swapped; an interrupted\nupgrade leaves the old database as it was (run it again). A keyed index's stored sets of\nversion 2 are kept as they are (`stats` says they leak its keyed hashes); --drop-sets\nwrites the copy without sets (also on a database of the current version).\nPrints what it did on stderr (--json: {\"upgraded\", \"kept\"} on stdout).\nExit codes: 0 upgraded or already current; 1 I/O or locked; 3 corruption."
     )]
     Upgrade(UpgradeArgs),
     /// Counts, sizes, bucket distributions and parameters.
@@ -242,6 +242,11 @@ pub struct UpgradeArgs {
     /// Keep the old files in `.<name>.mhdb-v<N>` (N: their version) beside the database.
     #[arg(long)]
     pub keep_old: bool,
+    /// Write the copy without stored shingle sets (exact re-rank off): for a keyed index whose
+    /// sets, stored by format version 2, leak its keyed hashes (`stats` says so). On a
+    /// database already of the current version, removes its stored sets.
+    #[arg(long)]
+    pub drop_sets: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

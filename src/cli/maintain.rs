@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use mhdb::db::{Db, IndexStats, Options, ShardsStats, Stats, Upgraded};
+use mhdb::db::{Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, Upgraded};
 use serde_json::json;
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
@@ -11,11 +11,15 @@ use super::databases::Databases;
 use super::output::{CliError, CliResult, message, outln};
 use super::shapes;
 
-/// `mhdb upgrade`: converts a database of version 1 or 2 in place; what it did on stderr (`--json`:
-/// on stdout).
+/// `mhdb upgrade`: converts a database of version 1 or 2 in place (`--drop-sets`: without its
+/// stored sets, also one of the current version); what it did on stderr (`--json`: on stdout).
 pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
     super::databases::note_test_identity()?;
-    let done = Db::upgrade(&args.db, args.keep_old)?;
+    let opts = UpgradeOptions {
+        keep_old: args.keep_old,
+        drop_sets: args.drop_sets,
+    };
+    let done = Db::upgrade_with(&args.db, opts)?;
     let (upgraded, kept) = match &done {
         Upgraded::Converted { kept } => (true, kept.clone()),
         _ => (false, None),
@@ -24,15 +28,20 @@ pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
         let kept = kept.map(|k| k.display().to_string());
         outln!("{}", json!({"upgraded": upgraded, "kept": kept}));
     } else if upgraded {
+        let without = if args.drop_sets {
+            " without stored sets"
+        } else {
+            ""
+        };
         match kept {
             Some(k) => message(format_args!(
-                "upgraded {} to format version {}; the old files are in {}",
+                "upgraded {} to format version {}{without}; the old files are in {}",
                 args.db.display(),
                 mhdb::db::MANIFEST_VERSION,
                 k.display()
             )),
             None => message(format_args!(
-                "upgraded {} to format version {}",
+                "upgraded {} to format version {}{without}",
                 args.db.display(),
                 mhdb::db::MANIFEST_VERSION
             )),
@@ -72,7 +81,14 @@ pub fn compact(args: &JsonDbArgs) -> CliResult<ExitCode> {
 pub fn verify(args: &VerifyArgs) -> CliResult<ExitCode> {
     // Shards are verified one after the other; the report is one, each problem naming its
     // file.
-    let report = Databases::open_quietly(&args.dbs)?.verify()?;
+    let dbs = Databases::open_quietly(&args.dbs)?;
+    // Not damage (the exit code stays 0), but what a shipped copy gives away.
+    for db in dbs.dbs() {
+        if let Some(warning) = db.sets_derivation().and_then(|d| d.warning()) {
+            super::output::warn(format_args!("{}: {warning}", db.path().display()));
+        }
+    }
+    let report = dbs.verify()?;
     let corrupt = report.problems.iter().any(|p| p.is_corruption());
     if args.json {
         let problems: Vec<_> = report
@@ -259,6 +275,9 @@ fn print_stats_text(s: &Stats) -> CliResult {
             "copied past damage: exported with --allow-damaged from a damaged database (or from \
              such a copy); documents the damage held may be missing"
         );
+    }
+    if let Some(warning) = s.sets_derivation.and_then(|d| d.warning()) {
+        outln!("{warning}");
     }
     if !p.key_fingerprint.is_unkeyed() {
         outln!(

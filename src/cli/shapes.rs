@@ -236,6 +236,7 @@ pub fn stats(s: &Stats) -> Value {
         "format_version": s.format_version,
         "identity": s.identity.map(|id| id.to_string()),
         "copied_past_damage": s.copied_past_damage,
+        "sets_derivation": s.sets_derivation.map(|d| d.name()),
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,

@@ -25,6 +25,7 @@ use super::memtable::MemTable;
 use super::options::Options;
 use super::params::IndexParams;
 use super::replay::{CutTail, Replayed, replay_wal};
+use super::rerank::set_derivation;
 use super::state::State;
 use super::version::Version;
 use super::version::{Manifest, ManifestFields, load_version, manifest_path};
@@ -182,7 +183,7 @@ fn handle(
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let sketcher = Sketcher::new(&params, &opts)?;
+    let sketcher = Sketcher::new(&params, &opts, set_derivation(&version.manifest))?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()

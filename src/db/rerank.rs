@@ -12,9 +12,32 @@
 //! with about that probability too, and is accepted by its estimate, uncomputed.
 
 use super::state::State;
+use super::version::Manifest;
+use crate::sketch::SetDerivation;
 use crate::sketch::set_intersect::jaccard_blocks_at_least;
+use crate::storage::manifest::{Features, MANIFEST_V3};
 use crate::storage::shingle_codec::{CodedValues, SetDecodeError, decode_into};
 use crate::{Error, Result};
+
+/// How the stored sets of the index `manifest` describes were derived (`format/hashing.md`
+/// §14): `None` for an index without sets. A keyed index's sets are of version 2's
+/// derivation when version 2 stored them, in place or kept by an upgrade (feature
+/// SETS_KEYED_V2); every signer and every reader of the index follows this.
+pub(super) fn set_derivation(manifest: &Manifest) -> Option<SetDerivation> {
+    let params = &manifest.params;
+    if !params.store_sets {
+        return None;
+    }
+    Some(if params.key_fingerprint.is_unkeyed() {
+        SetDerivation::Unkeyed
+    } else if manifest.format_version < MANIFEST_V3
+        || manifest.features.contains(Features::SETS_KEYED_V2)
+    {
+        SetDerivation::KeyedV2Leaking
+    } else {
+        SetDerivation::Keyed
+    })
+}
 
 /// How many standard deviations of the estimate below the threshold a candidate may fall and
 /// still have its exact Jaccard computed.

@@ -124,6 +124,7 @@ impl Shards {
             first
                 .params()
                 .check_mergeable(db.params())
+                .and_then(|()| first.check_same_set_derivation(db))
                 .map_err(|e| incompatible(first.path(), db.path(), e))?;
         }
         let mut seen: Vec<(PathBuf, &Path)> = Vec::with_capacity(dbs.len());

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{Db, IndexParams};
+use crate::sketch::SetDerivation;
 use crate::storage::manifest::Features;
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::BucketStats;
@@ -56,6 +57,9 @@ pub struct Stats {
     /// reported ([`Db::export_past_damage`], `export --allow-damaged`): documents the damage
     /// held may be missing.
     pub copied_past_damage: bool,
+    /// How the stored shingle sets were derived (`None`: the index stores none);
+    /// [`SetDerivation::KeyedV2Leaking`] is a keyed index whose sets leak its keyed hashes.
+    pub sets_derivation: Option<SetDerivation>,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -141,6 +145,7 @@ impl Db {
                 .manifest
                 .features
                 .contains(Features::COPIED_PAST_DAMAGE),
+            sets_derivation: super::rerank::set_derivation(&version.manifest),
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),
@@ -152,6 +157,12 @@ impl Db {
             expected_recall_at_threshold: self.params.lsh.probability(self.params.threshold),
             torn_tails,
         })
+    }
+
+    /// How this index's stored shingle sets were derived (`format/hashing.md` §14); `None`
+    /// for an index that stores none.
+    pub fn sets_derivation(&self) -> Option<SetDerivation> {
+        super::rerank::set_derivation(&self.state.read().version.manifest)
     }
 
     /// Checks every checksum and cross-file invariant of the committed files.

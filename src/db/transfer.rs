@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Db;
 use super::commit::{CodedSets, Records};
 use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
+use super::{Db, IndexParams};
+use crate::sketch::SetDerivation;
 use crate::storage::identity::DbId;
 use crate::storage::manifest::Features;
 use crate::storage::names::{self, FileKind};
@@ -126,7 +127,7 @@ impl Db {
         if let Some(first) = self.torn_tails_reported()?.into_iter().next() {
             return Err(first);
         }
-        self.export_whole(dest.as_ref(), false)
+        self.export_whole(dest.as_ref(), false, false)
     }
 
     /// [`Db::export`] of a source that reports torn WAL tails, which the copy leaves out
@@ -136,7 +137,7 @@ impl Db {
     /// so that it is not shipped as a clean one unknowingly.
     pub fn export_past_damage(&self, dest: impl AsRef<Path>) -> Result<Vec<Error>> {
         let skipped = self.torn_tails_reported()?;
-        self.export_whole(dest.as_ref(), !skipped.is_empty())?;
+        self.export_whole(dest.as_ref(), !skipped.is_empty(), false)?;
         Ok(skipped)
     }
 
@@ -152,8 +153,14 @@ impl Db {
 
     /// The export itself, whatever torn tails the source reports ([`Db::upgrade`] converts
     /// through it as it always has); `past_damage`: it passes over damage (the copy is marked,
-    /// as is any copy of a marked database).
-    pub(super) fn export_whole(&self, dest: &Path, past_damage: bool) -> Result<()> {
+    /// as is any copy of a marked database); `drop_sets`: the copy stores no shingle sets.
+    /// Sets that are copied keep their derivation, and the copy says which.
+    pub(super) fn export_whole(
+        &self,
+        dest: &Path,
+        past_damage: bool,
+        drop_sets: bool,
+    ) -> Result<()> {
         if self.memory_ahead.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(self.previous_io());
         }
@@ -172,8 +179,15 @@ impl Db {
         let building = building_dir(dest)?;
         remove_interrupted_export(vfs, &building)?;
         let marked = past_damage || self.copied_past_damage();
-        let features = Features::NONE.with(Features::COPIED_PAST_DAMAGE, marked);
-        match self.build_export(&building, dest, features) {
+        let leaking = !drop_sets && self.sets_derivation() == Some(SetDerivation::KeyedV2Leaking);
+        let features = Features::NONE
+            .with(Features::COPIED_PAST_DAMAGE, marked)
+            .with(Features::SETS_KEYED_V2, leaking);
+        let params = IndexParams {
+            store_sets: self.params.store_sets && !drop_sets,
+            ..self.params
+        };
+        match self.build_export(&building, dest, features, params) {
             Ok(()) => Ok(()),
             Err(e) => {
                 // A failed export (a full disk, say) leaves nothing behind, so that it can be
@@ -184,8 +198,15 @@ impl Db {
         }
     }
 
-    /// Builds the export in `building`, then renames it to `dest`.
-    fn build_export(&self, building: &Path, dest: &Path, features: Features) -> Result<()> {
+    /// Builds the export, a database of `params` and `features`, in `building`, then renames
+    /// it to `dest`.
+    fn build_export(
+        &self,
+        building: &Path,
+        dest: &Path,
+        features: Features,
+        params: IndexParams,
+    ) -> Result<()> {
         let vfs = self.vfs.as_ref();
         let snapshot = self.state.read().snapshot();
         let opts = Options {
@@ -193,10 +214,12 @@ impl Db {
             auto_compact: false,
             ..Options::default()
         };
-        let copy = super::open::create(self.vfs.clone(), building, self.params, opts, features)?;
+        let copy = super::open::create(self.vfs.clone(), building, params, opts, features)?;
+        let no_sets = CodedSets::default();
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
-            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), &b.sets)
+            let sets = if params.store_sets { &b.sets } else { &no_sets };
+            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), sets)
         })?;
         copy.compact_full()?;
         drop(copy);
@@ -235,6 +258,7 @@ impl Db {
             return Err(merge_twice(&self.dir, &src.dir, &self.dir, Some(id)));
         }
         self.params.check_mergeable(&src.params)?;
+        self.check_same_set_derivation(src)?;
         // One bulk insert: a merge is atomic (all of `src` or, after a crash, none of it).
         let snapshot = src.state.read().snapshot();
         let mut all = Batch::with_capacity(0, self.params.lsh.bands, self.params.sig_bytes());
@@ -256,6 +280,28 @@ impl Db {
             &all.sets,
         )?;
         Ok(keys.len() as u64)
+    }
+
+    /// Errors unless `other`'s stored sets (if any) were derived as this database's are: the
+    /// exact Jaccard of two sets of different derivations means nothing (a merge or shards
+    /// would compare them).
+    pub(super) fn check_same_set_derivation(&self, other: &Db) -> Result<()> {
+        let (ours, theirs) = (self.sets_derivation(), other.sets_derivation());
+        if ours == theirs {
+            return Ok(());
+        }
+        let describe = |d: Option<SetDerivation>| match d {
+            Some(SetDerivation::KeyedV2Leaking) => {
+                "keyed sets of version 2's derivation (mhdb upgrade --drop-sets removes them)"
+            }
+            Some(d) => d.name(),
+            None => "none",
+        };
+        Err(Error::ParameterMismatch {
+            name: "sets_derivation",
+            stored: describe(ours).into(),
+            requested: describe(theirs).into(),
+        })
     }
 
     /// Hands `state`'s live documents to `f`, one batch per segment, then one for the

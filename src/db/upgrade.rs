@@ -11,6 +11,12 @@
 //! once the swap is durable, unless it is asked to be kept: renamed
 //! `.<name>.mhdb-v<N>-discarded` first, which the next upgrade removes if a kill cut the
 //! removal short.
+//!
+//! Stored shingle sets are copied as they are (the texts they came from are not stored): a
+//! keyed index's sets of version 2's derivation stay so, marked SETS_KEYED_V2
+//! (`format/hashing.md` §14), unless the upgrade is asked to drop the sets. Dropping them is
+//! also what an upgrade of a version-3 database does when asked (the same copy and swap,
+//! `N` = 3): that is how an index already upgraded with its leaking sets sheds them.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -35,6 +41,17 @@ pub enum Upgraded {
         /// The old version's directory, when kept.
         kept: Option<PathBuf>,
     },
+}
+
+/// How [`Db::upgrade_with`] upgrades.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeOptions {
+    /// Keep the old files in `.<name>.mhdb-v<N>` beside the database.
+    pub keep_old: bool,
+    /// Write the copy without stored shingle sets (exact re-rank off): for a keyed index
+    /// whose sets are of version 2's derivation, which leaks its keyed hashes. A database of
+    /// the current version that stores sets is rewritten without them.
+    pub drop_sets: bool,
 }
 
 /// The suffix of the copy of the version-`version` files, kept or being set aside.
@@ -68,16 +85,40 @@ impl Db {
     /// refused its lock, and so is this while one runs). The new database's identity is
     /// drawn as [`Db::create`] draws one.
     pub fn upgrade(dir: impl AsRef<Path>, keep_old: bool) -> Result<Upgraded> {
-        Self::upgrade_with_vfs(Arc::new(StdFs), dir.as_ref(), keep_old)
+        Self::upgrade_with(
+            dir,
+            UpgradeOptions {
+                keep_old,
+                ..UpgradeOptions::default()
+            },
+        )
+    }
+
+    /// [`Db::upgrade`] with options: also to drop the stored sets ([`UpgradeOptions`]).
+    pub fn upgrade_with(dir: impl AsRef<Path>, opts: UpgradeOptions) -> Result<Upgraded> {
+        Self::upgrade_on(Arc::new(StdFs), dir.as_ref(), opts)
     }
 
     /// [`Db::upgrade`] on any [`Vfs`].
     pub fn upgrade_with_vfs(vfs: Arc<dyn Vfs>, dir: &Path, keep_old: bool) -> Result<Upgraded> {
+        let opts = UpgradeOptions {
+            keep_old,
+            ..UpgradeOptions::default()
+        };
+        Self::upgrade_on(vfs, dir, opts)
+    }
+
+    /// [`Db::upgrade_with`] on any [`Vfs`].
+    pub fn upgrade_on(vfs: Arc<dyn Vfs>, dir: &Path, opts: UpgradeOptions) -> Result<Upgraded> {
+        let UpgradeOptions {
+            keep_old,
+            drop_sets,
+        } = opts;
         let fs = vfs.as_ref();
         let new = sibling(dir, ".mhdb-upgrade")?;
         let has_db = |d: &Path| fs.exists(&d.join(names::CURRENT)).unwrap_or(false);
         let exists = |d: &Path| fs.exists(d).map_err(Error::io_on(d, "stat"));
-        for version in [MANIFEST_V1, MANIFEST_V2] {
+        for version in [MANIFEST_V1, MANIFEST_V2, MANIFEST_VERSION] {
             let old = sibling(dir, &old_suffix(version))?;
             if !exists(dir)? && exists(&old)? {
                 // Interrupted between the two renames of the swap, or an upgrade running
@@ -97,7 +138,7 @@ impl Db {
         }
         let probe = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
         let version = probe.state.read().version.manifest.format_version;
-        if version == MANIFEST_VERSION {
+        if version == MANIFEST_VERSION && !(drop_sets && probe.params.store_sets) {
             return Ok(Upgraded::AlreadyCurrent);
         }
         drop(probe);
@@ -124,7 +165,7 @@ impl Db {
             }
         }
         let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-        src.export_whole(&new, false)?;
+        src.export_whole(&new, false, drop_sets)?;
         drop(src);
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the old database aside"))?;

@@ -101,13 +101,26 @@ impl SecretKey {
     /// The keyed shingle hash for signatures named `name` (`oph`, `kperm`, `simhash`) under
     /// user seed `seed` (spec §12.3).
     pub fn shingle_hash(&self, name: &str, seed: u64) -> ShingleHash {
-        let sub = self.derive(name, seed, "shingle");
+        ShingleHash::Keyed(self.sip_key(name, seed, "shingle"))
+    }
+
+    /// The key of the stored set values of a keyed index whose signatures are named `name`
+    /// under user seed `seed` (spec §14). It is derived as the shingle key is, under another
+    /// label, so that stored values together with the texts they came from tell nothing about
+    /// the shingle hashes signatures are made of.
+    pub fn set_key(&self, name: &str, seed: u64) -> SipKey {
+        self.sip_key(name, seed, "set")
+    }
+
+    /// The SipHash key made of the first 16 bytes of [`SecretKey::derive`].
+    fn sip_key(&self, name: &str, seed: u64, purpose: &str) -> SipKey {
+        let sub = self.derive(name, seed, purpose);
         let word = |at: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&sub[at..at + 8]);
             u64::from_le_bytes(w)
         };
-        ShingleHash::Keyed(SipKey::new(word(0), word(8)))
+        SipKey::new(word(0), word(8))
     }
 
     /// `SHA-256("mhdb-spec-<V>/<name>/<purpose>" || 0x00 || LE64(seed) || key)`.
@@ -478,5 +491,7 @@ mod tests {
         assert_ne!(base, hash(&a, "kperm", 0));
         assert_ne!(base, hash(&a, "oph", 1));
         assert_eq!(base, hash(&a, "oph", 0));
+        // The set key is another key: the label separates it from the shingle key.
+        assert_ne!(base, a.set_key("oph", 0).hash(b"hello, world"));
     }
 }

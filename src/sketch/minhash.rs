@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::first_probes::FirstProbes;
 use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
 use super::shingle::ShingleConfig;
-use super::shingle_set::ShingleSet;
+use super::shingle_set::{SetDerivation, SetValueHash, ShingleSet};
 use super::spec::{MAX_NUM_PERM, Purpose, Scheme, SplitMix64, derive_seed, mix64, reduce_high32};
 use crate::{Error, Result};
 
@@ -171,6 +171,8 @@ impl PartialSketch {
 pub struct MinHasher {
     params: SketchParams,
     shingle_hash: ShingleHash,
+    /// How the shingles of a signature with its set attached become stored values.
+    set_values: SetValueHash,
     key_fingerprint: KeyFingerprint,
     densify_seed: u64,
     perm_mul: Vec<u32>,
@@ -212,6 +214,7 @@ impl MinHasher {
         Ok(MinHasher {
             params,
             shingle_hash: derive_seed(params.scheme, params.seed, Purpose::Shingle).into(),
+            set_values: SetValueHash::ShingleHashTop,
             key_fingerprint: KeyFingerprint::UNKEYED,
             densify_seed: derive_seed(params.scheme, params.seed, Purpose::Densify),
             perm_mul,
@@ -236,12 +239,29 @@ impl MinHasher {
     }
 
     /// A hasher whose shingle hash is keyed by `key` (spec §12): the same signatures in
-    /// every other respect, but nobody without the key can predict them.
+    /// every other respect, but nobody without the key can predict them. Its stored set
+    /// values are hashed under the set key (spec §14), as a keyed index of format version 3
+    /// stores them.
     pub fn new_keyed(params: SketchParams, key: &SecretKey) -> Result<Self> {
         let mut hasher = Self::new(params)?;
-        hasher.shingle_hash = key.shingle_hash(params.scheme.name(), params.seed);
+        let name = params.scheme.name();
+        hasher.shingle_hash = key.shingle_hash(name, params.seed);
+        hasher.set_values = SetValueHash::Keyed(key.set_key(name, params.seed));
         hasher.key_fingerprint = key.fingerprint();
         Ok(hasher)
+    }
+
+    /// This hasher with the stored set values of format version 2 (the top halves of the
+    /// shingle hashes; spec §14): what a keyed index whose sets were stored by version 2 keeps
+    /// adding, so that its sets stay comparable. (An unkeyed hasher has them already.)
+    pub fn with_version2_sets(mut self) -> Self {
+        self.set_values = SetValueHash::ShingleHashTop;
+        self
+    }
+
+    /// How this hasher derives stored set values.
+    pub fn set_derivation(&self) -> SetDerivation {
+        self.set_values.derivation(self.shingle_hash.is_keyed())
     }
 
     /// [`MinHasher::new_keyed`] with a key, [`MinHasher::new`] without.
@@ -401,9 +421,51 @@ impl MinHasher {
     /// The signature of `text` with its shingle set attached (for an index that stores sets);
     /// the signature is the one [`MinHasher::sketch_text`] computes.
     pub fn sketch_text_with_set(&self, text: &str) -> Signature {
-        let hashes = self.shingle_hashes(text);
+        let (hashes, set) = self.hashes_and_set(text);
+        self.sketch_hashes(&hashes).with_shingle_set(set)
+    }
+
+    /// The stored shingle set of `text` (spec §14), as [`MinHasher::sketch_text_with_set`]
+    /// attaches it.
+    pub fn shingle_set(&self, text: &str) -> ShingleSet {
+        self.hashes_and_set(text).1
+    }
+
+    /// The signature of the shingles `for_each_shingle` gives (their bytes, in order) with
+    /// their set attached: [`MinHasher::sketch_text_with_set`] for shingles made otherwise
+    /// than from text (a token list, say).
+    pub fn sketch_shingles_with_set(
+        &self,
+        for_each_shingle: impl FnOnce(&mut dyn FnMut(&[u8])),
+    ) -> Signature {
+        let (mut hashes, mut values) = (Vec::new(), Vec::new());
+        for_each_shingle(&mut |shingle| {
+            let h = self.shingle_hash.hash_bytes(shingle);
+            hashes.push(h);
+            values.push(self.set_values.value(shingle, h));
+        });
         self.sketch_hashes(&hashes)
-            .with_shingle_set(ShingleSet::from_hashes(hashes))
+            .with_shingle_set(ShingleSet::from_values(values))
+    }
+
+    /// The shingle hashes of `text` (in order, duplicates kept) and its stored set.
+    fn hashes_and_set(&self, text: &str) -> (Vec<u64>, ShingleSet) {
+        if self.set_values == SetValueHash::ShingleHashTop {
+            // The values are the hashes' top halves: hashed once, on the fast path.
+            let hashes = self.shingle_hashes(text);
+            let set = ShingleSet::from_hashes(hashes.iter().copied());
+            return (hashes, set);
+        }
+        let mut normalized = Vec::new();
+        let shingle = &self.params.shingle;
+        shingle.normalize_to_bytes(text, &mut normalized);
+        let (mut hashes, mut values) = (Vec::new(), Vec::new());
+        shingle.for_each_shingle_in(&normalized, |bytes| {
+            let h = self.shingle_hash.hash_bytes(bytes);
+            hashes.push(h);
+            values.push(self.set_values.value(bytes, h));
+        });
+        (hashes, ShingleSet::from_values(values))
     }
 
     /// Signatures of many texts, computed on every core.

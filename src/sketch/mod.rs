@@ -25,7 +25,7 @@ pub use keyed::{KEY_FILE_ENV, KEY_LEN, KeyFingerprint, SecretKey, ShingleHash};
 pub use lsh::{Banding, LshParams, TuneOptions, Tuning, tune, tune_all};
 pub use minhash::{EMPTY_SLOT, MinHasher, PartialSketch, Signature, SketchParams};
 pub use shingle::{ShingleConfig, ShingleKind};
-pub use shingle_set::ShingleSet;
+pub use shingle_set::{SetDerivation, SetValueHash, ShingleSet};
 pub use simhash::{MAX_HAMMING, SimHash, SimHasher, SimParams, SimWeighting, cosine_from_hamming};
 pub use spec::{MAX_NUM_PERM, SPEC_VERSION, Scheme};
 pub use tokens::{OwnedToken, Token};

@@ -2,16 +2,19 @@
 //! (`store_sets`), so that a query can compute the exact Jaccard similarity of a candidate
 //! instead of estimating it from the signature (as Milvus's "refine" re-ranks over raw data).
 //!
-//! The set holds the top 32 bits of each shingle hash ([`crate::sketch::MinHasher`] and
-//! `format/hashing.md` §14 "stored shingle sets"): 4 bytes instead of 8 before coding, and two
-//! distinct shingles of one pair of documents share 32 bits with probability 2⁻³², so the
-//! Jaccard of the stored sets differs from that of the shingle sets by less than
-//! n / 2³² (n = shingles in the pair), far below the estimate's own spread.
+//! The set holds a 32-bit value per shingle (`format/hashing.md` §14 "stored shingle sets"):
+//! the top 32 bits of the shingle hash in an unkeyed index, of a hash under a key of its own in
+//! a keyed one ([`SetValueHash`]; [`crate::sketch::MinHasher`] computes them). 4 bytes instead
+//! of 8 before coding, and two distinct shingles of one pair of documents share 32 bits with
+//! probability 2⁻³², so the Jaccard of the stored sets differs from that of the shingle sets by
+//! less than n / 2³² (n = shingles in the pair), far below the estimate's own spread.
 //!
 //! How the sorted values are coded on disk is the storage layer's business
 //! (`storage::shingle_codec`, `format/segment.md` SHINGLES); this module only makes the values.
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use super::keyed::SipKey;
 
 /// The sorted, distinct 32-bit shingle values of one document.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -19,16 +22,89 @@ pub struct ShingleSet {
     values: Box<[u32]>,
 }
 
-/// The stored value of a 64-bit shingle hash.
+/// The stored value of a 64-bit shingle hash, in an index whose stored values are the top
+/// halves of its shingle hashes ([`SetValueHash::ShingleHashTop`]).
 #[inline]
 pub fn stored_value(hash: u64) -> u32 {
     (hash >> 32) as u32
 }
 
+/// How an index derives the stored value of a shingle (spec §14): the one rule every writer
+/// and every query of the index applies, so that both sides of an exact comparison agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetValueHash {
+    /// The top 32 bits of the shingle hash: an unkeyed index (its public hash hides nothing),
+    /// and a keyed index whose sets were stored before format version 3
+    /// ([`SetDerivation::KeyedV2Leaking`]).
+    ShingleHashTop,
+    /// The top 32 bits of SipHash-1-3 of the shingle's bytes under the index's set key
+    /// ([`SecretKey::set_key`](super::SecretKey::set_key)), not under its shingle key.
+    Keyed(SipKey),
+}
+
+impl SetValueHash {
+    /// The stored value of the shingle `bytes` whose shingle hash is `shingle_hash`.
+    #[inline]
+    pub fn value(&self, bytes: &[u8], shingle_hash: u64) -> u32 {
+        match self {
+            SetValueHash::ShingleHashTop => stored_value(shingle_hash),
+            SetValueHash::Keyed(key) => stored_value(key.hash(bytes)),
+        }
+    }
+
+    /// Which derivation this is, for a hasher keyed (`keyed`) or not.
+    pub fn derivation(&self, keyed: bool) -> SetDerivation {
+        match (self, keyed) {
+            (SetValueHash::Keyed(_), _) => SetDerivation::Keyed,
+            (SetValueHash::ShingleHashTop, true) => SetDerivation::KeyedV2Leaking,
+            (SetValueHash::ShingleHashTop, false) => SetDerivation::Unkeyed,
+        }
+    }
+}
+
+/// Which derivation an index's stored sets use, as `stats` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SetDerivation {
+    /// An unkeyed index: the top halves of the public shingle hashes.
+    Unkeyed,
+    /// A keyed index of format version 3: values under the set key, which say nothing about
+    /// the signatures.
+    Keyed,
+    /// A keyed index whose sets were stored by format version 2 (kept by `upgrade`): the top
+    /// halves of the keyed shingle hashes themselves, which anyone holding a copy and some of
+    /// its texts can match to shingles, and so predict signature minima.
+    KeyedV2Leaking,
+}
+
+impl SetDerivation {
+    /// The name `stats --json` reports (`"sets_derivation"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SetDerivation::Unkeyed => "unkeyed",
+            SetDerivation::Keyed => "keyed",
+            SetDerivation::KeyedV2Leaking => "keyed-v2-leaking",
+        }
+    }
+
+    /// The warning `stats` and `verify` give about this derivation, if it leaks.
+    pub fn warning(self) -> Option<&'static str> {
+        (self == SetDerivation::KeyedV2Leaking).then_some(
+            "sets: keyed, version-2 derivation (leaks keyed hashes; mhdb upgrade --drop-sets \
+             removes them)",
+        )
+    }
+}
+
 impl ShingleSet {
     /// The set of the given shingle hashes (any order, duplicates allowed).
+    /// The values are those of [`SetValueHash::ShingleHashTop`]: a keyed index of format
+    /// version 3 derives its values otherwise ([`crate::sketch::MinHasher::shingle_set`]).
     pub fn from_hashes(hashes: impl IntoIterator<Item = u64>) -> Self {
-        let mut values: Vec<u32> = hashes.into_iter().map(stored_value).collect();
+        Self::from_values(hashes.into_iter().map(stored_value).collect())
+    }
+
+    /// The set of the given stored values (any order, duplicates allowed).
+    pub fn from_values(mut values: Vec<u32>) -> Self {
         values.sort_unstable();
         values.dedup();
         ShingleSet {

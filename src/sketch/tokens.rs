@@ -8,7 +8,6 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 use super::keyed::ShingleHash;
 use super::minhash::{MinHasher, Signature};
 use super::shingle::MAX_SHINGLE_WIDTH;
-use super::shingle_set::ShingleSet;
 use crate::{Error, Result};
 
 /// The first byte of an integer token's hashing input. It never occurs in UTF-8, so no string
@@ -165,10 +164,12 @@ impl MinHasher {
     /// [`MinHasher::sketch_tokens`] with the shingle set attached (spec §14's stored values of
     /// the shingle hashes), as an index that stores sets keeps it.
     pub fn sketch_tokens_with_set(&self, tokens: &[Token<'_>], width: usize) -> Result<Signature> {
-        let hashes = self.token_shingle_hashes(tokens, width)?;
-        Ok(self
-            .sketch_hashes(&hashes)
-            .with_shingle_set(ShingleSet::from_hashes(hashes)))
+        // Through the one stored-value rule (a keyed index's sets use their own key).
+        let mut cut = Ok(());
+        let sig = self.sketch_shingles_with_set(|emit| {
+            cut = for_each_token_shingle(tokens, width, |s| emit(s));
+        });
+        cut.map(|()| sig)
     }
 }
 

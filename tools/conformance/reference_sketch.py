@@ -3,7 +3,8 @@
 
 It prints the golden vectors that tests/golden_vectors.rs checks mhdb against (stored in
 tests/golden/vectors.json); with the argument `keyed-simhash`, those of keyed hashing (§12) and
-SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json); with
+SimHash (§13) that tests/golden_keyed_simhash.rs checks (tests/golden/keyed_simhash.json); with `keyed-sets`, the stored set values of §14 under the
+test key that tests/golden_keyed_sets.rs checks (tests/golden/keyed_sets.json); with
 `tokens`, those of token lists (§15) that tests/golden_tokens.rs and the Python package's
 tests check (tests/golden/tokens.json); with `unicode-words`, those of Unicode word shingles
 (§16) that tests/golden_unicode_words.rs and python/tests/test_unicode_words.py check
@@ -14,6 +15,7 @@ or come from the standard library:
     python3 -m venv /tmp/v && /tmp/v/bin/pip install xxhash
     /tmp/v/bin/python tools/conformance/reference_sketch.py > tests/golden/vectors.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-sets > tests/golden/keyed_sets.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
 
 §16 needs UAX #29 and the Unicode tables at the spec's Unicode version, 16.0.0 (imported only
@@ -150,8 +152,8 @@ def fingerprint(key):
     return hashlib.sha256(b"mhdb-key-fingerprint-1\x00" + key).digest()
 
 
-def keyed_subkey(key, name, seed):
-    d = hashlib.sha256(f"mhdb-spec-{SPEC}/{name}/shingle".encode("ascii") + b"\x00"
+def keyed_subkey(key, name, seed, purpose="shingle"):
+    d = hashlib.sha256(f"mhdb-spec-{SPEC}/{name}/{purpose}".encode("ascii") + b"\x00"
                        + seed.to_bytes(8, "little") + key).digest()
     return int.from_bytes(d[0:8], "little"), int.from_bytes(d[8:16], "little")
 
@@ -368,6 +370,44 @@ def keyed_simhash_main():
     d = bin(a ^ b).count("1")
     out["distance"] = {"a": f"{a:016x}", "b": f"{b:016x}", "hamming": d,
                        "cosine_estimate": math.cos(math.pi * d / 64)}
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
+# --- §14 stored shingle sets ----------------------------------------------------------------
+
+def stored_set(text, scheme, seed, kind, n, nfkc=False, key=None, derivation="keyed"):
+    """The sorted distinct stored values of §14: unkeyed (no key), keyed under the set key, or
+    version 2's keyed derivation (the top halves of the keyed shingle hashes)."""
+    if key is None:
+        hashes = shingle_hashes(text, kind, n, derive(scheme, seed, "shingle"), nfkc)
+    elif derivation == "keyed-v2":
+        hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, scheme, seed), nfkc)
+    else:
+        hashes = keyed_shingle_hashes(text, kind, n, keyed_subkey(key, scheme, seed, "set"), nfkc)
+    return sorted({h >> 32 for h in hashes})
+
+
+def keyed_sets_main():
+    key = TEST_KEY
+    out = {
+        "spec_version": SPEC,
+        "test_key": key.hex(),
+        "set_subkeys": {
+            f"{name}/{seed}": [f"{w:016x}" for w in keyed_subkey(key, name, seed, "set")]
+            for name, seed in [("oph", 7), ("kperm", 7), ("oph", 0), ("kperm", 0), ("oph", 12345)]
+        },
+        "sets": [],
+    }
+    for scheme, kind, n, nfkc, seed in KEYED_CONFIGS:
+        for text in TEXTS:
+            out["sets"].append({
+                "scheme": scheme, "shingle": f"{kind}:{n}", "nfkc": nfkc, "seed": seed, "text": text,
+                "unkeyed": [f"{v:08x}" for v in stored_set(text, scheme, seed, kind, n, nfkc)],
+                "keyed": [f"{v:08x}" for v in stored_set(text, scheme, seed, kind, n, nfkc, key)],
+                "keyed_v2": [f"{v:08x}" for v in
+                             stored_set(text, scheme, seed, kind, n, nfkc, key, "keyed-v2")],
+            })
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     print()
 
@@ -640,6 +680,8 @@ const DECIMAL_DIGITS: &[(u32, u32)] = &[
 if __name__ == "__main__":
     if sys.argv[1:] == ["keyed-simhash"]:
         keyed_simhash_main()
+    elif sys.argv[1:] == ["keyed-sets"]:
+        keyed_sets_main()
     elif sys.argv[1:] == ["tokens"]:
         tokens_main()
     elif sys.argv[1:] == ["unicode-words"]:
@@ -647,6 +689,7 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["unicode-tables"]:
         unicode_tables_main()
     elif sys.argv[1:]:
-        sys.exit("usage: reference_sketch.py [keyed-simhash | tokens | unicode-words | unicode-tables]")
+        sys.exit("usage: reference_sketch.py [keyed-simhash | keyed-sets | tokens | unicode-words | "
+                 "unicode-tables]")
     else:
         main()

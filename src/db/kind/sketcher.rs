@@ -12,7 +12,8 @@ use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, Options, QueryOptions, QueryResult};
 use crate::sketch::{
-    Banding, MinHasher, Signature, SimHash, SimHasher, Token, cosine_from_hamming,
+    Banding, MinHasher, SecretKey, SetDerivation, Signature, SimHash, SimHasher, Token,
+    cosine_from_hamming,
 };
 use crate::{Error, Result};
 
@@ -74,12 +75,20 @@ impl DocumentSigner<'_> {
 }
 
 impl Sketcher {
-    /// The sketcher of an index with `params`, opened with `opts` (whose key signs text).
-    pub fn new(params: &IndexParams, opts: &Options) -> Result<Self> {
+    /// The sketcher of an index with `params`, opened with `opts` (whose key signs text),
+    /// whose stored sets (if any) are of derivation `sets`.
+    pub fn new(params: &IndexParams, opts: &Options, sets: Option<SetDerivation>) -> Result<Self> {
+        let minhasher = |key: Option<&SecretKey>| {
+            let hasher = MinHasher::with_key(params.sketch, key)?;
+            Ok(match sets {
+                Some(SetDerivation::KeyedV2Leaking) => hasher.with_version2_sets(),
+                _ => hasher,
+            })
+        };
         Ok(match params.sim_params() {
             None => Sketcher::MinHash {
                 signer: if params.sketch.scheme.signs_text() {
-                    text_key(params, opts)?.signer(|key| MinHasher::with_key(params.sketch, key))?
+                    text_key(params, opts)?.signer(minhasher)?
                 } else {
                     None
                 },
