@@ -176,6 +176,7 @@ impl MinHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::shingle_set::ShingleSet;
     use crate::sketch::{SecretKey, SketchParams};
 
     fn shingles(tokens: &[Token<'_>], width: usize) -> Vec<Vec<u8>> {
@@ -222,6 +223,31 @@ mod tests {
         assert_eq!(sig, hasher.sketch_text("the quick brown fox"));
         assert_ne!(sig, hasher.sketch_tokens(&words, 2).unwrap());
         assert!(hasher.sketch_tokens(&[], 1).unwrap().is_empty_set());
+    }
+
+    /// A token list's stored set follows the one stored-value rule: under a key, the set key
+    /// (so a keyed index's sets of token lists leak no keyed hashes), equal to the set of
+    /// the `word:1` text of the same words; unkeyed, the hashes' top halves.
+    #[test]
+    fn stored_sets_of_token_lists_follow_the_text_rule() {
+        let key = SecretKey::from_bytes([7; 32]);
+        let params = SketchParams {
+            shingle: crate::sketch::ShingleConfig::words(1),
+            ..SketchParams::default()
+        };
+        let words = ["the", "quick", "brown", "fox"].map(Token::Str);
+        for hasher in [
+            MinHasher::new_keyed(params, &key).unwrap(),
+            MinHasher::new(params).unwrap(),
+        ] {
+            let sig = hasher.sketch_tokens_with_set(&words, 1).unwrap();
+            let set = sig.shingle_set().unwrap();
+            assert_eq!(set, &hasher.shingle_set("the quick brown fox"));
+            let hashes = hasher.token_shingle_hashes(&words, 1).unwrap();
+            let top_halves = ShingleSet::from_hashes(hashes);
+            let keyed = hasher.shingle_hash().is_keyed();
+            assert_eq!(set == &top_halves, !keyed, "keyed: {keyed}");
+        }
     }
 
     #[test]
