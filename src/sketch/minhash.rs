@@ -438,14 +438,22 @@ impl MinHasher {
         &self,
         for_each_shingle: impl FnOnce(&mut dyn FnMut(&[u8])),
     ) -> Signature {
+        let (hashes, set) = self.hashes_and_values(for_each_shingle);
+        self.sketch_hashes(&hashes).with_shingle_set(set)
+    }
+
+    /// The hashes of the shingles `for_each_shingle` gives (in order) and their stored set.
+    fn hashes_and_values(
+        &self,
+        for_each_shingle: impl FnOnce(&mut dyn FnMut(&[u8])),
+    ) -> (Vec<u64>, ShingleSet) {
         let (mut hashes, mut values) = (Vec::new(), Vec::new());
         for_each_shingle(&mut |shingle| {
             let h = self.shingle_hash.hash_bytes(shingle);
             hashes.push(h);
             values.push(self.set_values.value(shingle, h));
         });
-        self.sketch_hashes(&hashes)
-            .with_shingle_set(ShingleSet::from_values(values))
+        (hashes, ShingleSet::from_values(values))
     }
 
     /// The shingle hashes of `text` (in order, duplicates kept) and its stored set.
@@ -459,13 +467,7 @@ impl MinHasher {
         let mut normalized = Vec::new();
         let shingle = &self.params.shingle;
         shingle.normalize_to_bytes(text, &mut normalized);
-        let (mut hashes, mut values) = (Vec::new(), Vec::new());
-        shingle.for_each_shingle_in(&normalized, |bytes| {
-            let h = self.shingle_hash.hash_bytes(bytes);
-            hashes.push(h);
-            values.push(self.set_values.value(bytes, h));
-        });
-        (hashes, ShingleSet::from_values(values))
+        self.hashes_and_values(|emit| shingle.for_each_shingle_in(&normalized, emit))
     }
 
     /// Signatures of many texts, computed on every core.
