@@ -270,6 +270,54 @@ fn upgrade_keeps_the_leaking_sets_flagged_and_writers_follow_them() {
     finds_new_documents_exactly(&db, &edited, "export of the upgraded copy");
 }
 
+/// `mhdb merge` checks every source's set derivation before it writes anything: leaking sets
+/// are refused for a new destination (which is never created) and for an existing one of the
+/// other derivation (left as it was), with exit 2 naming the reason.
+#[test]
+fn merge_of_leaking_sets_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = upgraded_copy(tmp.path(), UpgradeOptions::default());
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, (0u8..32).collect::<Vec<u8>>()).unwrap();
+    let merge = |dest: &Path| {
+        common::cli::mhdb(&["merge", s(dest), s(&copy)])
+            .env("MHDB_KEY_FILE", &key_file)
+            .output()
+            .unwrap()
+    };
+    let new_dest = tmp.path().join("new");
+    let out = merge(&new_dest);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("leaks keyed hashes") && stderr.contains("--drop-sets"),
+        "{stderr}"
+    );
+    assert!(
+        !new_dest.exists(),
+        "the refused merge created its destination"
+    );
+
+    let fresh = tmp.path().join("fresh");
+    drop(Db::create(&fresh, keyed_sets_params(), keyed(Options::default())).unwrap());
+    // A writer's open starts a new WAL file; what is committed is CURRENT and the manifest.
+    let committed = |dir: &Path| {
+        let mut files = snapshot(dir);
+        files.retain(|name, _| !name.starts_with("wal-") && name != "LOCK");
+        files
+    };
+    let before = committed(&fresh);
+    let out = merge(&fresh);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sets_derivation"), "{stderr}");
+    assert_eq!(
+        committed(&fresh),
+        before,
+        "the refused merge changed its destination"
+    );
+}
+
 /// A text unlike every stored one.
 const FRESH: &str = "A text none of the stored documents resembles.";
 

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use mhdb::db::{Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, Upgraded};
+use mhdb::sketch::SetDerivation;
 use serde_json::json;
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
@@ -187,6 +188,7 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
                 args.dest.display(),
             )));
         }
+        check_sets_mergeable(existing.as_ref(), &s, src, &args.dest)?;
     }
     let target = match existing {
         Some(db) => db,
@@ -217,6 +219,31 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
     }
     super::output::close_after_commit(target);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Errors unless `src`'s stored sets can go into DEST: derived as an existing DEST's are (the
+/// library's check), and for a DEST yet to be created, not by version 2's leaking rule, which a
+/// new database never takes (the parameter check has already matched keys and `store_sets`).
+fn check_sets_mergeable(
+    existing: Option<&Db>,
+    src: &Db,
+    src_path: &std::path::Path,
+    dest: &std::path::Path,
+) -> CliResult<()> {
+    match existing {
+        Some(dest) => Ok(dest.check_same_set_derivation(src)?),
+        None if src.sets_derivation() == Some(SetDerivation::KeyedV2Leaking) => {
+            Err(CliError::usage(format!(
+                "cannot merge {} into the new database {}: its stored sets use version 2's keyed \
+                 derivation, which leaks keyed hashes, and a new database stores sets under its \
+                 set key; run `mhdb upgrade --drop-sets` on a copy of it first, or merge into a \
+                 database that has its derivation; nothing was merged",
+                src_path.display(),
+                dest.display(),
+            )))
+        }
+        None => Ok(()),
+    }
 }
 
 /// `mhdb stats`.

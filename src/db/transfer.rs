@@ -285,7 +285,7 @@ impl Db {
     /// Errors unless `other`'s stored sets (if any) were derived as this database's are: the
     /// exact Jaccard of two sets of different derivations means nothing (a merge or shards
     /// would compare them).
-    pub(super) fn check_same_set_derivation(&self, other: &Db) -> Result<()> {
+    pub fn check_same_set_derivation(&self, other: &Db) -> Result<()> {
         let (ours, theirs) = (self.sets_derivation(), other.sets_derivation());
         if ours == theirs {
             return Ok(());
