@@ -413,7 +413,11 @@ pub(super) fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)
             }
         }
     }
-    postings.par_sort_unstable();
+    // One segment's postings come sorted; a sort of sorted input would still cost most of
+    // a dedup.
+    if !postings.is_sorted() {
+        postings.par_sort_unstable();
+    }
     postings.dedup();
     Ok(postings)
 }
@@ -421,9 +425,7 @@ pub(super) fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)
 /// The docno of each ordinal: every docno of `per_band`, ascending (so ordinal order is age
 /// order).
 fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
-    let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
-    docnos.par_sort_unstable();
-    docnos.dedup();
+    let docnos = distinct_docnos(per_band);
     if docnos.len() >= NO_BUCKET as usize {
         return Err(Error::invalid(
             "dedup",
@@ -435,6 +437,38 @@ fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
         ));
     }
     Ok(docnos)
+}
+
+/// Every docno of `per_band` once, ascending: marked in a bitmap when docnos are dense
+/// enough (a bit per docno up to the largest, at most 64 per posting), else sorted.
+fn distinct_docnos(per_band: &[Vec<(u32, u64)>]) -> Vec<u64> {
+    let postings: usize = per_band.iter().map(Vec::len).sum();
+    let top = per_band.iter().flatten().map(|&(_, d)| d).max();
+    let Some(top) = top else {
+        return Vec::new();
+    };
+    let words = usize::try_from(top / 64 + 1).unwrap_or(usize::MAX);
+    if words > postings {
+        let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
+        docnos.par_sort_unstable();
+        docnos.dedup();
+        return docnos;
+    }
+    let mut seen = vec![0u64; words];
+    for &(_, d) in per_band.iter().flatten() {
+        if let Some(w) = seen.get_mut((d / 64) as usize) {
+            *w |= 1 << (d % 64);
+        }
+    }
+    let mut docnos = Vec::new();
+    for (base, &w) in (0u64..).step_by(64).zip(&seen) {
+        let mut bits = w;
+        while bits != 0 {
+            docnos.push(base + u64::from(bits.trailing_zeros()));
+            bits &= bits - 1;
+        }
+    }
+    docnos
 }
 
 /// Per band, the key32 of the buckets a segment already cut when it was written: they count

@@ -131,9 +131,17 @@ impl<B: AsRef<[u8]>> Segment<B> {
     #[inline]
     fn entry_in(&self, data: &[u8], t: &Table, i: u64) -> Result<(u64, u64)> {
         let width = t.width();
+        self.check_bits(t.entries, i * width, width.min(u64::from(u32::MAX)) as u32)?;
+        self.read_entry(data, t, i)
+    }
+
+    /// (suffix, value) of entry `i`, bounds-checked but not checked against its block's
+    /// checksum: only for a caller that has checked the whole table.
+    #[inline(always)]
+    fn read_entry(&self, data: &[u8], t: &Table, i: u64) -> Result<(u64, u64)> {
+        let width = t.width();
         let bit = i * width;
         let s = t.suffix_bits();
-        self.check_bits(t.entries, bit, width.min(u64::from(u32::MAX)) as u32)?;
         if width <= 64 {
             // Suffix and value in one read.
             return read_bits(data, t.entries, bit, width as u32)
@@ -248,18 +256,33 @@ impl<B: AsRef<[u8]>> Segment<B> {
     }
 
     /// Calls `f(index, key32, value)` for every entry in order, checking the directory.
+    ///
+    /// The whole table's blocks are checked before the first entry: a full scan reads every
+    /// one of them anyway, and a checksum lookup per entry cost more than the reads.
     pub(super) fn for_each_entry(
         &self,
         t: &Table,
         mut f: impl FnMut(u64, u32, u64) -> Result<()>,
     ) -> Result<()> {
         let s = t.suffix_bits();
-        let mut prev = self.dir(t, 0)?;
+        self.check(t.offset, (t.slots() as usize + 1) * 4)?;
+        self.check(
+            t.entries,
+            t.count.saturating_mul(t.width()).div_ceil(8) as usize,
+        )?;
+        let data = self.data();
+        let dir = |slot: u64| {
+            let at = t.offset + slot as usize * 4;
+            read_u32(data, at)
+                .map(u64::from)
+                .ok_or_else(|| self.err(at, "directory out of bounds"))
+        };
+        let mut prev = dir(0)?;
         if prev != 0 {
             return Err(self.err(t.offset, "directory does not start at 0"));
         }
         for slot in 0..t.slots() {
-            let next = self.dir(t, slot + 1)?;
+            let next = dir(slot + 1)?;
             if next < prev || next > t.count {
                 return Err(self.err(
                     t.offset + (slot as usize + 1) * 4,
@@ -272,7 +295,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
                 (slot as u32) << s
             };
             for i in prev..next {
-                let (sfx, value) = self.entry(t, i)?;
+                let (sfx, value) = self.read_entry(data, t, i)?;
                 f(i, high | sfx as u32, value)?;
             }
             prev = next;

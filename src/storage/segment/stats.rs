@@ -28,6 +28,9 @@ pub struct SizeBreakdown {
     pub metadata: u64,
 }
 
+/// Bucket sizes below this are counted in an array while a band is scanned.
+const SMALL_SIZES: usize = 64;
+
 /// Bucket-size distribution of one band of one segment, from [`Segment::bucket_stats`].
 ///
 /// Hot buckets count with their original size. Distributions of several segments can be added
@@ -111,10 +114,20 @@ impl<B: AsRef<[u8]>> Segment<B> {
             hot: hot.len() as u64,
             ..BucketStats::default()
         };
+        // Most buckets hold a few postings: those are counted in an array, folded into the
+        // map at the end (a map insert per bucket cost more than reading its postings).
+        let mut small = [0u64; SMALL_SIZES];
         let mut record = |stats: &mut BucketStats, key: u32, size: u64| {
-            let size = hot.remove(&key).unwrap_or(size);
+            let size = if hot.is_empty() {
+                size
+            } else {
+                hot.remove(&key).unwrap_or(size)
+            };
             stats.buckets += 1;
-            *stats.sizes.entry(size).or_insert(0) += 1;
+            match small.get_mut(size as usize) {
+                Some(n) => *n += 1,
+                None => *stats.sizes.entry(size).or_insert(0) += 1,
+            }
         };
         let mut current: Option<(u32, u64)> = None;
         self.for_each_entry(&t, |_, key, _| {
@@ -131,6 +144,11 @@ impl<B: AsRef<[u8]>> Segment<B> {
         })?;
         if let Some((k, n)) = current {
             record(&mut stats, k, n);
+        }
+        for (size, &n) in (0u64..).zip(&small) {
+            if n > 0 {
+                *stats.sizes.entry(size).or_insert(0) += n;
+            }
         }
         // Hot buckets whose stored documents are all gone.
         for (_, size) in std::mem::take(&mut hot) {
