@@ -209,3 +209,27 @@ fn caps_decided_by_key(flush: bool) {
     );
     assert_eq!(results[0].1.capped_buckets, results[1].1.capped_buckets);
 }
+
+/// The distinct docnos of a dedup pass are the same, ascending, whether they are found by the
+/// bitmap (dense docnos) or by sorting (docnos far apart, as after many deletions).
+#[test]
+fn distinct_docnos_agree_dense_and_sparse() {
+    let naive = |per_band: &[Vec<(u32, u64)>]| {
+        let set: BTreeSet<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
+        set.into_iter().collect::<Vec<_>>()
+    };
+    let dense: Vec<Vec<(u32, u64)>> = (0..3u64)
+        .map(|b| {
+            (0..500u64)
+                .map(|d| ((d * 7 + b) as u32, (d * 3 + b) % 700))
+                .collect()
+        })
+        .collect();
+    let sparse: Vec<Vec<(u32, u64)>> = vec![
+        vec![(1, 5), (2, 1 << 40), (3, 64)],
+        vec![(1, 1 << 40), (9, 63), (4, u64::MAX - 1)],
+    ];
+    for per_band in [dense, sparse, Vec::new(), vec![Vec::new()]] {
+        assert_eq!(distinct_docnos(&per_band), naive(&per_band));
+    }
+}
