@@ -908,3 +908,56 @@ fn interrupted_create_can_be_run_again() {
         },
     );
 }
+
+/// `mhdb upgrade` checks the free space before it writes: on a filesystem with less room than
+/// the database's size it is refused (exit 1, the space needed and free named) with nothing
+/// written, and once there is room the same command upgrades.
+#[test]
+fn upgrade_without_room_for_its_copy_is_refused_before_writing() {
+    let test = "upgrade_without_room_for_its_copy_is_refused_before_writing";
+    let Some(m) = mount_or_skip("tmpfs", test) else {
+        return;
+    };
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2");
+    let dir = m.point.join("db");
+    copy_dir(&fixture, &dir);
+    let before = common::golden::snapshot(&dir);
+    let filler = Filler::fill(&m.point);
+    filler.leave_free(2);
+    let out = run(
+        "upgrade on a full tmpfs",
+        mhdb(&[Path::new("upgrade"), &dir]).env("LANG", "C"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("needs about") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(
+        common::golden::snapshot(&dir),
+        before,
+        "the refused upgrade changed files"
+    );
+    let names: Vec<String> = std::fs::read_dir(&m.point)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "the refused upgrade left files beside: {names:?}"
+    );
+
+    filler.remove();
+    let out = run(
+        "upgrade with room",
+        &mut mhdb(&[Path::new("upgrade"), &dir]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("needs about") && err.contains("free"), "{err}");
+    assert!(err.contains("have no exact hash"), "{err}");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    assert!(db.verify().unwrap().is_ok());
+}

@@ -42,14 +42,6 @@ fn expected() -> Value {
     serde_json::from_str(&std::fs::read_to_string(EXPECTED).unwrap()).unwrap()
 }
 
-/// Writes `files` into the new directory `dir`.
-fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
-}
-
 /// The WAL files of a directory listing, oldest first.
 fn wal_names(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
     files

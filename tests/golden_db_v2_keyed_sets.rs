@@ -19,7 +19,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -396,13 +395,6 @@ fn drop_sets_removes_the_sets_and_the_flag() {
         let result = db.query_text(query, &QueryOptions::default()).unwrap();
         assert!(!result.stats.exact, "re-ranked without sets");
         assert!(!result.matches.is_empty());
-    }
-}
-
-fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(dir.join(name), bytes).unwrap();
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::process::ExitCode;
 
-use mhdb::db::{Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, Upgraded};
+use mhdb::db::{
+    Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, UpgradePlan, Upgraded,
+};
 use mhdb::sketch::SetDerivation;
 use serde_json::json;
 
@@ -20,6 +22,12 @@ pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
         keep_old: args.keep_old,
         drop_sets: args.drop_sets,
     };
+    // The plan reads the database as it is; an upgrade cut short between its two renames has
+    // none to read, and finishes without one.
+    let plan = Db::upgrade_plan(&args.db, opts).ok().flatten();
+    if let (Some(plan), false) = (plan, args.json) {
+        message(format_args!("{}", upgrade_needs(&args.db, &plan)));
+    }
     let done = Db::upgrade_with(&args.db, opts)?;
     let (upgraded, kept) = match &done {
         Upgraded::Converted { kept } => (true, kept.clone()),
@@ -27,7 +35,15 @@ pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
     };
     if args.json {
         let kept = kept.map(|k| k.display().to_string());
-        outln!("{}", json!({"upgraded": upgraded, "kept": kept}));
+        let mut out = json!({"upgraded": upgraded, "kept": kept});
+        if let (Some(p), true) = (plan, upgraded) {
+            out["from_version"] = json!(p.from_version);
+            out["documents"] = json!(p.documents);
+            out["documents_without_columns"] = json!(p.documents);
+            out["space_needed"] = json!(p.bytes_needed);
+            out["space_available"] = json!(p.bytes_available);
+        }
+        outln!("{out}");
     } else if upgraded {
         let without = if args.drop_sets {
             " without stored sets"
@@ -46,6 +62,15 @@ pub fn upgrade(args: &UpgradeArgs) -> CliResult<ExitCode> {
                 args.db.display(),
                 mhdb::db::MANIFEST_VERSION
             )),
+        }
+        if let Some(p) = plan.filter(|p| p.documents > 0) {
+            message(format_args!(
+                "its {} documents have no exact hash, keep value or set size (format {}'s \
+                 per-document columns are computed from a document's text, which the index does \
+                 not store: add a document's text again to give it them)",
+                p.documents,
+                mhdb::db::MANIFEST_VERSION
+            ));
         }
     } else {
         message(format_args!(
@@ -146,6 +171,32 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
         message(format_args!("exported to {}", args.dest.display()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an upgrade is about to do and the space it needs, said before it starts.
+fn upgrade_needs(db: &std::path::Path, plan: &UpgradePlan) -> String {
+    let free = plan
+        .bytes_available
+        .map_or(String::new(), |b| format!(", {} free", human_bytes(b)));
+    format!(
+        "upgrading {} from format version {}: {} documents; the new copy is written beside the \
+         old files before they trade places, so it needs about {} free meanwhile (the \
+         database's size{free})",
+        db.display(),
+        plan.from_version,
+        plan.documents,
+        human_bytes(plan.bytes_needed),
+    )
+}
+
+/// `bytes` in MiB, or GiB from 1 GiB on, one decimal.
+fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", b / f64::from(1u32 << 30))
+    } else {
+        format!("{:.1} MiB", b / f64::from(1u32 << 20))
+    }
 }
 
 /// `mhdb merge`: DEST takes the first source's parameters when it is created. What it did on

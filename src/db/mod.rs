@@ -98,7 +98,7 @@ pub use shards::{Shards, ShardsAnswer, ShardsStats};
 pub use stats::{BandStats, Stats, VerifyReport};
 pub use top_k::{TOP_K_FLOOR, band_reliable_similarity};
 pub use transfer::check_merge_sources;
-pub use upgrade::{UpgradeOptions, Upgraded};
+pub use upgrade::{UpgradeOptions, UpgradePlan, Upgraded};
 pub use write::WriteBatch;
 
 use group_commit::GroupCommit;

@@ -54,6 +54,24 @@ pub struct UpgradeOptions {
     pub drop_sets: bool,
 }
 
+/// What an upgrade of a database would do and need, from [`Db::upgrade_plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpgradePlan {
+    /// The database's format version now.
+    pub from_version: u32,
+    /// Its live documents, all of which the upgrade copies. None of them will have format 3's
+    /// per-document columns (exact hash, keep value, set size): those are computed from a
+    /// document's text, which an index does not store, so only adding the text again fills them.
+    pub documents: u64,
+    /// Free bytes the upgrade needs: the new copy is written beside the old files before the
+    /// two trade places, and holds at most what they hold, so about the database's size (the
+    /// disk holds about twice the database meanwhile).
+    pub bytes_needed: u64,
+    /// Free bytes on the database's filesystem, where the system says.
+    pub bytes_available: Option<u64>,
+}
+
 /// The suffix of the copy of the version-`version` files, kept or being set aside.
 fn old_suffix(version: u32) -> String {
     format!(".mhdb-v{version}")
@@ -108,6 +126,16 @@ impl Db {
         Self::upgrade_on(vfs, dir, opts)
     }
 
+    /// What [`Db::upgrade_with`] would do to the database in `dir` and the space it needs;
+    /// `None` when there is nothing to convert (already current, and no sets to drop).
+    pub fn upgrade_plan(
+        dir: impl AsRef<Path>,
+        opts: UpgradeOptions,
+    ) -> Result<Option<UpgradePlan>> {
+        let vfs: Arc<dyn Vfs> = Arc::new(StdFs);
+        plan_on(vfs.as_ref(), vfs.clone(), dir.as_ref(), opts.drop_sets)
+    }
+
     /// [`Db::upgrade_with`] on any [`Vfs`].
     pub fn upgrade_on(vfs: Arc<dyn Vfs>, dir: &Path, opts: UpgradeOptions) -> Result<Upgraded> {
         let UpgradeOptions {
@@ -136,12 +164,11 @@ impl Db {
                 remove_dir_best_effort(fs, &discarded);
             }
         }
-        let probe = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
-        let version = probe.state.read().version.manifest.format_version;
-        if version == MANIFEST_VERSION && !(drop_sets && probe.params.store_sets) {
+        let Some(plan) = plan_on(fs, vfs.clone(), dir, drop_sets)? else {
             return Ok(Upgraded::AlreadyCurrent);
-        }
-        drop(probe);
+        };
+        check_space(dir, &plan)?;
+        let version = plan.from_version;
         let old = sibling(dir, &old_suffix(version))?;
         if exists(&old)? {
             return Err(Error::invalid(
@@ -170,6 +197,62 @@ impl Db {
         fs.rename(dir, &old)
             .map_err(Error::io_on(dir, "rename the old database aside"))?;
         finish_swap(fs, dir, &new, (&old, version), keep_old)
+    }
+}
+
+/// [`Db::upgrade_plan`] on `fs` (`vfs` is the same filesystem, to open the database with).
+fn plan_on(
+    fs: &dyn Vfs,
+    vfs: Arc<dyn Vfs>,
+    dir: &Path,
+    drop_sets: bool,
+) -> Result<Option<UpgradePlan>> {
+    let probe = Db::open_with_vfs(vfs, dir, super::Options::default(), true)?;
+    let from_version = probe.state.read().version.manifest.format_version;
+    if from_version == MANIFEST_VERSION && !(drop_sets && probe.params.store_sets) {
+        return Ok(None);
+    }
+    let documents = probe.stats()?.live_docs;
+    drop(probe);
+    let mut bytes_needed = 0u64;
+    for name in fs
+        .list_dir(dir)
+        .map_err(Error::io_on(dir, "list directory"))?
+    {
+        let path = dir.join(&name);
+        let file = fs.open(&path, crate::storage::vfs::OpenMode::Read);
+        // Subdirectories and files that vanish meanwhile hold nothing the copy takes.
+        if let Ok(len) = file.and_then(|f| f.len()) {
+            bytes_needed = bytes_needed.saturating_add(len);
+        }
+    }
+    let parent = parent_dir(dir);
+    let bytes_available = fs
+        .available_space(&parent)
+        .map_err(Error::io_on(&parent, "statvfs"))?;
+    Ok(Some(UpgradePlan {
+        from_version,
+        documents,
+        bytes_needed,
+        bytes_available,
+    }))
+}
+
+/// Refuses an upgrade the filesystem has no room for, before anything is written (a copy cut
+/// short by a full disk would be removed again, but only after filling the disk).
+fn check_space(dir: &Path, plan: &UpgradePlan) -> Result<()> {
+    match plan.bytes_available {
+        Some(free) if free < plan.bytes_needed => {
+            Err(Error::io_on(dir, "upgrade")(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!(
+                    "the upgrade writes a copy of the database beside it and needs about {} \
+                     bytes free; the filesystem has {free}: nothing was written",
+                    plan.bytes_needed
+                ),
+            )))
+        }
+        _ => Ok(()),
     }
 }
 

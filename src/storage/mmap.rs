@@ -96,6 +96,27 @@ pub(crate) fn thread_major_faults() -> Option<u64> {
     }
 }
 
+/// Bytes an unprivileged writer may still use on the filesystem holding `path`
+/// (`statvfs`: available blocks times the fragment size).
+pub(crate) fn available_space(path: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: statvfs reads the NUL-terminated path `c_path` owns for the whole call and
+    // writes one `statvfs` into the pointer, a valid, writable, aligned place for one
+    // (zero-initialized, so every field is a valid integer even where it writes none).
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zero-initialized above, and every field of `statvfs` is an integer.
+    let stat = unsafe { stat.assume_init() };
+    // Both are u64 on 64-bit Linux, narrower elsewhere.
+    #[allow(clippy::useless_conversion)]
+    Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
+}
+
 /// Asks the CPU to start loading every cache line of `bytes` (a hint: it waits for nothing,
 /// reads nothing into the program and never faults). A loop over scattered records that
 /// prefetches a few records ahead has their memory reads overlap instead of queueing.

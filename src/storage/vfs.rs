@@ -190,6 +190,11 @@ pub trait Vfs: Send + Sync + Debug + 'static {
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn VfsLock>>;
     /// The whole file, read-only. Only used on immutable, fully synced files.
     fn map_readonly(&self, path: &Path) -> io::Result<Mapped>;
+    /// Bytes still free for writing on the filesystem holding `path`, where the filesystem
+    /// says (`None`: unknown, as in a simulated one).
+    fn available_space(&self, _path: &Path) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// The real filesystem.
@@ -357,6 +362,10 @@ impl Vfs for StdFs {
             )),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+
+    fn available_space(&self, path: &Path) -> io::Result<Option<u64>> {
+        super::mmap::available_space(path).map(Some)
     }
 
     fn map_readonly(&self, path: &Path) -> io::Result<Mapped> {

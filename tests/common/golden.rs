@@ -22,6 +22,14 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// Writes `files` (a [`snapshot`]) into the new directory `dir`.
+pub fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
