@@ -18,6 +18,9 @@
 //!   for `add --novel-only`, each client's clusters being its own; an insert-if-novel stores
 //!   its documents one by one, so of one in flight a prefix may be durable;
 //! - `mhdb delete` (acknowledged by its exit);
+//! - `mhdb upgrade` of a copy of a version-1 or version-2 fixture (`tests/golden/`) beside the
+//!   database: killed anywhere, the copy opens with the fixture's documents or is between the
+//!   two renames of its swap, and a second upgrade finishes it with the same documents;
 //! - `mhdb compact` (changes nothing a reader sees).
 //!
 //! The kill lands after a random number of acknowledgements, or after a random delay (which
@@ -909,6 +912,37 @@ impl Torture {
         (ended, Allowed(Vec::new()))
     }
 
+    /// `mhdb upgrade` of a fresh copy of a version-1 or version-2 fixture beside the cycle's
+    /// database, killed at a random time (the upgrade takes about 10 ms, so some end first). It writes nothing a
+    /// reader of the cycle's database sees; what it must leave is [`check_upgrade`]'s.
+    fn upgrade_cycle(&mut self, c: u64, r: &mut SplitMix64) -> (Ended, Allowed) {
+        let name = UPGRADE_FIXTURES[r.below(UPGRADE_FIXTURES.len() as u64) as usize];
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        let parent = self.work.join(format!("upgrade-{c}"));
+        std::fs::create_dir(&parent).unwrap();
+        let dir = parent.join("db");
+        copy_db(&fixture, &dir);
+        let ended = run_victim(
+            mhdb().arg("upgrade").arg(&dir),
+            Kill::After(Duration::from_millis(r.below(20))),
+            "",
+            |_| {},
+        );
+        if ended.status.success() {
+            self.tally.acked += 1;
+        }
+        if let Err(e) = check_upgrade(&fixture, &dir) {
+            self.tally
+                .problems
+                .push(format!("cycle {c}: mhdb upgrade of {name}: {e}"));
+            self.tally.losses += 1;
+        }
+        std::fs::remove_dir_all(&parent).unwrap();
+        (ended, Allowed(Vec::new()))
+    }
+
     /// One cycle; an error is a database that no longer opens or verifies (the run stops).
     fn cycle(&mut self, c: u64) -> Result<(), String> {
         let mut r = SplitMix64(mix(&[self.seed, c, 0xC1C1E]));
@@ -920,6 +954,7 @@ impl Torture {
             "mhdb add --novel-only" => self.novel_cycle(c, &mut r),
             "mhdb serve --writer" => self.serve_cycle(c, &mut r),
             "mhdb delete" => self.delete_cycle(&mut r),
+            "mhdb upgrade" => self.upgrade_cycle(c, &mut r),
             _ => self.compact_cycle(&mut r),
         };
         let t = &mut self.tally;
@@ -993,9 +1028,67 @@ impl Torture {
     }
 }
 
+/// The fixtures an upgrade victim converts.
+const UPGRADE_FIXTURES: [&str; 3] = ["db-v1", "db-v2", "db-v2-sets"];
+
+/// What an upgrade of `dir` (a copy of `fixture`) killed at any point must leave: the
+/// directory opens read-only with the fixture's documents (in the old format or the new), or
+/// is missing while the swap is half done; and a second `mhdb upgrade` runs to its end, after
+/// which the directory is version 3 with the same documents, verifies clean, and has nothing
+/// left beside it.
+fn check_upgrade(fixture: &std::path::Path, dir: &std::path::Path) -> Result<(), String> {
+    let documents = |d: &std::path::Path| -> Result<(u32, Model), String> {
+        let db = Db::open_read_only(d).map_err(|e| format!("open: {e}"))?;
+        let report = db.verify().map_err(|e| format!("verify: {e}"))?;
+        if !report.is_ok() {
+            return Err(format!("verify: {:?}", report.problems));
+        }
+        let version = db
+            .stats()
+            .map_err(|e| format!("stats: {e}"))?
+            .format_version;
+        Ok((version, common::stored(&db)))
+    };
+    let (_, expected) = documents(fixture)?;
+    if dir.join("CURRENT").exists() {
+        let (version, found) = documents(dir).map_err(|e| format!("after the kill: {e}"))?;
+        if found != expected {
+            return Err(format!(
+                "after the kill (version {version}) it {}",
+                differences(&expected, &found)
+            ));
+        }
+    }
+    let again = mhdb().arg("upgrade").arg(dir).output().unwrap();
+    if !again.status.success() {
+        return Err(format!(
+            "the upgrade run again failed: {}",
+            String::from_utf8_lossy(&again.stderr)
+        ));
+    }
+    let (version, found) = documents(dir).map_err(|e| format!("upgraded: {e}"))?;
+    if version != 3 || found != expected {
+        return Err(format!(
+            "upgraded to version {version}, it {}",
+            differences(&expected, &found)
+        ));
+    }
+    let beside: Vec<String> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "db")
+        .collect();
+    if beside.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the upgrade left {beside:?} beside the database"))
+    }
+}
+
 /// The victims, each with its share of the cycles in percent.
-const VICTIMS: [(&str, u64); 7] = [
-    ("library sync", 30),
+const VICTIMS: [(&str, u64); 8] = [
+    ("library sync", 25),
+    ("mhdb upgrade", 5),
     ("library commit", 15),
     ("mhdb add", 20),
     ("mhdb add --novel-only", 8),

@@ -292,3 +292,25 @@ def test_build_shards_survives_a_failed_attempt_then_merge_and_export(
                 continue
             assert np.array_equal(idx.get(d["id"]), ref.get(d["id"])), d["id"]
 
+
+def test_version_2_shards_merge_as_they_are_and_writers_name_index_upgrade(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Spark's jobs open existing indexes only to read them (``merge`` and ``export`` sources;
+    every index they write is new): a shard of format version 2 is read as it is, into a
+    version-3 index with the same documents, and a writer's open of it is refused naming the
+    conversion Python users run, the shard left as it was."""
+    fixture = pathlib.Path(__file__).resolve().parents[2] / "tests" / "golden" / "db-v2"
+    shard, dest = tmp_path / "shard", tmp_path / "dest"
+    shutil.copytree(fixture, shard)
+    before = {p.name: p.read_bytes() for p in shard.iterdir()}
+    with mhdb.Index.open(shard, read_only=True) as idx:
+        documents = {k: idx.get(k).tolist() for k in idx.keys()}
+    assert mspark.merge([shard], dest) == len(documents)
+    with mhdb.Index.open(dest, read_only=True) as idx:
+        assert idx.stats()["identity"] is not None  # only version 3 has one
+        assert {k: idx.get(k).tolist() for k in idx.keys()} == documents
+    with pytest.raises(mhdb.Error) as e:
+        mhdb.Index.open(shard)
+    assert "mhdb.Index.upgrade(path)" in str(e.value), str(e.value)
+    assert {p.name: p.read_bytes() for p in shard.iterdir()} == before

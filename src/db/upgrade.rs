@@ -6,11 +6,11 @@
 //!
 //! Crash safety: until the swap, the old database is untouched and the new one sits in
 //! `.<name>.mhdb-upgrade`, which the next attempt removes. The swap is two renames (`dir` →
-//! `.<name>.mhdb-v<N>`, N the old version, then `.<name>.mhdb-upgrade` → `dir`); interrupted
-//! between them, `dir` is missing, and the next attempt finishes it. The old copy is removed
-//! once the swap is durable, unless it is asked to be kept: renamed
-//! `.<name>.mhdb-v<N>-discarded` first, which the next upgrade removes if a kill cut the
-//! removal short.
+//! `.<name>.mhdb-v<N>-discarded`, N the old version, or `.<name>.mhdb-v<N>` when the old
+//! files are to be kept; then `.<name>.mhdb-upgrade` → `dir`); interrupted between them, `dir`
+//! is missing, and the next attempt finishes it. A discarded copy is removed once the swap is
+//! durable, and by the next upgrade if a kill came first: set aside under the name it ends
+//! with, it is never taken for a copy kept on purpose.
 //!
 //! Stored shingle sets are copied as they are (the texts they came from are not stored): a
 //! keyed index's sets of version 2's derivation stay so, marked SETS_KEYED_V2
@@ -147,18 +147,22 @@ impl Db {
         let has_db = |d: &Path| fs.exists(&d.join(names::CURRENT)).unwrap_or(false);
         let exists = |d: &Path| fs.exists(d).map_err(Error::io_on(d, "stat"));
         for version in [MANIFEST_V1, MANIFEST_V2, MANIFEST_VERSION] {
-            let old = sibling(dir, &old_suffix(version))?;
-            if !exists(dir)? && exists(&old)? {
-                // Interrupted between the two renames of the swap, or an upgrade running
-                // now and between them: its lock, still on the set-aside directory, tells.
-                let _locks = lock_writer(fs, &old)?;
-                if has_db(&new) {
-                    return finish_swap(fs, dir, &new, (&old, version), keep_old);
+            // The old files set aside under the name of a kept copy or of one to remove.
+            for suffix in [old_suffix(version), discarded_suffix(version)] {
+                let aside = sibling(dir, &suffix)?;
+                if !exists(dir)? && exists(&aside)? {
+                    // Interrupted between the two renames of the swap, or an upgrade
+                    // running now and between them: its lock, still on the set-aside
+                    // directory, tells.
+                    let _locks = lock_writer(fs, &aside)?;
+                    if has_db(&new) {
+                        return finish_swap(fs, dir, &new, (&aside, version), keep_old);
+                    }
+                    fs.rename(&aside, dir)
+                        .map_err(Error::io_on(dir, "rename back"))?;
                 }
-                fs.rename(&old, dir)
-                    .map_err(Error::io_on(dir, "rename back"))?;
             }
-            // What an upgrade stopped while removing its old copy left.
+            // What an upgrade stopped before or while removing its old copy left.
             let discarded = sibling(dir, &discarded_suffix(version))?;
             if exists(dir)? && exists(&discarded)? {
                 remove_dir_best_effort(fs, &discarded);
@@ -194,9 +198,16 @@ impl Db {
         let src = Db::open_with_vfs(vfs.clone(), dir, super::Options::default(), true)?;
         src.export_whole(&new, false, drop_sets)?;
         drop(src);
-        fs.rename(dir, &old)
+        // Set aside under the name it ends with: a kill after the swap then leaves a copy to
+        // remove under a name the next upgrade removes, never one it takes for a kept copy.
+        let aside = if keep_old {
+            old
+        } else {
+            sibling(dir, &discarded_suffix(version))?
+        };
+        fs.rename(dir, &aside)
             .map_err(Error::io_on(dir, "rename the old database aside"))?;
-        finish_swap(fs, dir, &new, (&old, version), keep_old)
+        finish_swap(fs, dir, &new, (&aside, version), keep_old)
     }
 }
 
@@ -256,13 +267,13 @@ fn check_space(dir: &Path, plan: &UpgradePlan) -> Result<()> {
     }
 }
 
-/// The second rename of the swap, made durable, then the old copy (`old`, of format version
-/// `version`) removed unless kept.
+/// The second rename of the swap, made durable, then the old copy (`aside`, of format
+/// version `version`) kept under its kept name or removed.
 fn finish_swap(
     fs: &dyn Vfs,
     dir: &Path,
     new: &Path,
-    (old, version): (&Path, u32),
+    (aside, version): (&Path, u32),
     keep_old: bool,
 ) -> Result<Upgraded> {
     fs.rename(new, dir)
@@ -270,16 +281,19 @@ fn finish_swap(
     let parent = parent_dir(dir);
     fs.sync_dir(&parent)
         .map_err(Error::io_on(&parent, "fsync directory"))?;
-    if keep_old {
-        return Ok(Upgraded::Converted {
-            kept: Some(old.to_path_buf()),
-        });
+    let name = |suffix: String| sibling(dir, &suffix);
+    let target = if keep_old {
+        name(old_suffix(version))?
+    } else {
+        name(discarded_suffix(version))?
+    };
+    if aside != target {
+        fs.rename(aside, &target)
+            .map_err(Error::io_on(aside, "rename the old copy"))?;
     }
-    // Renamed first, so that a removal cut short leaves a name the next upgrade removes
-    // rather than one it takes for a copy kept on purpose.
-    let discarded = sibling(dir, &discarded_suffix(version))?;
-    fs.rename(old, &discarded)
-        .map_err(Error::io_on(old, "rename the old copy for removal"))?;
-    remove_dir_best_effort(fs, &discarded);
+    if keep_old {
+        return Ok(Upgraded::Converted { kept: Some(target) });
+    }
+    remove_dir_best_effort(fs, &target);
     Ok(Upgraded::Converted { kept: None })
 }
