@@ -765,6 +765,49 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
     }
     succeeded(apply(&db, &[&data], &out, &["--overwrite"]));
     assert_eq!(files_below(&out), expected);
+
+    // `dedup-files` writes through the same atomic path: killed while it indexes or writes,
+    // it leaves under the final names only whole files (their bytes as an uninterrupted run
+    // writes them), and a rerun writes them all.
+    let out = dir.path().join("out-files");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let line = [
+        "dedup-files",
+        s(&data),
+        "--out",
+        s(&out),
+        "--threshold",
+        "0.7",
+        "--overwrite",
+    ];
+    for delay_ms in [run_ms / 2, run_ms, run_ms * 3 / 2, run_ms * 2] {
+        let mut child = common::cli::mhdb(&line)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        child.wait().unwrap();
+        for (path, bytes) in files_below(&out) {
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if !name.starts_with('.') {
+                assert_eq!(
+                    Some(&bytes),
+                    expected.get(&path),
+                    "dedup-files: {name} after a kill at {delay_ms} ms"
+                );
+            }
+        }
+    }
+    ok(&line);
+    let written: BTreeMap<PathBuf, Vec<u8>> = files_below(&out)
+        .into_iter()
+        .filter(|(p, _)| !p.to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(written, expected);
 }
 
 /// Every file below `dir`, by its path relative to `dir`, with its bytes.
@@ -781,4 +824,95 @@ fn files_below(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         );
     }
     out
+}
+
+/// Every file below `dir`, at any depth, by its path relative to `dir`, with its bytes.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    out
+}
+
+/// `mhdb dedup-files` writes, byte for byte, what `create`, `add` and `dedup --apply` write on
+/// the same inputs (every format and compression), also with --annotate and with --keep last;
+/// its temporary index is gone when it ends, and an index asked for with --index is kept and
+/// answers as the one built by hand.
+#[test]
+fn dedup_files_writes_what_create_add_and_apply_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let inputs = write_inputs(&data);
+    let rows: usize = inputs.values().map(Vec::len).sum();
+    let db = database(dir.path(), &[&data]);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let variants: [&[&str]; 3] = [&[], &["--annotate"], &["--keep", "last"]];
+    for (i, extra) in variants.into_iter().enumerate() {
+        let reference = dir.path().join(format!("reference-{i}"));
+        succeeded(apply(&db, &[&data], &reference, extra));
+        let out = dir.path().join(format!("out-{i}"));
+        let mut args = vec!["dedup-files", s(&data), "--out", s(&out)];
+        args.extend(["--threshold", "0.7", "--json"]);
+        args.extend(extra);
+        let done = common::cli::mhdb(&args)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert!(done.status.success(), "{extra:?}: {err}");
+        let summary: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+        assert_eq!(summary["documents"], rows, "{summary}");
+        assert_eq!(summary["rows"], rows, "{summary}");
+        assert_eq!(summary["files"], FILES.len(), "{summary}");
+        assert_eq!(tree(&out), tree(&reference), "{extra:?}");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "{extra:?}: the temporary index was left: {left:?}"
+        );
+    }
+    let kept = dir.path().join("kept");
+    let out = dir.path().join("out-kept");
+    ok(&[
+        "dedup-files",
+        s(&data),
+        "--out",
+        s(&out),
+        "--threshold",
+        "0.7",
+        "--index",
+        s(&kept),
+    ]);
+    assert_eq!(drop_set(&kept), drop_set(&db));
+    assert_eq!(tree(&out), tree(&dir.path().join("reference-0")));
+    // Refused before anything is built: the output exists.
+    let again = run(&[
+        "dedup-files",
+        s(&data),
+        "--out",
+        s(&out),
+        "--index",
+        s(&dir.path().join("other")),
+    ]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        !dir.path().join("other").exists(),
+        "an index was built for a refused run"
+    );
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mhdb's main job on the corpus shipped in samples/: build an index, add the corpus, query it
-# with edited copies of a few articles, list the near-duplicates it holds, and print stats.
+# with edited copies of a few articles, list the near-duplicates it holds, print stats, and
+# write the corpus again without its near-duplicates in one command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -21,3 +22,6 @@ echo "== mhdb stats"
 $mhdb stats "$db"
 echo "== mhdb verify"
 $mhdb verify "$db"
+echo "== mhdb dedup-files samples/corpus.jsonl --out DIR (the whole job in one command)"
+$mhdb dedup-files samples/corpus.jsonl --out "$work/deduped"
+wc -l samples/corpus.jsonl "$work/deduped/corpus.jsonl"

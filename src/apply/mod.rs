@@ -130,6 +130,14 @@ pub(crate) fn input_error(e: crate::input::Error) -> ApplyError {
     ApplyError::Corrupt(e.to_string())
 }
 
+/// Refuses, before anything is read or written, what [`apply`] would refuse of `out` given
+/// these inputs (an output inside an input, an output file that exists without `overwrite`):
+/// for a caller with work to do before applying, such as building the index.
+pub fn check_output(inputs: &[PathBuf], out: &Path, overwrite: bool) -> Result<(), ApplyError> {
+    let (files, _) = expand(inputs).map_err(|e| ApplyError::Usage(e.to_string()))?;
+    OutputDir::check(out, inputs, &files, overwrite).map(|_| ())
+}
+
 /// Decides every document of `index` and writes the files `inputs` name, each under `out`
 /// at its relative path. Nothing is written when the request is refused (an output inside an
 /// input, an output file that exists without `overwrite`).

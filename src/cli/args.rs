@@ -106,6 +106,13 @@ pub enum Command {
         after_help = "Examples:\n  mhdb dedup idx --threshold 0.8 > pairs.jsonl\n  mhdb dedup idx --format drop | mhdb delete idx -\n  mhdb dedup idx --apply data/ --out deduped/ [--annotate] [--keep last]\n\nFormats: pairs = one JSON line per unordered pair {\"a\", \"b\", \"jaccard\"} (simhash\nindex: {\"a\", \"b\", \"distance\", \"cosine\"}); every verified pair, so quadratic in the size\nof a near-duplicate cluster (up to cap*(cap-1)/2 per band bucket; see create --bucket-cap);\nclusters = one JSON line per cluster {\"keep\", \"duplicates\"} (star clusters: every member\nis verified similar to the kept document, so unrelated documents never chain together);\ndrop = the keys to delete, keeping the oldest document of each cluster: one escaped key\nper line, as `delete -` reads (--json: one {\"id\"} per line, as `delete --jsonl` reads).\nA summary goes to stderr.\n--apply writes each input file (as `add` read it, with the same --id-field, --id-from-path\nand --text-field) to --out at its path below its input root, in its own format and\ncompression, without the dropped rows (--annotate: every row, with cluster, keep, best_match\nand similarity added); see the README, \"Deduplicated files out\".\nExit codes: 0 done; 1 I/O or an id met twice in the inputs; 2 usage (--out in an input, a\ntaken column, an output file that exists without --overwrite); 3 an input or the index is\ndamaged."
     )]
     Dedup(DedupArgs),
+    /// Deduplicate files in one command: index the inputs, decide, and write their copies
+    /// without the near-duplicates (or annotated) to a directory.
+    #[command(
+        name = "dedup-files",
+        after_help = "Examples:\n  mhdb dedup-files data/ --out deduped/\n  mhdb dedup-files 'crawl/*.parquet' --out deduped/ --threshold 0.7 --keep last\n  mhdb dedup-files corpus.jsonl.zst --out annotated/ --annotate --index corpus-idx\n\nThe same job as `mhdb create`, `mhdb add` and `mhdb dedup --apply` run one after the\nother, with their formats, rules and messages: the index is built in a temporary directory\nremoved at the end (--index DB: created at DB, which must not exist or be empty, and kept for\nqueries and for `dedup --apply` later), then every input file is written below --out at its\npath under its input root, in its own format and compression. An id met twice in the inputs\nis an error naming both places (--on-duplicate keep-first: the first row's decision holds and\nlater ones are dropped; keep-all: every row gets it). A summary goes to stderr (--json: one\nobject on stdout: documents, dropped, rows, kept, files, not_in_index, seconds per phase).\nExit codes: as `add` and `dedup --apply`: 0 done; 1 I/O or a bad input row (named); 2 usage;\n3 an input is damaged."
+    )]
+    DedupFiles(DedupFilesArgs),
     /// Write a compacted, self-contained copy to ship (servers open it read-only).
     #[command(
         after_help = "Example:\n  mhdb export idx /srv/shipped-idx\n\nPrints what it did on stderr (--json: {\"exported\"} on stdout)."
@@ -541,6 +548,62 @@ pub struct DedupArgs {
     pub json: bool,
     #[command(flatten)]
     pub apply: DedupApplyArgs,
+}
+
+#[derive(clap::Args)]
+pub struct DedupFilesArgs {
+    /// Files, directories or glob patterns of JSON Lines (plain, gzip, zstd), Parquet, Arrow or
+    /// CSV/TSV, as `add` reads them.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The output directory: each input file is written at its path below its input root.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Similarity threshold in (0, 1] the index is tuned for and documents are dropped at.
+    #[arg(long, value_parser = threshold, default_value_t = 0.8, allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Shingling of the index, as `create --shingle` takes it.
+    #[arg(long, default_value = "char:5")]
+    pub shingle: ShingleKind,
+    /// Keep the index: create it at DB (missing or empty) instead of a temporary directory.
+    #[arg(long, value_name = "DB")]
+    pub index: Option<PathBuf>,
+    /// Which copy of a near-duplicate group stays: the first inserted or the last.
+    #[arg(long, value_enum, default_value = "first")]
+    pub keep: KeepOrder,
+    /// Keep every row and add the columns cluster, keep, best_match and similarity.
+    #[arg(long)]
+    pub annotate: bool,
+    /// With --annotate: put P before the added columns' names.
+    #[arg(long, value_name = "P", requires = "annotate")]
+    pub annotate_prefix: Option<String>,
+    /// An id met twice in the inputs: an error naming both places, or the first row keeps
+    /// the id's decision (later ones dropped), or every row gets it.
+    #[arg(long, value_enum, default_value = "error")]
+    pub on_duplicate: OnRepeat,
+    /// Replace output files that exist (otherwise they are refused before anything is
+    /// written).
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Field or column holding the id.
+    #[arg(long, default_value = "id")]
+    pub id_field: String,
+    /// The data has no ids: each row's id is its file's path below its input root and its
+    /// line or row, as `add --id-from-path` makes it.
+    #[arg(long, conflicts_with = "id_field")]
+    pub id_from_path: bool,
+    /// Field or column holding the text.
+    #[arg(long, default_value = "text")]
+    pub text_field: String,
+    /// Skip (and count) malformed lines and rows while indexing instead of stopping; they are
+    /// kept in the output.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// The summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub size: DocumentLimit,
 }
 
 // `dedup --apply`: the decision written to the files the index was loaded from. No doc

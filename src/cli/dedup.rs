@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use indicatif::ProgressBar;
-use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Event, Keep, OnRepeat};
+use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Event, Keep, OnRepeat, Summary};
 use mhdb::db::DedupOptions;
 use mhdb::input::{Fields, Id};
 
@@ -28,7 +28,8 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
         estimate_only: args.no_exact,
     };
     if !args.apply.apply.is_empty() {
-        return apply(&source, t, opts, &args.apply);
+        apply(&source, t, opts, &args.apply)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let exact = db.params().store_sets && !args.no_exact;
@@ -104,12 +105,12 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
 
 /// `mhdb dedup --apply`: the decision written to the inputs' copies under `--out`; progress
 /// per file and the summary on stderr.
-fn apply(
+pub(super) fn apply(
     source: &Databases,
     t: f64,
     opts: DedupOptions,
     args: &DedupApplyArgs,
-) -> CliResult<ExitCode> {
+) -> CliResult<Summary> {
     let options = ApplyOptions {
         threshold: t,
         dedup: opts,
@@ -174,12 +175,7 @@ fn apply(
     if let Some(b) = bar.take() {
         b.finish_and_clear();
     }
-    let summary = applied.map_err(|e| match e {
-        ApplyError::Usage(m) => CliError::usage(m),
-        ApplyError::Corrupt(m) => CliError::corrupt(m),
-        ApplyError::Other(m) => CliError::other(m),
-        ApplyError::Index(e) => e.into(),
-    })?;
+    let summary = applied.map_err(apply_error)?;
     let repeated = match summary.repeated {
         0 => String::new(),
         n => format!(", {n} with an id met before"),
@@ -193,5 +189,15 @@ fn apply(
         summary.not_in_index,
         out.display()
     ));
-    Ok(ExitCode::SUCCESS)
+    Ok(summary)
+}
+
+/// What a failure to apply exits with: usage 2, a damaged input 3, the rest 1.
+pub(super) fn apply_error(e: ApplyError) -> CliError {
+    match e {
+        ApplyError::Usage(m) => CliError::usage(m),
+        ApplyError::Corrupt(m) => CliError::corrupt(m),
+        ApplyError::Other(m) => CliError::other(m),
+        ApplyError::Index(e) => e.into(),
+    }
 }

@@ -23,6 +23,7 @@ mod args;
 mod create;
 mod databases;
 mod dedup;
+mod dedup_files;
 mod demo;
 mod escape;
 mod input;
@@ -51,6 +52,7 @@ pub fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Keys(a) => keys::keys(a),
         Command::Delete(a) => keys::delete(a),
         Command::Dedup(a) => dedup::dedup(a),
+        Command::DedupFiles(a) => dedup_files::dedup_files(a),
         Command::Compact(a) => maintain::compact(a),
         Command::Verify(a) => maintain::verify(a),
         Command::Stats(a) => maintain::stats(a),
