@@ -16,7 +16,7 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
-use common::cli::{bin_path, json_lines, ok, run, s};
+use common::cli::{json_lines, ok, run, s};
 use common::compress::{gzip, zstd};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -734,34 +734,16 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
     assert_eq!(expected.len(), 6);
     let out = dir.path().join("out");
     for delay_ms in [run_ms / 5, run_ms * 2 / 5, run_ms * 3 / 5, run_ms * 4 / 5] {
-        let mut child = Command::new(bin_path())
-            .args([
-                "dedup",
-                s(&db),
-                "--apply",
-                s(&data),
-                "--out",
-                s(&out),
-                "--overwrite",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        child.wait().unwrap();
-        for (path, bytes) in files_below(&out) {
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            if name.starts_with('.') {
-                continue; // a temporary file, overwritten by the next run
-            }
-            assert_eq!(
-                Some(&bytes),
-                expected.get(&path),
-                "{name} after a kill at {delay_ms} ms"
-            );
-        }
+        let line = [
+            "dedup",
+            s(&db),
+            "--apply",
+            s(&data),
+            "--out",
+            s(&out),
+            "--overwrite",
+        ];
+        kill_after(common::cli::mhdb(&line), delay_ms, &out, &expected);
     }
     succeeded(apply(&db, &[&data], &out, &["--overwrite"]));
     assert_eq!(files_below(&out), expected);
@@ -782,25 +764,9 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
         "--overwrite",
     ];
     for delay_ms in [run_ms / 2, run_ms, run_ms * 3 / 2, run_ms * 2] {
-        let mut child = common::cli::mhdb(&line)
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        child.wait().unwrap();
-        for (path, bytes) in files_below(&out) {
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            if !name.starts_with('.') {
-                assert_eq!(
-                    Some(&bytes),
-                    expected.get(&path),
-                    "dedup-files: {name} after a kill at {delay_ms} ms"
-                );
-            }
-        }
+        let mut cmd = common::cli::mhdb(&line);
+        cmd.env("TMPDIR", &tmp);
+        kill_after(cmd, delay_ms, &out, &expected);
     }
     ok(&line);
     let written: BTreeMap<PathBuf, Vec<u8>> = files_below(&out)
@@ -808,6 +774,26 @@ fn a_kill_leaves_no_partial_file_under_a_final_name_and_a_rerun_gives_the_same_b
         .filter(|(p, _)| !p.to_string_lossy().starts_with('.'))
         .collect();
     assert_eq!(written, expected);
+}
+
+/// Runs `cmd`, kills it after `delay_ms`, and checks that every file under a final name in
+/// `out` (temporary files start with '.') holds what an uninterrupted run writes.
+fn kill_after(mut cmd: Command, delay_ms: u64, out: &Path, expected: &BTreeMap<PathBuf, Vec<u8>>) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+    let _ = child.kill();
+    child.wait().unwrap();
+    for (path, bytes) in files_below(out) {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.starts_with('.') {
+            let what = format!("{name} after a kill at {delay_ms} ms of {cmd:?}");
+            assert_eq!(Some(&bytes), expected.get(&path), "{what}");
+        }
+    }
 }
 
 /// Every file below `dir`, by its path relative to `dir`, with its bytes.
