@@ -87,10 +87,7 @@ fn committed_fixture_is_refused_to_writers_and_upgrades_with_the_same_answers() 
     let expected = expected();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("db");
-    std::fs::create_dir(&copy).unwrap();
-    for (name, bytes) in snapshot(Path::new(FIXTURE)) {
-        std::fs::write(copy.join(name), bytes).unwrap();
-    }
+    restore(&copy, &snapshot(Path::new(FIXTURE)));
     let opts = Options {
         auto_compact: false,
         ..Options::default()

@@ -24,7 +24,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mhdb::db::{Db, Durability, Options, QueryOptions, Upgraded, WriteBatch};
@@ -40,15 +39,6 @@ const EXPECTED: &str = concat!(
 
 fn expected() -> Value {
     serde_json::from_str(&std::fs::read_to_string(EXPECTED).unwrap()).unwrap()
-}
-
-/// The WAL files of a directory listing, oldest first.
-fn wal_names(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
-    files
-        .keys()
-        .filter(|n| n.starts_with("wal-") && n.ends_with(".log"))
-        .cloned()
-        .collect()
 }
 
 #[test]
@@ -69,7 +59,7 @@ fn committed_fixture_holds_every_file_kind() {
     assert!(count("seg-", ".seg") >= 2, "{:?}", files.keys());
     assert_eq!(count("del-", ".del"), 1);
     assert_eq!(
-        wal_names(&files).len(),
+        file_names(&files, "wal-", ".log").len(),
         2,
         "an older, sealed WAL file and the newest"
     );
@@ -82,7 +72,7 @@ fn committed_fixture_holds_every_file_kind() {
         }
     }
     // The newest WAL file ends as a crash leaves it: in zeros written ahead of its records.
-    let newest = &files[wal_names(&files).last().unwrap()];
+    let newest = &files[file_names(&files, "wal-", ".log").last().unwrap()];
     assert!(
         newest.ends_with(&[0; 4096]),
         "the newest WAL is not a crash's"
@@ -374,14 +364,7 @@ fn generate(dir: &Path, scratch: &Path) -> Value {
     drop(w);
     drop(db);
 
-    // The zeros the writer wrote ahead of its records are cut to a few KiB, to keep the fixture
-    // small: they are not part of the layout, and recovery reads any run of them the same way.
-    let wals = wal_names(&files);
-    assert_eq!(wals.len(), 2, "{:?}", files.keys());
-    let newest = files.get_mut(&wals[1]).unwrap();
-    let last = newest.iter().rposition(|&b| b != 0).unwrap();
-    let keep = ((last + 1).next_multiple_of(4096) + 4096).min(newest.len());
-    newest.truncate(keep);
+    let wals = trim_newest_wal(&mut files);
     restore(dir, &files);
     let shapes = [
         WalShape {

@@ -23,7 +23,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mhdb::db::{Db, DedupOptions, Durability, IndexParams, Options, QueryOptions, WriteBatch};
@@ -39,14 +38,6 @@ const EXPECTED: &str = concat!(
 
 fn expected() -> Value {
     serde_json::from_str(&std::fs::read_to_string(EXPECTED).unwrap()).unwrap()
-}
-
-fn wal_names(files: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
-    files
-        .keys()
-        .filter(|n| n.starts_with("wal-") && n.ends_with(".log"))
-        .cloned()
-        .collect()
 }
 
 /// The fixture's parameters: those of the other fixtures, with stored sets (which re-tunes
@@ -201,7 +192,7 @@ fn committed_fixture_holds_every_file_kind() {
     assert_eq!(count("seg-", ".seg"), 2, "{:?}", files.keys());
     assert_eq!(count("del-", ".del"), 1);
     assert_eq!(
-        wal_names(&files).len(),
+        file_names(&files, "wal-", ".log").len(),
         2,
         "an older, sealed WAL file and the newest"
     );
@@ -220,7 +211,7 @@ fn committed_fixture_holds_every_file_kind() {
         assert_eq!(shingles.end, signatures.start, "{name}");
     }
     // Both WAL files hold inserts with their sets: op tag 3 right after a batch's count.
-    for name in wal_names(&files) {
+    for name in file_names(&files, "wal-", ".log") {
         let wal = &files[&name];
         assert_eq!(wal[24 + 8], 1, "{name}: first record is a batch");
         assert_eq!(
@@ -229,7 +220,7 @@ fn committed_fixture_holds_every_file_kind() {
             "{name}: first operation is a tag-3 insert"
         );
     }
-    let newest = &files[wal_names(&files).last().unwrap()];
+    let newest = &files[file_names(&files, "wal-", ".log").last().unwrap()];
     assert!(
         newest.ends_with(&[0; 4096]),
         "the newest WAL is not a crash's"
@@ -432,13 +423,7 @@ fn generate(dir: &Path, scratch: &Path) -> Value {
     drop(w);
     drop(db);
 
-    // The zeros written ahead of the newest file's records are cut to a few KiB.
-    let wals = wal_names(&files);
-    assert_eq!(wals.len(), 2, "{:?}", files.keys());
-    let newest = files.get_mut(&wals[1]).unwrap();
-    let last = newest.iter().rposition(|&b| b != 0).unwrap();
-    let keep = ((last + 1).next_multiple_of(4096) + 4096).min(newest.len());
-    newest.truncate(keep);
+    let wals = trim_newest_wal(&mut files);
     restore(dir, &files);
     let wal = vec![
         json!({"name": wals[0], "batches": older_wal_batches, "sealed": true}),

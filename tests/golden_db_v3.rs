@@ -19,7 +19,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use mhdb::db::WriteBatch;
@@ -55,21 +54,6 @@ fn writer_options() -> Options {
         identity: Some(identity()),
         ..Options::default()
     }
-}
-
-fn copy_to(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
-}
-
-fn names(files: &BTreeMap<String, Vec<u8>>, prefix: &str, suffix: &str) -> Vec<String> {
-    files
-        .keys()
-        .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
-        .cloned()
-        .collect()
 }
 
 /// A stored set as expected.json records it: what a reader can recompute from the bytes
@@ -144,21 +128,26 @@ fn check_fixture(db: &Db, expected: &Value, what: &str) {
 #[test]
 fn committed_fixture_holds_every_file_kind() {
     let files = snapshot(Path::new(FIXTURE));
-    assert_eq!(names(&files, "MANIFEST-", "").len(), 1);
-    assert_eq!(names(&files, "seg-", ".seg").len(), 2, "{:?}", files.keys());
-    assert_eq!(names(&files, "del-", ".del").len(), 1);
-    let wals = names(&files, "wal-", ".log");
+    assert_eq!(file_names(&files, "MANIFEST-", "").len(), 1);
+    assert_eq!(
+        file_names(&files, "seg-", ".seg").len(),
+        2,
+        "{:?}",
+        files.keys()
+    );
+    assert_eq!(file_names(&files, "del-", ".del").len(), 1);
+    let wals = file_names(&files, "wal-", ".log");
     assert_eq!(wals.len(), 2, "an older, sealed WAL file and the newest");
     let id = identity().0;
     // Every file's header carries the identity (format/segment.md, manifest.md, wal.md).
-    for name in names(&files, "seg-", ".seg") {
+    for name in file_names(&files, "seg-", ".seg") {
         let seg = &files[&name];
         assert_eq!(seg[8], 3, "{name}: version");
         assert_eq!(seg[56..72], id, "{name}: db_id");
         let shingles = common::segment_section(seg, 7).expect(&name);
         assert_eq!(shingles.end, common::segment_section(seg, 6).unwrap().start);
     }
-    for name in names(&files, "del-", ".del").iter().chain(&wals) {
+    for name in file_names(&files, "del-", ".del").iter().chain(&wals) {
         assert_eq!(files[name][16..32], id, "{name}: db_id");
     }
     for name in &wals {
@@ -199,7 +188,7 @@ fn committed_fixture_opens_as_a_writer() {
     let expected = expected();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("db");
-    copy_to(&copy, &snapshot(Path::new(FIXTURE)));
+    restore(&copy, &snapshot(Path::new(FIXTURE)));
     let opts = Options {
         identity: None,
         ..writer_options()
@@ -355,7 +344,7 @@ fn generate(dir: &Path, scratch: &Path) -> Value {
     drop(db);
 
     let second = scratch.join("second");
-    copy_to(&second, &crashed);
+    restore(&second, &crashed);
     let db = Db::open(&second, writer_options()).unwrap();
     let mut w = writer(&db, rng, model);
     tail.extend(w.articles(32..34, 2));
@@ -379,13 +368,8 @@ fn generate(dir: &Path, scratch: &Path) -> Value {
     drop(w);
     drop(db);
 
-    // The zeros written ahead of the newest file's records are cut to one 4 KiB block.
-    let wals = names(&files, "wal-", ".log");
-    assert_eq!(wals.len(), 2, "{:?}", files.keys());
-    let newest = files.get_mut(&wals[1]).unwrap();
-    let last = newest.iter().rposition(|&b| b != 0).unwrap();
-    newest.truncate(((last + 1).next_multiple_of(4096) + 4096).min(newest.len()));
-    copy_to(dir, &files);
+    let wals = trim_newest_wal(&mut files);
+    restore(dir, &files);
     let wal = vec![
         json!({"name": wals[0], "batches": older_wal_batches, "sealed": true}),
         json!({"name": wals[1], "batches": newest_wal_batches, "sealed": false}),

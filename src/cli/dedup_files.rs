@@ -19,19 +19,15 @@ use super::output::{CliError, CliResult, message, outln};
 
 /// `mhdb dedup-files`: create, add, decide and write; a summary on stderr (`--json`: stdout).
 pub fn dedup_files(args: &DedupFilesArgs) -> CliResult<ExitCode> {
-    // Removed when dropped, whatever returns.
-    let temporary = match &args.index {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
+    // The temporary directory is removed when dropped, whatever returns.
+    let (db, _temporary) = match &args.index {
+        Some(db) => (db.clone(), None),
+        None => {
+            let dir = tempfile::Builder::new()
                 .prefix("mhdb-dedup-files-")
-                .tempdir()?,
-        ),
-    };
-    let db = match (&args.index, &temporary) {
-        (Some(db), _) => db.clone(),
-        (None, Some(dir)) => dir.path().join("index"),
-        (None, None) => unreachable!("a temporary directory is made when --index is not given"),
+                .tempdir()?;
+            (dir.path().join("index"), Some(dir))
+        }
     };
     // Refused before the index is built, as `dedup --apply` would refuse it after.
     mhdb::apply::check_output(&args.inputs, &args.out, args.overwrite)

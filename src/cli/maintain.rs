@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use indicatif::HumanBytes;
 use mhdb::db::{
     Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, UpgradePlan, Upgraded,
 };
@@ -177,7 +178,7 @@ pub fn export(args: &ExportArgs) -> CliResult<ExitCode> {
 fn upgrade_needs(db: &std::path::Path, plan: &UpgradePlan) -> String {
     let free = plan
         .bytes_available
-        .map_or(String::new(), |b| format!(", {} free", human_bytes(b)));
+        .map_or(String::new(), |b| format!(", {} free", HumanBytes(b)));
     format!(
         "upgrading {} from format version {}: {} documents; the new copy is written beside the \
          old files before they trade places, so it needs about {} free meanwhile (the \
@@ -185,18 +186,8 @@ fn upgrade_needs(db: &std::path::Path, plan: &UpgradePlan) -> String {
         db.display(),
         plan.from_version,
         plan.documents,
-        human_bytes(plan.bytes_needed),
+        HumanBytes(plan.bytes_needed),
     )
-}
-
-/// `bytes` in MiB, or GiB from 1 GiB on, one decimal.
-fn human_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if bytes >= 1 << 30 {
-        format!("{:.1} GiB", b / f64::from(1u32 << 30))
-    } else {
-        format!("{:.1} MiB", b / f64::from(1u32 << 20))
-    }
 }
 
 /// `mhdb merge`: DEST takes the first source's parameters when it is created. What it did on

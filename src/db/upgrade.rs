@@ -223,7 +223,8 @@ fn plan_on(
     if from_version == MANIFEST_VERSION && !(drop_sets && probe.params.store_sets) {
         return Ok(None);
     }
-    let documents = probe.stats()?.live_docs;
+    // Not `stats()`: it scans every band, and the plan is made before every upgrade.
+    let documents = probe.len();
     drop(probe);
     let mut bytes_needed = 0u64;
     for name in fs

@@ -30,6 +30,29 @@ pub fn restore(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
     }
 }
 
+/// The names in `files` (a [`snapshot`]) that start with `prefix` and end with `suffix`, in
+/// order (for numbered files, oldest first).
+pub fn file_names(files: &BTreeMap<String, Vec<u8>>, prefix: &str, suffix: &str) -> Vec<String> {
+    files
+        .keys()
+        .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+        .cloned()
+        .collect()
+}
+
+/// A fixture generator's last touch: cuts the zeros a writer wrote ahead of the newest of
+/// the two WAL files' records to one 4 KiB block past them (they are not part of the layout,
+/// and recovery reads any run of them the same way), keeping the fixture small. Returns the
+/// WAL names, oldest first.
+pub fn trim_newest_wal(files: &mut BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let wals = file_names(files, "wal-", ".log");
+    assert_eq!(wals.len(), 2, "{:?}", files.keys());
+    let newest = files.get_mut(&wals[1]).unwrap();
+    let last = newest.iter().rposition(|&b| b != 0).unwrap();
+    newest.truncate(((last + 1).next_multiple_of(4096) + 4096).min(newest.len()));
+    wals
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
