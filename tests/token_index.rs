@@ -2,7 +2,7 @@
 //! stores and answers with the signatures `MinHasher::sketch_tokens` gives (the golden
 //! vectors' own), reads token lists from JSON Lines (plain, gzip, zstd), Parquet and Arrow
 //! list columns, refuses bad token lists naming their place, keeps its kind across a reopen,
-//! and refuses texts.
+//! refuses texts, and answers `mhdb query --jsonl` lines of token lists.
 
 mod common;
 
@@ -415,4 +415,105 @@ fn the_cli_queries_a_token_list() {
     assert_eq!(String::from_utf8(success(out, "query")).unwrap(), "");
     let out = run(&["query", s(&db), "--tokens-json", "{}"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The answers of `mhdb query --jsonl` (one JSON line per query), as `(id, [(key, jaccard)])`.
+fn jsonl_answers(stdout: &[u8]) -> Vec<(Value, Vec<(String, f64)>)> {
+    String::from_utf8(stdout.to_vec())
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let answer: Value = serde_json::from_str(line).unwrap();
+            let matches = answer["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let key = m["id"].as_str().unwrap().to_string();
+                    (key, m["jaccard"].as_f64().unwrap())
+                })
+                .collect();
+            (answer["id"].clone(), matches)
+        })
+        .collect()
+}
+
+#[test]
+fn query_jsonl_takes_token_lists_in_an_index_of_token_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    success(run(&["create", s(&db), "--shingle", "tokens"]), "create");
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\": \"k\", \"t\": [\"a\", \"b\", 7]}\n").unwrap();
+    success(
+        run(&["add", s(&db), s(&input), "--tokens-field", "t"]),
+        "add",
+    );
+    let queries = dir.path().join("q.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"id\": \"same\", \"tokens\": [7, \"b\", \"a\"]}\n\
+         {\"id\": \"other\", \"tokens\": [\"7\", \"b\", \"a\"]}\n",
+    )
+    .unwrap();
+    let out = success(run(&["query", s(&db), "--jsonl", s(&queries)]), "query");
+    let answers = jsonl_answers(&out);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0], (Value::from("same"), vec![("k".into(), 1.0)]));
+    assert_eq!(answers[1], (Value::from("other"), vec![]));
+    // --tokens-field names another field; read from standard input too.
+    let out = common::cli::run_with_stdin(
+        &["query", s(&db), "--jsonl", "-", "--tokens-field", "list"],
+        b"{\"id\": 1, \"list\": [\"a\", 7, \"b\"]}\n",
+    );
+    let answers = jsonl_answers(&success(out, "query -"));
+    assert_eq!(answers, vec![(Value::from(1), vec![("k".into(), 1.0)])]);
+    // A text line in an index of token lists: the lines before it are answered, and the
+    // error names the line.
+    std::fs::write(
+        &queries,
+        "{\"id\": \"same\", \"tokens\": [7, \"b\", \"a\"]}\n{\"id\": \"t\", \"text\": \"a b 7\"}\n",
+    )
+    .unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("q.jsonl:2: "), "{err}");
+    assert!(err.contains("an index of token lists"), "{err}");
+    assert_eq!(jsonl_answers(&out.stdout).len(), 1, "{err}");
+    // A line with neither field names the one missing.
+    std::fs::write(&queries, "{\"id\": \"x\"}\n").unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("q.jsonl:1: missing field \"tokens\""), "{err}");
+}
+
+#[test]
+fn query_jsonl_refuses_token_lists_in_an_index_of_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    success(run(&["create", s(&db)]), "create");
+    let text = "the quick brown fox jumps over the lazy dog";
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, format!("{{\"id\": \"k\", \"text\": \"{text}\"}}\n")).unwrap();
+    success(run(&["add", s(&db), s(&input)]), "add");
+    // A line with a text and a token list queries by its text, as before token lists.
+    let queries = dir.path().join("q.jsonl");
+    std::fs::write(
+        &queries,
+        format!(
+            "{{\"id\": \"both\", \"text\": \"{text}\", \"tokens\": [\"x\"]}}\n\
+             {{\"id\": \"list\", \"tokens\": [\"the\", \"quick\"]}}\n"
+        ),
+    )
+    .unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        jsonl_answers(&out.stdout),
+        vec![(Value::from("both"), vec![("k".into(), 1.0)])]
+    );
+    assert!(err.contains("q.jsonl:2: "), "{err}");
+    assert!(err.contains("token list"), "{err}");
 }
