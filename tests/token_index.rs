@@ -398,17 +398,23 @@ fn bad_token_lists_are_refused_naming_their_place_and_skipped_on_request() {
     assert!(err.contains("a token-list column must be a list"), "{err}");
 }
 
-#[test]
-fn the_cli_queries_a_token_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
+/// An index of token sets made by the CLI in `dir`, holding the one list `k`: `["a", "b", 7]`.
+fn index_of_one_list(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("db");
     success(run(&["create", s(&db), "--shingle", "tokens"]), "create");
-    let input = dir.path().join("in.jsonl");
+    let input = dir.join("in.jsonl");
     std::fs::write(&input, "{\"id\": \"k\", \"t\": [\"a\", \"b\", 7]}\n").unwrap();
     success(
         run(&["add", s(&db), s(&input), "--tokens-field", "t"]),
         "add",
     );
+    db
+}
+
+#[test]
+fn the_cli_queries_a_token_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = index_of_one_list(dir.path());
     let out = run(&["query", s(&db), "--tokens-json", r#"[7, "b", "a"]"#]);
     let answer = String::from_utf8(success(out, "query")).unwrap();
     assert_eq!(answer, "1.0000\tk\n");
@@ -442,14 +448,7 @@ fn jsonl_answers(stdout: &[u8]) -> Vec<(Value, Vec<(String, f64)>)> {
 #[test]
 fn query_jsonl_takes_token_lists_in_an_index_of_token_lists() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    success(run(&["create", s(&db), "--shingle", "tokens"]), "create");
-    let input = dir.path().join("in.jsonl");
-    std::fs::write(&input, "{\"id\": \"k\", \"t\": [\"a\", \"b\", 7]}\n").unwrap();
-    success(
-        run(&["add", s(&db), s(&input), "--tokens-field", "t"]),
-        "add",
-    );
+    let db = index_of_one_list(dir.path());
     let queries = dir.path().join("q.jsonl");
     std::fs::write(
         &queries,
@@ -580,7 +579,10 @@ fn a_keyed_index_of_token_lists_with_stored_sets_end_to_end() {
     assert_eq!(matches.len(), 1, "{matches:?}");
     assert_eq!(matches[0]["id"], "doc");
     // (JSON answers are rounded to six decimals.)
-    assert!((matches[0]["jaccard"].as_f64().unwrap() - want).abs() < 1e-6, "{matches:?}");
+    assert!(
+        (matches[0]["jaccard"].as_f64().unwrap() - want).abs() < 1e-6,
+        "{matches:?}"
+    );
     assert_eq!(matches[0]["exact"], true, "{matches:?}");
     let out = run(&["query", s(&db), "--tokens-json", &query_json]);
     assert_ne!(out.status.code(), Some(0), "a query without the key");

@@ -1,8 +1,8 @@
 //! Streaming batch queries: [`Db::query_stream`] and [`Db::query_text_stream`] answer a
 //! stream of queries on every core, a window at a time, yielding the answers in input order in
 //! memory bounded by the window (not by the length of the stream). The same stream answers
-//! over any [`ReadIndex`] (shards too: [`text_stream`], and [`document_stream`] for texts, token
-//! lists and signatures mixed).
+//! over any [`ReadIndex`] (shards too), texts, token lists and signatures mixed:
+//! [`document_stream`].
 
 use rayon::prelude::*;
 
@@ -91,24 +91,6 @@ impl Db {
             db.query_text(text.as_ref(), opts)
         })
     }
-}
-
-/// A stream of texts answered by `index` as [`Db::query_text_stream`] answers them.
-pub(super) fn text_stream<'s, R, I, T, S>(
-    index: &'s R,
-    queries: I,
-    opts: &QueryOptions,
-    window: usize,
-) -> impl Iterator<Item = (T, Result<QueryResult>)> + 's
-where
-    R: ReadIndex + ?Sized,
-    I: Iterator<Item = (T, S)> + Send + 's,
-    T: Send + 's,
-    S: AsRef<str> + Send + 's,
-{
-    QueryStream::new(index, queries, opts, window, |index, text, opts| {
-        index.query_text(text.as_ref(), opts)
-    })
 }
 
 /// A stream of documents of any kind answered by `index`: a text or a token list signed as
