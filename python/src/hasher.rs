@@ -31,9 +31,9 @@ use crate::tokens::{PyToken, as_tokens, hashes_from_py, signatures_matrix, token
 ///     lowercase: lowercase the text (Unicode full mapping; default on).
 ///     collapse_whitespace: collapse runs of white space to one space and trim (default on).
 ///
-///     The three normalization flags default to ``None``: the scheme's default, which for
-///     token lists is no normalization (tokens are taken as given; a flag set to ``True``
-///     with a token scheme is refused).
+/// The three normalization flags default to ``None``: the scheme's default, which for token
+/// lists is no normalization (tokens are taken as given; a flag set to ``True`` with a token
+/// scheme is refused).
 ///
 /// A signature is a ``numpy.ndarray`` of ``uint64`` of length ``num_perm``; equal parameters
 /// give equal signatures on every machine and in every later version (for one hash spec).

@@ -40,7 +40,7 @@ pub fn query<'py>(
     matches_to_py(py, &result.matches)
 }
 
-/// The options of one query (`query`, `query_tokens`): those of [`query_options`], and
+/// The options of one query (`query`, `query_tokens`): those `query_options` reads, and
 /// `exact=False` deciding by the signature estimate alone.
 pub fn one_query_options(
     py: Python<'_>,
