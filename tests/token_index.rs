@@ -2,7 +2,8 @@
 //! stores and answers with the signatures `MinHasher::sketch_tokens` gives (the golden
 //! vectors' own), reads token lists from JSON Lines (plain, gzip, zstd), Parquet and Arrow
 //! list columns, refuses bad token lists naming their place, keeps its kind across a reopen,
-//! and refuses texts.
+//! refuses texts, and answers `mhdb query --jsonl` lines of token lists; a keyed index with
+//! stored sets works end to end, its sets under the set key.
 
 mod common;
 
@@ -397,17 +398,23 @@ fn bad_token_lists_are_refused_naming_their_place_and_skipped_on_request() {
     assert!(err.contains("a token-list column must be a list"), "{err}");
 }
 
-#[test]
-fn the_cli_queries_a_token_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
+/// An index of token sets made by the CLI in `dir`, holding the one list `k`: `["a", "b", 7]`.
+fn index_of_one_list(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("db");
     success(run(&["create", s(&db), "--shingle", "tokens"]), "create");
-    let input = dir.path().join("in.jsonl");
+    let input = dir.join("in.jsonl");
     std::fs::write(&input, "{\"id\": \"k\", \"t\": [\"a\", \"b\", 7]}\n").unwrap();
     success(
         run(&["add", s(&db), s(&input), "--tokens-field", "t"]),
         "add",
     );
+    db
+}
+
+#[test]
+fn the_cli_queries_a_token_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = index_of_one_list(dir.path());
     let out = run(&["query", s(&db), "--tokens-json", r#"[7, "b", "a"]"#]);
     let answer = String::from_utf8(success(out, "query")).unwrap();
     assert_eq!(answer, "1.0000\tk\n");
@@ -415,4 +422,219 @@ fn the_cli_queries_a_token_list() {
     assert_eq!(String::from_utf8(success(out, "query")).unwrap(), "");
     let out = run(&["query", s(&db), "--tokens-json", "{}"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The answers of `mhdb query --jsonl` (one JSON line per query), as `(id, [(key, jaccard)])`.
+fn jsonl_answers(stdout: &[u8]) -> Vec<(Value, Vec<(String, f64)>)> {
+    String::from_utf8(stdout.to_vec())
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let answer: Value = serde_json::from_str(line).unwrap();
+            let matches = answer["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let key = m["id"].as_str().unwrap().to_string();
+                    (key, m["jaccard"].as_f64().unwrap())
+                })
+                .collect();
+            (answer["id"].clone(), matches)
+        })
+        .collect()
+}
+
+#[test]
+fn query_jsonl_takes_token_lists_in_an_index_of_token_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = index_of_one_list(dir.path());
+    let queries = dir.path().join("q.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"id\": \"same\", \"tokens\": [7, \"b\", \"a\"]}\n\
+         {\"id\": \"other\", \"tokens\": [\"7\", \"b\", \"a\"]}\n",
+    )
+    .unwrap();
+    let out = success(run(&["query", s(&db), "--jsonl", s(&queries)]), "query");
+    let answers = jsonl_answers(&out);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0], (Value::from("same"), vec![("k".into(), 1.0)]));
+    assert_eq!(answers[1], (Value::from("other"), vec![]));
+    // --tokens-field names another field; read from standard input too.
+    let out = common::cli::run_with_stdin(
+        &["query", s(&db), "--jsonl", "-", "--tokens-field", "list"],
+        b"{\"id\": 1, \"list\": [\"a\", 7, \"b\"]}\n",
+    );
+    let answers = jsonl_answers(&success(out, "query -"));
+    assert_eq!(answers, vec![(Value::from(1), vec![("k".into(), 1.0)])]);
+    // A text line in an index of token lists: the lines before it are answered, and the
+    // error names the line.
+    std::fs::write(
+        &queries,
+        "{\"id\": \"same\", \"tokens\": [7, \"b\", \"a\"]}\n{\"id\": \"t\", \"text\": \"a b 7\"}\n",
+    )
+    .unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("q.jsonl:2: "), "{err}");
+    assert!(err.contains("an index of token lists"), "{err}");
+    assert_eq!(jsonl_answers(&out.stdout).len(), 1, "{err}");
+    // A line with neither field names the one missing.
+    std::fs::write(&queries, "{\"id\": \"x\"}\n").unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("q.jsonl:1: missing field \"tokens\""), "{err}");
+}
+
+#[test]
+fn query_jsonl_refuses_token_lists_in_an_index_of_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    success(run(&["create", s(&db)]), "create");
+    let text = "the quick brown fox jumps over the lazy dog";
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, format!("{{\"id\": \"k\", \"text\": \"{text}\"}}\n")).unwrap();
+    success(run(&["add", s(&db), s(&input)]), "add");
+    // A line with a text and a token list queries by its text, as before token lists.
+    let queries = dir.path().join("q.jsonl");
+    std::fs::write(
+        &queries,
+        format!(
+            "{{\"id\": \"both\", \"text\": \"{text}\", \"tokens\": [\"x\"]}}\n\
+             {{\"id\": \"list\", \"tokens\": [\"the\", \"quick\"]}}\n"
+        ),
+    )
+    .unwrap();
+    let out = run(&["query", s(&db), "--jsonl", s(&queries)]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        jsonl_answers(&out.stdout),
+        vec![(Value::from("both"), vec![("k".into(), 1.0)])]
+    );
+    assert!(err.contains("q.jsonl:2: "), "{err}");
+    assert!(err.contains("token list"), "{err}");
+}
+
+/// Writes a secret key file (64 hex digits) and returns its path.
+fn key_file(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("key.hex");
+    let hex: String = (0..32u8)
+        .map(|b| format!("{:02x}", b.wrapping_mul(29) ^ 0x3c))
+        .collect();
+    std::fs::write(&path, hex).unwrap();
+    path
+}
+
+#[test]
+fn a_keyed_index_of_token_lists_with_stored_sets_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let key = key_file(dir.path());
+    success(
+        run(&[
+            "create",
+            s(&db),
+            "--key-file",
+            s(&key),
+            "--shingle",
+            "tokens",
+            "--store-sets",
+            "--threshold",
+            "0.85",
+        ]),
+        "create",
+    );
+    // The query shares 38 of the 42 distinct words of it and "doc": an exact Jaccard of 38/42,
+    // within the re-rank margin of the threshold, so that the stored sets decide it (the
+    // estimate is a multiple of a slot's share).
+    let words =
+        |range: std::ops::Range<u32>| -> Vec<String> { range.map(|i| format!("w{i}")).collect() };
+    let doc = words(0..40);
+    let near: Vec<String> = words(2..42);
+    let input = dir.path().join("in.jsonl");
+    let line = |id: &str, tokens: &[String]| {
+        serde_json::json!({"id": id, "tokens": tokens}).to_string() + "\n"
+    };
+    let ints: Vec<i64> = (0..30).collect();
+    let ints_line = serde_json::json!({"id": "ints", "tokens": ints}).to_string() + "\n";
+    std::fs::write(&input, line("doc", &doc) + &ints_line).unwrap();
+    let add = ["add", s(&db), s(&input), "--tokens-field", "tokens"];
+    let out = run(&add);
+    assert_ne!(out.status.code(), Some(0), "add without the key");
+    success(run(&[&add[..], &["--key-file", s(&key)]].concat()), "add");
+
+    let want = 38.0 / 42.0;
+    let query_json = serde_json::to_string(&near).unwrap();
+    let query = |extra: &[&str]| {
+        let mut args = vec!["query", s(&db), "--tokens-json", &query_json, "--json"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        let answer: Value = serde_json::from_slice(&success(out, "query")).unwrap();
+        answer["matches"].as_array().unwrap().clone()
+    };
+    let matches = query(&["--key-file", s(&key)]);
+    assert_eq!(matches.len(), 1, "{matches:?}");
+    assert_eq!(matches[0]["id"], "doc");
+    // (JSON answers are rounded to six decimals.)
+    assert!(
+        (matches[0]["jaccard"].as_f64().unwrap() - want).abs() < 1e-6,
+        "{matches:?}"
+    );
+    assert_eq!(matches[0]["exact"], true, "{matches:?}");
+    let out = run(&["query", s(&db), "--tokens-json", &query_json]);
+    assert_ne!(out.status.code(), Some(0), "a query without the key");
+
+    success(run(&["verify", s(&db)]), "verify");
+    let stats = success(run(&["stats", s(&db), "--json"]), "stats");
+    let stats: Value = serde_json::from_slice(&stats).unwrap();
+    assert_eq!(stats["sets_derivation"], "keyed", "{stats}");
+
+    // Reopened: the same answer, and the stored sets follow the one stored-value rule under
+    // the set key: a list of words has the set of the `word:1` text of those words, not the
+    // top halves of its keyed hashes.
+    let secret = mhdb::sketch::SecretKey::from_file(&key).unwrap();
+    let opened = Db::open(
+        &db,
+        Options {
+            key: Some(secret.clone()),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(opened.takes_tokens());
+    let near_tokens: Vec<Token<'_>> = near.iter().map(|w| Token::Str(w)).collect();
+    let answer = opened
+        .query_tokens(&near_tokens, &QueryOptions::default())
+        .unwrap();
+    assert_eq!(answer.matches.len(), 1);
+    assert_eq!(answer.matches[0].key, b"doc");
+    assert!((answer.matches[0].similarity - want).abs() < 1e-12);
+    let doc_tokens: Vec<Token<'_>> = doc.iter().map(|w| Token::Str(w)).collect();
+    let signed = opened.sketch_tokens(&doc_tokens).unwrap();
+    let stored_rule = signed.shingle_set().expect("a set in a --store-sets index");
+    let words_params = mhdb::sketch::SketchParams {
+        shingle: mhdb::sketch::ShingleConfig::words(1),
+        ..opened.params().sketch
+    };
+    let words_hasher = MinHasher::new_keyed(words_params, &secret).unwrap();
+    assert_eq!(stored_rule, &words_hasher.shingle_set(&doc.join(" ")));
+    let keyed_hashes = opened
+        .hasher()
+        .unwrap()
+        .token_shingle_hashes(&doc_tokens, 1)
+        .unwrap();
+    assert_ne!(
+        stored_rule,
+        &mhdb::sketch::ShingleSet::from_hashes(keyed_hashes)
+    );
+    // The integer list is stored and found too.
+    let int_tokens: Vec<Token<'_>> = ints.iter().map(|&v| Token::Int(v)).collect();
+    let answer = opened
+        .query_tokens(&int_tokens, &QueryOptions::default())
+        .unwrap();
+    assert_eq!(answer.matches[0].key, b"ints");
+    assert_eq!(answer.matches[0].similarity, 1.0);
 }

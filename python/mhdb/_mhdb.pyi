@@ -106,10 +106,15 @@ class MinHasher:
         scheme: Literal["oph", "kperm"] = "oph",
         seed: int = 0,
         shingle: str = "char:5",
-        nfkc: bool = False,
-        lowercase: bool = True,
-        collapse_whitespace: bool = True,
-    ) -> MinHasher: ...
+        nfkc: Optional[bool] = None,
+        lowercase: Optional[bool] = None,
+        collapse_whitespace: Optional[bool] = None,
+    ) -> MinHasher:
+        """``shingle`` is ``"char:N"``, ``"word:N"``, ``"unicode-word:N"`` (with its options)
+        or ``"tokens"`` / ``"tokens:N"`` (token lists, for :meth:`sketch_tokens`). A
+        normalization flag left ``None`` takes the scheme's default: NFKC off, lowercasing
+        and white-space collapsing on for texts; none for token lists, where a flag set to
+        ``True`` is refused (:class:`InvalidParameterError`)."""
     @property
     def num_perm(self) -> int:
         """Number of slots k of every signature."""
@@ -121,7 +126,8 @@ class MinHasher:
         """The user seed."""
     @property
     def shingle(self) -> str:
-        """The shingling, as ``"char:N"``, ``"word:N"`` or ``"unicode-word:N"`` with its options."""
+        """The shingling, as ``"char:N"``, ``"word:N"``, ``"unicode-word:N"`` with its options,
+        or ``"tokens"`` / ``"tokens:N"``."""
     @property
     def nfkc(self) -> bool:
         """Whether NFKC normalization is applied."""
@@ -144,16 +150,20 @@ class MinHasher:
     def jaccard(a: _SignatureLike, b: _SignatureLike) -> float:
         """The estimated Jaccard similarity of two signatures (fraction of equal slots)."""
     def sketch_tokens(
-        self, tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]], width: int = 1
+        self,
+        tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]],
+        width: Optional[int] = None,
     ) -> npt.NDArray[np.uint64]:
         """The signature of a token list (``format/hashing.md`` §15): ``str`` and ``int``
         (signed 64-bit) tokens, taken as given (no normalization). ``width=1``: the set of the
         tokens (order and repeats do not matter); ``width=N``: runs of N tokens. ``"1"`` and
-        ``1`` are different tokens."""
+        ``1`` are different tokens. The default width is N for a hasher made with
+        ``shingle="tokens:N"`` (the signature a ``shingle="tokens:N"`` index stores; another
+        width is refused), 1 otherwise."""
     def sketch_tokens_many(
         self,
         token_lists: Iterable[Union[Iterable[Union[str, int]], npt.NDArray[np.int64]]],
-        width: int = 1,
+        width: Optional[int] = None,
     ) -> npt.NDArray[np.uint64]:
         """Signatures of many token lists, shape ``(n, num_perm)``, on every core without the
         GIL."""
@@ -195,9 +205,9 @@ class Index(Generic[_KindT]):
         scheme: str = "oph",
         seed: int = 0,
         shingle: str = "char:5",
-        nfkc: bool = False,
-        lowercase: bool = True,
-        collapse_whitespace: bool = True,
+        nfkc: Optional[bool] = None,
+        lowercase: Optional[bool] = None,
+        collapse_whitespace: Optional[bool] = None,
         bits: Optional[int] = None,
         band_slots: Optional[int] = None,
         bands: Optional[int] = None,
@@ -211,7 +221,12 @@ class Index(Generic[_KindT]):
         ``num_perm`` is 512 (128 with ``scheme="kperm"``), ``band_slots`` 128 (or
         ``num_perm`` if fewer) and ``bits`` the width that makes a signature 256 bytes (4 to
         32; 4 at 512 slots), as ``mhdb create`` chooses them. With
-        ``key_file``, a keyed index (shingles hashed under that secret key)."""
+        ``key_file``, a keyed index (shingles hashed under that secret key). With
+        ``shingle="tokens"`` (or ``"tokens:N"``, runs of N tokens) an index of token lists
+        (:meth:`insert_tokens`, :meth:`query_tokens`, ``insert_arrow(tokens=...)``). A
+        normalization flag left ``None`` takes the scheme's default (NFKC off, lowercasing
+        and white-space collapsing on for texts; none for token lists, which refuse
+        ``True``)."""
     @overload
     @staticmethod
     def create(
@@ -261,9 +276,9 @@ class Index(Generic[_KindT]):
         scheme: str = "oph",
         seed: int = 0,
         shingle: str = "char:5",
-        nfkc: bool = False,
-        lowercase: bool = True,
-        collapse_whitespace: bool = True,
+        nfkc: Optional[bool] = None,
+        lowercase: Optional[bool] = None,
+        collapse_whitespace: Optional[bool] = None,
         bits: Optional[int] = None,
         band_slots: Optional[int] = None,
         bands: Optional[int] = None,
@@ -417,7 +432,8 @@ class Index(Generic[_KindT]):
         data: _ArrowStream,
         *,
         id: str,
-        text: str,
+        text: Optional[str] = None,
+        tokens: Optional[str] = None,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
         novel_only: Literal[False] = False,
@@ -426,9 +442,10 @@ class Index(Generic[_KindT]):
         pyarrow, Polars, pandas, DuckDB), the key from column ``id`` (strings, binary or
         integers, an integer as its decimal digits) and the text from column ``text`` (or
         dotted paths into struct columns), read in Rust without the GIL; loaded and committed
-        as :meth:`insert_many` loads its items. A missing column, one of the wrong type, or a
-        row with a null or bad value (named by row and column: ``row 7: column "text" is
-        null``) raises :class:`InvalidParameterError`; a failure of the stream itself
+        as :meth:`insert_many` loads its items. In an index of token lists, ``tokens`` names
+        a list column of strings or integers instead of ``text`` (give exactly one). A
+        missing column, one of the wrong type, or a row with a null or bad value (named by
+        row and column: ``row 7: column "text" is null``) raises :class:`InvalidParameterError`; a failure of the stream itself
         :class:`Error`."""
     @overload
     def insert_arrow(
@@ -436,7 +453,8 @@ class Index(Generic[_KindT]):
         data: _ArrowStream,
         *,
         id: str,
-        text: str,
+        text: Optional[str] = None,
+        tokens: Optional[str] = None,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
         novel_only: Literal[True],
@@ -444,6 +462,24 @@ class Index(Generic[_KindT]):
     ) -> list[_NearDuplicate]:
         """Stores only the rows no stored document, nor an earlier row, is similar to, as
         ``insert_many(novel_only=True)``; returns the others, in order, with their matches."""
+    def insert_tokens(
+        self, key: _Key, tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]]
+    ) -> None:
+        """Inserts (or replaces) one document given as a token list (``str`` and ``int``
+        tokens, as :meth:`MinHasher.sketch_tokens` takes them) in an index created with
+        ``shingle="tokens"`` or ``"tokens:N"``; durable on return. In an index of texts,
+        :class:`ParameterMismatchError`."""
+    def query_tokens(
+        self: Index[_MinHash],
+        tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]],
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+    ) -> list[_MinHashMatch]:
+        """Documents similar to a token list in an index of token lists, as :meth:`query`
+        answers (options and result alike). In an index of texts,
+        :class:`ParameterMismatchError`."""
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:

@@ -1,7 +1,7 @@
 //! `Index.insert_arrow`: documents from any object exporting the Arrow C stream interface
 //! (`__arrow_c_stream__`: a pyarrow Table or RecordBatchReader, a Polars DataFrame, pandas
 //! through pyarrow, a DuckDB result). The stream is imported with arrow-rs's own FFI
-//! (`arrow_array::ffi_stream`), its id and text columns are read by the core's rules
+//! (`arrow_array::ffi_stream`), its id and text (or token-list) columns are read by the core's rules
 //! (`mhdb::input::Columns`, as `mhdb add` reads Parquet and Arrow files), and the rows are
 //! loaded by `insert_many`'s batch-atomic pipeline. Batches are read and made records without
 //! the GIL, and no Python object is made per row.
@@ -24,12 +24,31 @@ const STREAM: &str = "the Arrow stream";
 /// The name the Arrow PyCapsule interface gives a stream's capsule.
 const STREAM_CAPSULE: &std::ffi::CStr = c"arrow_array_stream";
 
-/// Where the documents' ids and texts are.
+/// Where the documents' ids and texts (or token lists) are.
 pub struct Names<'a> {
     /// The id column (or a dotted path into struct columns).
-    pub id: &'a str,
-    /// The text column.
-    pub text: &'a str,
+    id: &'a str,
+    /// The text column, or the token-list column with `tokens`.
+    column: &'a str,
+    /// `column` is a list column of tokens, for an index of token lists.
+    tokens: bool,
+}
+
+impl<'a> Names<'a> {
+    /// The id column and exactly one of a text column and a token-list column.
+    pub fn new(
+        py: Python<'_>,
+        id: &'a str,
+        text: Option<&'a str>,
+        tokens: Option<&'a str>,
+    ) -> PyResult<Self> {
+        let (column, tokens) = match (text, tokens) {
+            (Some(text), None) => (text, false),
+            (None, Some(tokens)) => (tokens, true),
+            _ => return Err(invalid(py, "text", "give exactly one of text= and tokens=")),
+        };
+        Ok(Names { id, column, tokens })
+    }
 }
 
 /// Loads the rows of `data`'s Arrow stream as `insert_many` loads its items: `commit_every`
@@ -56,8 +75,8 @@ pub fn insert_arrow(
         })?;
     let fields = Fields {
         id: Id::Field(names.id.to_string()),
-        text: names.text.to_string(),
-        tokens: false,
+        text: names.column.to_string(),
+        tokens: names.tokens,
     };
     let columns = Columns::find(&reader.schema(), &fields, STREAM)
         .map_err(|e| invalid(py, "data", e.to_string()))?;

@@ -80,14 +80,14 @@ pub struct SketchArgs {
     pub scheme: String,
     /// The user seed.
     pub seed: u64,
-    /// `"char:N"` or `"word:N"`.
+    /// `"char:N"`, `"word:N"`, `"unicode-word:N"` or `"tokens:N"`.
     pub shingle: String,
-    /// NFKC first.
-    pub nfkc: bool,
-    /// Lowercase.
-    pub lowercase: bool,
-    /// Collapse white space.
-    pub collapse_whitespace: bool,
+    /// NFKC first (`None`: the shingle scheme's default).
+    pub nfkc: Option<bool>,
+    /// Lowercase (`None`: the shingle scheme's default).
+    pub lowercase: Option<bool>,
+    /// Collapse white space (`None`: the shingle scheme's default).
+    pub collapse_whitespace: Option<bool>,
 }
 
 impl Default for SketchArgs {
@@ -97,9 +97,9 @@ impl Default for SketchArgs {
             scheme: "oph".into(),
             seed: 0,
             shingle: "char:5".into(),
-            nfkc: false,
-            lowercase: true,
-            collapse_whitespace: true,
+            nfkc: None,
+            lowercase: None,
+            collapse_whitespace: None,
         }
     }
 }
@@ -113,12 +113,12 @@ impl SketchArgs {
             scheme,
             num_perm: self.num_perm,
             seed: self.seed,
-            shingle: ShingleConfig {
+            shingle: ShingleConfig::with_normalization(
                 kind,
-                nfkc: self.nfkc,
-                lowercase: self.lowercase,
-                collapse_whitespace: self.collapse_whitespace,
-            },
+                self.nfkc,
+                self.lowercase,
+                self.collapse_whitespace,
+            ),
         };
         params.validate().or_raise(py)?;
         Ok(params)

@@ -25,10 +25,15 @@ use crate::tokens::{PyToken, as_tokens, hashes_from_py, signatures_matrix, token
 ///         split at white space) or ``"unicode-word:N"`` (N consecutive Unicode words: UAX #29
 ///         word boundaries, each CJK ideograph and each Thai, Lao, Khmer or Myanmar letter one
 ///         word), the last with options ``+fold-punctuation`` and ``+fold-digits``
-///         (``format/hashing.md`` §16).
-///     nfkc: apply Unicode NFKC normalization first.
-///     lowercase: lowercase the text (Unicode full mapping).
-///     collapse_whitespace: collapse runs of white space to one space and trim.
+///         (``format/hashing.md`` §16), or ``"tokens"`` / ``"tokens:N"`` (token lists, signed
+///         with :meth:`sketch_tokens` as an index created with that ``shingle`` signs them).
+///     nfkc: apply Unicode NFKC normalization first (default off).
+///     lowercase: lowercase the text (Unicode full mapping; default on).
+///     collapse_whitespace: collapse runs of white space to one space and trim (default on).
+///
+/// The three normalization flags default to ``None``: the scheme's default, which for token
+/// lists is no normalization (tokens are taken as given; a flag set to ``True`` with a token
+/// scheme is refused).
 ///
 /// A signature is a ``numpy.ndarray`` of ``uint64`` of length ``num_perm``; equal parameters
 /// give equal signatures on every machine and in every later version (for one hash spec).
@@ -40,7 +45,7 @@ pub struct PyMinHasher {
 #[pymethods]
 impl PyMinHasher {
     #[new]
-    #[pyo3(signature = (num_perm = 128, scheme = "oph", seed = 0, shingle = "char:5", nfkc = false, lowercase = true, collapse_whitespace = true))]
+    #[pyo3(signature = (num_perm = 128, scheme = "oph", seed = 0, shingle = "char:5", nfkc = None, lowercase = None, collapse_whitespace = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -48,9 +53,9 @@ impl PyMinHasher {
         scheme: &str,
         seed: u64,
         shingle: &str,
-        nfkc: bool,
-        lowercase: bool,
-        collapse_whitespace: bool,
+        nfkc: Option<bool>,
+        lowercase: Option<bool>,
+        collapse_whitespace: Option<bool>,
     ) -> PyResult<Self> {
         let params = SketchArgs {
             num_perm,
@@ -168,8 +173,10 @@ impl PyMinHasher {
     /// The signature of a token list (``format/hashing.md`` §15): ``tokens`` is an iterable
     /// of ``str`` and ``int`` (signed 64-bit) tokens, or a 1-D ``int64`` numpy array.
     ///
-    /// With ``width=1`` (the default) each token is one set element, so order and repeats do
-    /// not matter; with ``width=N`` each run of N consecutive tokens is one element. A string
+    /// With ``width=1`` each token is one set element, so order and repeats do not matter;
+    /// with ``width=N`` each run of N consecutive tokens is one element. The default width is
+    /// the hasher's for ``shingle="tokens:N"`` (so the signature is the one an index created
+    /// with that ``shingle`` stores; another width is refused), 1 otherwise. A string
     /// token is hashed as its UTF-8 bytes and an integer as a type byte and its 8 bytes, so
     /// ``"1"`` and ``1`` differ. Tokens are not normalized: this hasher's ``shingle``,
     /// ``nfkc``, ``lowercase`` and ``collapse_whitespace`` do not apply; its scheme, seed and
@@ -180,14 +187,15 @@ impl PyMinHasher {
     /// Raises:
     ///     TypeError: a token is neither ``str`` nor ``int`` (``bool`` is refused too).
     ///     ValueError: an ``int`` outside the signed 64-bit range.
-    ///     InvalidParameterError: ``width`` outside 1..=64.
-    #[pyo3(signature = (tokens, width = 1))]
+    ///     InvalidParameterError: ``width`` outside 1..=64, or not the token scheme's.
+    #[pyo3(signature = (tokens, width = None))]
     fn sketch_tokens<'py>(
         &self,
         py: Python<'py>,
         tokens: &Bound<'py, PyAny>,
-        width: usize,
+        width: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let width = self.token_width(py, width)?;
         let tokens = tokens_from_py(tokens, "tokens")?;
         let sig = py
             .detach(|| self.inner.sketch_tokens(&as_tokens(&tokens), width))
@@ -197,13 +205,14 @@ impl PyMinHasher {
 
     /// Signatures of many token lists (each as :meth:`sketch_tokens` takes it), shape
     /// ``(n, num_perm)``; the lists are read first, then signed on every core without the GIL.
-    #[pyo3(signature = (token_lists, width = 1))]
+    #[pyo3(signature = (token_lists, width = None))]
     fn sketch_tokens_many<'py>(
         &self,
         py: Python<'py>,
         token_lists: &Bound<'py, PyAny>,
-        width: usize,
+        width: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let width = self.token_width(py, width)?;
         let lists: Vec<Vec<PyToken>> = token_lists
             .try_iter()?
             .enumerate()
@@ -259,6 +268,23 @@ impl PyMinHasher {
             py_bool(p.shingle.lowercase),
             py_bool(p.shingle.collapse_whitespace)
         )
+    }
+}
+
+impl PyMinHasher {
+    /// The width token lists are signed at: the token scheme's (another is refused, so the
+    /// signature stays the one an index of that scheme stores), else `width` or 1.
+    fn token_width(&self, py: Python<'_>, width: Option<usize>) -> PyResult<usize> {
+        let kind = self.inner.params().shingle.kind;
+        match (kind.is_tokens(), width) {
+            (true, Some(w)) if w != kind.width() => Err(crate::errors::invalid(
+                py,
+                "width",
+                format!("this hasher signs {kind} token lists: width={w} contradicts it"),
+            )),
+            (true, _) => Ok(kind.width()),
+            (false, w) => Ok(w.unwrap_or(1)),
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::convert::{count, doc_one_of, key_from_py, key_to_py};
+use crate::convert::{Doc, count, doc_one_of, key_from_py, key_to_py};
 use crate::errors::{self, OrRaise, invalid};
 use crate::ingest::{self, Source};
 use crate::params::{index_params, params_dict};
@@ -244,7 +244,9 @@ impl PyIndex {
     ///     **params: ``num_perm``, ``scheme``, ``seed``, ``shingle``, ``nfkc``,
     ///         ``lowercase``, ``collapse_whitespace``: how signatures are computed (see
     ///         :class:`MinHasher`; the same defaults except ``num_perm``: 512 slots, or 128
-    ///         with ``scheme="kperm"``); and:
+    ///         with ``scheme="kperm"``). ``shingle="tokens"`` or ``"tokens:N"`` makes an
+    ///         index of token lists (:meth:`insert_tokens`, :meth:`query_tokens`,
+    ///         ``insert_arrow(tokens=...)``), which takes no normalization; and:
     ///     bits: bits per slot of the stored signatures (1, 2, 4, 8, 16, 32 or 64; default:
     ///         the width that makes a signature 256 bytes, 4 to 32, so 4 at 512 slots).
     ///     band_slots: bands cover only the first ``band_slots`` of the ``num_perm`` slots;
@@ -554,6 +556,9 @@ impl PyIndex {
     /// column holds strings (``large_string`` and string views too), binary, or integers
     /// (the key is the decimal digits, so ``17`` is the key ``"17"``); a text column holds
     /// strings, or binary that is UTF-8; dictionary-encoded columns are read as their values.
+    /// In an index of token lists (``shingle="tokens"``), ``tokens`` names a list column of
+    /// strings or integers instead, read as ``mhdb add --tokens-field`` reads it: give
+    /// exactly one of ``text`` and ``tokens``.
     /// The columns are read in Rust, without a Python object per row and without the GIL.
     ///
     /// Rows are loaded exactly as :meth:`insert_many` loads its items: ``commit_every`` at a
@@ -561,16 +566,17 @@ impl PyIndex {
     /// ``on_commit(n)``; ``novel_only`` and ``threshold`` as there, and so is the result.
     ///
     /// Raises:
-    ///     InvalidParameterError: a column is missing or of a type that cannot be a key or a
-    ///         text (``parameter`` is ``"data"``); a row with a null key or text, a text that
+    ///     InvalidParameterError: neither or both of ``text`` and ``tokens``; a column is
+    ///         missing or of a type that cannot be a key, a text or a token list
+    ///         (``parameter`` is ``"data"``); a row with a null key or text, a text that
     ///         is not UTF-8 or has no shingles, or a key longer than the maximum, named by
     ///         its row (counted from 0) and column: ``row 7: column "text" is null``. As in
     ///         :meth:`insert_many`, the batch holding the bad row is not committed.
     ///     TypeError: ``data`` does not export an Arrow stream.
     ///     Error: the stream failed while it was read (the producer's message).
     #[pyo3(signature = (
-        data, *, id, text, commit_every = 10_000, on_commit = None, novel_only = false,
-        threshold = None
+        data, *, id, text = None, tokens = None, commit_every = 10_000, on_commit = None,
+        novel_only = false, threshold = None
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn insert_arrow<'py>(
@@ -578,7 +584,8 @@ impl PyIndex {
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         id: &str,
-        text: &str,
+        text: Option<&str>,
+        tokens: Option<&str>,
         commit_every: usize,
         on_commit: Option<&Bound<'py, PyAny>>,
         novel_only: bool,
@@ -586,7 +593,7 @@ impl PyIndex {
     ) -> PyResult<Bound<'py, PyAny>> {
         let novelty = load_options(py, commit_every, novel_only, threshold)?;
         let db = self.db(py)?;
-        let names = crate::arrow::Names { id, text };
+        let names = crate::arrow::Names::new(py, id, text, tokens)?;
         let loaded =
             crate::arrow::insert_arrow(py, &db, data, names, commit_every, on_commit, novelty)?;
         load_result(py, novel_only, loaded)
@@ -661,6 +668,58 @@ impl PyIndex {
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
         reads::query(py, &index, text, signature, threshold, limit, exact, top)
+    }
+
+    /// Inserts (or replaces) one document given as a token list, in an index created with
+    /// ``shingle="tokens"`` or ``"tokens:N"``: ``tokens`` is an iterable of ``str`` and
+    /// ``int`` tokens (or a 1-D ``int64`` numpy array), signed as
+    /// :meth:`MinHasher.sketch_tokens` signs them with the index's parameters (a stored set
+    /// too with ``store_sets=True``). Durable when it returns.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: an empty list (similar to nothing), or an index of texts
+    ///         (the library's message); a key longer than the maximum.
+    ///     TypeError: a token is neither ``str`` nor ``int``, or ``tokens`` is a ``str``.
+    ///     ValueError: an ``int`` outside the signed 64-bit range.
+    ///     ReadOnlyError: the index is open read-only.
+    fn insert_tokens(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        tokens: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let key = key_from_py(key)?;
+        let tokens = crate::tokens::tokens_from_py(tokens, "tokens")?;
+        let doc = Doc::Tokens(crate::tokens::owned_tokens(&tokens));
+        let db = self.db(py)?;
+        ingest::insert(py, &db, key, doc)
+    }
+
+    /// Documents similar to a token list, in an index of token lists: ``tokens`` as
+    /// :meth:`insert_tokens` takes it; ``threshold``, ``limit``, ``exact`` and ``top`` as in
+    /// :meth:`query`, and so is the result.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: an index of texts (the library's message), or an option
+    ///         refused as :meth:`query` refuses it.
+    ///     TypeError, ValueError: a token as :meth:`insert_tokens` refuses it.
+    #[pyo3(signature = (tokens, threshold = None, limit = None, exact = true, top = None))]
+    fn query_tokens<'py>(
+        &self,
+        py: Python<'py>,
+        tokens: &Bound<'py, PyAny>,
+        threshold: Option<f64>,
+        limit: Option<&Bound<'py, PyAny>>,
+        exact: bool,
+        top: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let opts = reads::one_query_options(py, threshold, limit, exact, top)?;
+        let tokens = crate::tokens::tokens_from_py(tokens, "tokens")?;
+        let db = self.db(py)?;
+        let result = py
+            .detach(|| db.query_tokens(&crate::tokens::as_tokens(&tokens), &opts))
+            .or_raise(py)?;
+        matches_to_py(py, &result.matches)
     }
 
     /// Answers many queries, streaming: returns an iterator that yields, for each input in

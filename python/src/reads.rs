@@ -33,25 +33,38 @@ pub fn query<'py>(
     exact: bool,
     top: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let opts = QueryOptions {
-        estimate_only: !exact,
-        ..query_options(py, threshold, limit, top)?
-    };
+    let opts = one_query_options(py, threshold, limit, exact, top)?;
     let doc = doc_one_of(py, text, signature)?;
     let index = index()?;
     let result = py.detach(|| query_doc(&*index, &doc, &opts)).or_raise(py)?;
     matches_to_py(py, &result.matches)
 }
 
-/// Documents similar to one query document: a text or a given signature. Python takes no
-/// token-list queries yet, so none reaches here; one is refused rather than answered wrongly.
+/// The options of one query (`query`, `query_tokens`): those `query_options` reads, and
+/// `exact=False` deciding by the signature estimate alone.
+pub fn one_query_options(
+    py: Python<'_>,
+    threshold: Option<f64>,
+    limit: Option<&Bound<'_, PyAny>>,
+    exact: bool,
+    top: Option<&Bound<'_, PyAny>>,
+) -> PyResult<QueryOptions> {
+    Ok(QueryOptions {
+        estimate_only: !exact,
+        ..query_options(py, threshold, limit, top)?
+    })
+}
+
+/// Documents similar to one query document: a text or a given signature. Token-list queries
+/// go to a database (`Index.query_tokens`), not through here; one is refused rather than
+/// answered wrongly.
 fn query_doc(index: &dyn ReadIndex, doc: &Doc, opts: &QueryOptions) -> mhdb::Result<QueryResult> {
     match doc {
         Doc::Text(t) => index.query_text(t, opts),
         Doc::Signature(s) => index.query(s, opts),
         Doc::Tokens(_) => Err(mhdb::Error::invalid(
             "tokens",
-            "token-list queries are not taken from Python yet",
+            "a token list is queried with `Index.query_tokens`",
         )),
     }
 }

@@ -2,7 +2,7 @@
 //! `sketch_hashes` and their batch forms (`format/hashing.md` §15): the Python objects read
 //! with the GIL, the signing done without it, a batch on every core.
 
-use mhdb::sketch::{MinHasher, Signature, Token};
+use mhdb::sketch::{MinHasher, OwnedToken, Signature, Token};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
@@ -26,6 +26,17 @@ pub fn as_tokens(tokens: &[PyToken]) -> Vec<Token<'_>> {
         .map(|t| match t {
             PyToken::Str(s) => Token::Str(s),
             PyToken::Int(v) => Token::Int(*v),
+        })
+        .collect()
+}
+
+/// The tokens of one list, owned, as a document of the ingest pipeline holds them.
+pub fn owned_tokens(tokens: &[PyToken]) -> Vec<OwnedToken> {
+    tokens
+        .iter()
+        .map(|t| match t {
+            PyToken::Str(s) => OwnedToken::Str(s.to_string()),
+            PyToken::Int(v) => OwnedToken::Int(*v),
         })
         .collect()
 }

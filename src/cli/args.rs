@@ -443,8 +443,9 @@ pub struct QueryArgs {
     /// created with --shingle tokens[:N].
     #[arg(long)]
     pub tokens_json: Option<String>,
-    /// JSON Lines file, one query per line ({"id": ..., "text": ...}; '-': standard input).
-    /// Answers are streamed, in input order.
+    /// JSON Lines file, one query per line ({"id": ..., "text": ...}, or {"id": ..., "tokens":
+    /// [...]} in an index of token lists; '-': standard input). Answers are streamed, in input
+    /// order.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
     /// Minimum estimated Jaccard, in (0, 1] (default: the database's threshold); for a simhash
@@ -477,6 +478,9 @@ pub struct QueryArgs {
     /// JSON field holding the text in --jsonl input.
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    /// JSON field holding the token list in --jsonl input (an index of token lists).
+    #[arg(long, default_value = "tokens")]
+    pub tokens_field: String,
     #[command(flatten)]
     pub size: DocumentLimit,
     #[command(flatten)]

@@ -1,5 +1,6 @@
-//! `mhdb query`: one text, one file, one token list, or one query per JSONL line, streamed: answered on every
-//! core a window at a time and written in input order as they come. Several databases (or a
+//! `mhdb query`: one text, one file, one token list, or one query per JSONL line (a text, or a
+//! token list in an index of token lists), streamed: answered on every core a window at a time
+//! and written in input order as they come. Several databases (or a
 //! glob pattern naming them) are shards answering as one index (`databases.rs`).
 
 use std::io::Write;
@@ -7,6 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
+use mhdb::db::ingest::Content;
 use mhdb::db::{Db, QueryOptions, QueryResult};
 use mhdb::input::tokens_from_json;
 use mhdb::sketch::OwnedToken;
@@ -38,9 +40,11 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
     if args.top.is_none() {
         warn_below_tuning(db, opts.threshold);
     }
-    // A keyed index without its key cannot sign any text: refused as a whole here, not as
-    // the first input line's fault.
-    if args.tokens_json.is_none() {
+    // A keyed index without its key cannot sign any document: refused as a whole here, not
+    // as the first input line's fault.
+    if db.takes_tokens() {
+        db.hasher()?;
+    } else if args.tokens_json.is_none() {
         db.sketch_text("")?;
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -150,17 +154,23 @@ pub fn warn_below_tuning(db: &Db, t: Option<f64>) {
     }
 }
 
-/// The queries of a JSONL input as `((line, id), text)`, for [`Db::query_text_stream`]. A bad
-/// line ends them; its error is left in `failure`.
+/// A query of `--jsonl`: its line and id, and its text or token list.
+type LineQuery = ((usize, Value), Content<String>);
+
+/// The queries of a JSONL input, for [`Databases`]' `query_document_stream`. A bad line ends
+/// them; its error is left in `failure`.
 struct JsonlQueries<'a> {
     input: Input,
     id_field: &'a str,
     text_field: &'a str,
+    tokens_field: &'a str,
+    /// The index's documents are token lists.
+    takes_tokens: bool,
     failure: &'a Mutex<Option<CliError>>,
 }
 
 impl JsonlQueries<'_> {
-    fn read(&mut self) -> CliResult<Option<((usize, Value), String)>> {
+    fn read(&mut self) -> CliResult<Option<LineQuery>> {
         let Some(line) = self.input.next_line()? else {
             return Ok(None);
         };
@@ -170,13 +180,30 @@ impl JsonlQueries<'_> {
         };
         let mut record = JsonLine::parse(&line.bytes, at).map_err(CliError::other)?;
         let id = record.id_as_given(self.id_field);
-        let text = record.take_text(self.text_field).map_err(CliError::other)?;
-        Ok(Some(((line.no, id), text)))
+        let query = self.query(&mut record).map_err(CliError::other)?;
+        Ok(Some(((line.no, id), query)))
+    }
+
+    /// A line's query: the kind of document the index takes when the line has its field (or
+    /// has neither field: the error names the one missing); a line holding only the other
+    /// kind queries by that, which the index refuses naming the line.
+    fn query(&self, record: &mut JsonLine<'_>) -> Result<Content<String>, String> {
+        let (own, other) = if self.takes_tokens {
+            (self.tokens_field, self.text_field)
+        } else {
+            (self.text_field, self.tokens_field)
+        };
+        let by_own_field = record.has(own) || !record.has(other);
+        if by_own_field == self.takes_tokens {
+            record.take_tokens(self.tokens_field).map(Content::Tokens)
+        } else {
+            record.take_text(self.text_field).map(Content::Text)
+        }
     }
 }
 
 impl Iterator for JsonlQueries<'_> {
-    type Item = ((usize, Value), String);
+    type Item = LineQuery;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self.read() {
@@ -207,6 +234,8 @@ fn query_jsonl(
         input,
         id_field: &args.id_field,
         text_field: &args.text_field,
+        tokens_field: &args.tokens_field,
+        takes_tokens: source.first().takes_tokens(),
         failure: &failure,
     };
     let mut answers = Answers {
@@ -218,7 +247,7 @@ fn query_jsonl(
     let written = if arrives_as_written(path) {
         answer_as_read(source, queries, opts, &mut answers)
     } else {
-        answers.write(source.query_text_stream(queries, opts, WINDOW))
+        answers.write(source.query_document_stream(queries, opts, WINDOW))
     };
     if let Some(bar) = &answers.bar {
         bar.finish();
@@ -266,7 +295,7 @@ fn answer_as_read(
                 let mut round = vec![first];
                 round.extend(rx.try_iter().take(WINDOW - 1));
                 let size = round.len();
-                answers.write(source.query_text_stream(round, opts, size))?;
+                answers.write(source.query_document_stream(round, opts, size))?;
                 answers.flush()?;
             }
             Ok(())

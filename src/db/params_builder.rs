@@ -307,16 +307,12 @@ impl IndexOptions {
     }
 
     fn shingle_config(&self) -> ShingleConfig {
-        // Token lists have their own default: no normalization.
-        let default = ShingleConfig::of_kind(self.shingle.unwrap_or(ShingleConfig::default().kind));
-        ShingleConfig {
-            kind: default.kind,
-            nfkc: self.nfkc.unwrap_or(default.nfkc),
-            lowercase: self.lowercase.unwrap_or(default.lowercase),
-            collapse_whitespace: self
-                .collapse_whitespace
-                .unwrap_or(default.collapse_whitespace),
-        }
+        ShingleConfig::with_normalization(
+            self.shingle.unwrap_or(ShingleConfig::default().kind),
+            self.nfkc,
+            self.lowercase,
+            self.collapse_whitespace,
+        )
     }
 }
 

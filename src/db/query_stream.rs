@@ -1,15 +1,17 @@
 //! Streaming batch queries: [`Db::query_stream`] and [`Db::query_text_stream`] answer a
 //! stream of queries on every core, a window at a time, yielding the answers in input order in
 //! memory bounded by the window (not by the length of the stream). The same stream answers
-//! over any [`ReadIndex`] (shards too: [`text_stream`]).
+//! over any [`ReadIndex`] (shards too), texts, token lists and signatures mixed:
+//! [`document_stream`].
 
 use rayon::prelude::*;
 
 use super::Db;
+use super::ingest::Content;
 use super::query::{QueryOptions, QueryResult};
 use super::read_index::ReadIndex;
 use crate::Result;
-use crate::sketch::Signature;
+use crate::sketch::{OwnedToken, Signature};
 
 impl Db {
     /// Answers a stream of signatures on every core, yielding the answers in input order as
@@ -91,8 +93,11 @@ impl Db {
     }
 }
 
-/// A stream of texts answered by `index` as [`Db::query_text_stream`] answers them.
-pub(super) fn text_stream<'s, R, I, T, S>(
+/// A stream of documents of any kind answered by `index`: a text or a token list signed as
+/// the index signs it, on the worker that answers it; a signature as given. A document of a
+/// kind the index does not take (a token list in an index of texts, or the reverse) is that
+/// query's error, and the stream goes on.
+pub(super) fn document_stream<'s, R, I, T, S>(
     index: &'s R,
     queries: I,
     opts: &QueryOptions,
@@ -100,13 +105,28 @@ pub(super) fn text_stream<'s, R, I, T, S>(
 ) -> impl Iterator<Item = (T, Result<QueryResult>)> + 's
 where
     R: ReadIndex + ?Sized,
-    I: Iterator<Item = (T, S)> + Send + 's,
+    I: Iterator<Item = (T, Content<S>)> + Send + 's,
     T: Send + 's,
     S: AsRef<str> + Send + 's,
 {
-    QueryStream::new(index, queries, opts, window, |index, text, opts| {
-        index.query_text(text.as_ref(), opts)
-    })
+    QueryStream::new(index, queries, opts, window, query_document)
+}
+
+/// Documents similar to one document of any kind ([`document_stream`]).
+fn query_document<R, S>(index: &R, doc: Content<S>, opts: &QueryOptions) -> Result<QueryResult>
+where
+    R: ReadIndex + ?Sized,
+    S: AsRef<str>,
+{
+    match doc {
+        Content::Text(text) => index.query_text(text.as_ref(), opts),
+        // Shards sign alike (opening them checks it): the first signs for all.
+        Content::Tokens(tokens) => {
+            let sig = index.dbs()[0].sketch_tokens(&OwnedToken::borrow_all(&tokens))?;
+            index.query(&sig, opts)
+        }
+        Content::Signature(sig) => index.query(&sig, opts),
+    }
 }
 
 /// How a [`QueryStream`] over `R` answers one query of type `Q`.

@@ -3,6 +3,7 @@
 //! `mhdb serve`, the Python binding) read through this trait, so the choice between the two
 //! is made once, when the index is opened, and never again per call.
 
+use super::ingest::Content;
 use super::{
     Db, DedupOptions, DedupPair, DedupStats, IndexParams, QueryOptions, QueryResult, Shards,
     ShardsStats, Stats, StoredSignature, VerifyReport,
@@ -235,7 +236,22 @@ impl<'i> dyn ReadIndex + 'i {
         T: Send + 's,
         S: AsRef<str> + Send + 's,
     {
-        super::query_stream::text_stream(self, queries.into_iter(), opts, window)
+        let texts = queries
+            .into_iter()
+            .map(|(tag, text)| (tag, Content::Text(text)));
+        super::query_stream::document_stream(self, texts, opts, window)
+    }
+
+    /// A stream of documents of any kind, texts, token lists or signatures, answered as
+    /// [`Db::query_text_stream`] answers texts: a document the index does not take (a
+    /// token list in an index of texts, or the reverse) is that query's error.
+    pub fn query_document_stream<'s, T: Send + 's, S: AsRef<str> + Send + 's>(
+        &'s self,
+        queries: impl IntoIterator<Item = (T, Content<S>), IntoIter: Send + 's>,
+        opts: &QueryOptions,
+        window: usize,
+    ) -> impl Iterator<Item = (T, Result<QueryResult>)> + 's {
+        super::query_stream::document_stream(self, queries.into_iter(), opts, window)
     }
 }
 

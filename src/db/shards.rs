@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::ingest::Content;
 use super::query::check_deadline;
 use super::{
     Db, IndexParams, Match, Options, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport,
@@ -296,7 +297,10 @@ impl Shards {
         T: Send + 's,
         S: AsRef<str> + Send + 's,
     {
-        super::query_stream::text_stream(self, queries.into_iter(), opts, window)
+        let texts = queries
+            .into_iter()
+            .map(|(tag, text)| (tag, Content::Text(text)));
+        super::query_stream::document_stream(self, texts, opts, window)
     }
 
     /// Each shard's statistics, and their totals.

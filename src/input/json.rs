@@ -81,6 +81,11 @@ impl<'a> JsonLine<'a> {
         ))
     }
 
+    /// Whether the line has `field` (a name or a path), whatever its value.
+    pub fn has(&self, field: &str) -> bool {
+        lookup(&self.value, field).is_some()
+    }
+
     /// The id in the top-level `field` exactly as given, any JSON value; null when missing.
     pub fn id_as_given(&self, field: &str) -> Value {
         self.value.get(field).cloned().unwrap_or(Value::Null)

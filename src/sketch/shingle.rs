@@ -186,6 +186,25 @@ impl ShingleConfig {
         }
     }
 
+    /// `kind` with each normalization flag as given, or else as [`ShingleConfig::of_kind`]
+    /// defaults it: the one rule the front ends share (`mhdb create`, `Index.create`,
+    /// `MinHasher`), so that a token scheme given no flag asks for no normalization, and one
+    /// given a flag that asks for some is refused by [`ShingleConfig::validate`].
+    pub fn with_normalization(
+        kind: ShingleKind,
+        nfkc: Option<bool>,
+        lowercase: Option<bool>,
+        collapse_whitespace: Option<bool>,
+    ) -> Self {
+        let default = Self::of_kind(kind);
+        ShingleConfig {
+            kind,
+            nfkc: nfkc.unwrap_or(default.nfkc),
+            lowercase: lowercase.unwrap_or(default.lowercase),
+            collapse_whitespace: collapse_whitespace.unwrap_or(default.collapse_whitespace),
+        }
+    }
+
     /// Checks the width is in `1..=MAX_SHINGLE_WIDTH`, and that token lists ask for no
     /// normalization (their tokens are taken as given).
     pub fn validate(&self) -> Result<()> {
@@ -415,6 +434,41 @@ mod tests {
     use xxhash_rust::xxh3::xxh3_64_with_seed;
 
     use super::*;
+
+    /// Flags not given take the scheme's default: none for token lists, the text default
+    /// otherwise; a flag given is kept, and one asking a token scheme to normalize is refused.
+    #[test]
+    fn normalization_defaults_follow_the_scheme() {
+        let tokens = ShingleConfig::with_normalization(ShingleKind::Tokens(2), None, None, None);
+        assert_eq!(tokens, ShingleConfig::tokens(2));
+        assert!(tokens.validate().is_ok());
+        let said_none = ShingleConfig::with_normalization(
+            ShingleKind::Tokens(2),
+            Some(false),
+            Some(false),
+            None,
+        );
+        assert_eq!(said_none, tokens);
+        for (nfkc, lowercase, collapse) in [
+            (Some(true), None, None),
+            (None, Some(true), None),
+            (None, None, Some(true)),
+        ] {
+            let asked = ShingleConfig::with_normalization(
+                ShingleKind::Tokens(1),
+                nfkc,
+                lowercase,
+                collapse,
+            );
+            let err = asked.validate().unwrap_err().to_string();
+            assert!(err.contains("takes tokens as given"), "{err}");
+        }
+        let words = ShingleConfig::with_normalization(ShingleKind::Word(3), None, None, None);
+        assert_eq!(words, ShingleConfig::words(3));
+        let kept =
+            ShingleConfig::with_normalization(ShingleKind::Char(5), Some(true), Some(false), None);
+        assert!(kept.nfkc && !kept.lowercase && kept.collapse_whitespace);
+    }
 
     fn shingles(cfg: ShingleConfig, text: &str) -> Vec<String> {
         let mut norm = String::new();
