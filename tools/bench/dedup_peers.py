@@ -3,7 +3,7 @@
 end to end on the same files, with exact-Jaccard quality.
 
     python3 -m venv /tmp/peers-venv
-    /tmp/peers-venv/bin/pip install 'datatrove[processing]' text-dedup pyarrow zstandard xxhash psutil
+    /tmp/peers-venv/bin/pip install 'datatrove[processing]' spacy text-dedup pyarrow zstandard xxhash psutil
     /tmp/peers-venv/bin/python -m tools.bench.dedup_peers --docs 20000 --rounds 3
 
 1. The corpus (built once per --docs/--seed in --dir, then reused): real multilingual text from
@@ -221,7 +221,7 @@ def read_rows(corpus: Path, rows: list[int]) -> list[tuple[str, str]]:
     import pyarrow.parquet as pq
 
     wanted = set(rows)
-    out = []
+    out: list[tuple[str, str]] = []
     base = 0
     for path in sorted((corpus / "parquet").glob("*.parquet")):
         table = pq.read_table(path, columns=["id", "text"])
