@@ -17,7 +17,7 @@ end to end on the same files, with exact-Jaccard quality.
    1-15 % of their words replaced. Every row has a group (its source, or its license
    section), written to groups.txt: near-duplicates are within a group, so a subsample of
    whole groups holds the neighbours of its documents.
-2. The tools, interleaved over --rounds (the order reversed every other round), each in its
+2. The tools (--tools), interleaved over --rounds (the order reversed every other round), each in its
    own process on the same Parquet folder: `mhdb dedup-files` with its default shingling
    (char:5) and with datatrove's (word:5), datatrove's four stages with its defaults
    (MinhashConfig(): word 5-grams, 14 buckets x 8 hashes) on a LocalPipelineExecutor with
@@ -479,15 +479,18 @@ def configs(args: argparse.Namespace, corpus: Path, work: Path) -> list[dict[str
     inp = corpus / "parquet"
     out = []
     for shingle, note in (("char:5", "default"), ("word:5", "matched to datatrove")):
+        if "mhdb" not in args.tools:
+            break
         out.append({"tool": "mhdb dedup-files", "shingling": f"{shingle} ({note})",
                     "command": lambda o, w, s=shingle: [
                         mhdb, "dedup-files", str(inp), "--out", str(o), "--threshold", "0.8",
                         "--shingle", s, "--json"]})
     py = sys.executable
-    out.append({"tool": "datatrove MinhashDedup", "shingling": "word 5-grams (default)",
-                "command": lambda o, w: [py, "-m", "tools.bench.dedup_peers", "--datatrove",
-                                         str(inp), str(o), str(w)]})
-    if not args.skip_text_dedup:
+    if "datatrove" in args.tools:
+        out.append({"tool": "datatrove MinhashDedup", "shingling": "word 5-grams (default)",
+                    "command": lambda o, w: [py, "-m", "tools.bench.dedup_peers", "--datatrove",
+                                             str(inp), str(o), str(w)]})
+    if "text-dedup" in args.tools:
         td = text_dedup_command(py, inp, work / "probe", work)
         if td is None:
             print("text-dedup: `import text_dedup.minhash` fails here; left out", file=sys.stderr)
@@ -596,7 +599,8 @@ def main() -> None:
     ap.add_argument("--truth-docs", type=int, default=20000)
     ap.add_argument("--truth-cap", type=int, default=500,
                     help="truth: a shingle in more of the subsample's documents is not indexed")
-    ap.add_argument("--skip-text-dedup", action="store_true")
+    ap.add_argument("--tools", type=lambda v: v.split(","), default=["mhdb", "datatrove",
+                    "text-dedup"], help="which to run, comma-separated (default: all three)")
     ap.add_argument("--results", type=Path, help="also write the runs and tables as JSON here")
     args = ap.parse_args()
     corpus = args.dir / f"corpus-{args.docs}-{args.seed}"
