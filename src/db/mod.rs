@@ -105,6 +105,7 @@ use group_commit::GroupCommit;
 use state::State;
 
 use crate::sketch::bbit;
+use crate::storage::manifest::Features;
 use crate::storage::names;
 use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
@@ -136,6 +137,9 @@ pub struct Db {
     params: IndexParams,
     /// How this index's kind signs text and keys bands.
     sketcher: Sketcher,
+    /// The index has the EXACT_HASH column (manifest feature): documents carry their exact
+    /// hashes through the WAL, segments, compaction and copies.
+    exact_column: bool,
     read_only: bool,
     /// The writer's locks (none for a reader).
     _locks: Vec<Box<dyn VfsLock>>,
@@ -225,13 +229,9 @@ impl Db {
         params: IndexParams,
         opts: Options,
     ) -> Result<Db> {
-        open::create(
-            vfs,
-            dir.as_ref(),
-            params,
-            opts,
-            crate::storage::manifest::Features::NONE,
-        )
+        let exact = opts.exact_hash && params.can_have_exact_hashes();
+        let features = Features::NONE.with(Features::EXACT_HASH, exact);
+        open::create(vfs, dir.as_ref(), params, opts, features)
     }
 
     /// [`Db::open`] / [`Db::open_read_only`] on any [`Vfs`].
