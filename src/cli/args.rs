@@ -310,6 +310,11 @@ pub struct CreateArgs {
     /// (P(threshold) ≥ 0.99). Documents must be added as text.
     #[arg(long)]
     pub store_sets: bool,
+    /// Create the index without the per-document exact hash (16 bytes a document), which
+    /// `stats` counts and `add --exact-dedup` uses to skip exact copies. A MinHash index of
+    /// texts or token lists has it by default.
+    #[arg(long)]
+    pub no_exact_hash: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
