@@ -223,3 +223,48 @@ fn an_upgraded_database_has_the_column_and_no_hashes() {
     assert_eq!(counts.without, db.stats().unwrap().live_docs);
     assert!(counts.without > 0);
 }
+
+/// `mhdb add --exact-dedup`: exact copies (after normalization) of stored live documents and
+/// of earlier documents of the input are skipped and counted; a one-character edit is not a
+/// copy; a deleted document's copy is stored; an index without the column refuses (exit 2).
+#[test]
+fn add_exact_dedup_skips_exact_copies() {
+    use common::cli::run_with_stdin;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = s(&dir);
+    assert!(run(&["create", db, "--threshold", "0.5"]).status.success());
+    let lines = concat!(
+        "{\"id\":\"a\",\"text\":\"Hello World this is text\"}\n",
+        "{\"id\":\"b\",\"text\":\"hello   world this is TEXT\"}\n",
+        "{\"id\":\"c\",\"text\":\"hello world this is texts\"}\n",
+    );
+    let out = run_with_stdin(
+        &["add", db, "-", "--exact-dedup", "--json"],
+        lines.as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("\"exact_copies_skipped\":1"), "{stdout}");
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(said.contains("added 2 documents") && said.contains("1 exact copies skipped"));
+    let copy = b"{\"id\":\"d\",\"text\":\"HELLO world this is text\"}\n";
+    let out = run_with_stdin(&["add", db, "-", "--exact-dedup"], copy);
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("added 0 documents")
+    );
+    assert!(run(&["delete", db, "a"]).status.success());
+    let out = run_with_stdin(&["add", db, "-", "--exact-dedup"], copy);
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        said.contains("added 1 document ") && said.contains("0 exact copies"),
+        "{said}"
+    );
+    let plain = tmp.path().join("plain");
+    let plain = s(&plain);
+    assert!(run(&["create", plain, "--no-exact-hash"]).status.success());
+    let out = run_with_stdin(&["add", plain, "-", "--exact-dedup"], copy);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

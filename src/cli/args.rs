@@ -383,6 +383,12 @@ pub struct AddArgs {
     /// committed one by one through the write-ahead log rather than as bulk segments.
     #[arg(long)]
     pub novel_only: bool,
+    /// Skip (and count) a document whose exact hash (its normalized text's, or its token
+    /// list's) equals that of a stored, live document or of an earlier document of the input,
+    /// before it reaches the band buckets. Needs an index with exact hashes (the default for a
+    /// MinHash index of texts or token lists; not one created with --no-exact-hash).
+    #[arg(long)]
+    pub exact_dedup: bool,
     /// With --novel-only: the similarity that makes a duplicate (default: the index's
     /// threshold; for a simhash index, a minimum cosine).
     #[arg(long, requires = "novel_only", value_parser = threshold, allow_negative_numbers = true)]

@@ -142,6 +142,8 @@ pub struct Db {
     /// The index has the EXACT_HASH column (manifest feature): documents carry their exact
     /// hashes through the WAL, segments, compaction and copies.
     exact_column: bool,
+    /// The stored exact hashes `drop_exact_copies` looks up, built on its first call.
+    exact_seen: Mutex<exact::ExactSeen>,
     read_only: bool,
     /// The writer's locks (none for a reader).
     _locks: Vec<Box<dyn VfsLock>>,

@@ -208,6 +208,7 @@ fn handle(
         params,
         sketcher,
         exact_column,
+        exact_seen: Mutex::default(),
         read_only,
         _locks: locks,
         state,

@@ -126,7 +126,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         for i in 0..doc_count {
             self.exact_hash_at(i)?;
         }
-        if doc_count % 64 != 0 {
+        if !doc_count.is_multiple_of(64) {
             let last_at = start + (doc_count / 64) as usize * 8;
             let last = self
                 .data()
