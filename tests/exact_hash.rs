@@ -191,11 +191,8 @@ fn a_flipped_byte_in_the_column_fails_verify() {
     drop(db);
     let out = run(&["verify", s(&dir)]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let seg = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "seg"))
-        .unwrap();
+    let files = common::golden::snapshot(&dir);
+    let seg = dir.join(&common::golden::file_names(&files, "seg-", ".seg")[0]);
     let mut bytes = std::fs::read(&seg).unwrap();
     // The second row's hash: after one presence word and the first row.
     let at = exact_section(&bytes) + 8 + 16 + 3;

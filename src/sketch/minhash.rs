@@ -83,7 +83,7 @@ impl Signature {
     }
 
     /// This signature with the exact hash of its document attached (spec §17): what an index
-    /// with the EXACT_HASH column stores beside it. [`crate::Db::sketch_text`] attaches it in
+    /// with the EXACT_HASH column stores beside it. [`crate::db::Db::sketch_text`] attaches it in
     /// such an index; a signature made elsewhere has none, and is stored without one.
     pub fn with_exact_hash(mut self, hash: u128) -> Self {
         self.exact = Some(hash.max(1));
