@@ -64,12 +64,31 @@ impl SketchParams {
 /// A finished MinHash signature: `k` 64-bit slots; optionally with the shingle set it was
 /// computed from, which an index that stores sets keeps for exact re-rank
 /// ([`Signature::with_shingle_set`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Two signatures are equal when their slots and attached sets are: the exact hash is a note
+/// about the document, not part of the signature (a token set in another order has the same
+/// signature and another exact hash).
+#[derive(Clone, Debug)]
 pub struct Signature {
     slots: Box<[u64]>,
     set: Option<Arc<ShingleSet>>,
     /// The exact hash of the document (spec §17), attached by an index that stores them.
     exact: Option<u128>,
+}
+
+impl PartialEq for Signature {
+    fn eq(&self, other: &Self) -> bool {
+        self.slots == other.slots && self.set == other.set
+    }
+}
+
+impl Eq for Signature {}
+
+impl std::hash::Hash for Signature {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.slots.hash(state);
+        self.set.hash(state);
+    }
 }
 
 impl Signature {
