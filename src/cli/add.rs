@@ -15,7 +15,7 @@ use mhdb::input::{Fields, Id, Item, Origin, Progress, Reader};
 use super::args::{AddArgs, OnDuplicate};
 use super::escape::{key_json, key_text};
 use super::input::{is_stdin, read_text, walk};
-use super::output::{CliError, CliResult, InputProgress, message, warn_not_a_file};
+use super::output::{CliError, CliResult, InputProgress, message, outln, warn_not_a_file};
 
 /// Where a record came from.
 #[derive(Clone, Debug)]
@@ -45,6 +45,13 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     )?;
     super::output::report_recovery(&db);
     super::output::warn_unused_key(&db);
+    if args.exact_dedup && !db.has_exact_hashes() {
+        return Err(CliError::usage(format!(
+            "--exact-dedup: {} has no exact hashes (created with --no-exact-hash, a simhash \
+             index, or one of signatures made elsewhere)",
+            args.db.display()
+        )));
+    }
     let mut ingest = Ingest::new(
         &db,
         Mode::Stream {
@@ -72,6 +79,9 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         Ok(())
     };
     ingest = ingest.acknowledge_with(&acknowledge);
+    if args.exact_dedup {
+        ingest = ingest.skip_exact_copies();
+    }
     if args.novel_only {
         ingest = ingest.novel_only(NoveltyOptions {
             threshold: args.threshold,
@@ -96,7 +106,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     let counts = ingest.counts();
     drop(ingest);
     let loaded = loaded.and_then(|()| sink.finish().map_err(Stop::Caller));
-    let near = if args.novel_only {
+    let mut near = if args.novel_only {
         format!(
             ", {} near-duplicates skipped",
             counts.skipped_near_duplicates
@@ -104,8 +114,22 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     } else {
         String::new()
     };
+    if args.exact_dedup {
+        near.push_str(&format!(
+            ", {} exact copies skipped",
+            counts.skipped_exact_copies
+        ));
+    }
     let e = match loaded {
         Ok(()) => {
+            if args.json && args.exact_dedup {
+                // The commit lines say what is durable; this one says what was left out.
+                let line = serde_json::json!({
+                    "added": counts.committed,
+                    "exact_copies_skipped": counts.skipped_exact_copies,
+                });
+                outln!("{line}");
+            }
             message(format_args!(
                 "added {} ({} invalid skipped, {} duplicates skipped{near})",
                 documents(counts.committed),

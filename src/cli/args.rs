@@ -310,6 +310,11 @@ pub struct CreateArgs {
     /// (P(threshold) ≥ 0.99). Documents must be added as text.
     #[arg(long)]
     pub store_sets: bool,
+    /// Create the index without the per-document exact hash (16 bytes a document), which
+    /// `stats` counts and `add --exact-dedup` uses to skip exact copies. A MinHash index of
+    /// texts or token lists has it by default.
+    #[arg(long)]
+    pub no_exact_hash: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
@@ -378,6 +383,12 @@ pub struct AddArgs {
     /// committed one by one through the write-ahead log rather than as bulk segments.
     #[arg(long)]
     pub novel_only: bool,
+    /// Skip (and count) a document whose exact hash (its normalized text's, or its token
+    /// list's) equals that of a stored, live document or of an earlier document of the input,
+    /// before it reaches the band buckets. Needs an index with exact hashes (the default for a
+    /// MinHash index of texts or token lists; not one created with --no-exact-hash).
+    #[arg(long)]
+    pub exact_dedup: bool,
     /// With --novel-only: the similarity that makes a duplicate (default: the index's
     /// threshold; for a simhash index, a minimum cosine).
     #[arg(long, requires = "novel_only", value_parser = threshold, allow_negative_numbers = true)]

@@ -152,6 +152,7 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
         params,
         Options {
             key,
+            exact_hash: !args.no_exact_hash,
             ..Options::default()
         },
     )?;

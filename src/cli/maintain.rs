@@ -327,6 +327,13 @@ fn print_stats_text(s: &Stats) -> CliResult {
         s.memtable_docs
     );
     outln!("segments      {}", s.segments);
+    if let Some(c) = s.exact_hashes {
+        outln!(
+            "exact hashes  {} documents with one, {} without",
+            c.with,
+            c.without
+        );
+    }
     if s.format_version < mhdb::db::MANIFEST_VERSION {
         outln!(
             "format        version {} (read-only; `mhdb upgrade` converts it to version {})",

@@ -7,7 +7,7 @@ use parking_lot::MutexGuard;
 use rayon::prelude::*;
 
 use super::Db;
-use super::commit::{CodedSets, LiveDoc, NewDocs, Records};
+use super::commit::{CodedSets, Columns, LiveDoc, NewDocs, Records};
 use super::memtable::MemTable;
 use super::write::check_key;
 use crate::sketch::{Signature, bbit};
@@ -54,22 +54,34 @@ impl Db {
                 sets.push(c);
             }
         }
-        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack), &sets)
+        // In an index with the EXACT_HASH column, the hash each signature carries (if any).
+        let exact: Vec<Option<u128>> = if self.exact_column {
+            docs.iter()
+                .map(|(_, sig)| self.exact_hash_to_store(sig))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let columns = Columns {
+            sets: &sets,
+            exact: &exact,
+        };
+        self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack), columns)
     }
 
     /// The locked part of a bulk insert, on documents already banded: `band_keys` holds
-    /// `bands` keys per document, `records` one packed signature per document, `sets` one
-    /// coded shingle set per document in an index that stores sets (none otherwise).
+    /// `bands` keys per document, `records` one packed signature per document, `columns`
+    /// their optional per-document values.
     pub(super) fn bulk_insert_prepared(
         &self,
         keys: &[&[u8]],
         band_keys: &[u64],
         records: Records<'_>,
-        sets: &CodedSets,
+        columns: Columns<'_>,
     ) -> Result<()> {
         let n = keys.len();
         let bands = self.params.lsh.bands;
-        self.check_prepared(n, band_keys, &records, sets)?;
+        self.check_prepared(n, band_keys, &records, columns)?;
         let superseded = superseded_in_batch(keys);
         let (_maint, _order) = self.lock_with_empty_memtable()?;
         self.check_writable()?;
@@ -89,7 +101,8 @@ impl Db {
                     docno: base + i as u64,
                     key,
                     band_keys: bk,
-                    set: sets.get(i),
+                    set: columns.sets.get(i),
+                    exact: columns.exact.get(i).copied().flatten(),
                 });
             }
         }
@@ -119,14 +132,15 @@ impl Db {
         n: usize,
         band_keys: &[u64],
         records: &Records<'_>,
-        sets: &CodedSets,
+        columns: Columns<'_>,
     ) -> Result<()> {
         let packed_len_ok = match records {
             Records::Packed(bytes) => bytes.len() == n * self.params.sig_bytes(),
             Records::Lazy(_) => true,
         };
-        let sets_ok = sets.len() == if self.params.store_sets { n } else { 0 };
-        if band_keys.len() != n * self.params.lsh.bands || !packed_len_ok || !sets_ok {
+        let sets_ok = columns.sets.len() == if self.params.store_sets { n } else { 0 };
+        let exact_ok = columns.exact.len() == if self.exact_column { n } else { 0 };
+        if band_keys.len() != n * self.params.lsh.bands || !packed_len_ok || !sets_ok || !exact_ok {
             return Err(Error::invalid(
                 "bulk",
                 "band keys and records do not match the documents",

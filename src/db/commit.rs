@@ -126,6 +126,15 @@ impl CodedSets {
     }
 }
 
+/// The optional per-document values of a run of new documents: coded shingle sets (one per
+/// document in an index that stores sets, none otherwise) and exact hashes (one per document,
+/// present or not, in an index with the EXACT_HASH column; none otherwise).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Columns<'a> {
+    pub(super) sets: &'a CodedSets,
+    pub(super) exact: &'a [Option<u128>],
+}
+
 /// A live new document.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LiveDoc<'a> {
@@ -134,6 +143,8 @@ pub(super) struct LiveDoc<'a> {
     pub(super) band_keys: &'a [u64],
     /// Its coded shingle set (empty in an index that stores none).
     pub(super) set: &'a [u8],
+    /// Its exact hash, if it has one (stored in an index with the EXACT_HASH column).
+    pub(super) exact: Option<u128>,
 }
 
 /// The WAL file a flush moved writes to: the new manifest's WAL start.
@@ -276,6 +287,9 @@ impl Db {
         if self.params.store_sets {
             builder = builder.with_sets();
         }
+        if self.exact_column {
+            builder = builder.with_exact_hashes();
+        }
         builder.set_end_docno(input.base + input.span)?;
         builder.reserve(
             input.live.len(),
@@ -285,6 +299,9 @@ impl Db {
             builder.add(doc.docno, doc.key, doc.band_keys)?;
             if self.params.store_sets {
                 builder.add_set(doc.set)?;
+            }
+            if self.exact_column {
+                builder.add_exact_hash(doc.exact)?;
             }
         }
         Ok(builder)
@@ -421,6 +438,7 @@ mod tests {
                 key: b"k",
                 band_keys: &[],
                 set: &[],
+                exact: None,
             })
             .collect::<Vec<_>>();
         let record = |i: usize| -> Vec<u8> {

@@ -40,6 +40,8 @@ pub(super) struct DocRef<'a> {
     pub(super) sig: &'a [u8],
     /// The coded shingle set (empty in an index that stores none).
     pub(super) set: &'a [u8],
+    /// The exact hash, when the document has one.
+    pub(super) exact: Option<u128>,
     pub(super) live: bool,
 }
 
@@ -56,6 +58,8 @@ pub(super) struct MemTable {
     /// Coded shingle sets, back to back (indexes that store sets), and where each ends.
     set_bytes: Vec<u8>,
     set_ends: Vec<usize>,
+    /// Exact hashes, one per document: 0 for none (a stored hash is never 0).
+    exact: Vec<u128>,
     live: Vec<bool>,
     /// Per band: band key → newest document index in the bucket.
     heads: Vec<IdMap<u32>>,
@@ -84,6 +88,7 @@ impl MemTable {
             sigs: Vec::new(),
             set_bytes: Vec::new(),
             set_ends: Vec::new(),
+            exact: Vec::new(),
             live: Vec::new(),
             heads: (0..bands).map(|_| IdMap::default()).collect(),
             next_in_bucket: Vec::new(),
@@ -102,6 +107,7 @@ impl MemTable {
         self.band_keys.reserve(docs * self.bands);
         self.sigs.reserve(docs * self.sig_bytes);
         self.set_ends.reserve(docs);
+        self.exact.reserve(docs);
         self.live.reserve(docs);
         self.next_same_hash.reserve(docs);
         self.by_hash.reserve(docs);
@@ -178,7 +184,7 @@ impl MemTable {
     /// Approximate heap bytes, for the automatic flush trigger.
     pub(super) fn approx_bytes(&self) -> usize {
         self.key_bytes.len()
-            + self.live.len() * (8 + 1 + 4 + 16)
+            + self.live.len() * (8 + 1 + 4 + 16 + 16)
             + self.band_keys.len() * (8 + 4 + 12)
             + self.sigs.len()
             + self.set_bytes.len()
@@ -186,16 +192,16 @@ impl MemTable {
             + self.deleted_older.len() * 48
     }
 
-    /// Appends a document (with its coded shingle set in an index that stores sets).
-    /// Returns `false` (and changes nothing) if `docno` is not the next number or the sizes do
-    /// not match: during replay that means a corrupt WAL.
+    /// Appends a document (with its coded shingle set in an index that stores sets, and its
+    /// exact hash if it has one). Returns `false` (and changes nothing) if `docno` is not the
+    /// next number or the sizes do not match: during replay that means a corrupt WAL.
     pub(super) fn insert(
         &mut self,
         docno: u64,
         key: &[u8],
         band_keys: impl ExactSizeIterator<Item = u64>,
         sig: &[u8],
-        set: Option<&[u8]>,
+        (set, exact): (Option<&[u8]>, Option<u128>),
     ) -> bool {
         if docno != self.next_docno()
             || band_keys.len() != self.bands
@@ -227,6 +233,7 @@ impl MemTable {
         self.sigs.extend_from_slice(sig);
         self.set_bytes.extend_from_slice(set.unwrap_or_default());
         self.set_ends.push(self.set_bytes.len());
+        self.exact.push(exact.unwrap_or(0));
         self.live.push(true);
         self.live_count += 1;
         true
@@ -287,6 +294,7 @@ impl MemTable {
                 .get(i * self.sig_bytes..(i + 1) * self.sig_bytes)
                 .unwrap_or_default(),
             set: self.set(i),
+            exact: self.exact.get(i).copied().filter(|&h| h != 0),
             live,
         })
     }
@@ -348,14 +356,14 @@ mod tests {
     #[test]
     fn insert_lookup_delete_and_buckets() {
         let mut m = MemTable::new(10, 2, 4);
-        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4], None));
-        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4], None));
+        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4], (None, None)));
+        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4], (None, None)));
         assert!(
-            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4], None),
+            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4], (None, None)),
             "gap in numbering"
         );
         assert!(
-            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4], None),
+            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4], (None, None)),
             "wrong band count"
         );
         let mut out = Vec::new();
@@ -363,7 +371,7 @@ mod tests {
         assert_eq!(out, vec![11, 10]);
         assert_eq!(m.lookup_key(b"b"), Some(11));
         // Re-inserting a key deletes the old copy.
-        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4], None));
+        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4], (None, None)));
         assert_eq!(m.lookup_key(b"a"), Some(12));
         assert!(!m.doc(10).unwrap().live);
         assert_eq!(m.live_count(), 2);
@@ -396,8 +404,8 @@ mod tests {
         for (i, (key, bks)) in docs.iter().enumerate() {
             let docno = 7 + i as u64;
             let sig = [i as u8, 1];
-            assert!(plain.insert(docno, key, bks.iter().copied(), &sig, None));
-            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig, None));
+            assert!(plain.insert(docno, key, bks.iter().copied(), &sig, (None, None)));
+            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig, (None, None)));
             if i == 399 {
                 deferred.build_deferred_buckets();
             }

@@ -35,6 +35,7 @@ mod compaction_policy;
 mod compatibility;
 mod dedup;
 mod dedup_verify;
+mod exact;
 mod flush;
 mod group_commit;
 mod identity;
@@ -77,6 +78,7 @@ pub use crate::storage::identity::DbId;
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
+pub use exact::ExactHashCounts;
 pub use identity::{IdentitySource, TEST_IDENTITY_ENV, identity_for_new_database};
 pub use kind::max_distance_for_threshold;
 pub use metric::Metric;
@@ -105,6 +107,7 @@ use group_commit::GroupCommit;
 use state::State;
 
 use crate::sketch::bbit;
+use crate::storage::manifest::Features;
 use crate::storage::names;
 use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
@@ -136,6 +139,11 @@ pub struct Db {
     params: IndexParams,
     /// How this index's kind signs text and keys bands.
     sketcher: Sketcher,
+    /// The index has the EXACT_HASH column (manifest feature): documents carry their exact
+    /// hashes through the WAL, segments, compaction and copies.
+    exact_column: bool,
+    /// The stored exact hashes `drop_exact_copies` looks up, built on its first call.
+    exact_seen: Mutex<exact::ExactSeen>,
     read_only: bool,
     /// The writer's locks (none for a reader).
     _locks: Vec<Box<dyn VfsLock>>,
@@ -225,13 +233,9 @@ impl Db {
         params: IndexParams,
         opts: Options,
     ) -> Result<Db> {
-        open::create(
-            vfs,
-            dir.as_ref(),
-            params,
-            opts,
-            crate::storage::manifest::Features::NONE,
-        )
+        let exact = opts.exact_hash && params.can_have_exact_hashes();
+        let features = Features::NONE.with(Features::EXACT_HASH, exact);
+        open::create(vfs, dir.as_ref(), params, opts, features)
     }
 
     /// [`Db::open`] / [`Db::open_read_only`] on any [`Vfs`].

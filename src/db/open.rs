@@ -183,7 +183,13 @@ fn handle(
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let sketcher = Sketcher::new(&params, &opts, set_derivation(&version.manifest))?;
+    let exact_column = version.manifest.features.contains(Features::EXACT_HASH);
+    let sketcher = Sketcher::new(
+        &params,
+        &opts,
+        set_derivation(&version.manifest),
+        exact_column,
+    )?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()
@@ -201,6 +207,8 @@ fn handle(
         opts,
         params,
         sketcher,
+        exact_column,
+        exact_seen: Mutex::default(),
         read_only,
         _locks: locks,
         state,

@@ -39,6 +39,11 @@ pub struct Options {
     /// draws one (or takes [`TEST_IDENTITY_ENV`](super::TEST_IDENTITY_ENV) when set). Ignored
     /// by an open.
     pub identity: Option<crate::storage::identity::DbId>,
+    /// Whether a database this handle creates ([`Db::create`](super::Db::create)) has the
+    /// EXACT_HASH column (`format/hashing.md` §17): a MinHash index of texts or token lists
+    /// then stores each such document's exact hash. On by default; a SimHash index, and one
+    /// of signatures made elsewhere, never has it. Ignored by an open (the database says).
+    pub exact_hash: bool,
 }
 
 impl Default for Options {
@@ -51,6 +56,7 @@ impl Default for Options {
             expect_sketch: None,
             key: None,
             identity: None,
+            exact_hash: true,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::memtable::MemTable;
 use super::version::{Manifest, Version};
 use crate::storage::identity::FileIdentity;
-use crate::storage::manifest::MANIFEST_V1;
+use crate::storage::manifest::{Features, MANIFEST_V1};
 use crate::storage::names::{self, FileKind};
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::storage::wal::batch::{OpRef, OpsLayout, OpsVersion, band_keys_le, decode_ops};
@@ -281,6 +281,7 @@ fn apply_record(
         bands: params.lsh.bands,
         sig_bytes: params.sig_bytes(),
         store_sets: params.store_sets,
+        exact_hash: version.manifest.features.contains(Features::EXACT_HASH),
     };
     decode_ops(payload, &layout, path, payload_offset, |op| match op {
         OpRef::Insert {
@@ -289,8 +290,9 @@ fn apply_record(
             band_keys,
             sig,
             set,
+            exact,
         } => {
-            if mem.insert(docno, key, band_keys_le(band_keys), sig, set) {
+            if mem.insert(docno, key, band_keys_le(band_keys), sig, (set, exact)) {
                 Ok(())
             } else {
                 Err(Error::corruption(

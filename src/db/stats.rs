@@ -60,6 +60,9 @@ pub struct Stats {
     /// How the stored shingle sets were derived (`None`: the index stores none);
     /// [`SetDerivation::KeyedV2Leaking`] is a keyed index whose sets leak its keyed hashes.
     pub sets_derivation: Option<SetDerivation>,
+    /// Live documents with an exact hash and without one (`format/hashing.md` §17); `None`
+    /// for an index without the EXACT_HASH column.
+    pub exact_hashes: Option<super::ExactHashCounts>,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -146,6 +149,7 @@ impl Db {
                 .features
                 .contains(Features::COPIED_PAST_DAMAGE),
             sets_derivation: super::rerank::set_derivation(&version.manifest),
+            exact_hashes: self.exact_hash_counts()?,
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),

@@ -6,14 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::commit::{CodedSets, Records};
+use super::commit::{CodedSets, Columns, Records};
 use super::open::lock_writer;
 use super::options::{Durability, Options};
 use super::state::State;
 use super::{Db, IndexParams};
 use crate::sketch::SetDerivation;
 use crate::storage::identity::DbId;
-use crate::storage::manifest::Features;
+use crate::storage::manifest::{Features, MANIFEST_V3};
 use crate::storage::names::{self, FileKind};
 use crate::storage::segment::band_key32;
 use crate::storage::vfs::Vfs;
@@ -109,6 +109,9 @@ struct Batch {
     records: Vec<u8>,
     /// The documents' coded shingle sets (indexes that store sets).
     sets: CodedSets,
+    /// The documents' exact hashes, one per document (none for every document of a source
+    /// without the EXACT_HASH column).
+    exact: Vec<Option<u128>>,
 }
 
 impl Db {
@@ -180,9 +183,15 @@ impl Db {
         remove_interrupted_export(vfs, &building)?;
         let marked = past_damage || self.copied_past_damage();
         let leaking = !drop_sets && self.sets_derivation() == Some(SetDerivation::KeyedV2Leaking);
+        // A copy keeps the source's EXACT_HASH column; an upgrade (a source of format version
+        // 1 or 2) gains it, its documents without a hash (their texts are not stored), so that
+        // what is added afterwards has one.
+        let upgrading = self.state.read().version.manifest.format_version < MANIFEST_V3;
+        let exact = self.exact_column || (upgrading && self.params.can_have_exact_hashes());
         let features = Features::NONE
             .with(Features::COPIED_PAST_DAMAGE, marked)
-            .with(Features::SETS_KEYED_V2, leaking);
+            .with(Features::SETS_KEYED_V2, leaking)
+            .with(Features::EXACT_HASH, exact);
         let params = IndexParams {
             store_sets: self.params.store_sets && !drop_sets,
             ..self.params
@@ -218,8 +227,11 @@ impl Db {
         let no_sets = CodedSets::default();
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
-            let sets = if params.store_sets { &b.sets } else { &no_sets };
-            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), sets)
+            let columns = Columns {
+                sets: if params.store_sets { &b.sets } else { &no_sets },
+                exact: if copy.exact_column { &b.exact } else { &[] },
+            };
+            copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), columns)
         })?;
         copy.compact_full()?;
         drop(copy);
@@ -267,18 +279,20 @@ impl Db {
             all.band_keys.extend(b.band_keys);
             all.records.extend(b.records);
             all.sets.append(&b.sets);
+            all.exact.extend(b.exact);
             Ok(())
         })?;
         let keys: Vec<&[u8]> = all.keys.iter().map(Vec::as_slice).collect();
         if keys.is_empty() {
             return Ok(0);
         }
-        self.bulk_insert_prepared(
-            &keys,
-            &all.band_keys,
-            Records::Packed(all.records),
-            &all.sets,
-        )?;
+        // The destination's column decides: a source without one gives documents without a
+        // hash; a destination without one stores none.
+        let columns = Columns {
+            sets: &all.sets,
+            exact: if self.exact_column { &all.exact } else { &[] },
+        };
+        self.bulk_insert_prepared(&keys, &all.band_keys, Records::Packed(all.records), columns)?;
         Ok(keys.len() as u64)
     }
 
@@ -359,6 +373,7 @@ impl Db {
                         .sets
                         .push(seg.seg.checked_set_of(d, &mut scratch)?.unwrap_or_default());
                 }
+                batch.exact.push(seg.seg.exact_hash_of(d)?);
             }
             if !batch.keys.is_empty() {
                 f(batch)?;
@@ -380,6 +395,7 @@ impl Db {
                 if store_sets {
                     batch.sets.push(doc.set);
                 }
+                batch.exact.push(doc.exact);
             }
         }
         if !batch.keys.is_empty() {
@@ -396,6 +412,7 @@ impl Batch {
             band_keys: Vec::with_capacity(docs * bands),
             records: Vec::with_capacity(docs * record_bytes),
             sets: CodedSets::default(),
+            exact: Vec::with_capacity(docs),
         }
     }
 }

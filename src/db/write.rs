@@ -83,6 +83,8 @@ pub(super) enum Prepared<'a> {
         band_keys: Box<[u64]>,
         sig: Box<[u8]>,
         set: Option<Box<[u8]>>,
+        /// The exact hash the signature carries, in an index with the EXACT_HASH column.
+        exact: Option<u128>,
     },
     Delete {
         key: &'a [u8],
@@ -168,6 +170,7 @@ impl Db {
             band_keys: self.sketcher.band_keys(sig.slots())?.into(),
             sig: bbit::pack(sig.slots(), self.params.bits)?.into(),
             set: self.coded_set(sig)?.map(Into::into),
+            exact: self.exact_hash_to_store(sig),
         })
     }
 
@@ -221,6 +224,12 @@ impl Db {
         self.fail(e)
     }
 
+    /// The exact hash to store with `sig`: the one it carries (attached when the index signed
+    /// the document's text or tokens), in an index with the EXACT_HASH column; none otherwise.
+    pub(super) fn exact_hash_to_store(&self, sig: &Signature) -> Option<u128> {
+        sig.exact_hash().filter(|_| self.exact_column)
+    }
+
     /// The coded shingle set to store with `sig`: `None` in an index that stores no sets; in
     /// one that does, the set attached to `sig` (an error if there is none: such an index
     /// takes documents as text).
@@ -264,6 +273,7 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
                 band_keys,
                 sig,
                 set,
+                exact,
             } => {
                 ops.push(LogOp::Insert {
                     docno: next,
@@ -271,6 +281,7 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
                     band_keys,
                     sig,
                     set,
+                    exact,
                 });
                 overlay.insert(key, Some(next));
                 next += 1;
@@ -312,10 +323,12 @@ fn apply_to_memtable(state: &mut State, ops: &[LogOp]) {
                 band_keys,
                 sig,
                 set,
+                exact,
             } => {
+                let columns = (set.as_deref(), *exact);
                 state
                     .mem
-                    .insert(*docno, key, band_keys.iter().copied(), sig, set.as_deref());
+                    .insert(*docno, key, band_keys.iter().copied(), sig, columns);
             }
             LogOp::Delete { docno } => state.mem.mark_deleted(*docno),
         }

@@ -112,15 +112,28 @@ impl SecretKey {
         self.sip_key(name, seed, "set")
     }
 
+    /// The key words `(k0, k1)` of the exact hash (spec §17) of an index whose signatures are
+    /// named `name` under user seed `seed`: derived as the shingle key is, under the label
+    /// `exact`, so that exact hashes say nothing about shingle hashes or stored set values.
+    pub(crate) fn exact_key(&self, name: &str, seed: u64) -> (u64, u64) {
+        self.subkey(name, seed, "exact")
+    }
+
     /// The SipHash key made of the first 16 bytes of [`SecretKey::derive`].
     fn sip_key(&self, name: &str, seed: u64, purpose: &str) -> SipKey {
+        let (k0, k1) = self.subkey(name, seed, purpose);
+        SipKey::new(k0, k1)
+    }
+
+    /// `(k0, k1)`: the first 16 bytes of [`SecretKey::derive`] as two LE u64 words.
+    fn subkey(&self, name: &str, seed: u64, purpose: &str) -> (u64, u64) {
         let sub = self.derive(name, seed, purpose);
         let word = |at: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&sub[at..at + 8]);
             u64::from_le_bytes(w)
         };
-        SipKey::new(word(0), word(8))
+        (word(0), word(8))
     }
 
     /// `SHA-256("mhdb-spec-<V>/<name>/<purpose>" || 0x00 || LE64(seed) || key)`.

@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
+use super::exact::ExactHasher;
 use super::first_probes::FirstProbes;
 use super::keyed::{KeyFingerprint, SecretKey, ShingleHash};
 use super::shingle::ShingleConfig;
@@ -63,10 +64,31 @@ impl SketchParams {
 /// A finished MinHash signature: `k` 64-bit slots; optionally with the shingle set it was
 /// computed from, which an index that stores sets keeps for exact re-rank
 /// ([`Signature::with_shingle_set`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Two signatures are equal when their slots and attached sets are: the exact hash is a note
+/// about the document, not part of the signature (a token set in another order has the same
+/// signature and another exact hash).
+#[derive(Clone, Debug)]
 pub struct Signature {
     slots: Box<[u64]>,
     set: Option<Arc<ShingleSet>>,
+    /// The exact hash of the document (spec §17), attached by an index that stores them.
+    exact: Option<u128>,
+}
+
+impl PartialEq for Signature {
+    fn eq(&self, other: &Self) -> bool {
+        self.slots == other.slots && self.set == other.set
+    }
+}
+
+impl Eq for Signature {}
+
+impl std::hash::Hash for Signature {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.slots.hash(state);
+        self.set.hash(state);
+    }
 }
 
 impl Signature {
@@ -75,7 +97,21 @@ impl Signature {
         Signature {
             slots: slots.into(),
             set: None,
+            exact: None,
         }
+    }
+
+    /// This signature with the exact hash of its document attached (spec §17): what an index
+    /// with the EXACT_HASH column stores beside it. [`crate::db::Db::sketch_text`] attaches it in
+    /// such an index; a signature made elsewhere has none, and is stored without one.
+    pub fn with_exact_hash(mut self, hash: u128) -> Self {
+        self.exact = Some(hash.max(1));
+        self
+    }
+
+    /// The attached exact hash, if any.
+    pub fn exact_hash(&self) -> Option<u128> {
+        self.exact
     }
 
     /// This signature with the shingle set it was computed from attached.
@@ -337,6 +373,17 @@ impl MinHasher {
 
     /// Folds the shingles of `text` into `partial`.
     pub fn add_text(&self, partial: &mut PartialSketch, text: &str) {
+        self.add_text_then(partial, text, |_| ());
+    }
+
+    /// [`MinHasher::add_text`], then `normalized` called with the normalized text (which it
+    /// has at hand, so that an exact hash of it costs no second normalization).
+    fn add_text_then<R>(
+        &self,
+        partial: &mut PartialSketch,
+        text: &str,
+        normalized_then: impl FnOnce(&[u8]) -> R,
+    ) -> R {
         SCRATCH.with(|cell| {
             let mut guard = cell.borrow_mut();
             let (normalized, mins) = &mut *guard;
@@ -373,7 +420,8 @@ impl MinHasher {
                     }
                 }
             }
-        });
+            normalized_then(normalized)
+        })
     }
 
     fn kperm_fold(&self, raw: &mut [u64], mins: &mut Vec<u32>, hashes: &[u64]) {
@@ -409,6 +457,14 @@ impl MinHasher {
         let mut partial = self.empty_partial();
         self.add_text(&mut partial, text);
         self.finish(&partial)
+    }
+
+    /// The signature of `text` with its exact hash under `exact` attached (spec §17), the
+    /// text normalized once for both.
+    pub fn sketch_text_with_exact(&self, text: &str, exact: &ExactHasher) -> Signature {
+        let mut partial = self.empty_partial();
+        let hash = self.add_text_then(&mut partial, text, |n| exact.hash_bytes(n));
+        self.finish(&partial).with_exact_hash(hash)
     }
 
     /// The signature of a set given by its shingle hashes.

@@ -5,6 +5,7 @@
 //! `format/hashing.md` is the normative description of everything computed here.
 
 pub mod bbit;
+pub mod exact;
 mod first_probes;
 pub mod keyed;
 pub mod lsh;
@@ -21,6 +22,7 @@ pub mod unicode_words;
 mod xxh3_short;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
+pub use exact::ExactHasher;
 pub use keyed::{KEY_FILE_ENV, KEY_LEN, KeyFingerprint, SecretKey, ShingleHash};
 pub use lsh::{Banding, LshParams, TuneOptions, Tuning, tune, tune_all};
 pub use minhash::{EMPTY_SLOT, MinHasher, PartialSketch, Signature, SketchParams};

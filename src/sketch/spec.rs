@@ -122,6 +122,8 @@ pub(crate) enum Purpose {
     Perm,
     Densify,
     Band,
+    /// The unkeyed exact hash of a document (spec §17).
+    Exact,
 }
 
 impl Purpose {
@@ -131,6 +133,7 @@ impl Purpose {
             Purpose::Perm => "perm",
             Purpose::Densify => "densify",
             Purpose::Band => "band",
+            Purpose::Exact => "exact",
         }
     }
 }

@@ -8,7 +8,9 @@ test key that tests/golden_keyed_sets.rs checks (tests/golden/keyed_sets.json); 
 `tokens`, those of token lists (§15) that tests/golden_tokens.rs and the Python package's
 tests check (tests/golden/tokens.json); with `unicode-words`, those of Unicode word shingles
 (§16) that tests/golden_unicode_words.rs and python/tests/test_unicode_words.py check
-(tests/golden/unicode_words.json); with `unicode-tables`, src/sketch/unicode_tables.rs.
+(tests/golden/unicode_words.json); with `unicode-tables`, src/sketch/unicode_tables.rs; with
+`exact`, the exact hashes of §17 that tests/golden_exact_hash.rs checks
+(tests/golden/exact_hash.json).
 Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
 or come from the standard library:
 
@@ -17,6 +19,7 @@ or come from the standard library:
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-simhash > tests/golden/keyed_simhash.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-sets > tests/golden/keyed_sets.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py exact > tests/golden/exact_hash.json
 
 §16 needs UAX #29 and the Unicode tables at the spec's Unicode version, 16.0.0 (imported only
 by those two arguments):
@@ -114,9 +117,12 @@ def rotl(x, b):
     return ((x << b) | (x >> (64 - b))) & M64
 
 
-def siphash13(k0, k1, data):
-    """SipHash-1-3 (Aumasson and Bernstein): 1 compression round, 3 finalization rounds."""
-    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D,
+def siphash13(k0, k1, data, out128=False):
+    """SipHash-1-3 (Aumasson and Bernstein): 1 compression round, 3 finalization rounds; with
+    `out128`, the paper's 128-bit output (v1 starts xored with 0xEE, the finalization xors 0xEE
+    into v2, and a second word follows 0xDD xored into v1 and three more rounds), returned as
+    the integer whose 16 LE bytes are the first output word then the second."""
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D ^ (0xEE if out128 else 0),
          k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
 
     def sipround():
@@ -142,10 +148,16 @@ def siphash13(k0, k1, data):
         v[3] ^= m
         sipround()
         v[0] ^= m
-    v[2] ^= 0xFF
+    v[2] ^= 0xEE if out128 else 0xFF
     for _ in range(3):
         sipround()
-    return v[0] ^ v[1] ^ v[2] ^ v[3]
+    first = v[0] ^ v[1] ^ v[2] ^ v[3]
+    if not out128:
+        return first
+    v[1] ^= 0xDD
+    for _ in range(3):
+        sipround()
+    return first | ((v[0] ^ v[1] ^ v[2] ^ v[3]) << 64)
 
 
 def fingerprint(key):
@@ -502,6 +514,62 @@ def tokens_main():
     print()
 
 
+# --- §17 exact hash --------------------------------------------------------------------------
+
+def exact_hash(data, scheme, seed, key=None):
+    """§17: XXH3-128 under derive(scheme, seed, "exact"), or keyed SipHash-1-3-128 under the
+    subkey of label `exact`; 0 becomes 1."""
+    if key is None:
+        h = xxhash.xxh3_128_intdigest(data, seed=derive(scheme, seed, "exact"))
+    else:
+        k0, k1 = keyed_subkey(key, scheme, seed, "exact")
+        h = siphash13(k0, k1, data, out128=True)
+    return h or 1
+
+
+def exact_token_bytes(tokens):
+    """The bytes a token list's exact hash covers: each input after its LE u32 length."""
+    return b"".join(len(x).to_bytes(4, "little") + x for x in map(token_input, tokens))
+
+
+# (scheme, seed, nfkc)
+EXACT_CONFIGS = [("oph", 7, False), ("kperm", 0, True), ("oph", 12345, False)]
+
+
+def exact_main():
+    key = TEST_KEY
+    k0, k1 = 0x0706050403020100, 0x0F0E0D0C0B0A0908
+    out = {
+        "spec_version": SPEC,
+        "test_key": key.hex(),
+        "siphash13_128": [f"{siphash13(k0, k1, bytes(range(n)), True):032x}" for n in range(16)],
+        "exact_subkeys": {
+            f"{name}/{seed}": [f"{w:016x}" for w in keyed_subkey(key, name, seed, "exact")]
+            for name, seed in [("oph", 7), ("kperm", 7), ("oph", 0)]
+        },
+        "texts": [],
+        "token_lists": [],
+    }
+    for scheme, seed, nfkc in EXACT_CONFIGS:
+        for text in TEXTS + ["the quick  brown FOX", "THE QUICK BROWN FOX "]:
+            data = normalize(text, nfkc).encode()
+            out["texts"].append({
+                "scheme": scheme, "seed": seed, "nfkc": nfkc, "text": text,
+                "normalized": data.hex(),
+                "unkeyed": f"{exact_hash(data, scheme, seed):032x}",
+                "keyed": f"{exact_hash(data, scheme, seed, key):032x}",
+            })
+        for tokens in TOKEN_LISTS:
+            data = exact_token_bytes(tokens)
+            out["token_lists"].append({
+                "scheme": scheme, "seed": seed, "tokens": tokens, "bytes": data.hex(),
+                "unkeyed": f"{exact_hash(data, scheme, seed):032x}",
+                "keyed": f"{exact_hash(data, scheme, seed, key):032x}",
+            })
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
 # --- §16 Unicode word shingles ---------------------------------------------------------------
 # UAX #29 word boundaries by uniseg, and the Alphabetic property by uniseg too; General_Category
 # by unicodedata2; all three at the Unicode version of the spec (pinned in .ci/run:
@@ -688,8 +756,10 @@ if __name__ == "__main__":
         unicode_words_main()
     elif sys.argv[1:] == ["unicode-tables"]:
         unicode_tables_main()
+    elif sys.argv[1:] == ["exact"]:
+        exact_main()
     elif sys.argv[1:]:
         sys.exit("usage: reference_sketch.py [keyed-simhash | keyed-sets | tokens | unicode-words | "
-                 "unicode-tables]")
+                 "unicode-tables | exact]")
     else:
         main()

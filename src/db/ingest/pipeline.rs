@@ -124,6 +124,8 @@ pub struct Counts {
     pub skipped_duplicates: u64,
     /// Records not stored because stored documents are similar ([`Ingest::novel_only`]).
     pub skipped_near_duplicates: u64,
+    /// Records not stored as exact copies ([`Ingest::skip_exact_copies`]).
+    pub skipped_exact_copies: u64,
 }
 
 /// Keys with their signatures, in input order.
@@ -150,6 +152,8 @@ struct Committed {
     /// The batch's records found similar to stored documents, and their matches, in order
     /// ([`Ingest::novel_only`]).
     near_duplicates: Vec<(Vec<u8>, Vec<Match>)>,
+    /// The batch's records left out as exact copies ([`Ingest::skip_exact_copies`]).
+    exact_copies: u64,
 }
 
 /// What stopped a run of commits.
@@ -165,6 +169,8 @@ pub struct Ingest<'db> {
     acknowledge: Option<&'db Acknowledge<'db>>,
     /// Store only the records no stored document is similar to.
     novelty: Option<NoveltyOptions>,
+    /// Leave out the records that are exact copies ([`Db::drop_exact_copies`]).
+    exact_dedup: bool,
     counts: Counts,
     /// Records taken since the last batch was sealed ([`Mode::Stream`]).
     pending: Docs,
@@ -182,6 +188,7 @@ impl<'db> Ingest<'db> {
             mode,
             acknowledge: None,
             novelty: None,
+            exact_dedup: false,
             counts: Counts::default(),
             pending: Vec::new(),
             pending_keys: HashSet::new(),
@@ -201,6 +208,15 @@ impl<'db> Ingest<'db> {
     /// The others are counted and told to the sink ([`Sink::near_duplicate`]).
     pub fn novel_only(mut self, opts: NoveltyOptions) -> Self {
         self.novelty = Some(opts);
+        self
+    }
+
+    /// Leaves out the records whose exact hash equals that of a live stored document or of an
+    /// earlier record of the load ([`Db::drop_exact_copies`]), before they reach the band
+    /// buckets; they are counted. Refused (at the first commit) by an index without the
+    /// EXACT_HASH column.
+    pub fn skip_exact_copies(mut self) -> Self {
+        self.exact_dedup = true;
         self
     }
 
@@ -317,6 +333,7 @@ where
         for batch in report.committed {
             counts.committed += batch.stored;
             counts.skipped_near_duplicates += batch.near_duplicates.len() as u64;
+            counts.skipped_exact_copies += batch.exact_copies;
             for (key, matches) in &batch.near_duplicates {
                 self.sink
                     .near_duplicate(key, matches)
@@ -483,6 +500,7 @@ struct Commits<'a> {
     committed_before: u64,
     acknowledge: Option<&'a Acknowledge<'a>>,
     novelty: Option<NoveltyOptions>,
+    exact_dedup: bool,
 }
 
 impl<'db> Ingest<'db> {
@@ -494,6 +512,7 @@ impl<'db> Ingest<'db> {
             committed_before: self.counts.committed,
             acknowledge: self.acknowledge,
             novelty: self.novelty,
+            exact_dedup: self.exact_dedup,
         }
     }
 }
@@ -512,11 +531,15 @@ impl Commits<'_> {
             let Some(last_key) = docs.last().map(|(key, _)| key.clone()) else {
                 continue;
             };
-            let written = match self.novelty {
-                None => write(db, docs, self.bulk_min),
-                Some(opts) => write_novel(db, docs, &opts),
-            };
-            let (stored, near_duplicates) = match written {
+            let written =
+                without_exact_copies(db, docs, self.exact_dedup).and_then(|(docs, copies)| {
+                    let (stored, near) = match self.novelty {
+                        None => write(db, docs, self.bulk_min)?,
+                        Some(opts) => write_novel(db, docs, &opts)?,
+                    };
+                    Ok((stored, near, copies))
+                });
+            let (stored, near_duplicates, exact_copies) = match written {
                 Ok(done) => done,
                 Err(e) => {
                     report.error = Some(CommitError::Db(e));
@@ -531,6 +554,7 @@ impl Commits<'_> {
                 stored,
                 last_key,
                 near_duplicates,
+                exact_copies,
             });
             if let Err(e) = acknowledged {
                 report.error = Some(CommitError::Acknowledge(e));
@@ -538,6 +562,16 @@ impl Commits<'_> {
             }
         }
         report
+    }
+}
+
+/// `docs` without their exact copies when the load leaves them out (`exact_dedup`), and how
+/// many.
+fn without_exact_copies(db: &Db, docs: Docs, exact_dedup: bool) -> crate::Result<(Docs, u64)> {
+    if exact_dedup {
+        db.drop_exact_copies(docs)
+    } else {
+        Ok((docs, 0))
     }
 }
 

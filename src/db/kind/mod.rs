@@ -108,6 +108,13 @@ impl IndexParams {
         }
     }
 
+    /// Whether an index of these parameters may have the EXACT_HASH column: a MinHash index
+    /// that signs its documents itself (texts or token lists). SimHash indexes, and indexes
+    /// of signatures made elsewhere, never see the bytes the hash is over.
+    pub fn can_have_exact_hashes(&self) -> bool {
+        self.sim_params().is_none() && self.sketch.scheme.signs_text()
+    }
+
     /// Whether `sig`, the signature of a text in an index with these parameters
     /// ([`Db::sketch_text`](crate::db::Db::sketch_text)), is that of a text without shingles
     /// (empty, or white space only): the empty-set signature ([`Signature::is_empty_set`]) or,

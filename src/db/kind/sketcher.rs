@@ -12,8 +12,8 @@ use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, Options, QueryOptions, QueryResult};
 use crate::sketch::{
-    Banding, MinHasher, SecretKey, SetDerivation, Signature, SimHash, SimHasher, Token,
-    cosine_from_hamming,
+    Banding, ExactHasher, MinHasher, SecretKey, SetDerivation, Signature, SimHash, SimHasher,
+    Token, cosine_from_hamming,
 };
 use crate::{Error, Result};
 
@@ -26,6 +26,9 @@ pub(in crate::db) enum Sketcher {
         signer: Option<MinHasher>,
         /// Signatures carry their shingle sets (an index that stores sets).
         with_sets: bool,
+        /// Signatures of texts and token lists carry their exact hashes (an index with the
+        /// EXACT_HASH column, opened with its key if it is keyed).
+        exact: Option<ExactHasher>,
         banding: Banding,
     },
     SimHash {
@@ -41,9 +44,11 @@ pub(in crate::db) enum Sketcher {
 /// borrowed from its [`Sketcher`].
 #[derive(Clone, Copy)]
 pub(in crate::db) enum DocumentSigner<'a> {
-    MinHash(&'a MinHasher),
-    /// An index that stores sets: signatures carry their shingle sets.
-    MinHashWithSets(&'a MinHasher),
+    /// With the exact hash to attach, in an index with the EXACT_HASH column.
+    MinHash(&'a MinHasher, Option<&'a ExactHasher>),
+    /// An index that stores sets: signatures carry their shingle sets (and exact hashes, as
+    /// above).
+    MinHashWithSets(&'a MinHasher, Option<&'a ExactHasher>),
     /// SimHash fingerprints, as their one-bit signatures.
     SimHash(&'a SimHasher),
 }
@@ -52,8 +57,15 @@ impl DocumentSigner<'_> {
     /// The signature of `text` as the index stores it.
     pub fn sign(self, text: &str) -> Signature {
         match self {
-            DocumentSigner::MinHash(h) => h.sketch_text(text),
-            DocumentSigner::MinHashWithSets(h) => h.sketch_text_with_set(text),
+            DocumentSigner::MinHash(h, None) => h.sketch_text(text),
+            DocumentSigner::MinHash(h, Some(exact)) => h.sketch_text_with_exact(text, exact),
+            DocumentSigner::MinHashWithSets(h, exact) => {
+                let sig = h.sketch_text_with_set(text);
+                match exact {
+                    Some(e) => sig.with_exact_hash(e.hash_text(&h.params().shingle, text)),
+                    None => sig,
+                }
+            }
             DocumentSigner::SimHash(h) => h.sketch_text(text).to_signature(),
         }
     }
@@ -61,23 +73,39 @@ impl DocumentSigner<'_> {
     /// The signature of a token list as the index stores it, at the index's shingle width.
     /// A SimHash index has no token lists (its parameters refuse them).
     pub fn sign_tokens(self, tokens: &[Token<'_>]) -> Result<Signature> {
-        match self {
-            DocumentSigner::MinHash(h) => h.sketch_tokens(tokens, h.params().shingle.kind.width()),
-            DocumentSigner::MinHashWithSets(h) => {
-                h.sketch_tokens_with_set(tokens, h.params().shingle.kind.width())
+        let (sig, exact) = match self {
+            DocumentSigner::MinHash(h, exact) => (
+                h.sketch_tokens(tokens, h.params().shingle.kind.width())?,
+                exact,
+            ),
+            DocumentSigner::MinHashWithSets(h, exact) => (
+                h.sketch_tokens_with_set(tokens, h.params().shingle.kind.width())?,
+                exact,
+            ),
+            DocumentSigner::SimHash(_) => {
+                return Err(Error::invalid(
+                    "tokens",
+                    "a SimHash index fingerprints texts, not token lists",
+                ));
             }
-            DocumentSigner::SimHash(_) => Err(Error::invalid(
-                "tokens",
-                "a SimHash index fingerprints texts, not token lists",
-            )),
-        }
+        };
+        Ok(match exact {
+            Some(e) => sig.with_exact_hash(e.hash_tokens(tokens)?),
+            None => sig,
+        })
     }
 }
 
 impl Sketcher {
     /// The sketcher of an index with `params`, opened with `opts` (whose key signs text),
-    /// whose stored sets (if any) are of derivation `sets`.
-    pub fn new(params: &IndexParams, opts: &Options, sets: Option<SetDerivation>) -> Result<Self> {
+    /// whose stored sets (if any) are of derivation `sets`, and which has the EXACT_HASH
+    /// column when `exact_column` says so (a SimHash index never has).
+    pub fn new(
+        params: &IndexParams,
+        opts: &Options,
+        sets: Option<SetDerivation>,
+        exact_column: bool,
+    ) -> Result<Self> {
         let minhasher = |key: Option<&SecretKey>| {
             let hasher = MinHasher::with_key(params.sketch, key)?;
             Ok(match sets {
@@ -85,14 +113,21 @@ impl Sketcher {
                 _ => hasher,
             })
         };
+        let (name, seed) = (params.sketch.scheme.name(), params.sketch.seed);
+        let signs = params.sketch.scheme.signs_text();
         Ok(match params.sim_params() {
             None => Sketcher::MinHash {
-                signer: if params.sketch.scheme.signs_text() {
+                signer: if signs {
                     text_key(params, opts)?.signer(minhasher)?
                 } else {
                     None
                 },
                 with_sets: params.store_sets,
+                exact: if exact_column && signs {
+                    text_key(params, opts)?.signer(|key| Ok(ExactHasher::new(name, seed, key)))?
+                } else {
+                    None
+                },
                 banding: params.banding()?,
             },
             Some(sim) => Sketcher::SimHash {
@@ -206,16 +241,20 @@ impl Db {
     pub(super) fn document_signer(&self) -> Result<DocumentSigner<'_>> {
         Ok(match &self.sketcher {
             Sketcher::MinHash {
-                with_sets: true, ..
-            } => DocumentSigner::MinHashWithSets(self.hasher()?),
-            Sketcher::MinHash { .. } => DocumentSigner::MinHash(self.hasher()?),
+                with_sets: true,
+                exact,
+                ..
+            } => DocumentSigner::MinHashWithSets(self.hasher()?, exact.as_ref()),
+            Sketcher::MinHash { exact, .. } => {
+                DocumentSigner::MinHash(self.hasher()?, exact.as_ref())
+            }
             Sketcher::SimHash { .. } => DocumentSigner::SimHash(self.simhasher()?),
         })
     }
 
     /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
     /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
-    /// sets. For a SimHash index, the fingerprint as the engine stores it, a signature of 64
+    /// sets, and its exact hash in an index with the EXACT_HASH column. For a SimHash index, the fingerprint as the engine stores it, a signature of 64
     /// one-bit slots ([`SimHash::to_signature`]).
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
         Ok(self.text_signer()?.sign(text))

@@ -26,7 +26,8 @@ impl Features {
     /// The stored sets of this keyed index use version 2's derivation (only with STORE_SETS
     /// and a key fingerprint; set by `upgrade`).
     pub const SETS_KEYED_V2: Features = Features(1 << 1);
-    /// Reserved: the per-document columns and per-band filters, refused until built.
+    /// Every segment has the EXACT_HASH column, and an insert may carry its EXACT_HASH field
+    /// (a document inserted as text or tokens has one; one inserted by signature, none).
     pub const EXACT_HASH: Features = Features(1 << 2);
     /// Reserved: the KEEP column.
     pub const KEEP: Features = Features(1 << 3);
@@ -260,11 +261,7 @@ fn u16_field(d: &mut Decoder<'_>, what: &str) -> Result<u16> {
 }
 
 /// The names of the reserved features, refused until the work that fills them lands.
-const RESERVED_FEATURES: [(Features, &str); 4] = [
-    (
-        Features::EXACT_HASH,
-        "the EXACT_HASH column (feature bit 2)",
-    ),
+const RESERVED_FEATURES: [(Features, &str); 3] = [
     (Features::KEEP, "the KEEP column (feature bit 3)"),
     (Features::SET_SIZE, "the SET_SIZE column (feature bit 4)"),
     (Features::BAND_FILTERS, "band filters (feature bit 5)"),
@@ -272,7 +269,10 @@ const RESERVED_FEATURES: [(Features, &str); 4] = [
 
 /// Refuses every feature bit this build does not implement.
 pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
-    let known = Features::STORE_SETS.0 | Features::SETS_KEYED_V2.0 | Features::COPIED_PAST_DAMAGE.0;
+    let known = Features::STORE_SETS.0
+        | Features::SETS_KEYED_V2.0
+        | Features::EXACT_HASH.0
+        | Features::COPIED_PAST_DAMAGE.0;
     let reserved = RESERVED_FEATURES.iter().fold(0, |all, (f, _)| all | f.0);
     let unknown = features.0 & !(known | reserved);
     if unknown != 0 {

@@ -124,8 +124,8 @@ fn every_truncation_and_bit_flip_is_corruption() {
 #[test]
 fn reserved_and_unknown_codes_are_unsupported() {
     let bytes = manifest(1, true).encode();
-    // Bit 6 (COPIED_PAST_DAMAGE) is built: see the round trip below.
-    let mut cases: Vec<(usize, Vec<u8>)> = (2..64)
+    // Bits 2 (EXACT_HASH) and 6 (COPIED_PAST_DAMAGE) are built: see the round trips below.
+    let mut cases: Vec<(usize, Vec<u8>)> = (3..64)
         .filter(|&bit| bit != 6)
         .map(|bit| (36, (1u64 | 1 << bit).to_le_bytes().to_vec()))
         .collect();
@@ -222,4 +222,16 @@ fn the_copied_past_damage_bit_round_trips() {
             .features
             .contains(Features::COPIED_PAST_DAMAGE)
     );
+}
+
+/// EXACT_HASH (the column exists in the index) decodes as written.
+#[test]
+fn the_exact_hash_bit_round_trips() {
+    let mut m = manifest(1, true);
+    m.features = m.features.with(Features::EXACT_HASH, true);
+    let back = decode(&m.encode()).unwrap();
+    assert!(back.features.contains(Features::EXACT_HASH));
+    assert_eq!(back, m);
+    let plain = decode(&manifest(1, true).encode()).unwrap();
+    assert!(!plain.features.contains(Features::EXACT_HASH));
 }

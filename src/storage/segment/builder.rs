@@ -4,6 +4,7 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
 use super::encode::Draft;
+use super::exact::ExactColumn;
 use super::format::band_key32;
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
@@ -59,6 +60,8 @@ pub struct SegmentBuilder {
     signatures: Vec<u8>,
     /// The documents' coded shingle sets, when the segment stores them.
     sets: Option<SetsBuffer>,
+    /// The documents' exact hashes, when the segment has that column.
+    exact: Option<ExactColumn>,
 }
 
 /// A SHINGLES section being built: where each coded set ends, and the sets back to back.
@@ -88,7 +91,36 @@ impl SegmentBuilder {
             record_bytes: 0,
             signatures: Vec::new(),
             sets: None,
+            exact: None,
         })
+    }
+
+    /// This builder with the EXACT_HASH column (a version-3 segment only): every document
+    /// added must then get its exact hash, or none, in order, with
+    /// [`SegmentBuilder::add_exact_hash`].
+    pub fn with_exact_hashes(mut self) -> Self {
+        self.exact = Some(ExactColumn::default());
+        self
+    }
+
+    /// Gives the exact hash (or none) of the next document that has none given yet, in the
+    /// order documents were added.
+    pub fn add_exact_hash(&mut self, hash: Option<u128>) -> Result<()> {
+        let docs = self.docnos.len();
+        let Some(exact) = &mut self.exact else {
+            return Err(Error::invalid(
+                "exact",
+                "this segment builder has no exact hashes (see with_exact_hashes)",
+            ));
+        };
+        if exact.rows() >= docs {
+            return Err(Error::invalid(
+                "exact",
+                format!("an exact hash for each of the {docs} documents is given already"),
+            ));
+        }
+        exact.push(hash);
+        Ok(())
     }
 
     /// This builder storing each document's coded shingle set too (a SHINGLES section):
@@ -290,6 +322,20 @@ impl SegmentBuilder {
             Some(sets) => Some(super::encode::sets_section(&sets.ends, &sets.data)),
             None => None,
         };
+        let exact = match &self.exact {
+            Some(e) if e.rows() != self.docnos.len() => {
+                return Err(Error::invalid(
+                    "exact",
+                    format!(
+                        "{} exact hashes for {} documents",
+                        e.rows(),
+                        self.docnos.len()
+                    ),
+                ));
+            }
+            Some(e) => Some(e.section()),
+            None => None,
+        };
         let nb = self.num_bands;
         let docnos = &self.docnos;
         let key32s = &self.key32s;
@@ -304,6 +350,7 @@ impl SegmentBuilder {
             record_bytes: self.record_bytes,
             signatures: &self.signatures,
             sets: sets.as_deref(),
+            exact: exact.as_deref(),
             sorted_runs: false,
             identity,
         };

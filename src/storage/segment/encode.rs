@@ -14,11 +14,11 @@ use zerocopy::little_endian::{U16, U32, U64};
 use super::bits::{BitWriter, bits_below, bits_for};
 use super::builder::SegmentParts;
 use super::format::{
-    BLOCK_LEN, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, Header, HotRecord,
-    IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_HOT,
-    KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, SECTION_ENTRY_LEN,
-    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry,
-    key_hash32, meta_crc,
+    BLOCK_LEN, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN,
+    Header, HotRecord, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_CHECKSUMS,
+    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES,
+    KIND_SIGNATURES, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3,
+    SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
@@ -165,6 +165,8 @@ pub(super) struct Draft<'a> {
     /// The SHINGLES section's bytes (offset table, then the coded sets), when the segment
     /// stores shingle sets.
     pub(super) sets: Option<&'a [u8]>,
+    /// The EXACT_HASH section's bytes, when the segment has that column (version 3 only).
+    pub(super) exact: Option<&'a [u8]>,
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
     pub(super) sorted_runs: bool,
     /// The identity to write: a version-3 segment with it, a version-2 one without.
@@ -277,6 +279,9 @@ impl Draft<'_> {
         if let Some(sets) = self.sets {
             w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
         }
+        if let Some(exact) = self.exact {
+            w.push(KIND_EXACT_HASH, (0, 0, 0), doc_count, exact);
+        }
         Ok(self.finish_file(w, &header, doc_count))
     }
 
@@ -305,6 +310,12 @@ impl Draft<'_> {
     /// The number of documents, once the signatures are checked to be `record_bytes` each.
     fn check_signatures(&self) -> Result<u64> {
         let doc_count = self.docnos.len() as u64;
+        if self.exact.is_some() && self.identity.is_none() {
+            return Err(crate::Error::invalid(
+                "exact",
+                "only a version-3 segment (one with an identity) has exact hashes",
+            ));
+        }
         if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
             return Err(crate::Error::invalid(
                 "signatures",
@@ -385,6 +396,7 @@ impl Draft<'_> {
             + band_bytes
             + self.signatures.len()
             + self.sets.map_or(0, <[u8]>::len)
+            + self.exact.map_or(0, <[u8]>::len)
             + (HEADER_LEN + self.signatures.len() + band_bytes) / 1000
             + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
             + FOOTER_LEN
@@ -395,8 +407,19 @@ impl Draft<'_> {
     fn header(&self, doc_count: u64) -> Vec<u8> {
         let (version, flags) = match self.identity {
             None => (SEGMENT_FORMAT_V2, 0),
-            Some(_) if self.sets.is_some() => (SEGMENT_FORMAT_V3, FLAG_SHINGLES),
-            Some(_) => (SEGMENT_FORMAT_V3, 0),
+            Some(_) => {
+                let sets = if self.sets.is_some() {
+                    FLAG_SHINGLES
+                } else {
+                    0
+                };
+                let exact = if self.exact.is_some() {
+                    FLAG_EXACT_HASH
+                } else {
+                    0
+                };
+                (SEGMENT_FORMAT_V3, sets | exact)
+            }
         };
         let header = Header {
             magic: SEGMENT_MAGIC,

@@ -27,7 +27,7 @@
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
-//! (prefix tables), `encode` (the shared encoder), `builder`, `combine`, `open` (metadata
+//! (prefix tables), `encode` (the shared encoder), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
 //! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
@@ -36,6 +36,7 @@ mod blocks;
 mod builder;
 mod combine;
 mod encode;
+mod exact;
 mod format;
 mod open;
 mod prefetch;

@@ -14,11 +14,12 @@ use zerocopy::FromBytes;
 use super::bits::{bits_below, bits_for};
 use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN,
-    HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND,
-    KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES,
-    KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
-    SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
+    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer,
+    HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail,
+    KIND_BAND, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB,
+    KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS,
+    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2,
+    SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
@@ -51,6 +52,8 @@ pub(super) struct Layout {
     pub(super) signatures: usize,
     /// The SHINGLES section, in segments of an index that stores shingle sets.
     pub(super) sets: Option<SetsSection>,
+    /// Where the EXACT_HASH section starts, in segments of an index with that column.
+    pub(super) exact: Option<usize>,
     /// Where the block checksums are and what they cover (version 2).
     pub(super) blocks: Option<BlockChecks>,
     pub(super) num_bands: u32,
@@ -128,6 +131,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             record_bytes: shape.record_bytes,
             signatures: found.signatures,
             sets: found.sets,
+            exact: found.exact,
             blocks: found.blocks,
             num_bands: shape.num_bands,
             bucket_cap: meta.header.bucket_cap.get(),
@@ -325,6 +329,8 @@ struct Shape {
     num_bands: u32,
     /// The segment stores shingle sets (a SHINGLES section).
     has_sets: bool,
+    /// The segment has the EXACT_HASH column (version 3 only).
+    has_exact: bool,
     nsec: usize,
     base: u64,
     span: u64,
@@ -338,12 +344,14 @@ impl Shape {
         let version = header.version.get();
         let nsec = meta.table.nsec;
         let num_bands = header.num_bands.get();
-        let has_sets = match meta.tail(data) {
-            Some(tail) => v3_has_sets(header, tail, path)?,
+        let (has_sets, has_exact) = match meta.tail(data) {
+            Some(tail) => v3_optional_sections(header, tail, path)?,
             None => {
                 check_v2_reserved(header, path)?;
                 // Version 2 says it stores shingle sets by the one more section.
-                version == SEGMENT_FORMAT_V2 && (num_bands as usize).checked_add(7) == Some(nsec)
+                let sets = version == SEGMENT_FORMAT_V2
+                    && (num_bands as usize).checked_add(7) == Some(nsec);
+                (sets, false)
             }
         };
         if meta.footer.reserved.get() != 0 {
@@ -354,12 +362,11 @@ impl Shape {
             ));
         }
         // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Versions 2 and 3 add
-        // SIGNATURES and CHECKSUMS after HOT, and SHINGLES between HOT and SIGNATURES in the
-        // segments of an index that stores shingle sets.
-        let fixed = match (version, has_sets) {
-            (SEGMENT_FORMAT_V1, _) => 4,
-            (_, false) => 6,
-            (_, true) => 7,
+        // SIGNATURES and CHECKSUMS after HOT, and the optional sections the flags name
+        // (SHINGLES, EXACT_HASH) between HOT and SIGNATURES.
+        let fixed = match version {
+            SEGMENT_FORMAT_V1 => 4,
+            _ => 6 + usize::from(has_sets) + usize::from(has_exact),
         };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
             return Err(bad(
@@ -375,6 +382,7 @@ impl Shape {
             record_bytes: header.record_bytes.get() as usize,
             num_bands,
             has_sets,
+            has_exact,
             nsec,
             base,
             span,
@@ -398,6 +406,9 @@ impl Shape {
             _ if i == hot_index => KIND_HOT,
             _ if i > hot_index && i + 1 == self.nsec => KIND_CHECKSUMS,
             _ if self.has_sets && i == hot_index + 1 => KIND_SHINGLES,
+            _ if self.has_exact && i == hot_index + 1 + usize::from(self.has_sets) => {
+                KIND_EXACT_HASH
+            }
             _ if i > hot_index => KIND_SIGNATURES,
             _ => KIND_BAND,
         };
@@ -418,10 +429,10 @@ fn check_v2_reserved(header: &Header, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES is present. A
-/// flag this build reserves for a later one, or does not know, is refused as unsupported
-/// (checked after the metadata checksum, so a damaged flag reads as corruption).
-fn v3_has_sets(header: &Header, tail: &IdentityTail, path: &Path) -> Result<bool> {
+/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES and EXACT_HASH
+/// are present. A flag this build reserves for a later one, or does not know, is refused as
+/// unsupported (checked after the metadata checksum, so a damaged flag reads as corruption).
+fn v3_optional_sections(header: &Header, tail: &IdentityTail, path: &Path) -> Result<(bool, bool)> {
     if tail.reserved != [0; 4] {
         return Err(bad(path, IDENTITY_TAIL_OFFSET, "non-zero reserved bytes"));
     }
@@ -429,7 +440,7 @@ fn v3_has_sets(header: &Header, tail: &IdentityTail, path: &Path) -> Result<bool
         return Err(bad(path, FILE_ID_OFFSET + 8, "non-zero reserved bytes"));
     }
     let flags = header.flags.get();
-    let unknown = flags & !FLAG_SHINGLES;
+    let unknown = flags & !(FLAG_SHINGLES | FLAG_EXACT_HASH);
     if unknown != 0 {
         let feature = RESERVED_FLAGS
             .iter()
@@ -443,7 +454,7 @@ fn v3_has_sets(header: &Header, tail: &IdentityTail, path: &Path) -> Result<bool
             feature,
         });
     }
-    Ok(flags & FLAG_SHINGLES != 0)
+    Ok((flags & FLAG_SHINGLES != 0, flags & FLAG_EXACT_HASH != 0))
 }
 
 /// The header's docno range and document count, checked against each other.
@@ -488,6 +499,7 @@ struct Found {
     hot: (usize, u64),
     signatures: usize,
     sets: Option<SetsSection>,
+    exact: Option<usize>,
     blocks: Option<BlockChecks>,
 }
 
@@ -621,6 +633,12 @@ impl Found {
                 plain && e.count.checked_mul(HOT_RECORD_LEN as u64) == Some(e.len)
             }
             KIND_SHINGLES => self.take_shingles(e, shape),
+            KIND_EXACT_HASH => {
+                self.exact = Some(e.start);
+                plain
+                    && e.count == shape.doc_count
+                    && super::exact::section_len(shape.doc_count) == Some(e.len)
+            }
             KIND_SIGNATURES => {
                 self.signatures = e.start;
                 plain

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::format::{FILE_ID_OFFSET, FLAG_SHINGLES};
+use super::format::{FILE_ID_OFFSET, FLAG_EXACT_HASH, FLAG_SHINGLES};
 use super::test_rng::next;
 use super::*;
 use crate::Error;
@@ -223,7 +223,7 @@ fn a_wrong_identity_is_corruption_at_its_field() {
 #[test]
 fn reserved_flags_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
-    for bit in 1..32 {
+    for bit in 2..32 {
         let mut bytes = v3.clone();
         let flags = FLAG_SHINGLES | 1 << bit;
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
@@ -231,7 +231,6 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
         match open_as(bytes, Some(ID)) {
             Err(Error::Unsupported { feature, .. }) => {
                 let named = match bit {
-                    1 => feature.contains("EXACT_HASH"),
                     2 => feature.contains("KEEP"),
                     3 => feature.contains("SET_SIZE"),
                     4 => feature.contains("BAND_FILTER"),
@@ -242,9 +241,14 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
             other => panic!("flag bit {bit}: {:?}", other.map(|_| ())),
         }
     }
-    // The SHINGLES bit must say what the sections hold: cleared, or set on a segment without
-    // the section, it is corruption.
-    for (sets, flags) in [(true, 0u32), (false, FLAG_SHINGLES)] {
+    // The SHINGLES and EXACT_HASH bits must say what the sections hold: cleared, or set on a
+    // segment without the section, it is corruption.
+    for (sets, flags) in [
+        (true, 0u32),
+        (false, FLAG_SHINGLES),
+        (true, FLAG_SHINGLES | FLAG_EXACT_HASH),
+        (false, FLAG_EXACT_HASH),
+    ] {
         let mut bytes = build(Some(ID), sets).into_vec();
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
         fix_meta_crc(&mut bytes, 96);
@@ -257,8 +261,7 @@ fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
     // With 3 bands and sets: section 6 is HOT, 7 SHINGLES, 8 SIGNATURES.
     for (section, kind, name) in [
-        (8, 9u16, "EXACT_HASH"),
-        (8, 10, "KEEP"),
+        (8, 10u16, "KEEP"),
         (7, 11, "SET_SIZE"),
         (6, 12, "BAND_FILTER"),
     ] {
@@ -271,13 +274,15 @@ fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
             other => panic!("kind {kind}: {:?}", other.map(|_| ())),
         }
     }
-    // Kind 13, unknown even as reserved, is corruption; so is a reserved kind in version 2,
-    // which defines none.
-    let mut bytes = v3.clone();
-    let at = entry_at(&bytes, 8);
-    bytes[at..at + 2].copy_from_slice(&13u16.to_le_bytes());
-    fix_meta_crc(&mut bytes, 96);
-    assert!(open_as(bytes, Some(ID)).unwrap_err().is_corruption());
+    // Kind 13, unknown even as reserved, is corruption; so is EXACT_HASH (9, built) where
+    // the flags say there is none, and a reserved kind in version 2, which defines none.
+    for kind in [13u16, 9] {
+        let mut bytes = v3.clone();
+        let at = entry_at(&bytes, 8);
+        bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
+        fix_meta_crc(&mut bytes, 96);
+        assert!(open_as(bytes, Some(ID)).unwrap_err().is_corruption());
+    }
     let mut v2 = build(None, true).into_vec();
     let at = entry_at(&v2, 8);
     v2[at..at + 2].copy_from_slice(&9u16.to_le_bytes());
@@ -336,4 +341,133 @@ fn a_damaged_data_byte_is_found_on_first_read_from_offset_96() {
     assert!(err.is_corruption(), "{err}");
     let seg = open_as(bytes, Some(ID)).unwrap();
     assert_eq!(seg.key_of(100).unwrap(), Some(&b"https://100.example/"[..]));
+}
+
+/// A small version-3 segment with the EXACT_HASH column: 70 rows (two presence words), every
+/// third without a hash; with shingle sets when `sets`.
+fn build_with_exact(sets: bool) -> (Vec<u8>, Vec<Option<u128>>) {
+    let mut b = SegmentBuilder::with_signatures(2, 0, 8)
+        .unwrap()
+        .with_exact_hashes();
+    if sets {
+        b = b.with_sets();
+    }
+    let mut hashes = Vec::new();
+    for docno in 0..70u64 {
+        let key = format!("k{docno}");
+        b.add_signed(
+            docno,
+            key.as_bytes(),
+            &[docno << 32, 1 << 32],
+            &docno.to_le_bytes(),
+        )
+        .unwrap();
+        if sets {
+            b.add_set(&shingle_codec::encode(&[docno as u32])).unwrap();
+        }
+        let h = (docno % 3 != 0).then(|| (u128::from(docno) << 64) | 0xabcd);
+        b.add_exact_hash(h).unwrap();
+        hashes.push(h);
+    }
+    let parts = b
+        .finish_parts_as(&SegmentOptions::default(), Some(ID))
+        .unwrap();
+    (parts.into_vec(), hashes)
+}
+
+/// The offset of the EXACT_HASH section in `bytes` (entry `index` of the table).
+fn section_start(bytes: &[u8], index: usize) -> usize {
+    let at = entry_at(bytes, index);
+    assert_eq!(u16::from_le_bytes([bytes[at], bytes[at + 1]]), 9);
+    u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize
+}
+
+#[test]
+fn the_exact_hash_column_round_trips_and_combines() {
+    for sets in [false, true] {
+        let (bytes, hashes) = build_with_exact(sets);
+        let flags = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+        let want = FLAG_EXACT_HASH | if sets { FLAG_SHINGLES } else { 0 };
+        assert_eq!(flags, want);
+        let seg = open_as(bytes, Some(ID)).unwrap();
+        seg.verify().unwrap();
+        assert!(seg.stores_exact_hashes());
+        for (row, h) in hashes.iter().enumerate() {
+            assert_eq!(seg.exact_hash_at(row as u64).unwrap(), *h, "row {row}");
+            assert_eq!(seg.exact_hash_of(row as u64).unwrap(), *h);
+        }
+        // Combining drops the dead rows' hashes and keeps the others in their rows.
+        let parts = combine_segments_as(
+            &[&seg],
+            |d| d % 2 == 0,
+            &SegmentOptions::default(),
+            Some(ID),
+        )
+        .unwrap();
+        let combined = open_as(parts.into_vec(), Some(ID)).unwrap();
+        combined.verify().unwrap();
+        for docno in (0..70u64).step_by(2) {
+            let want = hashes[docno as usize];
+            assert_eq!(combined.exact_hash_of(docno).unwrap(), want);
+        }
+    }
+    // Only a version-3 segment has the column; a segment without it reads no hash.
+    let b = SegmentBuilder::with_signatures(2, 0, 8)
+        .unwrap()
+        .with_exact_hashes();
+    assert!(b.finish_parts_as(&SegmentOptions::default(), None).is_err());
+    let plain = open_as(build(Some(ID), true).into_vec(), Some(ID)).unwrap();
+    assert!(!plain.stores_exact_hashes());
+    assert_eq!(plain.exact_hash_at(0).unwrap(), None);
+}
+
+/// A presence bit past the last row, bytes in a row without a hash, and a hash of 0 are
+/// corruption naming their offset, even under valid checksums; and every bit flip of the
+/// column is found by verify.
+#[test]
+fn exact_hash_damage_is_corruption_at_its_offset() {
+    let (bytes, _) = build_with_exact(false);
+    // 2 bands, no sets: HOT is section 5, EXACT_HASH 6.
+    let start = section_start(&bytes, 6);
+    let values = start + 16;
+    let fixed = |mut bad: Vec<u8>| {
+        // Recompute the section and block checksums as a writer that meant it would have.
+        let at = entry_at(&bad, 6);
+        let len = u64::from_le_bytes(bad[at + 16..at + 24].try_into().unwrap()) as usize;
+        let crc = crc32fast::hash(&bad[start..start + len]);
+        bad[at + 32..at + 36].copy_from_slice(&crc.to_le_bytes());
+        let ck = entry_at(&bad, 8);
+        let ck_at = u64::from_le_bytes(bad[ck + 8..ck + 16].try_into().unwrap()) as usize;
+        let block = crc32fast::hash(&bad[96..ck_at]);
+        bad[ck_at..ck_at + 4].copy_from_slice(&block.to_le_bytes());
+        let table_crc = crc32fast::hash(&bad[ck_at..ck_at + 4]);
+        bad[ck + 32..ck + 36].copy_from_slice(&table_crc.to_le_bytes());
+        fix_meta_crc(&mut bad, 96);
+        bad
+    };
+    // Row 70 does not exist: bit 6 of the second word.
+    let mut past = bytes.clone();
+    past[start + 8] |= 1 << 6;
+    // Row 0 has no hash.
+    let mut stray = bytes.clone();
+    stray[values] = 1;
+    // Row 1 has one: make it 0.
+    let mut zero = bytes.clone();
+    zero[values + 16..values + 32].fill(0);
+    for (bad, offset) in [(past, start + 8), (stray, values), (zero, values + 16)] {
+        let bad = fixed(bad);
+        assert!(bad.len() < 4096);
+        match open_and_verify(bad) {
+            Err(Error::Corruption { offset: got, .. }) => assert_eq!(got, offset as u64),
+            other => panic!("expected corruption at {offset}: {other:?}"),
+        }
+    }
+    for at in start..start + 16 + 70 * 16 {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            matches!(open_and_verify(bad), Err(Error::Corruption { .. })),
+            "{at}"
+        );
+    }
 }

@@ -22,6 +22,9 @@ pub(crate) enum LogOp {
         sig: Box<[u8]>,
         /// The coded shingle set, in an index that stores sets.
         set: Option<Box<[u8]>>,
+        /// The document's exact hash, in an index with the EXACT_HASH column (none for a
+        /// document inserted by signature). Version 2's operations cannot carry it.
+        exact: Option<u128>,
     },
     Delete {
         docno: u64,
@@ -35,10 +38,11 @@ const TAG_INSERT_WITH_SET: u8 = 3;
 /// Version 3's one insert: the band-key count, then a mask of the optional fields that follow.
 const TAG_INSERT_V3: u8 = 4;
 
-/// Bits of a version-3 insert's `fields` mask. SET is built; EXACT_HASH, KEEP and SET_SIZE
-/// belong to columns no index has yet, so a set bit names a column the manifest lacks.
+/// Bits of a version-3 insert's `fields` mask. SET and EXACT_HASH are built; KEEP and
+/// SET_SIZE belong to columns no index has yet, so a set bit names a column the manifest lacks.
 const FIELD_SET: u8 = 1;
-const FIELD_COLUMNS: [(u8, &str); 3] = [(2, "EXACT_HASH"), (4, "KEEP"), (8, "SET_SIZE")];
+const FIELD_EXACT_HASH: u8 = 2;
+const FIELD_COLUMNS: [(u8, &str); 2] = [(4, "KEEP"), (8, "SET_SIZE")];
 /// Bits no version defines: a newer writer's field, refused as unsupported.
 const FIELDS_UNKNOWN: u8 = 0xf0;
 
@@ -61,6 +65,8 @@ pub(crate) struct OpsLayout {
     pub sig_bytes: usize,
     /// Whether every insert carries its coded shingle set (the manifest's `store_sets`).
     pub store_sets: bool,
+    /// Whether an insert may carry an exact hash (the manifest's feature EXACT_HASH).
+    pub exact_hash: bool,
 }
 
 /// Combines encoded batches (`count u32` then the operations) into as few batches as possible,
@@ -108,6 +114,7 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                 band_keys,
                 sig,
                 set,
+                exact,
             } => {
                 let tag = match (version, set) {
                     (OpsVersion::V3, _) => TAG_INSERT_V3,
@@ -122,11 +129,18 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                     e.u64(k);
                 }
                 e.bytes(sig);
+                // Version 2 has no exact hash: only a database of version 3 has the column.
+                let exact = exact.filter(|_| version == OpsVersion::V3);
                 if version == OpsVersion::V3 {
-                    e.u8(if set.is_some() { FIELD_SET } else { 0 });
+                    let set_bit = if set.is_some() { FIELD_SET } else { 0 };
+                    let exact_bit = if exact.is_some() { FIELD_EXACT_HASH } else { 0 };
+                    e.u8(set_bit | exact_bit);
                 }
                 if let Some(set) = set {
                     e.u32(set.len() as u32).bytes(set);
+                }
+                if let Some(h) = exact {
+                    e.bytes(&h.to_le_bytes());
                 }
             }
             LogOp::Delete { docno } => {
@@ -148,6 +162,8 @@ pub(crate) enum OpRef<'a> {
         sig: &'a [u8],
         /// The coded shingle set (an index that stores sets has one on every insert).
         set: Option<&'a [u8]>,
+        /// The exact hash, when the insert carries one.
+        exact: Option<u128>,
     },
     Delete {
         docno: u64,
@@ -219,6 +235,7 @@ fn decode_insert_v2<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
         band_keys,
         sig,
         set,
+        exact: None,
     })
 }
 
@@ -243,9 +260,14 @@ fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
     let sig = d.take(layout.sig_bytes, "signature")?;
     let fields_at = d.offset();
     let fields = d.u8("insert fields")?;
-    check_fields(fields, layout.store_sets, path, fields_at)?;
+    check_fields(fields, layout, path, fields_at)?;
     let set = if fields & FIELD_SET != 0 {
         Some(decode_set(d, path)?)
+    } else {
+        None
+    };
+    let exact = if fields & FIELD_EXACT_HASH != 0 {
+        Some(decode_exact(d)?)
     } else {
         None
     };
@@ -255,13 +277,16 @@ fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
         band_keys,
         sig,
         set,
+        exact,
     })
 }
 
 /// A version-3 insert's field mask: a bit no version defines is a newer writer's
 /// (unsupported); a column the index does not have, or a shingle set present exactly when
-/// the index stores none, is damage.
-fn check_fields(fields: u8, store_sets: bool, path: &Path, at: u64) -> Result<()> {
+/// the index stores none, is damage. An exact hash may be absent (a document inserted by
+/// signature has none).
+fn check_fields(fields: u8, layout: &OpsLayout, path: &Path, at: u64) -> Result<()> {
+    let store_sets = layout.store_sets;
     if fields & FIELDS_UNKNOWN != 0 {
         return Err(Error::Unsupported {
             path: path.to_path_buf(),
@@ -273,6 +298,13 @@ fn check_fields(fields: u8, store_sets: bool, path: &Path, at: u64) -> Result<()
             path,
             at,
             format!("an insert with a {column} field in an index without that column"),
+        ));
+    }
+    if fields & FIELD_EXACT_HASH != 0 && !layout.exact_hash {
+        return Err(Error::corruption(
+            path,
+            at,
+            "an insert with an EXACT_HASH field in an index without that column",
         ));
     }
     if (fields & FIELD_SET != 0) != store_sets {
@@ -287,6 +319,19 @@ fn check_fields(fields: u8, store_sets: bool, path: &Path, at: u64) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// An insert's exact hash: 16 bytes, a LE u128 that is never 0 (0 is not a stored value).
+fn decode_exact(d: &mut Decoder<'_>) -> Result<u128> {
+    let bytes = d.take(16, "exact hash")?;
+    let h = bytes
+        .iter()
+        .rev()
+        .fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
+    if h == 0 {
+        return Err(d.corruption("an exact hash of 0 (never stored)"));
+    }
+    Ok(h)
 }
 
 /// A little-endian u16 (the codec has no field that narrow).
@@ -342,6 +387,7 @@ mod tests {
             bands,
             sig_bytes: 16,
             store_sets,
+            exact_hash: false,
         }
     }
 
@@ -359,12 +405,14 @@ mod tests {
                     band_keys,
                     sig,
                     set,
+                    exact,
                 } => LogOp::Insert {
                     docno,
                     key: key.into(),
                     band_keys: band_keys_le(band_keys).collect(),
                     sig: sig.into(),
                     set: set.map(Into::into),
+                    exact,
                 },
                 OpRef::Delete { docno } => LogOp::Delete { docno },
             });
@@ -384,6 +432,7 @@ mod tests {
                     band_keys: vec![1, 2, 3].into(),
                     sig: vec![9u8; 16].into(),
                     set: store_sets.then(|| set.clone().into()),
+                    exact: None,
                 },
                 LogOp::Delete { docno: 2 },
             ];
@@ -407,6 +456,7 @@ mod tests {
             band_keys: vec![1].into(),
             sig: vec![0u8; 16].into(),
             set: Some(vec![3, 1].into()),
+            exact: None,
         }];
         let err = decode(&encode_ops(&ops, OpsVersion::V2), 1, true).unwrap_err();
         assert!(matches!(err, Error::Corruption { .. }), "{err}");
@@ -428,6 +478,7 @@ mod tests {
                             band_keys: vec![d, d + 1].into(),
                             sig: vec![d as u8; 8].into(),
                             set: None,
+                            exact: None,
                         }
                     }
                 })
@@ -487,6 +538,7 @@ mod tests {
                 band_keys: vec![1, 2, 3].into(),
                 sig: vec![9u8; 16].into(),
                 set: store_sets.then(|| set.clone().into()),
+                exact: None,
             },
             LogOp::Delete { docno: 2 },
             LogOp::Insert {
@@ -495,6 +547,7 @@ mod tests {
                 band_keys: vec![u64::MAX, 0, 7].into(),
                 sig: vec![1u8; 16].into(),
                 set: store_sets.then(|| set.clone().into()),
+                exact: None,
             },
         ]
     }
@@ -550,8 +603,47 @@ mod tests {
         assert!(err.is_corruption(), "{err}");
     }
 
-    /// Field bits 1–3 name columns no index has yet: corruption; bits 4–7 are a newer
-    /// writer's: unsupported.
+    /// An exact hash round-trips after the set, may be absent on one insert and present on
+    /// the next, and is corruption in an index without the column or when it is 0.
+    #[test]
+    fn v3_exact_hash_field() {
+        let exact = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128;
+        for store_sets in [false, true] {
+            let mut ops = v3_ops(store_sets);
+            if let LogOp::Insert { exact: e, .. } = &mut ops[0] {
+                *e = Some(exact);
+            }
+            let with = OpsLayout {
+                exact_hash: true,
+                ..layout(OpsVersion::V3, 3, store_sets)
+            };
+            let bytes = encode_ops(&ops, OpsVersion::V3);
+            assert_eq!(bytes[FIRST_FIELDS_AT], u8::from(store_sets) | 2);
+            assert_eq!(decode_as(&bytes, &with).unwrap(), ops);
+            for len in 0..bytes.len() {
+                assert!(decode_as(&bytes[..len], &with).unwrap_err().is_corruption());
+            }
+            let without = layout(OpsVersion::V3, 3, store_sets);
+            let err = decode_as(&bytes, &without).unwrap_err();
+            assert!(
+                matches!(err, Error::Corruption { offset, .. } if offset == FIRST_FIELDS_AT as u64),
+                "{err}"
+            );
+            let hash_at = bytes.len() - 16 - (bytes.len() - encoded_len_of_first(&ops));
+            let mut zero = bytes.clone();
+            zero[hash_at..hash_at + 16].fill(0);
+            assert!(decode_as(&zero, &with).unwrap_err().is_corruption());
+        }
+    }
+
+    /// The length of the payload holding the count and the first operation of `ops`.
+    fn encoded_len_of_first(ops: &[LogOp]) -> usize {
+        let first = encode_ops(&ops[..1], OpsVersion::V3);
+        first.len()
+    }
+
+    /// Field bits 2–3 name columns no index has yet, and bit 1 (EXACT_HASH) one this index
+    /// lacks: corruption; bits 4–7 are a newer writer's: unsupported.
     #[test]
     fn v3_reserved_field_bits_are_corruption_and_unknown_ones_unsupported() {
         let good = encode_ops(&v3_ops(false), OpsVersion::V3);
