@@ -21,7 +21,6 @@ Deterministic for a seed and the same installed manual pages.
 
 import argparse
 import gzip
-import importlib.util
 import json
 import random
 import re
@@ -37,16 +36,10 @@ FRACTIONS = (1.0, 0.9, 0.75, 0.6)
 SEED = 0
 
 
-def reference_sketch():
-    """tools/conformance/reference_sketch.py, the independent implementation of hashing.md."""
-    path = ROOT / "tools" / "conformance" / "reference_sketch.py"
-    spec = importlib.util.spec_from_file_location("reference_sketch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# tools/conformance/reference_sketch.py, the independent implementation of hashing.md.
+sys.path.insert(0, str(ROOT / "tools" / "conformance"))
+import reference_sketch as REF  # noqa: E402
 
-
-REF = reference_sketch()
 SHINGLE_SEED = REF.derive("oph", SEED, "shingle")
 
 
