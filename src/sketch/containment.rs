@@ -364,7 +364,7 @@ mod tests {
             let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
             prop_assert!(size_class(lo) <= size_class(hi));
             let class = size_class(a);
-            prop_assert!(class_lower_bound(class) <= a && a <= class_upper_bound(class));
+            prop_assert!((class_lower_bound(class)..=class_upper_bound(class)).contains(&a));
         }
 
         #[test]
