@@ -118,7 +118,11 @@ pub struct Tuning {
     pub meets_recall_floor: bool,
 }
 
-fn validate_tune_inputs(threshold: f64, num_perm: usize, opts: &TuneOptions) -> Result<()> {
+pub(crate) fn validate_tune_inputs(
+    threshold: f64,
+    num_perm: usize,
+    opts: &TuneOptions,
+) -> Result<()> {
     // 1 is a threshold like any other (near-exact duplicates): every banding has P(1) = 1,
     // so the cheapest in false positives wins.
     if !(threshold > 0.0 && threshold <= 1.0) {
@@ -155,36 +159,44 @@ pub fn tune_all(threshold: f64, num_perm: usize, opts: &TuneOptions) -> Result<V
     let mut all = Vec::new();
     for rows in 1..=num_perm {
         for bands in 1..=num_perm / rows {
-            let params = LshParams { bands, rows };
-            let false_positive = params.false_positive_mass(threshold);
-            let false_negative = params.false_negative_mass(threshold);
-            let recall_at_threshold = params.probability(threshold);
-            all.push(Tuning {
-                params,
-                false_positive,
-                false_negative,
-                recall_at_threshold,
-                cost: opts.false_positive_weight * false_positive
-                    + opts.false_negative_weight * false_negative,
-                meets_recall_floor: recall_at_threshold >= opts.min_recall_at_threshold,
-            });
+            all.push(score(LshParams { bands, rows }, threshold, opts));
         }
     }
-    all.sort_by(|a, b| {
-        b.meets_recall_floor
-            .cmp(&a.meets_recall_floor)
-            .then_with(|| {
-                if a.meets_recall_floor {
-                    a.cost.total_cmp(&b.cost)
-                } else {
-                    b.recall_at_threshold.total_cmp(&a.recall_at_threshold)
-                }
-            })
-            // Fewer bands means smaller postings; then prefer longer bands (fewer candidates).
-            .then_with(|| a.params.bands.cmp(&b.params.bands))
-            .then_with(|| b.params.rows.cmp(&a.params.rows))
-    });
+    all.sort_by(best_first);
     Ok(all)
+}
+
+/// How `params` scores at `threshold` under `opts`.
+pub(crate) fn score(params: LshParams, threshold: f64, opts: &TuneOptions) -> Tuning {
+    let false_positive = params.false_positive_mass(threshold);
+    let false_negative = params.false_negative_mass(threshold);
+    let recall_at_threshold = params.probability(threshold);
+    Tuning {
+        params,
+        false_positive,
+        false_negative,
+        recall_at_threshold,
+        cost: opts.false_positive_weight * false_positive
+            + opts.false_negative_weight * false_negative,
+        meets_recall_floor: recall_at_threshold >= opts.min_recall_at_threshold,
+    }
+}
+
+/// The order of [`tune_all`]: choices meeting the recall floor by cost, then the rest by
+/// recall at the threshold.
+pub(crate) fn best_first(a: &Tuning, b: &Tuning) -> std::cmp::Ordering {
+    b.meets_recall_floor
+        .cmp(&a.meets_recall_floor)
+        .then_with(|| {
+            if a.meets_recall_floor {
+                a.cost.total_cmp(&b.cost)
+            } else {
+                b.recall_at_threshold.total_cmp(&a.recall_at_threshold)
+            }
+        })
+        // Fewer bands means smaller postings; then prefer longer bands (fewer candidates).
+        .then_with(|| a.params.bands.cmp(&b.params.bands))
+        .then_with(|| b.params.rows.cmp(&a.params.rows))
 }
 
 /// The best (bands, rows) for `threshold` with `num_perm` slots. If no choice reaches the

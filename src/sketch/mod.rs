@@ -5,6 +5,7 @@
 //! `format/hashing.md` is the normative description of everything computed here.
 
 pub mod bbit;
+pub mod containment;
 pub mod exact;
 mod first_probes;
 pub mod keyed;
