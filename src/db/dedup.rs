@@ -8,8 +8,8 @@
 //!   never compared again, so a hot bucket of near-copies costs about one comparison per
 //!   member instead of one per pair, and no pair is ever stored.
 //!
-//! Memory is about 12 bytes per document and band (plus every band's postings while the index
-//! is built), whatever the number of pairs. Buckets larger than the bucket cap keep the `cap`
+//! Memory is about 12 bytes per document and band (plus the postings of the bands being read
+//! while the index is built), whatever the number of pairs. Buckets larger than the bucket cap keep the `cap`
 //! members whose keys hash lowest: the choice depends on the documents only, not on the order
 //! they were added, so shards built apart and one database cap the same documents (within
 //! segments, which compaction already capped when it wrote them).
@@ -17,6 +17,7 @@
 use rayon::prelude::*;
 
 use super::Db;
+use super::dedup_scan::scan_bands;
 use super::dedup_verify::{DecodedOnce, Scores, Verifier};
 use super::metric::Metric;
 use super::state::State;
@@ -377,17 +378,26 @@ impl Db {
     fn bucket_index(&self, state: &State, stats: &mut DedupStats) -> Result<BucketIndex> {
         let bands = self.params.lsh.bands;
         let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
-        let per_band = (0..bands)
-            .map(|band| live_postings(state, band))
-            .collect::<Result<Vec<_>>>()?;
-        let docnos = ordinal_docnos(&per_band)?;
+        let scanned = scan_bands(state, bands)?;
+        let docnos = check_ordinals(scanned.docnos)?;
         let hot_keys = segment_hot_keys(state, bands)?;
+        // Each band's buckets on every core, each counting the buckets it cuts.
+        let built = scanned
+            .shared
+            .into_par_iter()
+            .zip(hot_keys)
+            .map(|(postings, mut hot)| {
+                hot.sort_unstable();
+                hot.dedup();
+                let mut cut = DedupStats::default();
+                let bb = band_buckets(state, &postings, &hot, &docnos, cap, &mut cut)?;
+                Ok((bb, hot.len() as u64 + cut.capped_buckets))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(bands);
-        for (postings, mut hot) in per_band.into_iter().zip(hot_keys) {
-            hot.sort_unstable();
-            hot.dedup();
-            stats.capped_buckets += hot.len() as u64;
-            out.push(band_buckets(state, &postings, &hot, &docnos, cap, stats)?);
+        for (bb, capped) in built {
+            stats.capped_buckets += capped;
+            out.push(bb);
         }
         Ok(BucketIndex { docnos, bands: out })
     }
@@ -422,10 +432,9 @@ pub(super) fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)
     Ok(postings)
 }
 
-/// The docno of each ordinal: every docno of `per_band`, ascending (so ordinal order is age
-/// order).
-fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
-    let docnos = distinct_docnos(per_band);
+/// The docno of each ordinal, `docnos` (ascending, so ordinal order is age order), once
+/// there are few enough for a 32-bit ordinal.
+fn check_ordinals(docnos: Vec<u64>) -> Result<Vec<u64>> {
     if docnos.len() >= NO_BUCKET as usize {
         return Err(Error::invalid(
             "dedup",
@@ -437,38 +446,6 @@ fn ordinal_docnos(per_band: &[Vec<(u32, u64)>]) -> Result<Vec<u64>> {
         ));
     }
     Ok(docnos)
-}
-
-/// Every docno of `per_band` once, ascending: marked in a bitmap when docnos are dense
-/// enough (a bit per docno up to the largest, at most 64 per posting), else sorted.
-fn distinct_docnos(per_band: &[Vec<(u32, u64)>]) -> Vec<u64> {
-    let postings: usize = per_band.iter().map(Vec::len).sum();
-    let top = per_band.iter().flatten().map(|&(_, d)| d).max();
-    let Some(top) = top else {
-        return Vec::new();
-    };
-    let words = usize::try_from(top / 64 + 1).unwrap_or(usize::MAX);
-    if words > postings {
-        let mut docnos: Vec<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
-        docnos.par_sort_unstable();
-        docnos.dedup();
-        return docnos;
-    }
-    let mut seen = vec![0u64; words];
-    for &(_, d) in per_band.iter().flatten() {
-        if let Some(w) = seen.get_mut((d / 64) as usize) {
-            *w |= 1 << (d % 64);
-        }
-    }
-    let mut docnos = Vec::new();
-    for (base, &w) in (0u64..).step_by(64).zip(&seen) {
-        let mut bits = w;
-        while bits != 0 {
-            docnos.push(base + u64::from(bits.trailing_zeros()));
-            bits &= bits - 1;
-        }
-    }
-    docnos
 }
 
 /// Per band, the key32 of the buckets a segment already cut when it was written: they count

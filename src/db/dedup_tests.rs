@@ -210,26 +210,38 @@ fn caps_decided_by_key(flush: bool) {
     assert_eq!(results[0].1.capped_buckets, results[1].1.capped_buckets);
 }
 
-/// The distinct docnos of a dedup pass are the same, ascending, whether they are found by the
-/// bitmap (dense docnos) or by sorting (docnos far apart, as after many deletions).
+/// A pass finds the same pairs and clusters whether its documents' numbers are dense or far
+/// apart (most documents deleted and compacted away, so the pass lists the numbers instead of
+/// marking a bitmap), as a database holding only the survivors does.
 #[test]
-fn distinct_docnos_agree_dense_and_sparse() {
-    let naive = |per_band: &[Vec<(u32, u64)>]| {
-        let set: BTreeSet<u64> = per_band.iter().flatten().map(|&(_, d)| d).collect();
-        set.into_iter().collect::<Vec<_>>()
-    };
-    let dense: Vec<Vec<(u32, u64)>> = (0..3u64)
-        .map(|b| {
-            (0..500u64)
-                .map(|d| ((d * 7 + b) as u32, (d * 3 + b) % 700))
-                .collect()
-        })
-        .collect();
-    let sparse: Vec<Vec<(u32, u64)>> = vec![
-        vec![(1, 5), (2, 1 << 40), (3, 64)],
-        vec![(1, 1 << 40), (9, 63), (4, u64::MAX - 1)],
-    ];
-    for per_band in [dense, sparse, Vec::new(), vec![Vec::new()]] {
-        assert_eq!(distinct_docnos(&per_band), naive(&per_band));
+fn sparse_docnos_dedup_as_a_fresh_database_of_the_survivors() {
+    let texts = hot_texts(1200);
+    let order: Vec<usize> = (0..texts.len()).collect();
+    let survives = |i: usize| i % 97 < 3;
+    let thinned_dir = tempfile::tempdir().unwrap();
+    let thinned = build(thinned_dir.path(), &texts, &order, None, true);
+    let mut batch = WriteBatch::new();
+    for i in (0..texts.len()).filter(|&i| !survives(i)) {
+        batch.delete(format!("k{i:05}"));
     }
+    thinned.write(&batch).unwrap();
+    thinned.flush().unwrap();
+    thinned.compact().unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let mut params = IndexParams::for_threshold(SketchParams::default(), 32, 0.5).unwrap();
+    params.bucket_cap = None;
+    let fresh = Db::create(fresh_dir.path(), params, Options::default()).unwrap();
+    let mut batch = WriteBatch::new();
+    for i in (0..texts.len()).filter(|&i| survives(i) && i % 89 != 5) {
+        batch.insert_text(format!("k{i:05}"), texts[i].as_str());
+    }
+    fresh.write(&batch).unwrap();
+    let (want, _) = pairs_of(&fresh, 0.5);
+    let (got, _) = pairs_of(&thinned, 0.5);
+    assert!(want.len() > 10, "{} pairs among the survivors", want.len());
+    assert!(got == want, "{} pairs, {} expected", got.len(), want.len());
+    assert_eq!(
+        thinned.dedup_clusters(0.5).unwrap(),
+        fresh.dedup_clusters(0.5).unwrap()
+    );
 }

@@ -34,6 +34,7 @@ mod compaction;
 mod compaction_policy;
 mod compatibility;
 mod dedup;
+mod dedup_scan;
 mod dedup_verify;
 mod exact;
 mod flush;
