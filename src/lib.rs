@@ -24,6 +24,7 @@
 #[cfg(feature = "input")]
 pub mod apply;
 pub mod db;
+pub mod decisions;
 pub mod error;
 #[cfg(feature = "arrow-input")]
 pub mod input;

@@ -588,6 +588,13 @@ class Index(Generic[_KindT]):
     def dedup(
         self, threshold: Optional[float] = None, *, format: Literal["drop"]
     ) -> Iterator[_Key]: ...
+    def dedup_table(
+        self, threshold: Optional[float] = None, keep: Literal["first", "last"] = "first"
+    ) -> Any:
+        """The decision of ``mhdb dedup --apply --annotate`` for every stored document, as a
+        ``pyarrow.Table`` sorted by id: ``id``, ``cluster`` (the kept document's id),
+        ``keep`` (bool), ``best_match`` and ``similarity`` (float64; both null when kept).
+        Ids are ``string`` when every stored key is UTF-8, else ``binary``."""
     def commit(self) -> None:
         """Makes every write before this call durable."""
     def flush(self) -> None:

@@ -769,6 +769,26 @@ impl PyIndex {
         reads::dedup(py, &|| self.index(py), threshold, format)
     }
 
+    /// The decision of ``mhdb dedup --apply --annotate`` for every stored document, as a
+    /// ``pyarrow.Table`` (pyarrow must be installed): one row per document, sorted by id.
+    ///
+    /// Columns: ``id``; ``cluster``, the id of the kept document it attaches to (its own when
+    /// kept); ``keep`` (bool); ``best_match``, its most similar kept neighbour (null when
+    /// kept); ``similarity`` with it (float64, null when kept). ``id``, ``cluster`` and
+    /// ``best_match`` are ``string`` when every stored key is valid UTF-8, else all three are
+    /// ``binary``. ``threshold`` is :meth:`dedup`'s; ``keep`` is ``"first"`` or ``"last"``,
+    /// as ``mhdb dedup --keep`` (else :class:`InvalidParameterError`, a ``ValueError``). The
+    /// pass runs with the GIL released.
+    #[pyo3(signature = (threshold = None, keep = "first"))]
+    fn dedup_table<'py>(
+        &self,
+        py: Python<'py>,
+        threshold: Option<f64>,
+        keep: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::dedup_table::dedup_table(py, self.db(py)?, threshold, keep)
+    }
+
     /// Makes every write before this call durable (writes through this API already are
     /// when they return; this exists for symmetry with the Rust API).
     fn commit(&self, py: Python<'_>) -> PyResult<()> {

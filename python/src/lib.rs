@@ -10,6 +10,7 @@ pub mod arrow;
 pub mod banding;
 pub mod bbit;
 pub mod convert;
+pub mod dedup_table;
 pub mod errors;
 pub mod hasher;
 pub mod index;

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::ApplyError;
 use super::annotation::Note;
-use super::decide::Decisions;
 use crate::db::ReadIndex;
+use crate::decisions::Decisions;
 use crate::input::Origin;
 
 /// What an id met a second time in the inputs does.
@@ -113,29 +113,17 @@ impl<'a> Judge<'a> {
 
     /// The verdict of a stored id, or a kept row for an id the index does not hold.
     fn verdict(&self, key: &[u8]) -> Result<Outcome, ApplyError> {
-        let Some(v) = self.decisions.get(key) else {
-            if !self.index.contains(key)? {
-                return Ok(not_in_index());
-            }
-            // Stored, with no near-duplicate: its own cluster.
-            return Ok(Outcome {
-                keep: true,
-                note: Note {
-                    cluster: Some(key.to_vec()),
-                    keep: true,
-                    best_match: None,
-                    similarity: None,
-                    in_index: true,
-                },
-            });
-        };
+        if self.decisions.get(key).is_none() && !self.index.contains(key)? {
+            return Ok(not_in_index());
+        }
+        let d = self.decisions.decision(key);
         Ok(Outcome {
-            keep: v.keep,
+            keep: d.keep,
             note: Note {
-                cluster: Some(self.decisions.key(v.cluster).to_vec()),
-                keep: v.keep,
-                best_match: v.best_match.map(|(k, _)| self.decisions.key(k).to_vec()),
-                similarity: v.best_match.map(|(_, s)| s),
+                cluster: Some(d.cluster.to_vec()),
+                keep: d.keep,
+                best_match: d.best_match.map(|(k, _)| k.to_vec()),
+                similarity: d.best_match.map(|(_, s)| s),
                 in_index: true,
             },
         })

@@ -8,9 +8,10 @@
 //! kept and counted; an id met twice in the inputs is an error unless [`OnRepeat`] says
 //! otherwise.
 //!
+//! The verdict of each stored id is [`crate::decisions`]'s.
+//!
 //! | module | owns |
 //! | --- | --- |
-//! | `decide` | the verdict per stored key (keep, cluster, best match) |
 //! | `judge` | each input row's outcome: its verdict, ids met twice, the counts |
 //! | `annotation` | the added columns: their names, types and values |
 //! | `atomic` | the output directory: its checks, and files written whole or not at all |
@@ -18,7 +19,6 @@
 
 mod annotation;
 mod atomic;
-mod decide;
 mod delimited;
 mod ipc;
 mod jsonl;
@@ -31,8 +31,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::decisions::{Decision, Decisions, Keep, Verdict};
 pub use annotation::Annotate;
-pub use decide::{Decisions, Keep, Verdict};
 pub use judge::{OnRepeat, Summary};
 
 use crate::db::{DedupOptions, ReadIndex};

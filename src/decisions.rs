@@ -1,5 +1,7 @@
 //! The decision per stored key: keep or drop, the cluster it joins, its most similar kept
-//! neighbour and their similarity, from one dedup pass of the index at a threshold.
+//! neighbour and their similarity, from one dedup pass of the index at a threshold. Its one
+//! owner for every front: `dedup --apply` (the `apply` module) writes it into files, and the
+//! Python binding's `Index.dedup_table` returns it as a table.
 //!
 //! Keep order `first` is the index's own (`dedup --format drop`): star clusters built oldest
 //! first, the center kept, its members dropped, each member's cluster its center. Keep order
@@ -9,6 +11,7 @@
 //! alone; its cluster is the most similar of the kept documents that dropped it.
 
 use std::collections::HashMap;
+use std::str::FromStr;
 
 use crate::Result;
 use crate::db::{DedupOptions, ReadIndex};
@@ -23,6 +26,30 @@ pub enum Keep {
     Last,
 }
 
+impl Keep {
+    /// The names [`Keep::from_str`] takes (those of `dedup --keep`), in order.
+    pub const NAMES: [&'static str; 2] = ["first", "last"];
+}
+
+impl FromStr for Keep {
+    type Err = crate::Error;
+
+    /// `first` or `last`; anything else is an invalid `keep`, named in the message.
+    fn from_str(name: &str) -> Result<Keep> {
+        match name {
+            "first" => Ok(Keep::First),
+            "last" => Ok(Keep::Last),
+            _ => Err(crate::Error::invalid(
+                "keep",
+                format!(
+                    "{name:?} is not a keep order: one of {}",
+                    Keep::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+}
+
 /// What happens to one stored document.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Verdict {
@@ -32,6 +59,18 @@ pub struct Verdict {
     pub cluster: u32,
     /// Its most similar kept neighbour and their similarity (`None` for a kept document).
     pub best_match: Option<(u32, f64)>,
+}
+
+/// One stored document's decision, by key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision<'a> {
+    /// True when the document stays.
+    pub keep: bool,
+    /// The key of the kept document it attaches to (its own when kept).
+    pub cluster: &'a [u8],
+    /// Its most similar kept neighbour's key and their similarity (`None` for a kept
+    /// document).
+    pub best_match: Option<(&'a [u8], f64)>,
 }
 
 /// The verdicts of every document that has a near-duplicate; a stored document without one
@@ -183,6 +222,23 @@ impl Decisions {
         self.verdict_of(*self.numbers.get(key)?)
     }
 
+    /// The decision of the stored document `key`: its verdict, or kept alone in its own
+    /// cluster when it has no near-duplicate (the caller knows `key` is stored).
+    pub fn decision<'a>(&'a self, key: &'a [u8]) -> Decision<'a> {
+        match self.get(key) {
+            Some(v) => Decision {
+                keep: v.keep,
+                cluster: self.key(v.cluster),
+                best_match: v.best_match.map(|(k, s)| (self.key(k), s)),
+            },
+            None => Decision {
+                keep: true,
+                cluster: key,
+                best_match: None,
+            },
+        }
+    }
+
     /// The key numbered `n`.
     pub fn key(&self, n: u32) -> &[u8] {
         self.keys.get(n as usize).map_or(&[], Vec::as_slice)
@@ -195,5 +251,37 @@ fn closer(s: f64, candidate: u32, best: Option<(u32, f64)>, keys: &[Vec<u8>]) ->
     match best {
         None => true,
         Some((b, bs)) => s > bs || (s == bs && keys[candidate as usize] < keys[b as usize]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_names_parse_to_their_orders_and_others_are_refused_by_name() {
+        assert_eq!("first".parse::<Keep>().unwrap(), Keep::First);
+        assert_eq!("last".parse::<Keep>().unwrap(), Keep::Last);
+        for bad in ["First", "longest", ""] {
+            let e = bad.parse::<Keep>().unwrap_err().to_string();
+            assert!(
+                e.contains("`keep`") && e.contains(&format!("{bad:?}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_document_without_verdict_is_kept_alone() {
+        let d = Decisions::default();
+        let alone = d.decision(b"a");
+        assert_eq!(
+            alone,
+            Decision {
+                keep: true,
+                cluster: b"a",
+                best_match: None
+            }
+        );
     }
 }

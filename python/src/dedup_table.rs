@@ -1,0 +1,124 @@
+//! `Index.dedup_table`: the decision of `mhdb dedup --apply --annotate` for every stored
+//! document, as a pyarrow Table. The decision is the core's ([`mhdb::decisions`]); this
+//! module only lays it out as Arrow columns, built in Rust and handed to pyarrow through the
+//! Arrow C stream interface (a capsule named `arrow_array_stream`), so no Python object is
+//! made per row.
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Float64Builder, StringBuilder};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator};
+use mhdb::db::{Db, DedupOptions, ReadIndex};
+use mhdb::decisions::{Decision, Decisions, Keep};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::errors::OrRaise;
+
+/// The name the Arrow PyCapsule interface gives a stream's capsule.
+const STREAM_CAPSULE: &std::ffi::CStr = c"arrow_array_stream";
+
+/// The table of `db`'s decision at `threshold` (the index's by default) keeping `keep`
+/// (`"first"` or `"last"`, parsed by the core as `dedup --keep` names them).
+pub fn dedup_table<'py>(
+    py: Python<'py>,
+    db: Arc<Db>,
+    threshold: Option<f64>,
+    keep: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let keep: Keep = keep.parse().or_raise(py)?;
+    let threshold = crate::convert::threshold(py, threshold)?;
+    let pyarrow = py.import("pyarrow")?;
+    let batch = py
+        .detach(|| {
+            let t = threshold.unwrap_or(db.params().threshold);
+            let index: &dyn ReadIndex = db.as_ref();
+            let decisions =
+                Decisions::compute(index, t, DedupOptions::default(), keep, &mut |_, _| {})?;
+            // Keys read after the pass: one stored since has no near-duplicate in it and is
+            // kept alone, as `dedup --apply` keeps a row the pass did not see.
+            let mut keys = db.keys()?;
+            keys.sort_unstable();
+            Ok(table_batch(&decisions, &keys))
+        })
+        .or_raise(py)?
+        .map_err(|e| PyValueError::new_err(format!("cannot build the table: {e}")))?;
+    let stream = ArrowStream(Mutex::new(Some(stream_of(batch))));
+    pyarrow.call_method1("table", (stream,))
+}
+
+/// One row per key, in the order of `keys`: `id`, `cluster`, `keep`, `best_match`,
+/// `similarity`. Keys are strings when every one is UTF-8, else all are binary (one column
+/// type for the whole table, as a Parquet column of ids has one).
+fn table_batch(decisions: &Decisions, keys: &[Vec<u8>]) -> Result<RecordBatch, String> {
+    let rows: Vec<Decision<'_>> = keys.iter().map(|k| decisions.decision(k)).collect();
+    let utf8 = keys.iter().all(|k| std::str::from_utf8(k).is_ok());
+    let id = key_column(utf8, keys.iter().map(|k| Some(k.as_slice())));
+    let cluster = key_column(utf8, rows.iter().map(|d| Some(d.cluster)));
+    let mut keep = BooleanBuilder::with_capacity(rows.len());
+    rows.iter().for_each(|d| keep.append_value(d.keep));
+    let best_match = key_column(utf8, rows.iter().map(|d| d.best_match.map(|(k, _)| k)));
+    let mut similarity = Float64Builder::with_capacity(rows.len());
+    rows.iter()
+        .for_each(|d| similarity.append_option(d.best_match.map(|(_, s)| s)));
+    RecordBatch::try_from_iter_with_nullable([
+        ("id", id, false),
+        ("cluster", cluster, false),
+        ("keep", Arc::new(keep.finish()) as ArrayRef, false),
+        ("best_match", best_match, true),
+        (
+            "similarity",
+            Arc::new(similarity.finish()) as ArrayRef,
+            true,
+        ),
+    ])
+    .map_err(|e| e.to_string())
+}
+
+/// A column of keys: `utf8` (every key of the table is UTF-8) as strings, else as binary.
+fn key_column<'k>(utf8: bool, keys: impl Iterator<Item = Option<&'k [u8]>>) -> ArrayRef {
+    if utf8 {
+        let mut b = StringBuilder::new();
+        keys.for_each(|k| b.append_option(k.map(|k| String::from_utf8_lossy(k))));
+        Arc::new(b.finish())
+    } else {
+        let mut b = BinaryBuilder::new();
+        keys.for_each(|k| b.append_option(k));
+        Arc::new(b.finish())
+    }
+}
+
+/// `batch` as an Arrow C stream of one batch (an empty table keeps its schema).
+fn stream_of(batch: RecordBatch) -> FFI_ArrowArrayStream {
+    let schema = batch.schema();
+    FFI_ArrowArrayStream::new(Box::new(RecordBatchIterator::new([Ok(batch)], schema)))
+}
+
+/// The table on its way to pyarrow: an object exporting the Arrow C stream interface once
+/// (`pyarrow.table(obj)` imports it).
+#[pyclass(module = "mhdb", frozen)]
+struct ArrowStream(Mutex<Option<FFI_ArrowArrayStream>>);
+
+#[pymethods]
+impl ArrowStream {
+    /// The stream as the capsule the Arrow PyCapsule interface names `arrow_array_stream`;
+    /// the consumer moves it out, and an unconsumed one is released with the capsule.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // The schema is fixed; a consumer asking for another one casts it itself.
+        let _ = requested_schema;
+        let stream = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the Arrow stream was already exported"))?;
+        PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)
+    }
+}

@@ -1,0 +1,160 @@
+"""`Index.dedup_table()`: the decision `mhdb dedup --apply --annotate` writes, as a pyarrow
+Table with one row per stored document."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+import subprocess
+from typing import Any
+
+import pytest
+
+import mhdb
+from conftest import import_or_skip
+
+pa = import_or_skip("pyarrow")
+
+VOCAB = [f"w{n}" for n in range(3000)]
+
+
+def corpus() -> list[dict[str, str]]:
+    """60 pages of 60 random words, each with up to four copies that change a few words (so
+    clusters of near-duplicates at several similarities), and 40 pages alone."""
+    rng = random.Random(7)
+    docs = []
+    for page in range(100):
+        words = [rng.choice(VOCAB) for _ in range(60)]
+        docs.append({"id": f"d{page}", "text": " ".join(words)})
+        for copy in range(rng.randrange(5) if page < 60 else 0):
+            changed = list(words)
+            for _ in range(rng.randrange(1, 10)):
+                changed[rng.randrange(60)] = rng.choice(VOCAB)
+            docs.append({"id": f"d{page}-c{copy}", "text": " ".join(changed)})
+    rng.shuffle(docs)
+    return docs
+
+
+Row = tuple[Any, bool, Any, Any]
+
+
+def cli_annotated(
+    cli: pathlib.Path, idx: pathlib.Path, data: pathlib.Path, out: pathlib.Path, *flags: str
+) -> dict[str, Row]:
+    """`mhdb dedup IDX --apply DATA --annotate`: each row's (cluster, keep, best_match,
+    similarity), by id."""
+    done = subprocess.run(
+        [str(cli), "dedup", str(idx), "--apply", str(data), "--out", str(out), "--annotate"]
+        + list(flags),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = map(json.loads, (out / data.name).read_text().splitlines())
+    return {r["id"]: (r["cluster"], r["keep"], r["best_match"], r["similarity"]) for r in rows}
+
+
+def table_rows(table: Any) -> dict[str, Row]:
+    rows = table.to_pylist()
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+    return {r["id"]: (r["cluster"], r["keep"], r["best_match"], r["similarity"]) for r in rows}
+
+
+@pytest.fixture
+def built(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """An index of `corpus()` and the JSON Lines file it was loaded from."""
+    data = tmp_path / "data.jsonl"
+    docs = corpus()
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    idx = tmp_path / "idx"
+    with mhdb.Index.create(idx, 0.8) as index:
+        index.insert_many(((d["id"], d["text"]) for d in docs), commit_every=50)
+    return idx, data
+
+
+@pytest.mark.parametrize("keep", ["first", "last"])
+def test_equals_the_cli_annotation(
+    cli: pathlib.Path, built: tuple[pathlib.Path, pathlib.Path], tmp_path: pathlib.Path, keep: str
+) -> None:
+    idx, data = built
+    with mhdb.Index.open(idx, read_only=True) as index:
+        table = index.dedup_table(keep=keep)
+        assert len(table) == len(index)
+    assert table.schema == pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("cluster", pa.string(), nullable=False),
+            pa.field("keep", pa.bool_(), nullable=False),
+            pa.field("best_match", pa.string()),
+            pa.field("similarity", pa.float64()),
+        ]
+    )
+    got = table_rows(table)
+    want = cli_annotated(cli, idx, data, tmp_path / "out", "--keep", keep)
+    assert got == want
+    dropped = [r for r in got.values() if not r[1]]
+    assert dropped and all(r[2] is not None and r[3] >= 0.8 for r in dropped)
+    assert all(got[r[0]][1] for r in got.values()), "every cluster is a kept document"
+
+
+def test_keep_last_keeps_other_copies_than_first(
+    built: tuple[pathlib.Path, pathlib.Path],
+) -> None:
+    with mhdb.Index.open(built[0], read_only=True) as index:
+        first = table_rows(index.dedup_table())
+        last = table_rows(index.dedup_table(keep="last"))
+    assert {k for k, r in first.items() if r[1]} != {k for k, r in last.items() if r[1]}
+
+
+def test_a_threshold_override_is_the_cli_threshold(
+    cli: pathlib.Path, built: tuple[pathlib.Path, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    idx, data = built
+    with mhdb.Index.open(idx, read_only=True) as index:
+        at_default = table_rows(index.dedup_table())
+        lower = table_rows(index.dedup_table(threshold=0.6))
+    assert lower == cli_annotated(cli, idx, data, tmp_path / "out", "--threshold", "0.6")
+    kept = sum(r[1] for r in lower.values())
+    assert kept < sum(r[1] for r in at_default.values())
+
+
+def test_an_empty_index_gives_an_empty_table(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path) as index:
+        table = index.dedup_table()
+    assert table.num_rows == 0
+    assert table.column_names == ["id", "cluster", "keep", "best_match", "similarity"]
+    assert table.schema.field("id").type == pa.string()
+
+
+def test_keys_that_are_not_utf8_make_binary_columns(tmp_index_path: pathlib.Path) -> None:
+    text = " ".join(VOCAB[:80])
+    with mhdb.Index.create(tmp_index_path) as index:
+        index.insert(b"\xff-old", text)
+        index.insert("new", text)
+        table = index.dedup_table()
+    assert table.schema.field("id").type == pa.binary()
+    assert table.to_pylist() == [
+        {
+            "id": b"new",
+            "cluster": b"\xff-old",
+            "keep": False,
+            "best_match": b"\xff-old",
+            "similarity": 1.0,
+        },
+        {
+            "id": b"\xff-old",
+            "cluster": b"\xff-old",
+            "keep": True,
+            "best_match": None,
+            "similarity": None,
+        },
+    ]
+
+
+def test_a_bad_keep_value_is_refused_by_name(tmp_index_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_index_path) as index:
+        with pytest.raises(ValueError, match='"longest"') as caught:
+            index.dedup_table(keep="longest")  # type: ignore[arg-type]
+    assert isinstance(caught.value, mhdb.InvalidParameterError)
+    assert caught.value.parameter == "keep"
