@@ -4,25 +4,17 @@
 //! `tests/golden/exact_hash.json` were computed by `tools/conformance/reference_sketch.py
 //! exact`, an independent implementation written from the spec.
 
+mod common;
+
 use mhdb::sketch::{ExactHasher, OwnedToken, SecretKey, ShingleConfig};
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/exact_hash.json"
-    ))
-    .unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::vectors::golden("exact_hash.json")
 }
 
 fn test_key(doc: &Value) -> SecretKey {
-    assert_eq!(
-        doc["test_key"].as_str().unwrap(),
-        (0u8..32).map(|b| format!("{b:02x}")).collect::<String>(),
-        "the published test key"
-    );
-    SecretKey::from_bytes(std::array::from_fn(|i| i as u8))
+    common::vectors::published_test_key(doc)
 }
 
 fn hex32(h: u128) -> String {

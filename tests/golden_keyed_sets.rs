@@ -5,6 +5,8 @@
 //! by `tools/conformance/reference_sketch.py keyed-sets`, an independent implementation
 //! written from the spec.
 
+mod common;
+
 use mhdb::sketch::{
     MinHasher, Scheme, SecretKey, SetDerivation, ShingleConfig, ShingleKind, SketchParams,
 };
@@ -12,21 +14,11 @@ use serde_json::Value;
 use siphasher::sip::SipHasher13;
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/keyed_sets.json"
-    ))
-    .unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::vectors::golden("keyed_sets.json")
 }
 
 fn test_key(doc: &Value) -> SecretKey {
-    assert_eq!(
-        doc["test_key"].as_str().unwrap(),
-        (0u8..32).map(|b| format!("{b:02x}")).collect::<String>(),
-        "the published test key"
-    );
-    SecretKey::from_bytes(std::array::from_fn(|i| i as u8))
+    common::vectors::published_test_key(doc)
 }
 
 fn params(case: &Value) -> SketchParams {

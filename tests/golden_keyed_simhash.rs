@@ -5,6 +5,8 @@
 //! `tools/conformance/reference_sketch.py keyed-simhash`, an independent implementation written
 //! from the spec (its SipHash-1-3 and SimHash are its own; SHA-256 is Python's).
 
+mod common;
+
 use mhdb::sketch::{
     Banding, LshParams, MinHasher, SPEC_VERSION, Scheme, SecretKey, ShingleConfig, ShingleHash,
     ShingleKind, SimHash, SimHasher, SimParams, SimWeighting, SketchParams,
@@ -25,25 +27,11 @@ fn strings(v: &Value) -> Vec<&str> {
 }
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/keyed_simhash.json"
-    ))
-    .unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::vectors::golden("keyed_simhash.json")
 }
 
 fn test_key(doc: &Value) -> SecretKey {
-    let hex = doc["test_key"].as_str().unwrap();
-    let bytes: Vec<u8> = (0..32)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
-    assert_eq!(
-        bytes,
-        (0u8..32).collect::<Vec<_>>(),
-        "the published test key"
-    );
-    SecretKey::from_bytes(bytes.try_into().unwrap())
+    common::vectors::published_test_key(doc)
 }
 
 fn shingle(case: &Value) -> ShingleConfig {

@@ -3,6 +3,7 @@
 //! - [`rng`]: the two deterministic generators the tests draw their data from.
 //! - [`params`]: the sketch and index parameters the tests build.
 //! - [`sets`]: set pairs with an exactly known Jaccard similarity.
+//! - [`vectors`]: the golden-vector files and the published test key.
 //! - [`model`]: the reference model of a database (key → stored signature).
 //! - [`process`]: killing a child process without losing what it acknowledged.
 //! - [`golden`]: the generator and answer checks of the committed database fixtures.
@@ -24,6 +25,7 @@ pub mod params;
 pub mod process;
 pub mod rng;
 pub mod sets;
+pub mod vectors;
 
 use std::collections::BTreeMap;
 
