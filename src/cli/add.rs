@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use mhdb::db::ingest::{self, Content, Fault, Ingest, Mode, Record, Rejected, Stop};
+use mhdb::db::ingest::{self, Content, Counts, Fault, Ingest, Mode, Record, Rejected, Stop};
 use mhdb::db::{Db, Durability, Match, NoveltyOptions, Options};
 use mhdb::input::{Fields, Id, Item, Origin, Progress, Reader};
 
@@ -106,29 +106,11 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     let counts = ingest.counts();
     drop(ingest);
     let loaded = loaded.and_then(|()| sink.finish().map_err(Stop::Caller));
-    let mut near = if args.novel_only {
-        format!(
-            ", {} near-duplicates skipped",
-            counts.skipped_near_duplicates
-        )
-    } else {
-        String::new()
-    };
-    if args.exact_dedup {
-        near.push_str(&format!(
-            ", {} exact copies skipped",
-            counts.skipped_exact_copies
-        ));
-    }
+    let near = skipped_by_choice(args, &counts);
     let e = match loaded {
         Ok(()) => {
             if args.json && args.exact_dedup {
-                // The commit lines say what is durable; this one says what was left out.
-                let line = serde_json::json!({
-                    "added": counts.committed,
-                    "exact_copies_skipped": counts.skipped_exact_copies,
-                });
-                outln!("{line}");
+                print_exact_copies_json(&counts)?;
             }
             message(format_args!(
                 "added {} ({} invalid skipped, {} duplicates skipped{near})",
@@ -154,6 +136,36 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
         counts.skipped_invalid,
         counts.skipped_duplicates
     )))
+}
+
+/// The summary's note on what the run chose to leave out: near-duplicates (`--novel-only`)
+/// and exact copies (`--exact-dedup`), each when asked for.
+fn skipped_by_choice(args: &AddArgs, counts: &Counts) -> String {
+    let mut note = String::new();
+    if args.novel_only {
+        note.push_str(&format!(
+            ", {} near-duplicates skipped",
+            counts.skipped_near_duplicates
+        ));
+    }
+    if args.exact_dedup {
+        note.push_str(&format!(
+            ", {} exact copies skipped",
+            counts.skipped_exact_copies
+        ));
+    }
+    note
+}
+
+/// `--json --exact-dedup`'s last line: the commit lines say what is durable; this one says
+/// what was left out.
+fn print_exact_copies_json(counts: &Counts) -> CliResult<()> {
+    let line = serde_json::json!({
+        "added": counts.committed,
+        "exact_copies_skipped": counts.skipped_exact_copies,
+    });
+    outln!("{line}");
+    Ok(())
 }
 
 /// What is durable so far: the documents committed and the last one's id.

@@ -184,7 +184,7 @@ impl Db {
 
     /// Documents similar to `text`.
     pub fn query_text(&self, text: &str, opts: &QueryOptions) -> Result<QueryResult> {
-        self.query(&self.sketch_text(text)?, opts)
+        self.query(&self.sketch_query_text(text)?, opts)
     }
 
     /// Many queries, answered on every core.

@@ -203,7 +203,7 @@ impl Shards {
 
     /// Documents similar to `text`, over all shards ([`Shards::query`]).
     pub fn query_text(&self, text: &str, opts: &QueryOptions) -> Result<QueryResult> {
-        self.query(&self.sketch_text(text)?, opts)
+        self.query(&self.first().sketch_query_text(text)?, opts)
     }
 
     /// Documents similar to `sig`, over all shards, as [`Db::query`] answers on the merged

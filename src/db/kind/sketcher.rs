@@ -54,6 +54,15 @@ pub(in crate::db) enum DocumentSigner<'a> {
 }
 
 impl DocumentSigner<'_> {
+    /// This signer for queries: without the exact hash, which only a stored document keeps.
+    pub fn for_queries(self) -> Self {
+        match self {
+            DocumentSigner::MinHash(h, _) => DocumentSigner::MinHash(h, None),
+            DocumentSigner::MinHashWithSets(h, _) => DocumentSigner::MinHashWithSets(h, None),
+            sim @ DocumentSigner::SimHash(_) => sim,
+        }
+    }
+
     /// The signature of `text` as the index stores it.
     pub fn sign(self, text: &str) -> Signature {
         match self {
@@ -258,6 +267,12 @@ impl Db {
     /// one-bit slots ([`SimHash::to_signature`]).
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
         Ok(self.text_signer()?.sign(text))
+    }
+
+    /// [`Db::sketch_text`] as a query needs it: without the exact hash, which a query never
+    /// reads (it is stored, and compared on insert, only).
+    pub(crate) fn sketch_query_text(&self, text: &str) -> Result<Signature> {
+        Ok(self.text_signer()?.for_queries().sign(text))
     }
 
     /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
