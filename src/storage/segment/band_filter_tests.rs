@@ -262,3 +262,16 @@ fn every_truncation_and_bit_flip_of_a_filtered_segment_is_corruption() {
         }
     }
 }
+
+#[test]
+fn a_damaged_filter_header_block_keeps_the_file_open_and_fails_its_reads() {
+    let mut bytes = filtered();
+    let (start, _) = section(&bytes, FIRST_FILTER);
+    bytes[start] ^= 0x01;
+    let seg = open_as(bytes, Some(ID)).unwrap();
+    let mut out = Vec::new();
+    let err = seg.postings_into(0, 1 << 32, &mut out).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(seg.hot_bucket(0, 1 << 32).unwrap_err().is_corruption());
+    assert!(seg.verify().unwrap_err().is_corruption());
+}

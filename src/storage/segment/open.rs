@@ -45,8 +45,10 @@ pub(super) struct FilterSection {
     pub(super) end: usize,
     /// The distinct keys the section's entry says the filter holds (checked by `verify`).
     pub(super) distinct: u64,
-    /// Read from the section's header once its bytes are checked ([`Segment::open_as`]).
-    pub(super) params: FilterParams,
+    /// Read from the section's header at open ([`Segment::open_as`]); `None` when that
+    /// header's block fails its checksum (then every read of the band reports the damage, as
+    /// reads of any damaged block do, and the rest of the file stays readable).
+    pub(super) params: Option<FilterParams>,
 }
 
 /// Byte ranges and parameters found by [`Segment::open`]; O(bands) in size.
@@ -116,16 +118,22 @@ impl<B: AsRef<[u8]>> Segment<B> {
         Ok(seg)
     }
 
-    /// Reads each band filter's header, its bytes checked against their block checksum (16
-    /// bytes a band, so that a lookup needs no further check of the parameters), and checks it
-    /// against the section's length.
+    /// Reads each band filter's header and checks it against the section's length. A header
+    /// that does not agree is corruption at the section's offset when its block matches its
+    /// checksum (a writer's error); when the block fails it, the damage is the block's, left
+    /// to the reads of that band to report (each lookup checks the header's block), so that
+    /// a damaged block never keeps the rest of the file from being read or verified.
     fn read_filter_headers(&mut self) -> Result<()> {
         let mut filters = std::mem::take(&mut self.layout.filters);
         for f in &mut filters {
-            self.check(f.start, band_filter::HEADER_BYTES)?;
             let bytes = self.data().get(f.start..f.end).unwrap_or_default();
-            f.params = band_filter::read_params(bytes)
-                .map_err(|e| self.err(f.start, format!("band filter: {e}")))?;
+            match band_filter::read_params(bytes) {
+                Ok(params) => f.params = Some(params),
+                Err(e) if self.check(f.start, band_filter::HEADER_BYTES).is_ok() => {
+                    return Err(self.err(f.start, format!("band filter: {e}")));
+                }
+                Err(_) => f.params = None,
+            }
         }
         self.layout.filters = filters;
         Ok(())
@@ -738,11 +746,7 @@ impl Found {
             start: e.start,
             end: e.end,
             distinct: e.count,
-            params: FilterParams {
-                seed: 0,
-                block_count: 0,
-                probes: 0,
-            },
+            params: None,
         });
         let body = e.len.checked_sub(band_filter::HEADER_BYTES as u64);
         Ok(e.b == 0 && body.is_some_and(|b| b > 0 && b % band_filter::BLOCK_BYTES as u64 == 0))

@@ -23,7 +23,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// segment with filters.
     fn filter_block(&self, band: usize, key32: u32) -> Option<(usize, usize)> {
         let f = self.layout.filters.get(band)?;
-        let (from, to) = band_filter::block_range(&f.params, key32);
+        let (from, to) = band_filter::block_range(&f.params?, key32);
         Some((f.start + from, to - from))
     }
 
@@ -32,7 +32,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
     fn filter_rules_out(&self, band: usize, key32: u32) -> bool {
         self.layout.filters.get(band).is_some_and(|f| {
             let bytes = self.data().get(f.start..f.end).unwrap_or_default();
-            !band_filter::may_contain(bytes, &f.params, key32)
+            f.params
+                .is_some_and(|params| !band_filter::may_contain(bytes, &params, key32))
         })
     }
 }

@@ -535,17 +535,22 @@ impl<B: AsRef<[u8]>> Segment<B> {
     }
 
     /// Whether `band` may hold `key32`: false only when the band's filter says it holds no
-    /// such key (a segment without filters may hold any). The filter block read is checked
-    /// against its block checksum first.
+    /// such key (a segment without filters may hold any). The filter's header (read at open)
+    /// and the block read are checked against their block checksums first (a bit test each,
+    /// once checked).
     #[inline]
     pub(super) fn band_may_hold(&self, band: usize, key32: u32) -> Result<bool> {
         let Some(f) = self.layout.filters.get(band) else {
             return Ok(true);
         };
-        let (from, to) = band_filter::block_range(&f.params, key32);
+        self.check(f.start, band_filter::HEADER_BYTES)?;
+        let params = f
+            .params
+            .ok_or_else(|| self.err(f.start, "band filter header unreadable"))?;
+        let (from, to) = band_filter::block_range(&params, key32);
         self.check(f.start + from, to - from)?;
         let bytes = self.data().get(f.start..f.end).unwrap_or_default();
-        Ok(band_filter::may_contain(bytes, &f.params, key32))
+        Ok(band_filter::may_contain(bytes, &params, key32))
     }
 
     /// Whether the segment carries a membership filter per band.

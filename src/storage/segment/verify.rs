@@ -187,11 +187,14 @@ impl<B: AsRef<[u8]>> Segment<B> {
         for (band, f) in l.filters.iter().enumerate() {
             let keys = self.band_keys(band)?;
             let bytes = self.data().get(f.start..f.end).unwrap_or_default();
+            let params = f
+                .params
+                .ok_or_else(|| self.err(f.start, "band filter header unreadable"))?;
             if let Some(&k) = keys
                 .iter()
-                .find(|&&k| !band_filter::may_contain(bytes, &f.params, k))
+                .find(|&&k| !band_filter::may_contain(bytes, &params, k))
             {
-                let (at, _) = band_filter::block_range(&f.params, k);
+                let (at, _) = band_filter::block_range(&params, k);
                 return Err(self.err(
                     f.start + at,
                     format!("band {band} filter hides key {k:#010x} the band holds"),
