@@ -5,7 +5,9 @@
 //!
 //! Run: `cargo bench --bench db_harness -- --docs 1000000` (add `--skip-gaoya` to skip the peer,
 //! `--dir PATH` to choose the disk, `--only bulk,flush,commit,recovery,text` to run some
-//! phases, `--keep` to keep the databases, `--bulk-chunk N` for the documents per
+//! phases, `--keep` to keep the databases, `--no-band-filters` to create them without band
+//! filters, `--no-auto-compact` to keep every bulk call's segment (with `--bulk-chunk`, a
+//! database of several segments), `--bulk-chunk N` for the documents per
 //! `bulk_insert` call when loading (default 1,000,000), `--cold-only DIR` / `--warm-only DIR` to rerun
 //! the cold or warm queries on a kept one, `--text-queries DB FILE` to time queries of
 //! signatures precomputed from a JSONL file on a database built by `mhdb add`). `tools/bench/bench_db.sh` runs it and keeps the output.
@@ -39,6 +41,10 @@ struct Args {
     /// Phases to run (empty: all): bulk (bulk load, warm/cold queries, dedup, open, bytes),
     /// flush, commit, recovery, text.
     only: Vec<String>,
+    /// Create the databases without band filters.
+    no_band_filters: bool,
+    /// Do not merge segments after a bulk insert.
+    no_auto_compact: bool,
 }
 
 impl Args {
@@ -60,6 +66,8 @@ fn args() -> Args {
         keep: false,
         bulk_chunk: 1_000_000,
         only: Vec::new(),
+        no_band_filters: false,
+        no_auto_compact: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -75,6 +83,8 @@ fn args() -> Args {
                 a.text_queries = it.next().zip(it.next()).map(|(d, f)| (d.into(), f.into()))
             }
             "--keep" => a.keep = true,
+            "--no-band-filters" => a.no_band_filters = true,
+            "--no-auto-compact" => a.no_auto_compact = true,
             "--bulk-chunk" => {
                 a.bulk_chunk = it
                     .next()
@@ -165,9 +175,12 @@ fn params(bits: u32) -> IndexParams {
 }
 
 fn bulk_opts() -> Options {
+    let a = args();
     Options {
         durability: Durability::None,
         memtable_bytes: 256 << 20,
+        band_filters: !a.no_band_filters,
+        auto_compact: !a.no_auto_compact,
         ..Options::default()
     }
 }
@@ -349,7 +362,9 @@ fn main() {
         warm_queries(&db, n, q); // fault the pages in
         let (planted, none, found) = warm_queries(&db, n, q);
         println!(
-            "warm query planted p50 {:.1} µs, p99 {:.1} µs, recall {:.4}; no match p50 {:.1} µs, p99 {:.1} µs",
+            "warm query ({} segments, load {}) planted p50 {:.1} µs, p99 {:.1} µs, recall {:.4}; no match p50 {:.1} µs, p99 {:.1} µs",
+            db.stats().unwrap().segments,
+            load_average(),
             pct(&planted, 0.5),
             pct(&planted, 0.99),
             found as f64 / planted.len().max(1) as f64,

@@ -63,7 +63,11 @@ fn build(num_bands: usize, base: u64, end: u64, docs: &[Doc], cap: Option<u32>) 
     for d in docs {
         b.add(d.docno, &d.key, &d.bands).unwrap();
     }
-    b.finish(&SegmentOptions { bucket_cap: cap }).unwrap()
+    b.finish(&SegmentOptions {
+        bucket_cap: cap,
+        ..SegmentOptions::default()
+    })
+    .unwrap()
 }
 
 /// The model of one band: key32 → all docnos (ascending), before any cap.
@@ -259,6 +263,7 @@ fn caps_keep_lowest_key_hashes_and_flag_hot() {
         |d| !gone.contains(&d),
         &SegmentOptions {
             bucket_cap: Some(4),
+            ..SegmentOptions::default()
         },
     )
     .unwrap();
@@ -275,6 +280,7 @@ fn caps_keep_lowest_key_hashes_and_flag_hot() {
         |_| true,
         &SegmentOptions {
             bucket_cap: Some(2),
+            ..SegmentOptions::default()
         },
     )
     .unwrap();
@@ -314,7 +320,10 @@ fn merge_equals_build_of_live_union() {
             .collect();
         let refs: Vec<&Segment> = segs.iter().collect();
         for cap in [None, Some(2)] {
-            let opts = SegmentOptions { bucket_cap: cap };
+            let opts = SegmentOptions {
+                bucket_cap: cap,
+                ..SegmentOptions::default()
+            };
             let merged = merge(&refs, is_live, &opts).unwrap();
             let rebuilt = build(num_bands, first_base, end, &live, cap);
             assert_eq!(merged, rebuilt, "seed {seed} cap {cap:?}");
@@ -339,7 +348,8 @@ fn merge_rejects_bad_inputs() {
             &[&a],
             |_| true,
             &SegmentOptions {
-                bucket_cap: Some(0)
+                bucket_cap: Some(0),
+                ..SegmentOptions::default()
             }
         )
         .is_err()
@@ -574,6 +584,7 @@ fn size_at_one_million_docs() {
     let seg = Segment::open(
         b.finish(&SegmentOptions {
             bucket_cap: Some(1000),
+            ..SegmentOptions::default()
         })
         .unwrap(),
         "1m",
@@ -669,6 +680,7 @@ fn checked_reads_never_return_damaged_bytes() {
     let bytes = b
         .finish(&SegmentOptions {
             bucket_cap: Some(4),
+            ..SegmentOptions::default()
         })
         .unwrap();
     let clean = Segment::open(bytes.clone(), "clean").unwrap();
@@ -762,7 +774,12 @@ fn signature_walk_agrees_with_lookups_across_holes() {
         b.add_signed(d, format!("key-{d}").as_bytes(), &[d, d * 3], &sig)
             .unwrap();
     }
-    let bytes = b.finish(&SegmentOptions { bucket_cap: None }).unwrap();
+    let bytes = b
+        .finish(&SegmentOptions {
+            bucket_cap: None,
+            ..SegmentOptions::default()
+        })
+        .unwrap();
     let seg = Segment::open(bytes, "walk").unwrap();
     let mut state = 11u64;
     for trial in 0..40 {

@@ -315,6 +315,11 @@ pub struct CreateArgs {
     /// texts or token lists has it by default.
     #[arg(long)]
     pub no_exact_hash: bool,
+    /// Create the index without band filters: each segment then keeps no membership filter
+    /// per band (about 10 bits per distinct band key), and a query that matches nothing
+    /// searches every segment's band tables instead of skipping those that lack its keys.
+    #[arg(long)]
+    pub no_band_filters: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

@@ -153,6 +153,7 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
         Options {
             key,
             exact_hash: !args.no_exact_hash,
+            band_filters: !args.no_band_filters,
             ..Options::default()
         },
     )?;

@@ -243,6 +243,11 @@ impl Db {
         Ok(())
     }
 
+    /// How the segments this handle writes (flush, bulk insert, compaction) are encoded.
+    pub(super) fn segment_options(&self) -> crate::storage::segment::SegmentOptions {
+        self.params.segment_options(self.band_filters)
+    }
+
     /// Writes the documents of `input` as a new segment file (none for an empty range).
     fn write_segment(&self, input: &NewDocs<'_>) -> Result<Option<SegmentMeta>> {
         if input.span == 0 {
@@ -258,7 +263,7 @@ impl Db {
         builder.set_signatures(signatures?)?;
         // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
-        let bytes = builder.finish_parts_as(&self.params.segment_options(), self.db_id.file(id))?;
+        let bytes = builder.finish_parts_as(&self.segment_options(), self.db_id.file(id))?;
         let path = self.dir.join(names::segment_name(id));
         write_new_file_parts(
             self.vfs.as_ref(),

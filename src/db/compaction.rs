@@ -94,7 +94,7 @@ impl Db {
         // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
         let identity = self.db_id.file(id);
-        let parts = combine_segments_as(&segs, is_live, &self.params.segment_options(), identity)?;
+        let parts = combine_segments_as(&segs, is_live, &self.segment_options(), identity)?;
         let meta_crc = parts.meta_crc;
         let bytes = parts.into_vec();
         let path = self.dir.join(names::segment_name(id));

@@ -143,6 +143,9 @@ pub struct Db {
     /// The index has the EXACT_HASH column (manifest feature): documents carry their exact
     /// hashes through the WAL, segments, compaction and copies.
     exact_column: bool,
+    /// The index's segments carry a filter per band (manifest feature BAND_FILTERS): each
+    /// segment this handle writes gets them.
+    band_filters: bool,
     /// The stored exact hashes `drop_exact_copies` looks up, built on its first call.
     exact_seen: Mutex<exact::ExactSeen>,
     read_only: bool,
@@ -235,7 +238,9 @@ impl Db {
         opts: Options,
     ) -> Result<Db> {
         let exact = opts.exact_hash && params.can_have_exact_hashes();
-        let features = Features::NONE.with(Features::EXACT_HASH, exact);
+        let features = Features::NONE
+            .with(Features::EXACT_HASH, exact)
+            .with(Features::BAND_FILTERS, opts.band_filters);
         open::create(vfs, dir.as_ref(), params, opts, features)
     }
 

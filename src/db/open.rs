@@ -184,6 +184,7 @@ fn handle(
         params.check_compatible(expected)?;
     }
     let exact_column = version.manifest.features.contains(Features::EXACT_HASH);
+    let band_filters = version.manifest.features.contains(Features::BAND_FILTERS);
     let sketcher = Sketcher::new(
         &params,
         &opts,
@@ -208,6 +209,7 @@ fn handle(
         params,
         sketcher,
         exact_column,
+        band_filters,
         exact_seen: Mutex::default(),
         read_only,
         _locks: locks,

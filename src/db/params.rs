@@ -373,10 +373,12 @@ impl IndexParams {
         Banding::new(&self.sketch, self.lsh)
     }
 
-    /// How segments written for this index cap their buckets.
-    pub(crate) fn segment_options(&self) -> SegmentOptions {
+    /// How segments written for this index cap their buckets, and whether they carry band
+    /// filters (the manifest's feature BAND_FILTERS, passed as `band_filters`).
+    pub(crate) fn segment_options(&self, band_filters: bool) -> SegmentOptions {
         SegmentOptions {
             bucket_cap: self.bucket_cap,
+            band_filters,
         }
     }
 }

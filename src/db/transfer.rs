@@ -188,10 +188,14 @@ impl Db {
         // what is added afterwards has one.
         let upgrading = self.state.read().version.manifest.format_version < MANIFEST_V3;
         let exact = self.exact_column || (upgrading && self.params.can_have_exact_hashes());
+        // Band filters likewise: a copy keeps the source's choice, an upgrade gains them as a
+        // new index does.
+        let filters = self.band_filters || upgrading;
         let features = Features::NONE
             .with(Features::COPIED_PAST_DAMAGE, marked)
             .with(Features::SETS_KEYED_V2, leaking)
-            .with(Features::EXACT_HASH, exact);
+            .with(Features::EXACT_HASH, exact)
+            .with(Features::BAND_FILTERS, filters);
         let params = IndexParams {
             store_sets: self.params.store_sets && !drop_sets,
             ..self.params

@@ -69,13 +69,17 @@ WAL_BATCH, WAL_SEAL = 1, 2
 # Segment section kinds (format/segment.md).
 KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND, HOT, SIGNATURES, SHINGLES, CHECKSUMS = 1, 2, 3, 4, 5, 6, 7, 8
 EXACT_HASH = 9
+BAND_FILTER = 12
+# BAND_FILTER's filter kinds (width_a): 1 is a blocked Bloom filter; 2 and 3 (binary fuse) are
+# reserved, and refused as unsupported like any other.
+BLOCKED_BLOOM = 1
 # The manifest's scheme codes (format/manifest.md; 16-18: signatures made by datasketch,
 # format/hashing.md §11).
 SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
 # Version 3 (format/manifest.md, "Version 3"): the manifest's feature bits this reader reads;
-# bits 3 to 5 name columns and filters that are reserved (refused as unsupported), as is every
-# unknown bit.
+# bits 3 and 4 name columns that are reserved (refused as unsupported), as is every unknown bit.
 STORE_SETS, SETS_KEYED_V2, EXACT_HASH_FEATURE, COPIED_PAST_DAMAGE = 1 << 0, 1 << 1, 1 << 2, 1 << 6
+BAND_FILTERS_FEATURE = 1 << 5
 FEATURE_NAMES = {2: "EXACT_HASH", 3: "KEEP", 4: "SET_SIZE", 5: "BAND_FILTERS"}
 # Shingle flags: NFKC, lowercase, collapse white space; fold punctuation and digits (bits 3
 # and 4) only with Unicode words (shingle kind 3), whose segmentation tables are Unicode 16.0.0.
@@ -360,6 +364,8 @@ class Reader:
                                                                    bits, bands, rows, thr, cap, store_sets, key_fp, max_hamming, weighting))
         if features & EXACT_HASH_FEATURE:
             params["exact_hash"] = True
+        if features & BAND_FILTERS_FEATURE:
+            params["band_filters"] = True
         return params, end + keep_len
 
     def check_params(self, name, at, end, version, fields):
@@ -515,7 +521,7 @@ class Reader:
         (features,) = struct.unpack_from("<Q", buf, 36)
         for bit in range(64):
             if features >> bit & 1 and not (1 << bit) & (STORE_SETS | SETS_KEYED_V2 | EXACT_HASH_FEATURE
-                                                         | COPIED_PAST_DAMAGE):
+                                                         | BAND_FILTERS_FEATURE | COPIED_PAST_DAMAGE):
                 what = FEATURE_NAMES.get(bit, "unknown")
                 self.fail(name, 36, f"unsupported feature bit {bit} ({what})")
         return db_id, features
@@ -618,12 +624,15 @@ class Reader:
         # Version 2: the segments of an index that stores sets have SHINGLES, the others none.
         store_sets = params.get("store_sets", False)
         exact = params.get("exact_hash", False)
-        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact)
+        # BAND_FILTER: one per band when the flag says so (version 3 only; a segment of an index
+        # with the feature may lack them, one of an index without it must).
+        filters = version == 3 and bool(flags >> 4 & 1)
+        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact) + (nb if filters else 0)
         if nsec != nb + fixed:
             self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}"
                       + (" (the manifest's store_sets is 1: SHINGLES is one of them)" if store_sets else ""))
         if version == 3:
-            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact), db_id, meta_crc)
+            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact, params.get("band_filters", False)), db_id, meta_crc)
         elif flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
         if any(buf[52:64] if version < 3 else buf[52:56] + buf[80:96]) or (version == 1 and record_bytes):
@@ -648,7 +657,9 @@ class Reader:
         # SHINGLES (only with store_sets), SIGNATURES and CHECKSUMS.
         order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT]
         if version >= 2:
-            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else []) + [SIGNATURES, CHECKSUMS]
+            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else [])
+            order += ([BAND_FILTER] * nb if filters else []) + [SIGNATURES, CHECKSUMS]
+        first_filter = 4 + nb + int(store_sets) + int(exact)
         sections = []
         expect_off = hdr
         for i in range(nsec):
@@ -656,7 +667,7 @@ class Reader:
             kind, wa, wb, index, off, ln, count, scrc, res = struct.unpack_from("<HBBIQQQII", buf, eo)
             if kind != order[i]:
                 self.fail(name, eo, f"section {i} has kind {kind}, expected {order[i]}")
-            if index != (i - 3 if kind == BAND else 0):
+            if index != (i - 3 if kind == BAND else i - first_filter if kind == BAND_FILTER else 0):
                 self.fail(name, eo + 4, f"section {i} has index {index}")
             if res:
                 self.fail(name, eo + 36, f"section {i}: reserved field is not 0")
@@ -771,6 +782,7 @@ class Reader:
             if orig < buckets.get((band, k32), 0):
                 self.fail(name, off + 16 * i, "HOT original_size below the stored bucket size")
             prev = (band, k32)
+            buckets.setdefault((band, k32), 0)
 
         if version == 1:
             return [(docno, key, None, None) for docno, key in docs]
@@ -779,6 +791,10 @@ class Reader:
             sets = self.read_shingles(name, sections[4 + nb], doc_count)
         if params.get("exact_hash", False):
             self.exact_hashes += self.read_exact_hashes(name, sections[4 + nb + int(store_sets)], doc_count)
+        if filters:
+            for j in range(nb):
+                keys = {k32 for (band, k32) in buckets if band == j}
+                self.read_band_filter(name, sections[first_filter + j], j, keys)
         # SIGNATURES: record_bytes per document, in ordinal (docno) order.
         kind, wa, wb, count, off, data, eo = sections[-2]
         if (wa, wb) != (0, 0) or count != doc_count or len(data) != doc_count * record_bytes:
@@ -790,9 +806,11 @@ class Reader:
         meta_crc matched: SHINGLES present exactly with the manifest's STORE_SETS and EXACT_HASH
         with its EXACT_HASH, reserved sections refused as unsupported; the database's identity,
         the file's own number, and the manifest's pin of meta_crc."""
-        store_sets, exact = columns
-        if flags & ~3:
-            self.fail(name, 12, f"unsupported flags {flags & ~3:#x} (reserved optional sections)")
+        store_sets, exact, band_filters = columns
+        if flags & ~0b10011:
+            self.fail(name, 12, f"unsupported flags {flags & ~0b10011:#x} (reserved optional sections)")
+        if flags >> 4 & 1 and not band_filters:
+            self.fail(name, 12, f"flags {flags:#x}: BAND_FILTER bit set, but the manifest has no BAND_FILTERS feature")
         if flags & 1 != store_sets:
             self.fail(name, 12, f"flags {flags:#x}: SHINGLES bit {flags & 1}, but the manifest's STORE_SETS is {int(store_sets)}")
         if flags >> 1 & 1 != exact:
@@ -803,6 +821,33 @@ class Reader:
             self.fail(name, 72, f"file_id {file_id:016x}, but the file is {name} (a renamed file)")
         if meta_crc != entry["meta_crc"]:
             self.fail(name, len(buf) - 8, f"meta_crc {meta_crc:08x}, but the manifest pins {entry['meta_crc']:08x} (another segment of this database)")
+
+    def read_band_filter(self, name, section, band, keys):
+        """A BAND_FILTER section (format/segment.md): a blocked Bloom filter, header
+        `seed u64, block_count u32, probes u32`, then block_count 64-byte blocks; `count` is the
+        distinct key32 values of the band's postings and hot records, every one of which the
+        filter must report present (the probe rule is the format's)."""
+        kind, wa, wb, count, off, data, eo = section
+        if wa != BLOCKED_BLOOM:
+            self.fail(name, eo + 2, f"unsupported: band filter kind {wa}")
+        if wb != 0 or len(data) < 16:
+            self.fail(name, eo, f"BAND_FILTER {band}: width_b {wb} or length {len(data)} below the 16-byte header")
+        seed, blocks, probes = struct.unpack_from("<QII", data, 0)
+        if blocks == 0 or not 1 <= probes <= 16:
+            self.fail(name, off + 8, f"BAND_FILTER {band}: block count {blocks} or probes {probes} out of range")
+        if len(data) != 16 + 64 * blocks:
+            self.fail(name, eo + 16, f"BAND_FILTER {band}: {len(data)} bytes, its header says 16 + 64 x {blocks}")
+        if count != len(keys):
+            self.fail(name, eo + 24, f"BAND_FILTER {band}: count {count}, the band holds {len(keys)} distinct keys")
+        salts = [mix64(i + 1) | 1 for i in range(probes)]
+        for k32 in sorted(keys):
+            h = mix64(k32 ^ seed)
+            at = 16 + 64 * (((h >> 32) * blocks) >> 32)
+            lo = h & 0xFFFFFFFF
+            for i, salt in enumerate(salts):
+                (word,) = struct.unpack_from("<Q", data, at + 8 * (i % 8))
+                if not word >> (((lo * salt) & M64) >> 58) & 1:
+                    self.fail(name, off + at, f"BAND_FILTER {band} reports key32 {k32:08x}, which the band holds, absent")
 
     def read_exact_hashes(self, name, section, doc_count):
         """The EXACT_HASH section (format/segment.md): a presence bitmap of ceil(doc_count / 64)
@@ -1275,6 +1320,13 @@ class Reader:
             "wal_operations": wal_ops,
         }
         return params, live
+
+
+def mix64(z):
+    """The SplitMix64 output function (format/hashing.md §9)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
 
 
 def key_text(key):

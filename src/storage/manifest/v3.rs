@@ -33,7 +33,8 @@ impl Features {
     pub const KEEP: Features = Features(1 << 3);
     /// Reserved: the SET_SIZE column.
     pub const SET_SIZE: Features = Features(1 << 4);
-    /// Reserved: segments may carry BAND_FILTER sections.
+    /// Segments may carry BAND_FILTER sections (every segment written with the feature on
+    /// does; one written before is read without).
     pub const BAND_FILTERS: Features = Features(1 << 5);
     /// This database is, or descends from, an export that passed over damage the source
     /// reported (`export --allow-damaged`): what the damage held may be missing. It changes
@@ -261,10 +262,9 @@ fn u16_field(d: &mut Decoder<'_>, what: &str) -> Result<u16> {
 }
 
 /// The names of the reserved features, refused until the work that fills them lands.
-const RESERVED_FEATURES: [(Features, &str); 3] = [
+const RESERVED_FEATURES: [(Features, &str); 2] = [
     (Features::KEEP, "the KEEP column (feature bit 3)"),
     (Features::SET_SIZE, "the SET_SIZE column (feature bit 4)"),
-    (Features::BAND_FILTERS, "band filters (feature bit 5)"),
 ];
 
 /// Refuses every feature bit this build does not implement.
@@ -272,6 +272,7 @@ pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
     let known = Features::STORE_SETS.0
         | Features::SETS_KEYED_V2.0
         | Features::EXACT_HASH.0
+        | Features::BAND_FILTERS.0
         | Features::COPIED_PAST_DAMAGE.0;
     let reserved = RESERVED_FEATURES.iter().fold(0, |all, (f, _)| all | f.0);
     let unknown = features.0 & !(known | reserved);

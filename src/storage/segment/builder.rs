@@ -15,6 +15,10 @@ pub struct SegmentOptions {
     /// Keep at most this many documents per bucket (those whose keys hash lowest,
     /// [`cap_rank`](super::cap_rank)); `None` keeps all.
     pub bucket_cap: Option<u32>,
+    /// Write a membership filter per band (BAND_FILTER sections), so that a lookup of a key
+    /// the band lacks reads one cache line of the filter instead of the band's table. Only
+    /// in a version-3 segment (one given an identity).
+    pub band_filters: bool,
 }
 
 impl SegmentOptions {
@@ -351,6 +355,7 @@ impl SegmentBuilder {
             signatures: &self.signatures,
             sets: sets.as_deref(),
             exact: exact.as_deref(),
+            band_filters: opts.band_filters,
             sorted_runs: false,
             identity,
         };

@@ -72,6 +72,7 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
         signatures: &live.signatures,
         sets: sets.as_deref(),
         exact: exact.as_deref(),
+        band_filters: opts.band_filters,
         sorted_runs: true,
         identity,
     };

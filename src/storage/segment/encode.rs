@@ -11,21 +11,43 @@ use rayon::prelude::*;
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{U16, U32, U64};
 
+use super::band_filter::{FilterParams, KIND_BLOCKED_BLOOM};
 use super::bits::{BitWriter, bits_below, bits_for};
 use super::builder::SegmentParts;
 use super::format::{
-    BLOCK_LEN, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN,
-    Header, HotRecord, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_CHECKSUMS,
-    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES,
-    KIND_SIGNATURES, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3,
-    SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
+    BLOCK_LEN, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN,
+    HEADER_V3_LEN, Header, HotRecord, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND,
+    KIND_BAND_FILTER, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB,
+    KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
+    SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
 use crate::storage::identity::FileIdentity;
 
-/// One band encoded: table bytes, prefix bits, posting count, hot records.
-type EncodedBand = (Vec<u8>, u32, u64, Vec<HotRecord>);
+/// One band encoded: table bytes, prefix bits, posting count, hot records, and its filter
+/// (bytes and distinct keys) when the segment has filters.
+struct EncodedBand {
+    table: Vec<u8>,
+    prefix_bits: u32,
+    postings: u64,
+    hot: Vec<HotRecord>,
+    filter: Option<(Vec<u8>, u64)>,
+}
+
+/// The BAND_FILTER section of `band`: a filter of every key32 a lookup in the band can find,
+/// those of its postings (`kept`, sorted by key) and of its hot records (a hot bucket whose
+/// documents were all dropped is still answered), and how many distinct keys that is.
+fn band_filter(band: u32, kept: &[(u32, u64)], hot: &[HotRecord]) -> (Vec<u8>, u64) {
+    let mut keys: Vec<u32> = kept.iter().map(|&(k, _)| k).collect();
+    keys.extend(hot.iter().map(|h| h.key32.get()));
+    if !hot.is_empty() {
+        keys.sort_unstable();
+    }
+    keys.dedup();
+    let params = FilterParams::for_keys(keys.len(), band);
+    (super::band_filter::build(&keys, params), keys.len() as u64)
+}
 
 /// Sorts one band's postings, applies the cap (a bucket over it keeps the `cap` documents
 /// whose keys hash lowest, [`cap_rank`]) and appends the band's hot
@@ -167,6 +189,8 @@ pub(super) struct Draft<'a> {
     pub(super) sets: Option<&'a [u8]>,
     /// The EXACT_HASH section's bytes, when the segment has that column (version 3 only).
     pub(super) exact: Option<&'a [u8]>,
+    /// Whether the segment carries a BAND_FILTER section per band (version 3 only).
+    pub(super) band_filters: bool,
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
     pub(super) sorted_runs: bool,
     /// The identity to write: a version-3 segment with it, a version-2 one without.
@@ -273,7 +297,7 @@ impl Draft<'_> {
             doc_count,
             &index_table,
         );
-        let hot = w.push_bands(bands, docno_bits)?;
+        let (hot, filters) = w.push_bands(bands, docno_bits)?;
         let hot_bytes: Vec<u8> = hot.iter().flat_map(|h| h.as_bytes().to_vec()).collect();
         w.push(KIND_HOT, (0, 0, 0), hot.len() as u64, &hot_bytes);
         if let Some(sets) = self.sets {
@@ -282,6 +306,7 @@ impl Draft<'_> {
         if let Some(exact) = self.exact {
             w.push(KIND_EXACT_HASH, (0, 0, 0), doc_count, exact);
         }
+        w.push_filters(filters);
         Ok(self.finish_file(w, &header, doc_count))
     }
 
@@ -314,6 +339,12 @@ impl Draft<'_> {
             return Err(crate::Error::invalid(
                 "exact",
                 "only a version-3 segment (one with an identity) has exact hashes",
+            ));
+        }
+        if self.band_filters && self.identity.is_none() {
+            return Err(crate::Error::invalid(
+                "band_filters",
+                "only a version-3 segment (one with an identity) has band filters",
             ));
         }
         if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
@@ -371,9 +402,17 @@ impl Draft<'_> {
                 let (postings, prior_hot) = band_input(band)?;
                 let mut band_hot = Vec::new();
                 let kept = apply_cap(self, band as u32, postings, prior_hot, &mut band_hot);
-                let count = kept.len() as u64;
-                let (bytes, p) = encode_prefix_table(&kept, docno_bits)?;
-                Ok((bytes, p, count, band_hot))
+                let filter = self
+                    .band_filters
+                    .then(|| band_filter(band as u32, &kept, &band_hot));
+                let (table, prefix_bits) = encode_prefix_table(&kept, docno_bits)?;
+                Ok(EncodedBand {
+                    table,
+                    prefix_bits,
+                    postings: kept.len() as u64,
+                    hot: band_hot,
+                    filter,
+                })
             })
             .collect()
     }
@@ -388,7 +427,11 @@ impl Draft<'_> {
     ) -> usize {
         let band_bytes: usize = bands
             .iter()
-            .map(|r| r.as_ref().map_or(0, |(bytes, ..)| bytes.len()))
+            .map(|r| {
+                r.as_ref().map_or(0, |b| {
+                    b.table.len() + b.filter.as_ref().map_or(0, |(f, _)| f.len())
+                })
+            })
             .sum();
         self.key_blob.len()
             + doc_table.len()
@@ -418,7 +461,12 @@ impl Draft<'_> {
                 } else {
                     0
                 };
-                (SEGMENT_FORMAT_V3, sets | exact)
+                let filters = if self.band_filters {
+                    FLAG_BAND_FILTER
+                } else {
+                    0
+                };
+                (SEGMENT_FORMAT_V3, sets | exact | filters)
             }
         };
         let header = Header {
@@ -508,19 +556,30 @@ impl SectionWriter {
     }
 
     /// Appends the bands, in order (the first failed band's error if one failed); returns
-    /// their hot records.
+    /// their hot records and their filters (bytes, distinct keys), in band order.
     fn push_bands(
         &mut self,
         bands: Vec<Result<EncodedBand>>,
         docno_bits: u32,
-    ) -> Result<Vec<HotRecord>> {
+    ) -> Result<(Vec<HotRecord>, Vec<(Vec<u8>, u64)>)> {
         let mut hot: Vec<HotRecord> = Vec::new();
+        let mut filters = Vec::new();
         for (band, result) in bands.into_iter().enumerate() {
-            let (bytes, p, count, band_hot) = result?;
-            hot.extend(band_hot);
-            self.push(KIND_BAND, (p, docno_bits, band as u32), count, &bytes);
+            let b = result?;
+            hot.extend(b.hot);
+            filters.extend(b.filter);
+            let widths = (b.prefix_bits, docno_bits, band as u32);
+            self.push(KIND_BAND, widths, b.postings, &b.table);
         }
-        Ok(hot)
+        Ok((hot, filters))
+    }
+
+    /// Appends the BAND_FILTER sections (one per band, in band order; none without filters).
+    fn push_filters(&mut self, filters: Vec<(Vec<u8>, u64)>) {
+        for (band, (bytes, distinct)) in filters.into_iter().enumerate() {
+            let widths = (KIND_BLOCKED_BLOOM, 0, band as u32);
+            self.push(KIND_BAND_FILTER, widths, distinct, &bytes);
+        }
     }
 
     /// The section table, `header` in its place and the footer (with the metadata checksum):

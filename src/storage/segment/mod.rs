@@ -27,10 +27,13 @@
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
-//! (prefix tables), `encode` (the shared encoder), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
+//! (prefix tables), `band_filter` (per-band membership filters), `encode` (the shared encoder), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
 //! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
+mod band_filter;
+#[cfg(test)]
+mod band_filter_tests;
 mod bits;
 mod blocks;
 mod builder;

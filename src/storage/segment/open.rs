@@ -11,14 +11,15 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
+use super::band_filter::{self, FilterParams, KIND_BLOCKED_BLOOM};
 use super::bits::{bits_below, bits_for};
 use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer,
-    HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail,
-    KIND_BAND, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB,
-    KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS,
-    SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2,
+    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SHINGLES,
+    FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET,
+    IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH,
+    KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS,
+    RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2,
     SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
@@ -35,6 +36,19 @@ pub(super) struct SetsSection {
     pub(super) data: usize,
     /// End of the section.
     pub(super) end: usize,
+}
+
+/// Where a BAND_FILTER section is, and the parameters its header gives.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FilterSection {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// The distinct keys the section's entry says the filter holds (checked by `verify`).
+    pub(super) distinct: u64,
+    /// Read from the section's header at open ([`Segment::open_as`]); `None` when that
+    /// header's block fails its checksum (then every read of the band reports the damage, as
+    /// reads of any damaged block do, and the rest of the file stays readable).
+    pub(super) params: Option<FilterParams>,
 }
 
 /// Byte ranges and parameters found by [`Segment::open`]; O(bands) in size.
@@ -67,6 +81,8 @@ pub(super) struct Layout {
     pub(super) end_bits: u32,
     pub(super) key_index: Table,
     pub(super) bands: Vec<Table>,
+    /// One filter per band, in band order; empty in a segment without filters.
+    pub(super) filters: Vec<FilterSection>,
     pub(super) hot: (usize, u64),
     pub(super) sections: Vec<(u16, usize, usize, u32)>,
 }
@@ -92,12 +108,35 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let path = path.into();
         let layout = Self::parse(bytes.as_ref(), &path, expected)?;
         let checked = checked_bits(layout.blocks.as_ref());
-        Ok(Segment {
+        let mut seg = Segment {
             bytes,
             path,
             layout,
             checked,
-        })
+        };
+        seg.read_filter_headers()?;
+        Ok(seg)
+    }
+
+    /// Reads each band filter's header and checks it against the section's length. A header
+    /// that does not agree is corruption at the section's offset when its block matches its
+    /// checksum (a writer's error); when the block fails it, the damage is the block's, left
+    /// to the reads of that band to report (each lookup checks the header's block), so that
+    /// a damaged block never keeps the rest of the file from being read or verified.
+    fn read_filter_headers(&mut self) -> Result<()> {
+        let mut filters = std::mem::take(&mut self.layout.filters);
+        for f in &mut filters {
+            let bytes = self.data().get(f.start..f.end).unwrap_or_default();
+            match band_filter::read_params(bytes) {
+                Ok(params) => f.params = Some(params),
+                Err(e) if self.check(f.start, band_filter::HEADER_BYTES).is_ok() => {
+                    return Err(self.err(f.start, format!("band filter: {e}")));
+                }
+                Err(_) => f.params = None,
+            }
+        }
+        self.layout.filters = filters;
+        Ok(())
     }
 
     /// Reads and checks the metadata in file order: header and footer, where the section
@@ -144,6 +183,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             end_bits: found.end_bits,
             key_index,
             bands: found.bands,
+            filters: found.filters,
             hot: found.hot,
             sections: found.sections,
         })
@@ -331,6 +371,8 @@ struct Shape {
     has_sets: bool,
     /// The segment has the EXACT_HASH column (version 3 only).
     has_exact: bool,
+    /// The segment has a BAND_FILTER section per band (version 3 only).
+    has_filters: bool,
     nsec: usize,
     base: u64,
     span: u64,
@@ -344,14 +386,14 @@ impl Shape {
         let version = header.version.get();
         let nsec = meta.table.nsec;
         let num_bands = header.num_bands.get();
-        let (has_sets, has_exact) = match meta.tail(data) {
+        let (has_sets, has_exact, has_filters) = match meta.tail(data) {
             Some(tail) => v3_optional_sections(header, tail, path)?,
             None => {
                 check_v2_reserved(header, path)?;
                 // Version 2 says it stores shingle sets by the one more section.
                 let sets = version == SEGMENT_FORMAT_V2
                     && (num_bands as usize).checked_add(7) == Some(nsec);
-                (sets, false)
+                (sets, false, false)
             }
         };
         if meta.footer.reserved.get() != 0 {
@@ -366,7 +408,10 @@ impl Shape {
         // (SHINGLES, EXACT_HASH) between HOT and SIGNATURES.
         let fixed = match version {
             SEGMENT_FORMAT_V1 => 4,
-            _ => 6 + usize::from(has_sets) + usize::from(has_exact),
+            _ => {
+                let filters = if has_filters { num_bands as usize } else { 0 };
+                6 + usize::from(has_sets) + usize::from(has_exact) + filters
+            }
         };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
             return Err(bad(
@@ -383,6 +428,7 @@ impl Shape {
             num_bands,
             has_sets,
             has_exact,
+            has_filters,
             nsec,
             base,
             span,
@@ -396,8 +442,23 @@ impl Shape {
         3 + self.num_bands as usize
     }
 
-    /// The kind the `i`-th section must have, and its index field (the band, for a BAND).
+    /// Index of the first BAND_FILTER section (after HOT and the optional columns).
+    fn first_filter_index(&self) -> usize {
+        self.hot_index() + 1 + usize::from(self.has_sets) + usize::from(self.has_exact)
+    }
+
+    /// The band of the `i`-th section if it is a BAND_FILTER.
+    fn filter_band(&self, i: usize) -> Option<u32> {
+        let band = i.checked_sub(self.first_filter_index())?;
+        (self.has_filters && band < self.num_bands as usize).then_some(band as u32)
+    }
+
+    /// The kind the `i`-th section must have, and its index field (the band, for a BAND or
+    /// BAND_FILTER).
     fn expected_kind(&self, i: usize) -> (u16, u32) {
+        if let Some(band) = self.filter_band(i) {
+            return (KIND_BAND_FILTER, band);
+        }
         let hot_index = self.hot_index();
         let kind = match i {
             0 => KIND_KEY_BLOB,
@@ -429,10 +490,14 @@ fn check_v2_reserved(header: &Header, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES and EXACT_HASH
-/// are present. A flag this build reserves for a later one, or does not know, is refused as
+/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES, EXACT_HASH and
+/// BAND_FILTER are present. A flag this build reserves for a later one, or does not know, is refused as
 /// unsupported (checked after the metadata checksum, so a damaged flag reads as corruption).
-fn v3_optional_sections(header: &Header, tail: &IdentityTail, path: &Path) -> Result<(bool, bool)> {
+fn v3_optional_sections(
+    header: &Header,
+    tail: &IdentityTail,
+    path: &Path,
+) -> Result<(bool, bool, bool)> {
     if tail.reserved != [0; 4] {
         return Err(bad(path, IDENTITY_TAIL_OFFSET, "non-zero reserved bytes"));
     }
@@ -440,7 +505,7 @@ fn v3_optional_sections(header: &Header, tail: &IdentityTail, path: &Path) -> Re
         return Err(bad(path, FILE_ID_OFFSET + 8, "non-zero reserved bytes"));
     }
     let flags = header.flags.get();
-    let unknown = flags & !(FLAG_SHINGLES | FLAG_EXACT_HASH);
+    let unknown = flags & !(FLAG_SHINGLES | FLAG_EXACT_HASH | FLAG_BAND_FILTER);
     if unknown != 0 {
         let feature = RESERVED_FLAGS
             .iter()
@@ -454,7 +519,11 @@ fn v3_optional_sections(header: &Header, tail: &IdentityTail, path: &Path) -> Re
             feature,
         });
     }
-    Ok((flags & FLAG_SHINGLES != 0, flags & FLAG_EXACT_HASH != 0))
+    Ok((
+        flags & FLAG_SHINGLES != 0,
+        flags & FLAG_EXACT_HASH != 0,
+        flags & FLAG_BAND_FILTER != 0,
+    ))
 }
 
 /// The header's docno range and document count, checked against each other.
@@ -496,6 +565,7 @@ struct Found {
     end_bits: u32,
     key_index: Option<Table>,
     bands: Vec<Table>,
+    filters: Vec<FilterSection>,
     hot: (usize, u64),
     signatures: usize,
     sets: Option<SetsSection>,
@@ -639,6 +709,7 @@ impl Found {
                     && e.count == shape.doc_count
                     && super::exact::section_len(shape.doc_count) == Some(e.len)
             }
+            KIND_BAND_FILTER => self.take_filter(e, path)?,
             KIND_SIGNATURES => {
                 self.signatures = e.start;
                 plain
@@ -659,6 +730,26 @@ impl Found {
             && e.b == bits_for(self.blob.1 as u64 - self.blob.0 as u64)
             && e.count == shape.doc_count
             && (e.count * u64::from(e.a + e.b)).div_ceil(8) == e.len
+    }
+
+    /// BAND_FILTER: a blocked Bloom filter (any other filter kind is refused as unsupported),
+    /// a 16-byte header then whole 64-byte blocks. The header itself is read once the
+    /// segment's block checks are set up ([`Segment::open_as`]).
+    fn take_filter(&mut self, e: &Entry, path: &Path) -> Result<bool> {
+        if e.a != KIND_BLOCKED_BLOOM {
+            return Err(Error::Unsupported {
+                path: path.to_path_buf(),
+                feature: format!("band filter kind {} (section at offset {})", e.a, e.start),
+            });
+        }
+        self.filters.push(FilterSection {
+            start: e.start,
+            end: e.end,
+            distinct: e.count,
+            params: None,
+        });
+        let body = e.len.checked_sub(band_filter::HEADER_BYTES as u64);
+        Ok(e.b == 0 && body.is_some_and(|b| b > 0 && b % band_filter::BLOCK_BYTES as u64 == 0))
     }
 
     /// SHINGLES: an offset table of `doc_count + 1` u64s, then the coded sets.

@@ -3,6 +3,7 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
+use super::band_filter;
 use super::format::band_key32;
 use super::prefix::Table;
 use super::reader::Segment;
@@ -14,6 +15,26 @@ fn directory_slot(t: &Table, key32: u32) -> u64 {
         0
     } else {
         u64::from(key32 >> t.suffix_bits())
+    }
+}
+
+impl<B: AsRef<[u8]>> Segment<B> {
+    /// The byte range of the filter block a lookup of `key32` in `band` reads first, in a
+    /// segment with filters.
+    fn filter_block(&self, band: usize, key32: u32) -> Option<(usize, usize)> {
+        let f = self.layout.filters.get(band)?;
+        let (from, to) = band_filter::block_range(&f.params?, key32);
+        Some((f.start + from, to - from))
+    }
+
+    /// Whether `band`'s filter says the band lacks `key32`, its bytes not checked: for hints
+    /// only (a damaged filter costs a hint, never an answer).
+    fn filter_rules_out(&self, band: usize, key32: u32) -> bool {
+        self.layout.filters.get(band).is_some_and(|f| {
+            let bytes = self.data().get(f.start..f.end).unwrap_or_default();
+            f.params
+                .is_some_and(|params| !band_filter::may_contain(bytes, &params, key32))
+        })
     }
 }
 
@@ -37,8 +58,13 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
         }
     }
 
-    /// Prefetches the directory slots a lookup of `band_key` in `band` reads first.
+    /// Prefetches the directory slots a lookup of `band_key` in `band` reads first (its
+    /// filter block, in a segment with filters).
     pub fn prefetch_bucket_directory(&self, band: usize, band_key: u64) {
+        if let Some((at, len)) = self.filter_block(band, band_key32(band_key)) {
+            self.bytes.prefetch(at, len);
+            return;
+        }
         if let Some(t) = self.layout.bands.get(band) {
             let slot = directory_slot(t, band_key32(band_key));
             self.bytes.prefetch(t.offset + slot as usize * 4, 8);
@@ -46,12 +72,17 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
     }
 
     /// Prefetches the entries the bucket's directory slots point to (reading the directory,
-    /// which [`Segment::prefetch_bucket_directory`] should have asked for first).
+    /// which [`Segment::prefetch_bucket_directory`] should have asked for first); none for a
+    /// bucket the band's filter rules out.
     pub fn prefetch_bucket_entries(&self, band: usize, band_key: u64) {
         let Some(t) = self.layout.bands.get(band) else {
             return;
         };
-        let slot = directory_slot(t, band_key32(band_key));
+        let key32 = band_key32(band_key);
+        if self.filter_rules_out(band, key32) {
+            return;
+        }
+        let slot = directory_slot(t, key32);
         if let Some((start, end)) = self.dir_range_unchecked(t, slot)
             && start < end
             && end <= t.count
@@ -163,8 +194,15 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
 /// reads nothing (a prefetch instruction never faults, so it also costs a cold query nothing);
 /// the entries hint reads the directory slots, which the lookup would read next anyway.
 impl<B: AsRef<[u8]>> Segment<B> {
-    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads first.
+    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads first (its
+    /// filter block, in a segment with filters).
     pub fn cache_bucket_directory(&self, band: usize, band_key: u64) {
+        if let Some((at, len)) = self.filter_block(band, band_key32(band_key)) {
+            if let Some(bytes) = self.data().get(at..at.saturating_add(len)) {
+                crate::storage::prefetch_lines(bytes);
+            }
+            return;
+        }
         if let Some(t) = self.layout.bands.get(band) {
             let slot = directory_slot(t, band_key32(band_key)) as usize;
             let at = t.offset.saturating_add(slot.saturating_mul(4));
@@ -182,7 +220,11 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let Some(t) = self.layout.bands.get(band) else {
             return;
         };
-        let slot = directory_slot(t, band_key32(band_key));
+        let key32 = band_key32(band_key);
+        if self.filter_rules_out(band, key32) {
+            return;
+        }
+        let slot = directory_slot(t, key32);
         if let Some((start, end)) = self.dir_range_unchecked(t, slot)
             && start < end
             && end <= t.count

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
+use super::band_filter;
 use super::bits::read_bits;
 use super::format::{HOT_RECORD_LEN, HotRecord, band_key32, key_hash32};
 use super::open::Layout;
@@ -502,7 +503,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// ([`cap_rank`](super::cap_rank)) are stored.
     pub fn postings(&self, band: usize, band_key: u64) -> Result<Postings<'_, B>> {
         let t = *self.band_table(band)?;
-        let (lo, hi) = self.lookup(&t, band_key32(band_key))?;
+        let key32 = band_key32(band_key);
+        let (lo, hi) = if self.band_may_hold(band, key32)? {
+            self.lookup(&t, key32)?
+        } else {
+            (0, 0)
+        };
         Ok(Postings {
             seg: self,
             table: t,
@@ -514,14 +520,42 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// Appends the docnos of [`Segment::postings`] to `out`.
     pub fn postings_into(&self, band: usize, band_key: u64, out: &mut Vec<u64>) -> Result<()> {
         let t = *self.band_table(band)?;
+        let key32 = band_key32(band_key);
+        if !self.band_may_hold(band, key32)? {
+            return Ok(());
+        }
         let base = self.layout.base;
-        self.for_each_value_of(&t, band_key32(band_key), |i, rel| {
+        self.for_each_value_of(&t, key32, |i, rel| {
             let docno = base
                 .checked_add(rel)
                 .ok_or_else(|| self.err(self.entry_offset(&t, i), "docno overflows"))?;
             out.push(docno);
             Ok(())
         })
+    }
+
+    /// Whether `band` may hold `key32`: false only when the band's filter says it holds no
+    /// such key (a segment without filters may hold any). The filter's header (read at open)
+    /// and the block read are checked against their block checksums first (a bit test each,
+    /// once checked).
+    #[inline]
+    pub(super) fn band_may_hold(&self, band: usize, key32: u32) -> Result<bool> {
+        let Some(f) = self.layout.filters.get(band) else {
+            return Ok(true);
+        };
+        self.check(f.start, band_filter::HEADER_BYTES)?;
+        let params = f
+            .params
+            .ok_or_else(|| self.err(f.start, "band filter header unreadable"))?;
+        let (from, to) = band_filter::block_range(&params, key32);
+        self.check(f.start + from, to - from)?;
+        let bytes = self.data().get(f.start..f.end).unwrap_or_default();
+        Ok(band_filter::may_contain(bytes, &params, key32))
+    }
+
+    /// Whether the segment carries a membership filter per band.
+    pub fn has_band_filters(&self) -> bool {
+        !self.layout.filters.is_empty()
     }
 
     // --- hot buckets --------------------------------------------------------------------------
@@ -556,6 +590,9 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// The original size of the bucket of `band_key` in `band` if it is hot. O(log hot).
     pub fn hot_bucket(&self, band: usize, band_key: u64) -> Result<Option<u64>> {
         let want = (band as u64, band_key32(band_key));
+        if self.layout.hot.1 == 0 || !self.band_may_hold(band, want.1)? {
+            return Ok(None);
+        }
         let (mut lo, mut hi) = (0, self.layout.hot.1);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;

@@ -5,21 +5,30 @@
 
 use std::path::Path;
 
-use super::format::{FILE_ID_OFFSET, FLAG_EXACT_HASH, FLAG_SHINGLES};
+use super::format::{FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SHINGLES};
 use super::test_rng::next;
 use super::*;
 use crate::Error;
 use crate::storage::identity::{DbId, FileIdentity};
 use crate::storage::shingle_codec;
 
-const ID: FileIdentity = FileIdentity {
+pub(super) const ID: FileIdentity = FileIdentity {
     db_id: DbId([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf]),
     file_id: 0x0c,
 };
 
 /// A small segment of 3 bands with signatures, shingle sets (`sets`) and a cap of 2, built
 /// with `identity`.
-fn build(identity: Option<FileIdentity>, sets: bool) -> SegmentParts {
+pub(super) fn build(identity: Option<FileIdentity>, sets: bool) -> SegmentParts {
+    build_with(identity, sets, false)
+}
+
+/// [`build`], with a filter per band when `band_filters`.
+pub(super) fn build_with(
+    identity: Option<FileIdentity>,
+    sets: bool,
+    band_filters: bool,
+) -> SegmentParts {
     let mut rng = 11u64;
     let mut b = SegmentBuilder::with_signatures(3, 100, 8).unwrap();
     if sets {
@@ -41,16 +50,17 @@ fn build(identity: Option<FileIdentity>, sets: bool) -> SegmentParts {
     b.set_end_docno(145).unwrap();
     let opts = SegmentOptions {
         bucket_cap: Some(2),
+        band_filters,
     };
     b.finish_parts_as(&opts, identity).unwrap()
 }
 
-fn open_as(bytes: Vec<u8>, expected: Option<FileIdentity>) -> crate::Result<Segment> {
+pub(super) fn open_as(bytes: Vec<u8>, expected: Option<FileIdentity>) -> crate::Result<Segment> {
     Segment::open_as(bytes, "seg-000000000000000c.seg", expected)
 }
 
 /// Everything a reader gets from a segment, for comparing two that must hold the same.
-fn contents(seg: &Segment) -> Vec<String> {
+pub(super) fn contents(seg: &Segment) -> Vec<String> {
     let mut out = vec![format!(
         "{} {} {} {:?} {}",
         seg.base_docno(),
@@ -85,7 +95,7 @@ fn contents(seg: &Segment) -> Vec<String> {
 
 /// The footer's metadata checksum recomputed over `bytes` (header of `header_len` bytes), as a
 /// writer that meant the change would have written it.
-fn fix_meta_crc(bytes: &mut [u8], header_len: usize) {
+pub(super) fn fix_meta_crc(bytes: &mut [u8], header_len: usize) {
     let len = bytes.len();
     let footer = len - 32;
     let table = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
@@ -98,7 +108,7 @@ fn fix_meta_crc(bytes: &mut [u8], header_len: usize) {
 }
 
 /// The offset of section table entry `i`.
-fn entry_at(bytes: &[u8], i: usize) -> usize {
+pub(super) fn entry_at(bytes: &[u8], i: usize) -> usize {
     let footer = bytes.len() - 32;
     u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize + 40 * i
 }
@@ -156,6 +166,7 @@ fn without_an_identity_the_fixtures_bytes_are_written_unchanged() {
             let seg = Segment::open(fixture.clone(), &path).unwrap();
             let opts = SegmentOptions {
                 bucket_cap: seg.bucket_cap(),
+                ..SegmentOptions::default()
             };
             let again = combine_segments_as(&[&seg], |_| true, &opts, None).unwrap();
             assert_eq!(again.meta_crc, seg.meta_crc());
@@ -177,6 +188,7 @@ fn combine_writes_what_the_builder_writes_in_version_3() {
     let seg = open_as(built.clone(), Some(ID)).unwrap();
     let opts = SegmentOptions {
         bucket_cap: Some(2),
+        ..SegmentOptions::default()
     };
     let combined = combine_segments_as(&[&seg], |_| true, &opts, Some(ID)).unwrap();
     assert!(combined.into_vec() == built);
@@ -223,7 +235,8 @@ fn a_wrong_identity_is_corruption_at_its_field() {
 #[test]
 fn reserved_flags_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
-    for bit in 2..32 {
+    // Bit 4 (BAND_FILTER) is built: see below.
+    for bit in (2..32).filter(|&bit| bit != 4) {
         let mut bytes = v3.clone();
         let flags = FLAG_SHINGLES | 1 << bit;
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
@@ -233,7 +246,6 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
                 let named = match bit {
                     2 => feature.contains("KEEP"),
                     3 => feature.contains("SET_SIZE"),
-                    4 => feature.contains("BAND_FILTER"),
                     _ => feature.contains(&format!("bit {bit}")),
                 };
                 assert!(named, "bit {bit}: {feature}");
@@ -241,13 +253,14 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
             other => panic!("flag bit {bit}: {:?}", other.map(|_| ())),
         }
     }
-    // The SHINGLES and EXACT_HASH bits must say what the sections hold: cleared, or set on a
-    // segment without the section, it is corruption.
+    // The SHINGLES, EXACT_HASH and BAND_FILTER bits must say what the sections hold:
+    // cleared, or set on a segment without the section, it is corruption.
     for (sets, flags) in [
         (true, 0u32),
         (false, FLAG_SHINGLES),
         (true, FLAG_SHINGLES | FLAG_EXACT_HASH),
         (false, FLAG_EXACT_HASH),
+        (false, FLAG_BAND_FILTER),
     ] {
         let mut bytes = build(Some(ID), sets).into_vec();
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
@@ -260,11 +273,7 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
 fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
     // With 3 bands and sets: section 6 is HOT, 7 SHINGLES, 8 SIGNATURES.
-    for (section, kind, name) in [
-        (8, 10u16, "KEEP"),
-        (7, 11, "SET_SIZE"),
-        (6, 12, "BAND_FILTER"),
-    ] {
+    for (section, kind, name) in [(8, 10u16, "KEEP"), (7, 11, "SET_SIZE")] {
         let mut bytes = v3.clone();
         let at = entry_at(&bytes, section);
         bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
@@ -274,9 +283,10 @@ fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
             other => panic!("kind {kind}: {:?}", other.map(|_| ())),
         }
     }
-    // Kind 13, unknown even as reserved, is corruption; so is EXACT_HASH (9, built) where
-    // the flags say there is none, and a reserved kind in version 2, which defines none.
-    for kind in [13u16, 9] {
+    // Kind 13, unknown even as reserved, is corruption; so are EXACT_HASH (9) and
+    // BAND_FILTER (12), built, where the flags say there are none, and a reserved kind in
+    // version 2, which defines none.
+    for kind in [13u16, 9, 12] {
         let mut bytes = v3.clone();
         let at = entry_at(&bytes, 8);
         bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
@@ -303,7 +313,7 @@ fn reserved_header_bytes_with_valid_checksums_are_corruption() {
 }
 
 /// Opens and, if that passes, reads everything: what a damaged file must fail.
-fn open_and_verify(bytes: Vec<u8>) -> crate::Result<()> {
+pub(super) fn open_and_verify(bytes: Vec<u8>) -> crate::Result<()> {
     let seg = open_as(bytes, Some(ID))?;
     seg.verify()
 }

@@ -5,6 +5,7 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
+use super::band_filter;
 use super::format::{HOT_RECORD_LEN, key_hash32};
 use super::reader::Segment;
 use crate::Result;
@@ -39,7 +40,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.verify_exact_hashes()?;
         self.verify_key_index()?;
         self.verify_bands(&docnos)?;
-        self.verify_hot()
+        self.verify_hot()?;
+        self.verify_filters()
     }
 
     /// Doc table: docnos strictly increasing, key ends non-decreasing, last end = blob end.
@@ -173,6 +175,64 @@ impl<B: AsRef<[u8]>> Segment<B> {
             }
         }
         Ok(())
+    }
+}
+
+impl<B: AsRef<[u8]>> Segment<B> {
+    /// Band filters: each reports present every key a lookup in its band can find (those of
+    /// the band's postings and hot records; a filter that hid one would lose matches), and
+    /// counts exactly those keys.
+    fn verify_filters(&self) -> Result<()> {
+        let l = &self.layout;
+        for (band, f) in l.filters.iter().enumerate() {
+            let keys = self.band_keys(band)?;
+            let bytes = self.data().get(f.start..f.end).unwrap_or_default();
+            let params = f
+                .params
+                .ok_or_else(|| self.err(f.start, "band filter header unreadable"))?;
+            if let Some(&k) = keys
+                .iter()
+                .find(|&&k| !band_filter::may_contain(bytes, &params, k))
+            {
+                let (at, _) = band_filter::block_range(&params, k);
+                return Err(self.err(
+                    f.start + at,
+                    format!("band {band} filter hides key {k:#010x} the band holds"),
+                ));
+            }
+            if f.distinct != keys.len() as u64 {
+                return Err(self.err(
+                    f.start,
+                    format!(
+                        "band {band} filter counts {} keys, the band holds {}",
+                        f.distinct,
+                        keys.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The distinct key32 values of `band`'s postings and hot records, ascending.
+    fn band_keys(&self, band: usize) -> Result<Vec<u32>> {
+        let t = *self.band_table(band)?;
+        let mut keys = Vec::new();
+        self.for_each_entry(&t, |_, key, _| {
+            if keys.last() != Some(&key) {
+                keys.push(key);
+            }
+            Ok(())
+        })?;
+        for h in self.hot_buckets() {
+            let h = h?;
+            if h.band as usize == band {
+                keys.push(h.key32);
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
     }
 }
 
