@@ -789,20 +789,7 @@ fn the_reference_reader_reads_a_simhash_index() {
     // Some in the WAL too.
     db.insert_text("wal-doc", &text(40)).unwrap();
     drop(db);
-    let out = std::process::Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tools/conformance/reference_reader.py"
-        ))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = common::reference_read(&path);
     assert_eq!(read["params"]["index_kind"], "simhash-pigeonhole");
     assert_eq!(read["params"]["max_hamming"], 3);
     let db = Db::open_read_only(&path).unwrap();

@@ -125,6 +125,24 @@ pub struct QueryResult {
     pub stats: QueryStats,
 }
 
+/// A query's packed signature, or the slots to pack it from: packed only once a candidate is
+/// to be compared, as most queries of a dedup-at-ingest workload find none.
+#[derive(Clone, Copy)]
+pub(super) enum QueryPacked<'a> {
+    Packed(&'a [u8]),
+    Slots(&'a [u64]),
+}
+
+impl<'a> QueryPacked<'a> {
+    /// The packed signature, records of `bits` bits.
+    fn get(self, bits: u32) -> Result<Cow<'a, [u8]>> {
+        Ok(match self {
+            QueryPacked::Packed(p) => Cow::Borrowed(p),
+            QueryPacked::Slots(slots) => Cow::Owned(bbit::pack(slots, bits)?),
+        })
+    }
+}
+
 /// A query's band keys and packed signature, computed already (by a writer that stores the
 /// document when the query finds nothing).
 #[derive(Clone, Copy)]
@@ -154,10 +172,10 @@ impl Db {
             return Ok(QueryResult::default());
         }
         let (band_keys, packed) = match banded {
-            Some(b) => (Cow::Borrowed(b.band_keys), Cow::Borrowed(b.packed)),
+            Some(b) => (Cow::Borrowed(b.band_keys), QueryPacked::Packed(b.packed)),
             None => (
                 Cow::Owned(self.sketcher.band_keys(sig.slots())?),
-                Cow::Owned(bbit::pack(sig.slots(), self.params.bits)?),
+                QueryPacked::Slots(sig.slots()),
             ),
         };
         // Exact re-rank needs the query's own set: a query by bare signature is estimated.
@@ -171,6 +189,7 @@ impl Db {
                 floor: opts.threshold.unwrap_or(super::TOP_K_FLOOR),
                 deadline: opts.deadline,
             };
+            let packed = packed.get(self.params.bits)?;
             let mut result = self.run_top_k(state, &band_keys, &packed, ask, exact)?;
             result.matches.truncate(opts.limit.unwrap_or(usize::MAX));
             return Ok(result);
@@ -179,7 +198,7 @@ impl Db {
             limit: opts.limit,
             deadline: opts.deadline,
         };
-        self.run_query(state, &band_keys, &packed, threshold, exact, bounds)
+        self.run_query(state, &band_keys, packed, threshold, exact, bounds)
     }
 
     /// Documents similar to `text`.
@@ -192,15 +211,15 @@ impl Db {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
     }
 
-    /// A threshold query's stages: candidates gathered from the band buckets, verified against
-    /// the query's `packed` signature (and, with the query's shingle set `exact`, re-ranked
+    /// A threshold query's stages: candidates gathered from the band buckets (none: the answer
+    /// is empty, and nothing else is computed), verified against the query's `packed` signature (and, with the query's shingle set `exact`, re-ranked
     /// near the threshold), then given their keys and ranked, each stage stopped by the
     /// deadline of `bounds`.
     pub(super) fn run_query(
         &self,
         state: &State,
         band_keys: &[u64],
-        packed: &[u8],
+        packed: QueryPacked<'_>,
         threshold: f64,
         exact: Option<&[u32]>,
         bounds: Bounds,
@@ -213,8 +232,17 @@ impl Db {
             candidates: candidates.len(),
             hot_buckets: gathered.hot_buckets,
             segments: version.segments.len(),
+            exact: exact.is_some(),
             ..QueryStats::default()
         };
+        if candidates.is_empty() {
+            give_back(candidates);
+            check_deadline(deadline, "ranking matches")?;
+            return Ok(QueryResult {
+                matches: Vec::new(),
+                stats,
+            });
+        }
         if gathered.cold {
             // Verification will read these candidates' signatures and (for matches) doc-table
             // entries: start those reads together, each candidate once.
@@ -228,7 +256,8 @@ impl Db {
         } else {
             threshold
         };
-        let verifier = Verifier::new(state, packed, &self.params, gate, !gathered.cold);
+        let packed = packed.get(self.params.bits)?;
+        let verifier = Verifier::new(state, &packed, &self.params, gate, !gathered.cold);
         let verified = verifier.verify(&candidates, deadline);
         give_back(candidates);
         let verified = verified?;

@@ -15,6 +15,11 @@ const COLD_LOOKUP: Duration = Duration::from_micros(20);
 /// taken for a cold page cache (which would turn every candidate into a `madvise` call).
 const POSTING_DECODE: Duration = Duration::from_nanos(50);
 
+/// Bands whose lookups are timed together after the first band: a clock read costs about as
+/// much as a warm lookup that a filter answers, and a cold page cache is already caught at
+/// the first band (timed alone, segment by segment).
+const BANDS_PER_CLOCK_READ: usize = 4;
+
 /// Watches one query's band lookups for waits on the disk. The first slow lookup starts
 /// prefetching the later lookups; a second confirms a cold page cache (one slow band alone may
 /// be this thread losing the core on a busy machine), and the query then prefetches its
@@ -36,6 +41,8 @@ pub(super) struct ColdWatch<'a> {
     last: Instant,
     /// Candidates gathered when the clock was last read.
     gathered: usize,
+    /// The first band whose lookups the clock has not timed yet.
+    untimed_band: usize,
 }
 
 impl<'a> ColdWatch<'a> {
@@ -49,6 +56,7 @@ impl<'a> ColdWatch<'a> {
             cold_band: COLD_LOOKUP + Duration::from_micros(2) * version.segments.len() as u32,
             last: Instant::now(),
             gathered: 0,
+            untimed_band: 0,
         }
     }
 
@@ -70,15 +78,18 @@ impl<'a> ColdWatch<'a> {
         self.gathered = gathered;
     }
 
-    /// After every lookup of band `band`, `gathered` candidates in all: one clock read per band
-    /// (clock reads are most of a warm query's fixed cost), none once the cache is known cold.
+    /// After every lookup of band `band`, `gathered` candidates in all: the first band timed
+    /// alone, then one clock read per [`BANDS_PER_CLOCK_READ`] bands (clock reads are most of
+    /// a warm query's fixed cost), none once the cache is known cold.
     #[inline]
     pub(super) fn after_band(&mut self, band: usize, gathered: usize) {
-        if self.slow_lookups >= 2 {
+        if self.slow_lookups >= 2 || (band != 0 && (band + 1) % BANDS_PER_CLOCK_READ != 0) {
             return;
         }
+        let bands = (band + 1 - self.untimed_band.min(band)) as u32;
+        self.untimed_band = band + 1;
         let now = Instant::now();
-        if self.waited(now, self.cold_band, gathered) {
+        if self.waited(now, self.cold_band * bands, gathered) {
             self.slow_lookups += 1;
             // The page cache may be cold: ask for the pages of every later lookup now.
             if self.slow_lookups == 1 {

@@ -48,6 +48,26 @@ pub fn stored(db: &Db) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// `tools/conformance/reference_reader.py` (written from `format/*.md`, not from the code)
+/// run on the database at `db`, its output JSON parsed; panics with its error output if it
+/// finds a problem.
+pub fn reference_read(db: &std::path::Path) -> serde_json::Value {
+    let out = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tools/conformance/reference_reader.py"
+        ))
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The byte range of section `kind` in the segment file `bytes`, read from its footer and
 /// section table as `format/segment.md` lays them out (kind 6 is SIGNATURES).
 pub fn segment_section(bytes: &[u8], kind: u16) -> Option<std::ops::Range<usize>> {

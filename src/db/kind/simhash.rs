@@ -4,7 +4,7 @@
 //! translates at the edges (distance ↔ the one-bit estimate `1 − d/32`).
 
 use crate::Result;
-use crate::db::query::{Banded, Bounds};
+use crate::db::query::{Banded, Bounds, QueryPacked};
 use crate::db::state::State;
 use crate::db::{Db, QueryOptions, QueryResult};
 use crate::sketch::{Signature, SimHash, bbit, cosine_from_hamming};
@@ -90,7 +90,14 @@ impl Db {
             limit,
             deadline: opts.deadline,
         };
-        let mut result = self.run_query(state, band_keys, &packed, floor, None, bounds)?;
+        let mut result = self.run_query(
+            state,
+            band_keys,
+            QueryPacked::Packed(&packed),
+            floor,
+            None,
+            bounds,
+        )?;
         for m in &mut result.matches {
             let (similarity, distance, cosine) = self.describe_estimate(m.similarity);
             m.similarity = similarity;

@@ -194,14 +194,14 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
 /// reads nothing (a prefetch instruction never faults, so it also costs a cold query nothing);
 /// the entries hint reads the directory slots, which the lookup would read next anyway.
 impl<B: AsRef<[u8]>> Segment<B> {
-    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads first (its
-    /// filter block, in a segment with filters).
+    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads first, and
+    /// for its filter block in a segment with filters (read before them; the slots are
+    /// asked for too, so that a bucket the filter lets through does not wait for them).
     pub fn cache_bucket_directory(&self, band: usize, band_key: u64) {
-        if let Some((at, len)) = self.filter_block(band, band_key32(band_key)) {
-            if let Some(bytes) = self.data().get(at..at.saturating_add(len)) {
-                crate::storage::prefetch_lines(bytes);
-            }
-            return;
+        if let Some((at, len)) = self.filter_block(band, band_key32(band_key))
+            && let Some(bytes) = self.data().get(at..at.saturating_add(len))
+        {
+            crate::storage::prefetch_lines(bytes);
         }
         if let Some(t) = self.layout.bands.get(band) {
             let slot = directory_slot(t, band_key32(band_key)) as usize;

@@ -320,7 +320,16 @@ pub(super) fn open_and_verify(bytes: Vec<u8>) -> crate::Result<()> {
 
 #[test]
 fn every_truncation_and_bit_flip_of_version_3_is_corruption() {
-    let bytes = build(Some(ID), true).into_vec();
+    // With shingle sets, and with band filters.
+    for bytes in [
+        build(Some(ID), true).into_vec(),
+        build_with(Some(ID), false, true).into_vec(),
+    ] {
+        every_truncation_and_bit_flip_is_corruption(&bytes);
+    }
+}
+
+fn every_truncation_and_bit_flip_is_corruption(bytes: &[u8]) {
     assert!(bytes.len() < 4096, "one block: {}", bytes.len());
     for len in 0..bytes.len() {
         match open_and_verify(bytes[..len].to_vec()) {
@@ -330,7 +339,7 @@ fn every_truncation_and_bit_flip_of_version_3_is_corruption() {
     }
     for at in 0..bytes.len() {
         for bit in 0..8 {
-            let mut bad = bytes.clone();
+            let mut bad = bytes.to_vec();
             bad[at] ^= 1 << bit;
             match open_and_verify(bad) {
                 Err(Error::Corruption { .. }) => {}
