@@ -56,7 +56,7 @@ fn build(path: &Path, filters: bool, compact: bool) -> Db {
         db.flush().unwrap();
     }
     if compact {
-        db.compact().unwrap();
+        db.compact_full().unwrap();
     }
     db
 }
@@ -106,7 +106,10 @@ fn filters_are_written_by_flush_and_compaction_and_change_no_answer() {
         let found = ra.iter().filter(|m| !m.is_empty()).count();
         // The 86 planted queries but those whose document was stored as a near-duplicate of
         // another (every tenth), and none of the 100 others.
-        assert!((70..=86).contains(&found), "{found} queries of 186 found a match");
+        assert!(
+            (70..=86).contains(&found),
+            "{found} queries of 186 found a match"
+        );
         assert!(a.verify().unwrap().problems.is_empty());
         drop((a, b));
         // Reopened, and by the reference reader.

@@ -273,7 +273,7 @@ pub fn segment(data: &[u8]) {
     if verified {
         let opts = SegmentOptions {
             bucket_cap: seg.bucket_cap(),
-            band_filters: seg.has_band_filters(),
+            ..SegmentOptions::default()
         };
         let merged =
             combine_segments(&[&seg], |d| d % 3 != 1, &opts).expect("a verified segment combines");

@@ -83,7 +83,8 @@ impl<'a> ColdWatch<'a> {
     /// a warm query's fixed cost), none once the cache is known cold.
     #[inline]
     pub(super) fn after_band(&mut self, band: usize, gathered: usize) {
-        if self.slow_lookups >= 2 || (band != 0 && (band + 1) % BANDS_PER_CLOCK_READ != 0) {
+        if self.slow_lookups >= 2 || (band != 0 && !(band + 1).is_multiple_of(BANDS_PER_CLOCK_READ))
+        {
             return;
         }
         let bands = (band + 1 - self.untimed_band.min(band)) as u32;

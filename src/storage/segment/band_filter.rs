@@ -186,6 +186,7 @@ pub(crate) fn may_contain(bytes: &[u8], params: &FilterParams, key32: u32) -> bo
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::super::test_rng::next;
     use super::*;

@@ -25,20 +25,23 @@ use super::prefix::encode_prefix_table;
 use crate::Result;
 use crate::storage::identity::FileIdentity;
 
+/// A BAND_FILTER section's bytes, and the distinct keys it holds (its `count`).
+type FilterSection = (Vec<u8>, u64);
+
 /// One band encoded: table bytes, prefix bits, posting count, hot records, and its filter
-/// (bytes and distinct keys) when the segment has filters.
+/// when the segment has filters.
 struct EncodedBand {
     table: Vec<u8>,
     prefix_bits: u32,
     postings: u64,
     hot: Vec<HotRecord>,
-    filter: Option<(Vec<u8>, u64)>,
+    filter: Option<FilterSection>,
 }
 
 /// The BAND_FILTER section of `band`: a filter of every key32 a lookup in the band can find,
 /// those of its postings (`kept`, sorted by key) and of its hot records (a hot bucket whose
 /// documents were all dropped is still answered), and how many distinct keys that is.
-fn band_filter(band: u32, kept: &[(u32, u64)], hot: &[HotRecord]) -> (Vec<u8>, u64) {
+fn band_filter(band: u32, kept: &[(u32, u64)], hot: &[HotRecord]) -> FilterSection {
     let mut keys: Vec<u32> = kept.iter().map(|&(k, _)| k).collect();
     keys.extend(hot.iter().map(|h| h.key32.get()));
     if !hot.is_empty() {
@@ -561,7 +564,7 @@ impl SectionWriter {
         &mut self,
         bands: Vec<Result<EncodedBand>>,
         docno_bits: u32,
-    ) -> Result<(Vec<HotRecord>, Vec<(Vec<u8>, u64)>)> {
+    ) -> Result<(Vec<HotRecord>, Vec<FilterSection>)> {
         let mut hot: Vec<HotRecord> = Vec::new();
         let mut filters = Vec::new();
         for (band, result) in bands.into_iter().enumerate() {
@@ -575,7 +578,7 @@ impl SectionWriter {
     }
 
     /// Appends the BAND_FILTER sections (one per band, in band order; none without filters).
-    fn push_filters(&mut self, filters: Vec<(Vec<u8>, u64)>) {
+    fn push_filters(&mut self, filters: Vec<FilterSection>) {
         for (band, (bytes, distinct)) in filters.into_iter().enumerate() {
             let widths = (KIND_BLOCKED_BLOOM, 0, band as u32);
             self.push(KIND_BAND_FILTER, widths, distinct, &bytes);
