@@ -171,14 +171,7 @@ fn token_lists_store_the_hash_of_their_tokens() {
 
 /// The offset of the EXACT_HASH section (kind 9) of the segment file `bytes`.
 fn exact_section(bytes: &[u8]) -> usize {
-    let footer = bytes.len() - 32;
-    let table = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
-    let n = u32::from_le_bytes(bytes[footer + 8..footer + 12].try_into().unwrap()) as usize;
-    (0..n)
-        .map(|i| table + 40 * i)
-        .find(|&e| u16::from_le_bytes([bytes[e], bytes[e + 1]]) == 9)
-        .map(|e| u64::from_le_bytes(bytes[e + 8..e + 16].try_into().unwrap()) as usize)
-        .expect("an EXACT_HASH section")
+    common::golden::section_start(bytes, 9).expect("an EXACT_HASH section")
 }
 
 #[test]

@@ -315,6 +315,11 @@ pub struct CreateArgs {
     /// texts or token lists has it by default.
     #[arg(long)]
     pub no_exact_hash: bool,
+    /// Create the index without the per-document set size (4 bytes a document: the number of
+    /// distinct shingles), which `dedup --keep longest|shortest` ranks by. A MinHash index of
+    /// texts or token lists has it by default.
+    #[arg(long)]
+    pub no_set_size: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,

@@ -153,6 +153,7 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
         Options {
             key,
             exact_hash: !args.no_exact_hash,
+            set_size: !args.no_set_size,
             ..Options::default()
         },
     )?;

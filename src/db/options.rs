@@ -44,6 +44,11 @@ pub struct Options {
     /// then stores each such document's exact hash. On by default; a SimHash index, and one
     /// of signatures made elsewhere, never has it. Ignored by an open (the database says).
     pub exact_hash: bool,
+    /// Whether a database this handle creates has the SET_SIZE column: a MinHash index of
+    /// texts or token lists then stores each such document's number of distinct shingle
+    /// hashes, which `dedup --keep longest|shortest` ranks by. On by default; a SimHash
+    /// index, and one of signatures made elsewhere, never has it. Ignored by an open.
+    pub set_size: bool,
 }
 
 impl Default for Options {
@@ -57,6 +62,7 @@ impl Default for Options {
             key: None,
             identity: None,
             exact_hash: true,
+            set_size: true,
         }
     }
 }

@@ -54,11 +54,13 @@ pub(super) const KIND_CHECKSUMS: u16 = 8;
 /// Per-document exact hashes (`format/segment.md`), in the segments of an index with the
 /// EXACT_HASH column.
 pub(super) const KIND_EXACT_HASH: u16 = 9;
+/// Per-document set sizes (`format/segment.md`), in the segments of an index with the
+/// SET_SIZE column.
+pub(super) const KIND_SET_SIZE: u16 = 11;
 /// Section kinds version 3 reserves for work to come (`format/segment.md`), each with the
 /// feature it stands for: a file holding one is refused as unsupported, never misread.
-pub(super) const RESERVED_KINDS: [(u16, &str); 3] = [
+pub(super) const RESERVED_KINDS: [(u16, &str); 2] = [
     (10, "per-document keep values (segment section KEEP)"),
-    (11, "per-document set sizes (segment section SET_SIZE)"),
     (12, "per-band filters (segment section BAND_FILTER)"),
 ];
 
@@ -66,11 +68,12 @@ pub(super) const RESERVED_KINDS: [(u16, &str); 3] = [
 pub(super) const FLAG_SHINGLES: u32 = 1;
 /// Version 3 header flag: the segment has an EXACT_HASH section.
 pub(super) const FLAG_EXACT_HASH: u32 = 1 << 1;
+/// Version 3 header flag: the segment has a SET_SIZE section.
+pub(super) const FLAG_SET_SIZE: u32 = 1 << 3;
 /// Version 3 header flags reserved for the optional sections to come, with the feature each
 /// stands for; any other unknown bit is refused too.
-pub(super) const RESERVED_FLAGS: [(u32, &str); 3] = [
+pub(super) const RESERVED_FLAGS: [(u32, &str); 2] = [
     (1 << 2, "per-document keep values (segment flag KEEP)"),
-    (1 << 3, "per-document set sizes (segment flag SET_SIZE)"),
     (1 << 4, "per-band filters (segment flag BAND_FILTER)"),
 ];
 

@@ -27,13 +27,14 @@
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
-//! (prefix tables), `encode` (the shared encoder), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
+//! (prefix tables), `encode` (the shared encoder), `columns` (the per-document columns), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
 //! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
 mod bits;
 mod blocks;
 mod builder;
+mod columns;
 mod combine;
 mod encode;
 mod exact;
@@ -50,6 +51,7 @@ mod v3_tests;
 mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
+pub use columns::{ColumnSet, DocColumns};
 pub use combine::{combine_segments, combine_segments_as};
 pub use encode::cap_rank;
 pub(crate) use encode::keep_lowest_ranked;
