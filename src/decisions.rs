@@ -9,6 +9,12 @@
 //! is at or above the threshold. The verified pairs say which of two documents is older, and
 //! that is all a greedy pass in age order depends on, so `last` is decided from the pairs
 //! alone; its cluster is the most similar of the kept documents that dropped it.
+//!
+//! The same greedy serves every other total order: `longest` and `shortest` rank documents
+//! by their set size (the SET_SIZE column: distinct shingles, so repeated boilerplate inside
+//! a document does not count), documents without a size last, ties to the earlier insert.
+//! A pair says which of its two documents comes first in that order; that is all the pass
+//! needs.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -24,21 +30,63 @@ pub enum Keep {
     First,
     /// The newest.
     Last,
+    /// The one with the largest set size (most distinct shingles); documents without a size
+    /// last, ties to the earlier insert. Needs the SET_SIZE column.
+    Longest,
+    /// The one with the smallest set size; documents without a size last, ties to the
+    /// earlier insert. Needs the SET_SIZE column.
+    Shortest,
 }
 
 impl Keep {
     /// The names [`Keep::from_str`] takes (those of `dedup --keep`), in order.
-    pub const NAMES: [&'static str; 2] = ["first", "last"];
+    pub const NAMES: [&'static str; 4] = ["first", "last", "longest", "shortest"];
+
+    /// The name [`Keep::from_str`] takes for this order.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Keep::First => "first",
+            Keep::Last => "last",
+            Keep::Longest => "longest",
+            Keep::Shortest => "shortest",
+        }
+    }
+
+    /// Whether this order ranks by the SET_SIZE column.
+    fn by_set_size(&self) -> bool {
+        matches!(self, Keep::Longest | Keep::Shortest)
+    }
+
+    /// Whether the newer document `b` of a pair comes before the older `a` in this order,
+    /// given their ranks (set sizes, `None` last); ties go to the older.
+    fn newer_first(&self, a: Option<u32>, b: Option<u32>) -> bool {
+        match (self, a, b) {
+            (Keep::First, ..) => false,
+            (Keep::Last, ..) => true,
+            (_, _, None) => false,
+            (_, None, Some(_)) => true,
+            (Keep::Longest, Some(a), Some(b)) => b > a,
+            (_, Some(a), Some(b)) => b < a,
+        }
+    }
+}
+
+impl std::fmt::Display for Keep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl FromStr for Keep {
     type Err = crate::Error;
 
-    /// `first` or `last`; anything else is an invalid `keep`, named in the message.
+    /// One of [`Keep::NAMES`]; anything else is an invalid `keep`, named in the message.
     fn from_str(name: &str) -> Result<Keep> {
         match name {
             "first" => Ok(Keep::First),
             "last" => Ok(Keep::Last),
+            "longest" => Ok(Keep::Longest),
+            "shortest" => Ok(Keep::Shortest),
             _ => Err(crate::Error::invalid(
                 "keep",
                 format!(
@@ -111,7 +159,10 @@ impl Decisions {
         d.verdicts = vec![None; d.keys.len()];
         match keep {
             Keep::First => d.star_clusters(index, threshold, opts)?,
-            Keep::Last => d.newest_first(&edges),
+            _ => {
+                let ranks = d.ranks(index, keep)?;
+                d.greedy(&edges, |a, b| keep.newer_first(ranks[a], ranks[b]));
+            }
         }
         d.best_matches(&edges);
         d.dropped = d.verdicts.iter().flatten().filter(|v| !v.keep).count() as u64;
@@ -163,36 +214,86 @@ impl Decisions {
         });
     }
 
-    /// Keep order `last`: documents newest first (a topological order of the pairs, newer
-    /// before older), each dropped when a kept newer neighbour is similar.
-    fn newest_first(&mut self, edges: &[Edge]) {
-        let n = self.keys.len();
-        // Per document: its older neighbours (visited after it) and its count of newer ones.
-        let mut older: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
-        let mut newer_left = vec![0u32; n];
-        for &(a, b, s) in edges {
-            older[b as usize].push((a, s));
-            newer_left[a as usize] += 1;
+    /// Each numbered document's set size, for an order that ranks by it: an error (naming
+    /// the database) when an index lacks the SET_SIZE column.
+    fn ranks(&self, index: &dyn ReadIndex, keep: Keep) -> Result<Vec<Option<u32>>> {
+        if !keep.by_set_size() {
+            return Ok(vec![None; self.keys.len()]);
         }
-        // The most similar kept newer neighbour of each document, once it is known.
+        if let Some(db) = index.dbs().iter().find(|db| !db.has_set_sizes()) {
+            return Err(crate::Error::invalid(
+                "keep",
+                format!(
+                    "--keep {keep} ranks by set size, and {} has none (created with \
+                     --no-set-size, a SimHash index, one of signatures made elsewhere, or \
+                     of a version before the column)",
+                    db.path().display()
+                ),
+            ));
+        }
+        let mut ranks = Vec::with_capacity(self.keys.len());
+        for key in &self.keys {
+            // A key in two shards is the later shard's document.
+            let mut size = None;
+            for db in index.dbs().iter().rev() {
+                if ReadIndex::contains(db, key)? {
+                    size = db.set_size_of(key)?;
+                    break;
+                }
+            }
+            ranks.push(size);
+        }
+        Ok(ranks)
+    }
+
+    /// Every order but `first`: documents visited in the order (a topological order of the
+    /// pairs, each pair's first document before its second), each dropped when a kept
+    /// neighbour visited before it is similar. `newer_first(older, newer)` says, for a
+    /// pair, whether its newer document comes first.
+    fn greedy(&mut self, edges: &[Edge], newer_first: impl Fn(usize, usize) -> bool) {
+        let n = self.keys.len();
+        // Per document: its neighbours visited after it, and its count of those before it.
+        let mut after: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
+        let mut before_left = vec![0u32; n];
+        for &(a, b, s) in edges {
+            let (first, second) = match newer_first(a as usize, b as usize) {
+                true => (b, a),
+                false => (a, b),
+            };
+            after[first as usize].push((second, s));
+            before_left[second as usize] += 1;
+        }
+        // The most similar kept neighbour visited before each document, once it is known.
         let mut dropped_by: Vec<Option<(u32, f64)>> = vec![None; n];
         let mut ready: Vec<u32> = (0..n as u32)
-            .filter(|&i| newer_left[i as usize] == 0)
+            .filter(|&i| before_left[i as usize] == 0)
             .collect();
         while let Some(doc) = ready.pop() {
             let by = dropped_by[doc as usize];
             let keep = by.is_none();
             self.set(doc, keep, by.map_or(doc, |(k, _)| k));
-            for &(o, s) in &older[doc as usize] {
+            for &(o, s) in &after[doc as usize] {
                 if keep && closer(s, doc, dropped_by[o as usize], &self.keys) {
                     dropped_by[o as usize] = Some((doc, s));
                 }
-                newer_left[o as usize] -= 1;
-                if newer_left[o as usize] == 0 {
+                before_left[o as usize] -= 1;
+                if before_left[o as usize] == 0 {
                     ready.push(o);
                 }
             }
         }
+    }
+
+    /// The clusters with a dropped document, by key number: each kept center with the
+    /// documents it dropped, centers in key-number order, members in key-number order.
+    pub fn clusters(&self) -> Vec<(u32, Vec<u32>)> {
+        let mut by_center: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for (n, v) in self.verdicts.iter().enumerate() {
+            if let Some(v) = v.filter(|v| !v.keep) {
+                by_center.entry(v.cluster).or_default().push(n as u32);
+            }
+        }
+        by_center.into_iter().collect()
     }
 
     /// Each dropped document's most similar kept neighbour.
@@ -262,7 +363,12 @@ mod tests {
     fn keep_names_parse_to_their_orders_and_others_are_refused_by_name() {
         assert_eq!("first".parse::<Keep>().unwrap(), Keep::First);
         assert_eq!("last".parse::<Keep>().unwrap(), Keep::Last);
-        for bad in ["First", "longest", ""] {
+        assert_eq!("longest".parse::<Keep>().unwrap(), Keep::Longest);
+        assert_eq!("shortest".parse::<Keep>().unwrap(), Keep::Shortest);
+        for name in Keep::NAMES {
+            assert_eq!(name.parse::<Keep>().unwrap().to_string(), name);
+        }
+        for bad in ["First", "max:x", ""] {
             let e = bad.parse::<Keep>().unwrap_err().to_string();
             assert!(
                 e.contains("`keep`") && e.contains(&format!("{bad:?}")),

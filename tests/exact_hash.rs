@@ -10,12 +10,7 @@ use common::params::word_index;
 use mhdb::db::{Db, ExactHashCounts, IndexOptions, Options};
 use mhdb::sketch::{ExactHasher, OwnedToken, SecretKey, ShingleKind, Token};
 
-const TEXTS: [(&str, &str); 4] = [
-    ("a", "the quick brown fox jumps over the lazy dog"),
-    ("b", "a stitch in time saves nine, they said of old"),
-    ("c", "all that glitters is not gold, nor all who wander"),
-    ("d", "the early bird catches the worm but not the fox"),
-];
+use common::params::FOUR_TEXTS as TEXTS;
 
 fn create(dir: &Path, opts: Options) -> Db {
     Db::create(dir, word_index(64, 16, 0.5), opts).unwrap()
@@ -171,14 +166,7 @@ fn token_lists_store_the_hash_of_their_tokens() {
 
 /// The offset of the EXACT_HASH section (kind 9) of the segment file `bytes`.
 fn exact_section(bytes: &[u8]) -> usize {
-    let footer = bytes.len() - 32;
-    let table = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
-    let n = u32::from_le_bytes(bytes[footer + 8..footer + 12].try_into().unwrap()) as usize;
-    (0..n)
-        .map(|i| table + 40 * i)
-        .find(|&e| u16::from_le_bytes([bytes[e], bytes[e + 1]]) == 9)
-        .map(|e| u64::from_le_bytes(bytes[e + 8..e + 16].try_into().unwrap()) as usize)
-        .expect("an EXACT_HASH section")
+    common::golden::section_start(bytes, 9).expect("an EXACT_HASH section")
 }
 
 #[test]
@@ -207,11 +195,7 @@ fn an_upgraded_database_has_the_column_and_no_hashes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2");
-    std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(fixture).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
-    }
+    common::golden::restore(&dir, &common::golden::snapshot(&fixture));
     Db::upgrade(&dir, false).unwrap();
     let db = Db::open(&dir, Options::default()).unwrap();
     assert!(db.has_exact_hashes());

@@ -589,12 +589,18 @@ class Index(Generic[_KindT]):
         self, threshold: Optional[float] = None, *, format: Literal["drop"]
     ) -> Iterator[_Key]: ...
     def dedup_table(
-        self, threshold: Optional[float] = None, keep: Literal["first", "last"] = "first"
+        self,
+        threshold: Optional[float] = None,
+        keep: Literal["first", "last", "longest", "shortest"] = "first",
     ) -> Any:
         """The decision of ``mhdb dedup --apply --annotate`` for every stored document, as a
         ``pyarrow.Table`` sorted by id: ``id``, ``cluster`` (the kept document's id),
         ``keep`` (bool), ``best_match`` and ``similarity`` (float64; both null when kept).
-        Ids are ``string`` when every stored key is UTF-8, else ``binary``."""
+        Ids are ``string`` when every stored key is UTF-8, else ``binary``. ``keep`` is
+        ``dedup --keep``'s order: ``"first"`` (oldest), ``"last"`` (newest), ``"longest"`` or
+        ``"shortest"`` (most or fewest distinct shingles, by the index's set sizes; documents
+        without one last, ties to the earlier insert; an index without set sizes raises
+        ``InvalidParameterError``)."""
     def commit(self) -> None:
         """Makes every write before this call durable."""
     def flush(self) -> None:

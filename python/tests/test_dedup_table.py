@@ -73,7 +73,7 @@ def built(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     return idx, data
 
 
-@pytest.mark.parametrize("keep", ["first", "last"])
+@pytest.mark.parametrize("keep", ["first", "last", "longest", "shortest"])
 def test_equals_the_cli_annotation(
     cli: pathlib.Path, built: tuple[pathlib.Path, pathlib.Path], tmp_path: pathlib.Path, keep: str
 ) -> None:
@@ -105,6 +105,21 @@ def test_keep_last_keeps_other_copies_than_first(
         first = table_rows(index.dedup_table())
         last = table_rows(index.dedup_table(keep="last"))
     assert {k for k, r in first.items() if r[1]} != {k for k, r in last.items() if r[1]}
+
+
+def test_keep_longest_and_shortest_rank_by_distinct_words(tmp_index_path: pathlib.Path) -> None:
+    """Longest keeps the copy with the most distinct shingles (a text repeated three times is
+    no longer than once, plus the seam); shortest the fewest; ties to the earlier insert."""
+    base = "the annual report of the society covers every meeting held this year"
+    docs = {"short": base, "long": base + " and its accounts", "padded": " ".join([base] * 3)}
+    with mhdb.Index.create(tmp_index_path, threshold=0.5, shingle="word:2") as index:
+        for key, text in docs.items():
+            index.insert(key, text)
+        kept = {
+            keep: {r["id"] for r in index.dedup_table(keep=keep).to_pylist() if r["keep"]}
+            for keep in ["longest", "shortest"]
+        }
+    assert kept == {"longest": {"long"}, "shortest": {"short"}}
 
 
 def test_a_threshold_override_is_the_cli_threshold(
@@ -154,7 +169,7 @@ def test_keys_that_are_not_utf8_make_binary_columns(tmp_index_path: pathlib.Path
 
 def test_a_bad_keep_value_is_refused_by_name(tmp_index_path: pathlib.Path) -> None:
     with mhdb.Index.create(tmp_index_path) as index:
-        with pytest.raises(ValueError, match='"longest"') as caught:
-            index.dedup_table(keep="longest")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match='"biggest"') as caught:
+            index.dedup_table(keep="biggest")  # type: ignore[arg-type]
     assert isinstance(caught.value, mhdb.InvalidParameterError)
     assert caught.value.parameter == "keep"

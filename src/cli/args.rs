@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use mhdb::decisions::Keep;
+
 use mhdb::sketch::{Scheme, ShingleConfig, ShingleKind, SimWeighting, SketchParams};
 
 /// `mhdb --help` after the command list: the conventions every command follows.
@@ -320,6 +322,11 @@ pub struct CreateArgs {
     /// searches every segment's band tables instead of skipping those that lack its keys.
     #[arg(long)]
     pub no_band_filters: bool,
+    /// Create the index without the per-document set size (4 bytes a document: the number of
+    /// distinct shingles), which `dedup --keep longest|shortest` ranks by. A MinHash index of
+    /// texts or token lists has it by default.
+    #[arg(long)]
+    pub no_set_size: bool,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
@@ -588,9 +595,12 @@ pub struct DedupFilesArgs {
     /// Keep the index: create it at DB (missing or empty) instead of a temporary directory.
     #[arg(long, value_name = "DB")]
     pub index: Option<PathBuf>,
-    /// Which copy of a near-duplicate group stays: the first inserted or the last.
-    #[arg(long, value_enum, default_value = "first")]
-    pub keep: KeepOrder,
+    /// Which copy of a near-duplicate group stays: first (the oldest, insert order), last
+    /// (the newest), longest or shortest (the most or fewest distinct shingles, by the
+    /// index's set sizes: repeated boilerplate inside a document does not count; documents
+    /// without a size last, ties to the earlier insert).
+    #[arg(long, default_value = "first", value_parser = keep_order)]
+    pub keep: Keep,
     /// Keep every row and add the columns cluster, keep, best_match and similarity.
     #[arg(long)]
     pub annotate: bool,
@@ -643,9 +653,13 @@ pub struct DedupApplyArgs {
     /// With --annotate: put P before the added columns' names.
     #[arg(long, value_name = "P", requires = "annotate")]
     pub annotate_prefix: Option<String>,
-    /// Which copy of a near-duplicate group stays: the first inserted or the last.
-    #[arg(long, value_enum, default_value = "first", requires = "apply")]
-    pub keep: KeepOrder,
+    /// Which copy of a near-duplicate group stays: first (the oldest, insert order), last
+    /// (the newest), longest or shortest (the most or fewest distinct shingles, by the
+    /// index's set sizes: repeated boilerplate inside a document does not count; documents
+    /// without a size last, ties to the earlier insert).
+    /// With --format drop or clusters, or --apply; pairs are the same whatever stays.
+    #[arg(long, default_value = "first", value_parser = keep_order)]
+    pub keep: Keep,
     /// An id met twice in the inputs: an error naming both places, or the first row keeps
     /// the id's decision (later ones dropped), or every row gets it.
     #[arg(long, value_enum, default_value = "error", requires = "apply")]
@@ -667,12 +681,9 @@ pub struct DedupApplyArgs {
     pub size: DocumentLimit,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum KeepOrder {
-    /// The oldest document (insert order) of each group stays, as --format drop keeps.
-    First,
-    /// The newest stays.
-    Last,
+/// A `--keep` order, parsed by its one owner ([`Keep::from_str`](std::str::FromStr)).
+fn keep_order(name: &str) -> Result<Keep, String> {
+    name.parse::<Keep>().map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -154,6 +154,7 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
             key,
             exact_hash: !args.no_exact_hash,
             band_filters: !args.no_band_filters,
+            set_size: !args.no_set_size,
             ..Options::default()
         },
     )?;

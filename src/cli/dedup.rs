@@ -5,11 +5,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use indicatif::ProgressBar;
-use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Event, Keep, OnRepeat, Summary};
+use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Decisions, Event, Keep, OnRepeat, Summary};
 use mhdb::db::DedupOptions;
 use mhdb::input::{Fields, Id};
 
-use super::args::{DedupApplyArgs, DedupArgs, DedupFormat, KeepOrder, OnRepeat as OnRepeatArg};
+use super::args::{DedupApplyArgs, DedupArgs, DedupFormat, OnRepeat as OnRepeatArg};
 use super::databases::Databases;
 use super::escape::key_text;
 use super::output::{CliError, CliResult, message, progress};
@@ -64,6 +64,10 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 stats.pairs, stats.compared, stats.capped_buckets
             ));
         }
+        DedupFormat::Clusters | DedupFormat::Drop if args.apply.keep != Keep::First => {
+            let clusters = ranked_clusters(&source, t, opts, args, &mut out)?;
+            message(format_args!("{clusters} clusters at {at}"));
+        }
         DedupFormat::Clusters | DedupFormat::Drop => {
             let mut clusters = 0u64;
             let stats = source.for_each_dedup_cluster_with_options(t, opts, &mut |c| {
@@ -103,6 +107,35 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--format clusters|drop` with a keep order other than `first`: the decision pass's
+/// clusters (each kept document with the documents it dropped), or the dropped keys. Returns
+/// the number of clusters.
+fn ranked_clusters(
+    source: &Databases,
+    t: f64,
+    opts: DedupOptions,
+    args: &DedupArgs,
+    out: &mut impl Write,
+) -> CliResult<u64> {
+    let decisions = Decisions::compute(&**source, t, opts, args.apply.keep, &mut |_, _| {})?;
+    let clusters = decisions.clusters();
+    for (center, members) in &clusters {
+        let dups: Vec<Vec<u8>> = members.iter().map(|&m| decisions.key(m).to_vec()).collect();
+        if args.format == DedupFormat::Clusters {
+            let line = shapes::cluster(Some(decisions.key(*center)), &dups);
+            writeln!(out, "{line}")?;
+        } else {
+            for d in &dups {
+                match args.json {
+                    true => writeln!(out, "{}", shapes::key_item(d))?,
+                    false => writeln!(out, "{}", key_text(d))?,
+                }
+            }
+        }
+    }
+    Ok(clusters.len() as u64)
+}
+
 /// `mhdb dedup --apply`: the decision written to the inputs' copies under `--out`; progress
 /// per file and the summary on stderr.
 pub(super) fn apply(
@@ -114,10 +147,7 @@ pub(super) fn apply(
     let options = ApplyOptions {
         threshold: t,
         dedup: opts,
-        keep: match args.keep {
-            KeepOrder::First => Keep::First,
-            KeepOrder::Last => Keep::Last,
-        },
+        keep: args.keep,
         fields: Fields {
             id: if args.id_from_path {
                 Id::FromPath

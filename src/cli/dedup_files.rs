@@ -13,7 +13,7 @@ use clap::Parser;
 use mhdb::db::{Db, DedupOptions};
 use serde_json::json;
 
-use super::args::{Cli, Command, DedupFilesArgs, KeepOrder, OnRepeat};
+use super::args::{Cli, Command, DedupFilesArgs, OnRepeat};
 use super::databases::Databases;
 use super::output::{CliError, CliResult, message, outln};
 
@@ -151,10 +151,7 @@ fn apply_line(args: &DedupFilesArgs, db: &Path) -> Vec<OsString> {
     out.extend(args.inputs.iter().map(|p| p.as_os_str().to_owned()));
     out.extend(["--out".into(), args.out.as_os_str().to_owned()]);
     out.extend(field_flags(args));
-    let keep = match args.keep {
-        KeepOrder::First => "first",
-        KeepOrder::Last => "last",
-    };
+    let keep = args.keep.name();
     let on_duplicate = match args.on_duplicate {
         OnRepeat::Error => "error",
         OnRepeat::KeepFirst => "keep-first",

@@ -334,6 +334,13 @@ fn print_stats_text(s: &Stats) -> CliResult {
             c.without
         );
     }
+    if let Some(c) = s.set_sizes {
+        outln!(
+            "set sizes     {} documents with one, {} without",
+            c.with,
+            c.without
+        );
+    }
     if s.format_version < mhdb::db::MANIFEST_VERSION {
         outln!(
             "format        version {} (read-only; `mhdb upgrade` converts it to version {})",

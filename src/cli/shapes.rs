@@ -238,6 +238,7 @@ pub fn stats(s: &Stats) -> Value {
         "copied_past_damage": s.copied_past_damage,
         "sets_derivation": s.sets_derivation.map(|d| d.name()),
         "exact_hashes": s.exact_hashes.map(|c| json!({"with": c.with, "without": c.without})),
+        "set_sizes": s.set_sizes.map(|c| json!({"with": c.with, "without": c.without})),
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,

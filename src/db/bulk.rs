@@ -11,6 +11,7 @@ use super::commit::{CodedSets, Columns, LiveDoc, NewDocs, Records};
 use super::memtable::MemTable;
 use super::write::check_key;
 use crate::sketch::{Signature, bbit};
+use crate::storage::segment::DocColumns;
 use crate::{Error, Result};
 
 impl Db {
@@ -54,17 +55,17 @@ impl Db {
                 sets.push(c);
             }
         }
-        // In an index with the EXACT_HASH column, the hash each signature carries (if any).
-        let exact: Vec<Option<u128>> = if self.exact_column {
+        // In an index with per-document columns, the values each signature carries.
+        let values: Vec<DocColumns> = if self.columns.any() {
             docs.iter()
-                .map(|(_, sig)| self.exact_hash_to_store(sig))
+                .map(|(_, sig)| self.columns_to_store(sig))
                 .collect()
         } else {
             Vec::new()
         };
         let columns = Columns {
             sets: &sets,
-            exact: &exact,
+            values: &values,
         };
         self.bulk_insert_prepared(&keys, &band_keys, Records::Lazy(&pack), columns)
     }
@@ -102,7 +103,7 @@ impl Db {
                     key,
                     band_keys: bk,
                     set: columns.sets.get(i),
-                    exact: columns.exact.get(i).copied().flatten(),
+                    columns: columns.values.get(i).copied().unwrap_or_default(),
                 });
             }
         }
@@ -139,8 +140,9 @@ impl Db {
             Records::Lazy(_) => true,
         };
         let sets_ok = columns.sets.len() == if self.params.store_sets { n } else { 0 };
-        let exact_ok = columns.exact.len() == if self.exact_column { n } else { 0 };
-        if band_keys.len() != n * self.params.lsh.bands || !packed_len_ok || !sets_ok || !exact_ok {
+        let values_ok = columns.values.len() == if self.columns.any() { n } else { 0 };
+        if band_keys.len() != n * self.params.lsh.bands || !packed_len_ok || !sets_ok || !values_ok
+        {
             return Err(Error::invalid(
                 "bulk",
                 "band keys and records do not match the documents",

@@ -19,7 +19,7 @@ use super::version::{Manifest, load_segment};
 use crate::storage::deletions;
 use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_VERSION, SegmentMeta};
 use crate::storage::names::{self, FileKind};
-use crate::storage::segment::SegmentBuilder;
+use crate::storage::segment::{DocColumns, SegmentBuilder};
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::{Error, Result};
 
@@ -127,12 +127,13 @@ impl CodedSets {
 }
 
 /// The optional per-document values of a run of new documents: coded shingle sets (one per
-/// document in an index that stores sets, none otherwise) and exact hashes (one per document,
-/// present or not, in an index with the EXACT_HASH column; none otherwise).
+/// document in an index that stores sets, none otherwise) and column values (one per
+/// document, each value present or not, in an index with per-document columns; none
+/// otherwise).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Columns<'a> {
     pub(super) sets: &'a CodedSets,
-    pub(super) exact: &'a [Option<u128>],
+    pub(super) values: &'a [DocColumns],
 }
 
 /// A live new document.
@@ -143,8 +144,8 @@ pub(super) struct LiveDoc<'a> {
     pub(super) band_keys: &'a [u64],
     /// Its coded shingle set (empty in an index that stores none).
     pub(super) set: &'a [u8],
-    /// Its exact hash, if it has one (stored in an index with the EXACT_HASH column).
-    pub(super) exact: Option<u128>,
+    /// Its column values (stored in an index with per-document columns).
+    pub(super) columns: DocColumns,
 }
 
 /// The WAL file a flush moved writes to: the new manifest's WAL start.
@@ -292,8 +293,8 @@ impl Db {
         if self.params.store_sets {
             builder = builder.with_sets();
         }
-        if self.exact_column {
-            builder = builder.with_exact_hashes();
+        if self.columns.any() {
+            builder = builder.with_columns(self.columns);
         }
         builder.set_end_docno(input.base + input.span)?;
         builder.reserve(
@@ -305,8 +306,8 @@ impl Db {
             if self.params.store_sets {
                 builder.add_set(doc.set)?;
             }
-            if self.exact_column {
-                builder.add_exact_hash(doc.exact)?;
+            if self.columns.any() {
+                builder.add_columns(doc.columns)?;
             }
         }
         Ok(builder)
@@ -443,7 +444,7 @@ mod tests {
                 key: b"k",
                 band_keys: &[],
                 set: &[],
-                exact: None,
+                columns: DocColumns::default(),
             })
             .collect::<Vec<_>>();
         let record = |i: usize| -> Vec<u8> {

@@ -106,7 +106,7 @@ impl Db {
                     key: doc.key,
                     band_keys: doc.band_keys,
                     set: doc.set,
-                    exact: doc.exact,
+                    columns: doc.columns,
                 })
                 .collect(),
             deleted_older: imm.deleted_older.iter().copied().collect(),

@@ -10,6 +10,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::storage::segment::DocColumns;
+
 /// Band keys and key hashes are already uniformly distributed: hash them by identity.
 #[derive(Default)]
 pub(super) struct IdentityHasher(u64);
@@ -31,6 +33,8 @@ impl Hasher for IdentityHasher {
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
 const NONE: u32 = u32::MAX;
+/// A document without a set size (every stored size fits in a u32).
+const NO_SET_SIZE: u64 = u64::MAX;
 
 /// A borrowed view of one document.
 #[derive(Clone, Copy, Debug)]
@@ -40,8 +44,8 @@ pub(super) struct DocRef<'a> {
     pub(super) sig: &'a [u8],
     /// The coded shingle set (empty in an index that stores none).
     pub(super) set: &'a [u8],
-    /// The exact hash, when the document has one.
-    pub(super) exact: Option<u128>,
+    /// Its values of the index's per-document columns (each absent when it has none).
+    pub(super) columns: DocColumns,
     pub(super) live: bool,
 }
 
@@ -60,6 +64,8 @@ pub(super) struct MemTable {
     set_ends: Vec<usize>,
     /// Exact hashes, one per document: 0 for none (a stored hash is never 0).
     exact: Vec<u128>,
+    /// Set sizes, one per document: [`NO_SET_SIZE`] for none.
+    set_sizes: Vec<u64>,
     live: Vec<bool>,
     /// Per band: band key → newest document index in the bucket.
     heads: Vec<IdMap<u32>>,
@@ -89,6 +95,7 @@ impl MemTable {
             set_bytes: Vec::new(),
             set_ends: Vec::new(),
             exact: Vec::new(),
+            set_sizes: Vec::new(),
             live: Vec::new(),
             heads: (0..bands).map(|_| IdMap::default()).collect(),
             next_in_bucket: Vec::new(),
@@ -108,6 +115,7 @@ impl MemTable {
         self.sigs.reserve(docs * self.sig_bytes);
         self.set_ends.reserve(docs);
         self.exact.reserve(docs);
+        self.set_sizes.reserve(docs);
         self.live.reserve(docs);
         self.next_same_hash.reserve(docs);
         self.by_hash.reserve(docs);
@@ -193,7 +201,7 @@ impl MemTable {
     }
 
     /// Appends a document (with its coded shingle set in an index that stores sets, and its
-    /// exact hash if it has one). Returns `false` (and changes nothing) if `docno` is not the
+    /// column values). Returns `false` (and changes nothing) if `docno` is not the
     /// next number or the sizes do not match: during replay that means a corrupt WAL.
     pub(super) fn insert(
         &mut self,
@@ -201,7 +209,7 @@ impl MemTable {
         key: &[u8],
         band_keys: impl ExactSizeIterator<Item = u64>,
         sig: &[u8],
-        (set, exact): (Option<&[u8]>, Option<u128>),
+        (set, columns): (Option<&[u8]>, DocColumns),
     ) -> bool {
         if docno != self.next_docno()
             || band_keys.len() != self.bands
@@ -233,7 +241,9 @@ impl MemTable {
         self.sigs.extend_from_slice(sig);
         self.set_bytes.extend_from_slice(set.unwrap_or_default());
         self.set_ends.push(self.set_bytes.len());
-        self.exact.push(exact.unwrap_or(0));
+        self.exact.push(columns.exact.unwrap_or(0));
+        self.set_sizes
+            .push(columns.set_size.map_or(NO_SET_SIZE, u64::from));
         self.live.push(true);
         self.live_count += 1;
         true
@@ -294,7 +304,10 @@ impl MemTable {
                 .get(i * self.sig_bytes..(i + 1) * self.sig_bytes)
                 .unwrap_or_default(),
             set: self.set(i),
-            exact: self.exact.get(i).copied().filter(|&h| h != 0),
+            columns: DocColumns {
+                exact: self.exact.get(i).copied().filter(|&h| h != 0),
+                set_size: self.set_sizes.get(i).and_then(|&n| u32::try_from(n).ok()),
+            },
             live,
         })
     }
@@ -356,14 +369,38 @@ mod tests {
     #[test]
     fn insert_lookup_delete_and_buckets() {
         let mut m = MemTable::new(10, 2, 4);
-        assert!(m.insert(10, b"a", [1u64, 2].into_iter(), &[0; 4], (None, None)));
-        assert!(m.insert(11, b"b", [1u64, 3].into_iter(), &[1; 4], (None, None)));
+        assert!(m.insert(
+            10,
+            b"a",
+            [1u64, 2].into_iter(),
+            &[0; 4],
+            (None, DocColumns::default())
+        ));
+        assert!(m.insert(
+            11,
+            b"b",
+            [1u64, 3].into_iter(),
+            &[1; 4],
+            (None, DocColumns::default())
+        ));
         assert!(
-            !m.insert(13, b"c", [1u64, 3].into_iter(), &[1; 4], (None, None)),
+            !m.insert(
+                13,
+                b"c",
+                [1u64, 3].into_iter(),
+                &[1; 4],
+                (None, DocColumns::default())
+            ),
             "gap in numbering"
         );
         assert!(
-            !m.insert(12, b"c", [1u64].into_iter(), &[1; 4], (None, None)),
+            !m.insert(
+                12,
+                b"c",
+                [1u64].into_iter(),
+                &[1; 4],
+                (None, DocColumns::default())
+            ),
             "wrong band count"
         );
         let mut out = Vec::new();
@@ -371,7 +408,13 @@ mod tests {
         assert_eq!(out, vec![11, 10]);
         assert_eq!(m.lookup_key(b"b"), Some(11));
         // Re-inserting a key deletes the old copy.
-        assert!(m.insert(12, b"a", [9u64, 9].into_iter(), &[2; 4], (None, None)));
+        assert!(m.insert(
+            12,
+            b"a",
+            [9u64, 9].into_iter(),
+            &[2; 4],
+            (None, DocColumns::default())
+        ));
         assert_eq!(m.lookup_key(b"a"), Some(12));
         assert!(!m.doc(10).unwrap().live);
         assert_eq!(m.live_count(), 2);
@@ -404,8 +447,20 @@ mod tests {
         for (i, (key, bks)) in docs.iter().enumerate() {
             let docno = 7 + i as u64;
             let sig = [i as u8, 1];
-            assert!(plain.insert(docno, key, bks.iter().copied(), &sig, (None, None)));
-            assert!(deferred.insert(docno, key, bks.iter().copied(), &sig, (None, None)));
+            assert!(plain.insert(
+                docno,
+                key,
+                bks.iter().copied(),
+                &sig,
+                (None, DocColumns::default())
+            ));
+            assert!(deferred.insert(
+                docno,
+                key,
+                bks.iter().copied(),
+                &sig,
+                (None, DocColumns::default())
+            ));
             if i == 399 {
                 deferred.build_deferred_buckets();
             }

@@ -29,6 +29,7 @@
 //! | `kind` | everything that differs between MinHash and SimHash indexes: signing, band keys, thresholds, reporting |
 
 mod bulk;
+mod columns;
 mod commit;
 mod compaction;
 mod compaction_policy;
@@ -78,6 +79,7 @@ use parking_lot::{Mutex, RwLock};
 pub use crate::storage::identity::DbId;
 pub use crate::storage::manifest::{MANIFEST_VERSION, SegmentMeta};
 pub use crate::storage::wal::batch::MAX_KEY_LEN;
+pub use columns::ColumnCounts;
 pub use dedup::{DedupOptions, DedupPair, DedupStats};
 pub use exact::ExactHashCounts;
 pub use identity::{IdentitySource, TEST_IDENTITY_ENV, identity_for_new_database};
@@ -110,6 +112,7 @@ use state::State;
 use crate::sketch::bbit;
 use crate::storage::manifest::Features;
 use crate::storage::names;
+use crate::storage::segment::ColumnSet;
 use crate::storage::vfs::{StdFs, Vfs, VfsLock};
 use crate::{Error, Result};
 use kind::Sketcher;
@@ -140,9 +143,9 @@ pub struct Db {
     params: IndexParams,
     /// How this index's kind signs text and keys bands.
     sketcher: Sketcher,
-    /// The index has the EXACT_HASH column (manifest feature): documents carry their exact
-    /// hashes through the WAL, segments, compaction and copies.
-    exact_column: bool,
+    /// The per-document columns the index has (manifest features): documents carry their
+    /// values through the WAL, segments, compaction and copies.
+    columns: ColumnSet,
     /// The index's segments carry a filter per band (manifest feature BAND_FILTERS): each
     /// segment this handle writes gets them.
     band_filters: bool,
@@ -237,9 +240,12 @@ impl Db {
         params: IndexParams,
         opts: Options,
     ) -> Result<Db> {
-        let exact = opts.exact_hash && params.can_have_exact_hashes();
-        let features = Features::NONE
-            .with(Features::EXACT_HASH, exact)
+        let signs = params.can_have_exact_hashes();
+        let columns = ColumnSet {
+            exact: opts.exact_hash && signs,
+            set_size: opts.set_size && signs,
+        };
+        let features = columns::with_columns(Features::NONE, columns)
             .with(Features::BAND_FILTERS, opts.band_filters);
         open::create(vfs, dir.as_ref(), params, opts, features)
     }

@@ -183,14 +183,9 @@ fn handle(
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let exact_column = version.manifest.features.contains(Features::EXACT_HASH);
+    let columns = super::columns::column_set(version.manifest.features);
     let band_filters = version.manifest.features.contains(Features::BAND_FILTERS);
-    let sketcher = Sketcher::new(
-        &params,
-        &opts,
-        set_derivation(&version.manifest),
-        exact_column,
-    )?;
+    let sketcher = Sketcher::new(&params, &opts, set_derivation(&version.manifest), columns)?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));
     let group_commit = if read_only {
         GroupCommit::read_only()
@@ -208,7 +203,7 @@ fn handle(
         opts,
         params,
         sketcher,
-        exact_column,
+        columns,
         band_filters,
         exact_seen: Mutex::default(),
         read_only,

@@ -50,6 +50,11 @@ pub struct Options {
     /// instead of the band's table, about 10 bits per distinct key and band. On by default.
     /// Ignored by an open (the database says).
     pub band_filters: bool,
+    /// Whether a database this handle creates has the SET_SIZE column: a MinHash index of
+    /// texts or token lists then stores each such document's number of distinct shingle
+    /// hashes, which `dedup --keep longest|shortest` ranks by. On by default; a SimHash
+    /// index, and one of signatures made elsewhere, never has it. Ignored by an open.
+    pub set_size: bool,
 }
 
 impl Default for Options {
@@ -64,6 +69,7 @@ impl Default for Options {
             identity: None,
             exact_hash: true,
             band_filters: true,
+            set_size: true,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::memtable::MemTable;
 use super::version::{Manifest, Version};
 use crate::storage::identity::FileIdentity;
-use crate::storage::manifest::{Features, MANIFEST_V1};
+use crate::storage::manifest::MANIFEST_V1;
 use crate::storage::names::{self, FileKind};
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::storage::wal::batch::{OpRef, OpsLayout, OpsVersion, band_keys_le, decode_ops};
@@ -281,7 +281,7 @@ fn apply_record(
         bands: params.lsh.bands,
         sig_bytes: params.sig_bytes(),
         store_sets: params.store_sets,
-        exact_hash: version.manifest.features.contains(Features::EXACT_HASH),
+        columns: super::columns::column_set(version.manifest.features),
     };
     decode_ops(payload, &layout, path, payload_offset, |op| match op {
         OpRef::Insert {
@@ -290,9 +290,9 @@ fn apply_record(
             band_keys,
             sig,
             set,
-            exact,
+            columns,
         } => {
-            if mem.insert(docno, key, band_keys_le(band_keys), sig, (set, exact)) {
+            if mem.insert(docno, key, band_keys_le(band_keys), sig, (set, columns)) {
                 Ok(())
             } else {
                 Err(Error::corruption(

@@ -63,6 +63,9 @@ pub struct Stats {
     /// Live documents with an exact hash and without one (`format/hashing.md` §17); `None`
     /// for an index without the EXACT_HASH column.
     pub exact_hashes: Option<super::ExactHashCounts>,
+    /// Live documents with a set size and without one; `None` for an index without the
+    /// SET_SIZE column.
+    pub set_sizes: Option<super::ColumnCounts>,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -141,6 +144,7 @@ impl Db {
             };
             *bytes.entry(kind).or_insert(0) += len;
         }
+        let (exact_hashes, set_sizes) = self.column_counts()?;
         Ok(Stats {
             format_version: version.manifest.format_version,
             identity: self.identity(),
@@ -149,7 +153,8 @@ impl Db {
                 .features
                 .contains(Features::COPIED_PAST_DAMAGE),
             sets_derivation: super::rerank::set_derivation(&version.manifest),
-            exact_hashes: self.exact_hash_counts()?,
+            exact_hashes,
+            set_sizes,
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),

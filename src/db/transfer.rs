@@ -15,7 +15,7 @@ use crate::sketch::SetDerivation;
 use crate::storage::identity::DbId;
 use crate::storage::manifest::{Features, MANIFEST_V3};
 use crate::storage::names::{self, FileKind};
-use crate::storage::segment::band_key32;
+use crate::storage::segment::{ColumnSet, DocColumns, band_key32};
 use crate::storage::vfs::Vfs;
 use crate::{Error, Result};
 
@@ -109,9 +109,9 @@ struct Batch {
     records: Vec<u8>,
     /// The documents' coded shingle sets (indexes that store sets).
     sets: CodedSets,
-    /// The documents' exact hashes, one per document (none for every document of a source
-    /// without the EXACT_HASH column).
-    exact: Vec<Option<u128>>,
+    /// The documents' column values, one per document (all absent for a source without
+    /// columns).
+    values: Vec<DocColumns>,
 }
 
 impl Db {
@@ -183,19 +183,23 @@ impl Db {
         remove_interrupted_export(vfs, &building)?;
         let marked = past_damage || self.copied_past_damage();
         let leaking = !drop_sets && self.sets_derivation() == Some(SetDerivation::KeyedV2Leaking);
-        // A copy keeps the source's EXACT_HASH column; an upgrade (a source of format version
-        // 1 or 2) gains it, its documents without a hash (their texts are not stored), so that
-        // what is added afterwards has one.
+        // A copy keeps the source's columns; an upgrade (a source of format version 1 or 2)
+        // gains EXACT_HASH and SET_SIZE, its documents without values (their texts are not
+        // stored), so that what is added afterwards has them.
         let upgrading = self.state.read().version.manifest.format_version < MANIFEST_V3;
-        let exact = self.exact_column || (upgrading && self.params.can_have_exact_hashes());
+        let gains = upgrading && self.params.can_have_exact_hashes();
+        let columns = ColumnSet {
+            exact: self.columns.exact || gains,
+            set_size: self.columns.set_size || gains,
+        };
         // Band filters likewise: a copy keeps the source's choice, an upgrade gains them as a
         // new index does.
         let filters = self.band_filters || upgrading;
         let features = Features::NONE
             .with(Features::COPIED_PAST_DAMAGE, marked)
             .with(Features::SETS_KEYED_V2, leaking)
-            .with(Features::EXACT_HASH, exact)
             .with(Features::BAND_FILTERS, filters);
+        let features = super::columns::with_columns(features, columns);
         let params = IndexParams {
             store_sets: self.params.store_sets && !drop_sets,
             ..self.params
@@ -233,7 +237,7 @@ impl Db {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
             let columns = Columns {
                 sets: if params.store_sets { &b.sets } else { &no_sets },
-                exact: if copy.exact_column { &b.exact } else { &[] },
+                values: if copy.columns.any() { &b.values } else { &[] },
             };
             copy.bulk_insert_prepared(&keys, &b.band_keys, Records::Packed(b.records), columns)
         })?;
@@ -283,18 +287,22 @@ impl Db {
             all.band_keys.extend(b.band_keys);
             all.records.extend(b.records);
             all.sets.append(&b.sets);
-            all.exact.extend(b.exact);
+            all.values.extend(b.values);
             Ok(())
         })?;
         let keys: Vec<&[u8]> = all.keys.iter().map(Vec::as_slice).collect();
         if keys.is_empty() {
             return Ok(0);
         }
-        // The destination's column decides: a source without one gives documents without a
-        // hash; a destination without one stores none.
+        // The destination's columns decide: a source without one gives documents without a
+        // value; a destination without one stores none.
+        let values: Vec<DocColumns> = match self.columns.any() {
+            true => all.values.iter().map(|v| v.within(self.columns)).collect(),
+            false => Vec::new(),
+        };
         let columns = Columns {
             sets: &all.sets,
-            exact: if self.exact_column { &all.exact } else { &[] },
+            values: &values,
         };
         self.bulk_insert_prepared(&keys, &all.band_keys, Records::Packed(all.records), columns)?;
         Ok(keys.len() as u64)
@@ -377,7 +385,7 @@ impl Db {
                         .sets
                         .push(seg.seg.checked_set_of(d, &mut scratch)?.unwrap_or_default());
                 }
-                batch.exact.push(seg.seg.exact_hash_of(d)?);
+                batch.values.push(seg.seg.columns_of(d)?);
             }
             if !batch.keys.is_empty() {
                 f(batch)?;
@@ -399,7 +407,7 @@ impl Db {
                 if store_sets {
                     batch.sets.push(doc.set);
                 }
-                batch.exact.push(doc.exact);
+                batch.values.push(doc.columns);
             }
         }
         if !batch.keys.is_empty() {
@@ -416,7 +424,7 @@ impl Batch {
             band_keys: Vec::with_capacity(docs * bands),
             records: Vec::with_capacity(docs * record_bytes),
             sets: CodedSets::default(),
-            exact: Vec::with_capacity(docs),
+            values: Vec::with_capacity(docs),
         }
     }
 }

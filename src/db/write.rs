@@ -10,6 +10,7 @@ use super::group_commit::Preparing;
 use super::options::Durability;
 use super::state::State;
 use crate::sketch::{Signature, bbit};
+use crate::storage::segment::DocColumns;
 use crate::storage::shingle_codec;
 use crate::storage::wal::MAX_RECORD_LEN;
 use crate::storage::wal::batch::{LogOp, MAX_KEY_LEN, OpsVersion, encode_ops};
@@ -83,8 +84,8 @@ pub(super) enum Prepared<'a> {
         band_keys: Box<[u64]>,
         sig: Box<[u8]>,
         set: Option<Box<[u8]>>,
-        /// The exact hash the signature carries, in an index with the EXACT_HASH column.
-        exact: Option<u128>,
+        /// The column values the signature carries, of the columns the index has.
+        columns: DocColumns,
     },
     Delete {
         key: &'a [u8],
@@ -170,7 +171,7 @@ impl Db {
             band_keys: self.sketcher.band_keys(sig.slots())?.into(),
             sig: bbit::pack(sig.slots(), self.params.bits)?.into(),
             set: self.coded_set(sig)?.map(Into::into),
-            exact: self.exact_hash_to_store(sig),
+            columns: self.columns_to_store(sig),
         })
     }
 
@@ -224,10 +225,14 @@ impl Db {
         self.fail(e)
     }
 
-    /// The exact hash to store with `sig`: the one it carries (attached when the index signed
-    /// the document's text or tokens), in an index with the EXACT_HASH column; none otherwise.
-    pub(super) fn exact_hash_to_store(&self, sig: &Signature) -> Option<u128> {
-        sig.exact_hash().filter(|_| self.exact_column)
+    /// The column values to store with `sig`: those it carries (attached when the index
+    /// signed the document's text or tokens), of the columns the index has; none otherwise.
+    pub(super) fn columns_to_store(&self, sig: &Signature) -> DocColumns {
+        DocColumns {
+            exact: sig.exact_hash(),
+            set_size: sig.set_size(),
+        }
+        .within(self.columns)
     }
 
     /// The coded shingle set to store with `sig`: `None` in an index that stores no sets; in
@@ -273,7 +278,7 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
                 band_keys,
                 sig,
                 set,
-                exact,
+                columns,
             } => {
                 ops.push(LogOp::Insert {
                     docno: next,
@@ -281,7 +286,7 @@ fn resolve_docnos(state: &State, prepared: Vec<Prepared<'_>>) -> Result<Vec<LogO
                     band_keys,
                     sig,
                     set,
-                    exact,
+                    columns,
                 });
                 overlay.insert(key, Some(next));
                 next += 1;
@@ -323,9 +328,9 @@ fn apply_to_memtable(state: &mut State, ops: &[LogOp]) {
                 band_keys,
                 sig,
                 set,
-                exact,
+                columns,
             } => {
-                let columns = (set.as_deref(), *exact);
+                let columns = (set.as_deref(), *columns);
                 state
                     .mem
                     .insert(*docno, key, band_keys.iter().copied(), sig, columns);

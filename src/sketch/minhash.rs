@@ -65,8 +65,8 @@ impl SketchParams {
 /// computed from, which an index that stores sets keeps for exact re-rank
 /// ([`Signature::with_shingle_set`]).
 ///
-/// Two signatures are equal when their slots and attached sets are: the exact hash is a note
-/// about the document, not part of the signature (a token set in another order has the same
+/// Two signatures are equal when their slots and attached sets are: the exact hash and set
+/// size are notes about the document, not part of the signature (a token set in another order has the same
 /// signature and another exact hash).
 #[derive(Clone, Debug)]
 pub struct Signature {
@@ -74,6 +74,9 @@ pub struct Signature {
     set: Option<Arc<ShingleSet>>,
     /// The exact hash of the document (spec §17), attached by an index that stores them.
     exact: Option<u128>,
+    /// The number of distinct shingle hashes of the document (§3), attached by an index
+    /// with the SET_SIZE column.
+    set_size: Option<u32>,
 }
 
 impl PartialEq for Signature {
@@ -98,6 +101,7 @@ impl Signature {
             slots: slots.into(),
             set: None,
             exact: None,
+            set_size: None,
         }
     }
 
@@ -112,6 +116,19 @@ impl Signature {
     /// The attached exact hash, if any.
     pub fn exact_hash(&self) -> Option<u128> {
         self.exact
+    }
+
+    /// This signature with the number of distinct shingle hashes of its document attached:
+    /// what an index with the SET_SIZE column stores beside it (like the exact hash, a note
+    /// about the document, not part of the signature).
+    pub fn with_set_size(mut self, size: u32) -> Self {
+        self.set_size = Some(size);
+        self
+    }
+
+    /// The attached set size, if any.
+    pub fn set_size(&self) -> Option<u32> {
+        self.set_size
     }
 
     /// This signature with the shingle set it was computed from attached.

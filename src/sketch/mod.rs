@@ -13,6 +13,7 @@ pub mod lsh;
 pub mod minhash;
 mod normalize;
 pub mod set_intersect;
+pub mod set_size;
 pub mod shingle;
 pub mod shingle_set;
 pub mod simhash;

@@ -536,3 +536,15 @@ pub fn differing_hot_counts(a: &[u8], b: &[u8]) -> Vec<(u32, u32, u64, u64)> {
         .map(|(x, y)| (x.0, x.1, x.2, y.2))
         .collect()
 }
+
+/// The offset of the first section of `kind` in the segment file `bytes`, read from its
+/// section table (`format/segment.md`): `None` when it has none.
+pub fn section_start(bytes: &[u8], kind: u16) -> Option<usize> {
+    let footer = bytes.len() - 32;
+    let table = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap()) as usize;
+    let n = u32::from_le_bytes(bytes[footer + 8..footer + 12].try_into().unwrap()) as usize;
+    (0..n)
+        .map(|i| table + 40 * i)
+        .find(|&e| u16::from_le_bytes([bytes[e], bytes[e + 1]]) == kind)
+        .map(|e| u64::from_le_bytes(bytes[e + 8..e + 16].try_into().unwrap()) as usize)
+}

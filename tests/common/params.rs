@@ -29,3 +29,12 @@ pub fn word_index(num_perm: usize, bits: u32, threshold: f64) -> IndexParams {
     };
     IndexParams::for_threshold(sketch, bits, threshold).unwrap()
 }
+
+/// Four short texts, keyed `a` to `d`, none a near-duplicate of another: what the tests of
+/// the per-document columns store.
+pub const FOUR_TEXTS: [(&str, &str); 4] = [
+    ("a", "the quick brown fox jumps over the lazy dog"),
+    ("b", "a stitch in time saves nine, they said of old"),
+    ("c", "all that glitters is not gold, nor all who wander"),
+    ("d", "the early bird catches the worm but not the fox"),
+];

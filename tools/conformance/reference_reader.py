@@ -68,7 +68,7 @@ MAX_WAL_PAYLOAD = 64 * 1024 * 1024
 WAL_BATCH, WAL_SEAL = 1, 2
 # Segment section kinds (format/segment.md).
 KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND, HOT, SIGNATURES, SHINGLES, CHECKSUMS = 1, 2, 3, 4, 5, 6, 7, 8
-EXACT_HASH = 9
+EXACT_HASH, SET_SIZE = 9, 11
 BAND_FILTER = 12
 # BAND_FILTER's filter kinds (width_a): 1 is a blocked Bloom filter; 2 and 3 (binary fuse) are
 # reserved, and refused as unsupported like any other.
@@ -77,8 +77,9 @@ BLOCKED_BLOOM = 1
 # format/hashing.md §11).
 SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
 # Version 3 (format/manifest.md, "Version 3"): the manifest's feature bits this reader reads;
-# bits 3 and 4 name columns that are reserved (refused as unsupported), as is every unknown bit.
+# bit 3 names a column that is reserved (refused as unsupported), as is every unknown bit.
 STORE_SETS, SETS_KEYED_V2, EXACT_HASH_FEATURE, COPIED_PAST_DAMAGE = 1 << 0, 1 << 1, 1 << 2, 1 << 6
+SET_SIZE_FEATURE = 1 << 4
 BAND_FILTERS_FEATURE = 1 << 5
 FEATURE_NAMES = {2: "EXACT_HASH", 3: "KEEP", 4: "SET_SIZE", 5: "BAND_FILTERS"}
 # Shingle flags: NFKC, lowercase, collapse white space; fold punctuation and digits (bits 3
@@ -234,6 +235,7 @@ class Reader:
         self.checksums = 0
         self.blocks = 0
         self.exact_hashes = 0
+        self.set_sizes = 0
         self.notes = []
         self.sets_decoded = 0
         self.noncanonical = []  # varints longer than they need be (the spec neither asks nor forbids)
@@ -366,6 +368,8 @@ class Reader:
             params["exact_hash"] = True
         if features & BAND_FILTERS_FEATURE:
             params["band_filters"] = True
+        if features & SET_SIZE_FEATURE:
+            params["set_size"] = True
         return params, end + keep_len
 
     def check_params(self, name, at, end, version, fields):
@@ -521,7 +525,7 @@ class Reader:
         (features,) = struct.unpack_from("<Q", buf, 36)
         for bit in range(64):
             if features >> bit & 1 and not (1 << bit) & (STORE_SETS | SETS_KEYED_V2 | EXACT_HASH_FEATURE
-                                                         | BAND_FILTERS_FEATURE | COPIED_PAST_DAMAGE):
+                                                         | SET_SIZE_FEATURE | BAND_FILTERS_FEATURE | COPIED_PAST_DAMAGE):
                 what = FEATURE_NAMES.get(bit, "unknown")
                 self.fail(name, 36, f"unsupported feature bit {bit} ({what})")
         return db_id, features
@@ -627,12 +631,13 @@ class Reader:
         # BAND_FILTER: one per band when the flag says so (version 3 only; a segment of an index
         # with the feature may lack them, one of an index without it must).
         filters = version == 3 and bool(flags >> 4 & 1)
-        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact) + (nb if filters else 0)
+        set_size = params.get("set_size", False)
+        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact) + int(set_size) + (nb if filters else 0)
         if nsec != nb + fixed:
             self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}"
                       + (" (the manifest's store_sets is 1: SHINGLES is one of them)" if store_sets else ""))
         if version == 3:
-            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact, params.get("band_filters", False)), db_id, meta_crc)
+            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact, set_size, params.get("band_filters", False)), db_id, meta_crc)
         elif flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
         if any(buf[52:64] if version < 3 else buf[52:56] + buf[80:96]) or (version == 1 and record_bytes):
@@ -657,9 +662,9 @@ class Reader:
         # SHINGLES (only with store_sets), SIGNATURES and CHECKSUMS.
         order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT]
         if version >= 2:
-            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else [])
+            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else []) + ([SET_SIZE] if set_size else [])
             order += ([BAND_FILTER] * nb if filters else []) + [SIGNATURES, CHECKSUMS]
-        first_filter = 4 + nb + int(store_sets) + int(exact)
+        first_filter = 4 + nb + int(store_sets) + int(exact) + int(set_size)
         sections = []
         expect_off = hdr
         for i in range(nsec):
@@ -789,12 +794,17 @@ class Reader:
         sets = [None] * doc_count
         if store_sets:
             sets = self.read_shingles(name, sections[4 + nb], doc_count)
+        at = 4 + nb + int(store_sets)
         if params.get("exact_hash", False):
-            self.exact_hashes += self.read_exact_hashes(name, sections[4 + nb + int(store_sets)], doc_count)
+            self.exact_hashes += self.read_column(name, sections[at], doc_count, 16, "EXACT_HASH")
+            at += 1
+        if params.get("set_size", False):
+            self.set_sizes += self.read_column(name, sections[at], doc_count, 4, "SET_SIZE")
+            at += 1
         if filters:
             for j in range(nb):
                 keys = {k32 for (band, k32) in buckets if band == j}
-                self.read_band_filter(name, sections[first_filter + j], j, keys)
+                self.read_band_filter(name, sections[at + j], j, keys)
         # SIGNATURES: record_bytes per document, in ordinal (docno) order.
         kind, wa, wb, count, off, data, eo = sections[-2]
         if (wa, wb) != (0, 0) or count != doc_count or len(data) != doc_count * record_bytes:
@@ -804,17 +814,20 @@ class Reader:
     def check_segment_v3(self, name, buf, entry, flags, columns, db_id, meta_crc):
         """Version 3's flags and identity (format/segment.md, "Header, version 3"), judged once
         meta_crc matched: SHINGLES present exactly with the manifest's STORE_SETS and EXACT_HASH
-        with its EXACT_HASH, reserved sections refused as unsupported; the database's identity,
-        the file's own number, and the manifest's pin of meta_crc."""
-        store_sets, exact, band_filters = columns
-        if flags & ~0b10011:
-            self.fail(name, 12, f"unsupported flags {flags & ~0b10011:#x} (reserved optional sections)")
+        with its EXACT_HASH, SET_SIZE with its SET_SIZE, BAND_FILTER only with BAND_FILTERS,
+        reserved sections refused as unsupported; the database's identity, the file's own number,
+        and the manifest's pin of meta_crc."""
+        store_sets, exact, set_size, band_filters = columns
+        if flags & ~0b11011:
+            self.fail(name, 12, f"unsupported flags {flags & ~0b11011:#x} (reserved optional sections)")
         if flags >> 4 & 1 and not band_filters:
             self.fail(name, 12, f"flags {flags:#x}: BAND_FILTER bit set, but the manifest has no BAND_FILTERS feature")
         if flags & 1 != store_sets:
             self.fail(name, 12, f"flags {flags:#x}: SHINGLES bit {flags & 1}, but the manifest's STORE_SETS is {int(store_sets)}")
         if flags >> 1 & 1 != exact:
             self.fail(name, 12, f"flags {flags:#x}: EXACT_HASH bit {flags >> 1 & 1}, but the manifest's EXACT_HASH is {int(exact)}")
+        if flags >> 3 & 1 != set_size:
+            self.fail(name, 12, f"flags {flags:#x}: SET_SIZE bit {flags >> 3 & 1}, but the manifest's SET_SIZE is {int(set_size)}")
         self.check_identity(name, 56, buf[56:72], db_id)
         (file_id,) = struct.unpack_from("<Q", buf, 72)
         if file_id != entry["id"]:
@@ -849,30 +862,31 @@ class Reader:
                 if not word >> (((lo * salt) & M64) >> 58) & 1:
                     self.fail(name, off + at, f"BAND_FILTER {band} reports key32 {k32:08x}, which the band holds, absent")
 
-    def read_exact_hashes(self, name, section, doc_count):
-        """The EXACT_HASH section (format/segment.md): a presence bitmap of ceil(doc_count / 64)
-        LE u64 words, then doc_count LE u128 values; a bit past doc_count, bytes in a row
-        without a hash, and a hash of 0 are corruption. Returns the number of rows with one."""
+    def read_column(self, name, section, doc_count, width, label):
+        """A per-document column section (format/segment.md: EXACT_HASH, 16-byte LE u128 rows;
+        SET_SIZE, 4-byte LE u32 rows): a presence bitmap of ceil(doc_count / 64) LE u64 words,
+        then doc_count rows; a bit past doc_count and bytes in a row without a value are
+        corruption, and so is an exact hash of 0. Returns the number of rows with a value."""
         kind, wa, wb, count, off, data, eo = section
         words = (doc_count + 63) // 64
-        if (wa, wb) != (0, 0) or count != doc_count or len(data) != 8 * words + 16 * doc_count:
-            self.fail(name, eo, f"EXACT_HASH widths/count/len ({wa}, {wb}, {count}, {len(data)}), expected"
-                      f" (0, 0, {doc_count}, {8 * words + 16 * doc_count})")
+        if (wa, wb) != (0, 0) or count != doc_count or len(data) != 8 * words + width * doc_count:
+            self.fail(name, eo, f"{label} widths/count/len ({wa}, {wb}, {count}, {len(data)}), expected"
+                      f" (0, 0, {doc_count}, {8 * words + width * doc_count})")
         present = 0
         for r in range(doc_count):
             (word,) = struct.unpack_from("<Q", data, 8 * (r // 64))
-            value = int.from_bytes(data[8 * words + 16 * r : 8 * words + 16 * (r + 1)], "little")
-            at = off + 8 * words + 16 * r
+            value = int.from_bytes(data[8 * words + width * r : 8 * words + width * (r + 1)], "little")
+            at = off + 8 * words + width * r
             if word >> (r % 64) & 1:
                 present += 1
-                if value == 0:
+                if value == 0 and kind == EXACT_HASH:
                     self.fail(name, at, f"row {r}: an exact hash of 0 (corruption)")
             elif value:
-                self.fail(name, at, f"row {r} has no exact hash but non-zero bytes (corruption)")
+                self.fail(name, at, f"row {r} has no {label} value but non-zero bytes (corruption)")
         if doc_count % 64:
             (last,) = struct.unpack_from("<Q", data, 8 * (words - 1))
             if last >> (doc_count % 64):
-                self.fail(name, off + 8 * (words - 1), "EXACT_HASH presence bit set past the last row (corruption)")
+                self.fail(name, off + 8 * (words - 1), f"{label} presence bit set past the last row (corruption)")
         return present
 
     def read_shingles(self, name, section, doc_count):
@@ -1098,7 +1112,7 @@ class Reader:
             self.notes.append(f"{name}: {tail}-byte torn tail at offset {o} ({what}){' after its seal' if sealed else ''}; ignored")
         return {"records": records, "version": version, "first_seq": first_seq, "last_seq": last_seq, "sealed": sealed, "tail": tail, "tail_at": o}
 
-    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False, wal_version=2, exact=False):
+    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False, wal_version=2, columns=(False, False)):
         if len(payload) < 4:
             self.fail(name, offset, "payload shorter than its count")
         (count,) = struct.unpack_from("<I", payload, 0)
@@ -1113,7 +1127,7 @@ class Reader:
             if (tag == 4) != (wal_version == 3) and tag != 2:
                 self.fail(name, offset + 17 + o - 1, f"operation {i}: tag {tag} in a version-{wal_version} WAL (corruption)")
             if tag == 4:
-                op, o = self.decode_insert_v3(name, offset, payload, o, i, bands, rb, (store_sets, exact))
+                op, o = self.decode_insert_v3(name, offset, payload, o, i, bands, rb, (store_sets,) + tuple(columns))
                 ops.append(op)
                 continue
             if tag in (1, 3) and (tag == 3) != store_sets:
@@ -1160,8 +1174,8 @@ class Reader:
     def decode_insert_v3(self, name, offset, payload, o, i, bands, rb, columns):
         """A tag-4 insert after its tag: (op, next offset). `docno u64, key_len u32, key, nkeys
         u16, nkeys × band_key u64, signature, fields u8, [SET: set_len u32, coded set]
-        [EXACT_HASH: 16 bytes]`."""
-        store_sets, exact = columns
+        [EXACT_HASH: 16 bytes] [SET_SIZE: u32]`."""
+        store_sets, exact, set_size = columns
         at = offset + 17  # payload offsets are relative to the record's payload
         if o + 12 > len(payload):
             self.fail(name, at + o, f"operation {i}: truncated insert")
@@ -1182,7 +1196,8 @@ class Reader:
         fields = payload[o]
         if fields & 0xF0:
             self.fail(name, at + o, f"operation {i}: unsupported fields bits {fields & 0xF0:#x}")
-        if fields & (0x0C if exact else 0x0E):
+        lacking = 0x04 | (0 if exact else 0x02) | (0 if set_size else 0x08)
+        if fields & lacking:
             self.fail(name, at + o, f"operation {i}: fields {fields:#x} name a column the manifest does not have (corruption)")
         if fields & 1 != store_sets:
             self.fail(name, at + o, f"operation {i}: SET field {fields & 1}, but the manifest's STORE_SETS is {int(store_sets)} (corruption)")
@@ -1203,6 +1218,10 @@ class Reader:
             if not any(payload[o : o + 16]):
                 self.fail(name, at + o, f"operation {i}: an exact hash of 0 (corruption)")
             o += 16
+        if fields & 8:
+            if o + 4 > len(payload):
+                self.fail(name, at + o, f"operation {i}: insert ends before its set size")
+            o += 4
         return ("insert", docno, key, sig, values), o
 
     def check_folded_wal(self, m, wid):
@@ -1287,7 +1306,7 @@ class Reader:
             self.wal_files.append({"name": name, "batches": len(records), "sealed": wal["sealed"]})
             for _seq, payload, offset in records:
                 for op in self.decode_batch(name, offset, payload, params["bands"], rb, params.get("store_sets", False), wal["version"],
-                                            params.get("exact_hash", False)):
+                                            (params.get("exact_hash", False), params.get("set_size", False))):
                     wal_ops += 1
                     if op[0] == "insert":
                         _, docno, key, sig, values = op

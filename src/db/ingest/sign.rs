@@ -60,7 +60,10 @@ impl<'a> Signer<'a> {
                     Ok(h) => h,
                     Err(e) => return Signing::Failed(e),
                 };
-                let sig = hasher.sign(text.as_ref());
+                let sig = match hasher.sign(text.as_ref()) {
+                    Ok(sig) => sig,
+                    Err(e) => return Signing::Refused(Fault::Malformed(e.to_string())),
+                };
                 if self.db.params().has_no_shingles(&sig) {
                     Signing::Refused(Fault::NoShingles)
                 } else {

@@ -15,6 +15,7 @@ use crate::sketch::{
     Banding, ExactHasher, MinHasher, SecretKey, SetDerivation, Signature, SimHash, SimHasher,
     Token, cosine_from_hamming,
 };
+use crate::storage::segment::ColumnSet;
 use crate::{Error, Result};
 
 /// What an open index signs and bands with, by kind.
@@ -29,6 +30,9 @@ pub(in crate::db) enum Sketcher {
         /// Signatures of texts and token lists carry their exact hashes (an index with the
         /// EXACT_HASH column, opened with its key if it is keyed).
         exact: Option<ExactHasher>,
+        /// Signatures of texts and token lists carry their set sizes (an index with the
+        /// SET_SIZE column).
+        set_size: bool,
         banding: Banding,
     },
     SimHash {
@@ -40,57 +44,90 @@ pub(in crate::db) enum Sketcher {
     },
 }
 
+/// What a stored document's signature carries besides its slots, in an index with the
+/// matching columns: the exact hash to attach, and whether to attach the set size.
+#[derive(Clone, Copy, Default)]
+pub(in crate::db) struct Notes<'a> {
+    pub exact: Option<&'a ExactHasher>,
+    pub set_size: bool,
+}
+
 /// How documents (texts, or token lists in an index of token lists) are signed in one index,
 /// borrowed from its [`Sketcher`].
 #[derive(Clone, Copy)]
 pub(in crate::db) enum DocumentSigner<'a> {
-    /// With the exact hash to attach, in an index with the EXACT_HASH column.
-    MinHash(&'a MinHasher, Option<&'a ExactHasher>),
-    /// An index that stores sets: signatures carry their shingle sets (and exact hashes, as
-    /// above).
-    MinHashWithSets(&'a MinHasher, Option<&'a ExactHasher>),
+    /// With the notes to attach, in an index with those columns.
+    MinHash(&'a MinHasher, Notes<'a>),
+    /// An index that stores sets: signatures carry their shingle sets (and notes, as above).
+    MinHashWithSets(&'a MinHasher, Notes<'a>),
     /// SimHash fingerprints, as their one-bit signatures.
     SimHash(&'a SimHasher),
 }
 
 impl DocumentSigner<'_> {
-    /// This signer for queries: without the exact hash, which only a stored document keeps.
+    /// This signer for queries: without the notes, which only a stored document keeps.
     pub fn for_queries(self) -> Self {
         match self {
-            DocumentSigner::MinHash(h, _) => DocumentSigner::MinHash(h, None),
-            DocumentSigner::MinHashWithSets(h, _) => DocumentSigner::MinHashWithSets(h, None),
+            DocumentSigner::MinHash(h, _) => DocumentSigner::MinHash(h, Notes::default()),
+            DocumentSigner::MinHashWithSets(h, _) => {
+                DocumentSigner::MinHashWithSets(h, Notes::default())
+            }
             sim @ DocumentSigner::SimHash(_) => sim,
         }
     }
 
-    /// The signature of `text` as the index stores it.
-    pub fn sign(self, text: &str) -> Signature {
-        match self {
-            DocumentSigner::MinHash(h, None) => h.sketch_text(text),
-            DocumentSigner::MinHash(h, Some(exact)) => h.sketch_text_with_exact(text, exact),
-            DocumentSigner::MinHashWithSets(h, exact) => {
+    /// The signature of `text` as the index stores it: an error only for a text past the
+    /// widest set size.
+    pub fn sign(self, text: &str) -> Result<Signature> {
+        Ok(match self {
+            DocumentSigner::MinHash(
+                h,
+                Notes {
+                    exact,
+                    set_size: true,
+                },
+            ) => h.sketch_text_with_size(text, exact)?,
+            DocumentSigner::MinHash(h, Notes { exact: None, .. }) => h.sketch_text(text),
+            DocumentSigner::MinHash(h, Notes { exact: Some(e), .. }) => {
+                h.sketch_text_with_exact(text, e)
+            }
+            DocumentSigner::MinHashWithSets(h, notes) => {
                 let sig = h.sketch_text_with_set(text);
-                match exact {
+                let sig = match notes.exact {
                     Some(e) => sig.with_exact_hash(e.hash_text(&h.params().shingle, text)),
                     None => sig,
+                };
+                match notes.set_size {
+                    true => sig.with_set_size(h.set_size_of_text(text)?),
+                    false => sig,
                 }
             }
             DocumentSigner::SimHash(h) => h.sketch_text(text).to_signature(),
-        }
+        })
     }
 
     /// The signature of a token list as the index stores it, at the index's shingle width.
     /// A SimHash index has no token lists (its parameters refuse them).
     pub fn sign_tokens(self, tokens: &[Token<'_>]) -> Result<Signature> {
-        let (sig, exact) = match self {
-            DocumentSigner::MinHash(h, exact) => (
-                h.sketch_tokens(tokens, h.params().shingle.kind.width())?,
-                exact,
-            ),
-            DocumentSigner::MinHashWithSets(h, exact) => (
-                h.sketch_tokens_with_set(tokens, h.params().shingle.kind.width())?,
-                exact,
-            ),
+        let (sig, notes) = match self {
+            DocumentSigner::MinHash(h, notes) => {
+                let width = h.params().shingle.kind.width();
+                match notes.set_size {
+                    true => (h.sketch_tokens_with_size(tokens, width)?, notes),
+                    false => (h.sketch_tokens(tokens, width)?, notes),
+                }
+            }
+            DocumentSigner::MinHashWithSets(h, notes) => {
+                let width = h.params().shingle.kind.width();
+                let sig = h.sketch_tokens_with_set(tokens, width)?;
+                match notes.set_size {
+                    true => (
+                        sig.with_set_size(h.set_size_of_tokens(tokens, width)?),
+                        notes,
+                    ),
+                    false => (sig, notes),
+                }
+            }
             DocumentSigner::SimHash(_) => {
                 return Err(Error::invalid(
                     "tokens",
@@ -98,7 +135,7 @@ impl DocumentSigner<'_> {
                 ));
             }
         };
-        Ok(match exact {
+        Ok(match notes.exact {
             Some(e) => sig.with_exact_hash(e.hash_tokens(tokens)?),
             None => sig,
         })
@@ -107,13 +144,13 @@ impl DocumentSigner<'_> {
 
 impl Sketcher {
     /// The sketcher of an index with `params`, opened with `opts` (whose key signs text),
-    /// whose stored sets (if any) are of derivation `sets`, and which has the EXACT_HASH
-    /// column when `exact_column` says so (a SimHash index never has).
+    /// whose stored sets (if any) are of derivation `sets`, and which has the per-document
+    /// `columns` (a SimHash index never has).
     pub fn new(
         params: &IndexParams,
         opts: &Options,
         sets: Option<SetDerivation>,
-        exact_column: bool,
+        columns: ColumnSet,
     ) -> Result<Self> {
         let minhasher = |key: Option<&SecretKey>| {
             let hasher = MinHasher::with_key(params.sketch, key)?;
@@ -132,11 +169,12 @@ impl Sketcher {
                     None
                 },
                 with_sets: params.store_sets,
-                exact: if exact_column && signs {
+                exact: if columns.exact && signs {
                     text_key(params, opts)?.signer(|key| Ok(ExactHasher::new(name, seed, key)))?
                 } else {
                     None
                 },
+                set_size: columns.set_size && signs,
                 banding: params.banding()?,
             },
             Some(sim) => Sketcher::SimHash {
@@ -250,12 +288,19 @@ impl Db {
     pub(super) fn document_signer(&self) -> Result<DocumentSigner<'_>> {
         Ok(match &self.sketcher {
             Sketcher::MinHash {
-                with_sets: true,
+                with_sets,
                 exact,
+                set_size,
                 ..
-            } => DocumentSigner::MinHashWithSets(self.hasher()?, exact.as_ref()),
-            Sketcher::MinHash { exact, .. } => {
-                DocumentSigner::MinHash(self.hasher()?, exact.as_ref())
+            } => {
+                let notes = Notes {
+                    exact: exact.as_ref(),
+                    set_size: *set_size,
+                };
+                match with_sets {
+                    true => DocumentSigner::MinHashWithSets(self.hasher()?, notes),
+                    false => DocumentSigner::MinHash(self.hasher()?, notes),
+                }
             }
             Sketcher::SimHash { .. } => DocumentSigner::SimHash(self.simhasher()?),
         })
@@ -263,16 +308,17 @@ impl Db {
 
     /// The signature of `text` with this database's parameters (what [`Db::insert_text`]
     /// and [`Db::query_text`] compute), with its shingle set attached in an index that stores
-    /// sets, and its exact hash in an index with the EXACT_HASH column. For a SimHash index, the fingerprint as the engine stores it, a signature of 64
-    /// one-bit slots ([`SimHash::to_signature`]).
+    /// sets, its exact hash in an index with the EXACT_HASH column and its set size in one
+    /// with the SET_SIZE column. For a SimHash index, the fingerprint as the engine stores
+    /// it, a signature of 64 one-bit slots ([`SimHash::to_signature`]).
     pub fn sketch_text(&self, text: &str) -> Result<Signature> {
-        Ok(self.text_signer()?.sign(text))
+        self.text_signer()?.sign(text)
     }
 
-    /// [`Db::sketch_text`] as a query needs it: without the exact hash, which a query never
-    /// reads (it is stored, and compared on insert, only).
+    /// [`Db::sketch_text`] as a query needs it: without the exact hash and set size, which a
+    /// query never reads (they are stored, and compared on insert, only).
     pub(crate) fn sketch_query_text(&self, text: &str) -> Result<Signature> {
-        Ok(self.text_signer()?.for_queries().sign(text))
+        self.text_signer()?.for_queries().sign(text)
     }
 
     /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a

@@ -31,7 +31,8 @@ impl Features {
     pub const EXACT_HASH: Features = Features(1 << 2);
     /// Reserved: the KEEP column.
     pub const KEEP: Features = Features(1 << 3);
-    /// Reserved: the SET_SIZE column.
+    /// Every segment has the SET_SIZE column, and an insert may carry its SET_SIZE field
+    /// (the number of distinct shingle hashes of a document inserted as text or tokens).
     pub const SET_SIZE: Features = Features(1 << 4);
     /// Segments may carry BAND_FILTER sections (every segment written with the feature on
     /// does; one written before is read without).
@@ -262,16 +263,15 @@ fn u16_field(d: &mut Decoder<'_>, what: &str) -> Result<u16> {
 }
 
 /// The names of the reserved features, refused until the work that fills them lands.
-const RESERVED_FEATURES: [(Features, &str); 2] = [
-    (Features::KEEP, "the KEEP column (feature bit 3)"),
-    (Features::SET_SIZE, "the SET_SIZE column (feature bit 4)"),
-];
+const RESERVED_FEATURES: [(Features, &str); 1] =
+    [(Features::KEEP, "the KEEP column (feature bit 3)")];
 
 /// Refuses every feature bit this build does not implement.
 pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
     let known = Features::STORE_SETS.0
         | Features::SETS_KEYED_V2.0
         | Features::EXACT_HASH.0
+        | Features::SET_SIZE.0
         | Features::BAND_FILTERS.0
         | Features::COPIED_PAST_DAMAGE.0;
     let reserved = RESERVED_FEATURES.iter().fold(0, |all, (f, _)| all | f.0);

@@ -124,10 +124,10 @@ fn every_truncation_and_bit_flip_is_corruption() {
 #[test]
 fn reserved_and_unknown_codes_are_unsupported() {
     let bytes = manifest(1, true).encode();
-    // Bits 2 (EXACT_HASH), 5 (BAND_FILTERS) and 6 (COPIED_PAST_DAMAGE) are built: see the
-    // round trips below.
+    // Bits 2 (EXACT_HASH), 4 (SET_SIZE), 5 (BAND_FILTERS) and 6 (COPIED_PAST_DAMAGE) are
+    // built: see the round trips below.
     let mut cases: Vec<(usize, Vec<u8>)> = (3..64)
-        .filter(|&bit| bit != 5 && bit != 6)
+        .filter(|&bit| !(4..=6).contains(&bit))
         .map(|bit| (36, (1u64 | 1 << bit).to_le_bytes().to_vec()))
         .collect();
     cases.extend([0u8, 3, 255].map(|kind| (48, vec![kind])));
@@ -237,14 +237,16 @@ fn the_band_filters_bit_round_trips() {
     assert!(!plain.features.contains(Features::BAND_FILTERS));
 }
 
-/// EXACT_HASH (the column exists in the index) decodes as written.
+/// EXACT_HASH and SET_SIZE (the columns exist in the index) decode as written.
 #[test]
-fn the_exact_hash_bit_round_trips() {
-    let mut m = manifest(1, true);
-    m.features = m.features.with(Features::EXACT_HASH, true);
-    let back = decode(&m.encode()).unwrap();
-    assert!(back.features.contains(Features::EXACT_HASH));
-    assert_eq!(back, m);
-    let plain = decode(&manifest(1, true).encode()).unwrap();
-    assert!(!plain.features.contains(Features::EXACT_HASH));
+fn the_column_bits_round_trip() {
+    for feature in [Features::EXACT_HASH, Features::SET_SIZE] {
+        let mut m = manifest(1, true);
+        m.features = m.features.with(feature, true);
+        let back = decode(&m.encode()).unwrap();
+        assert!(back.features.contains(feature));
+        assert_eq!(back, m);
+        let plain = decode(&manifest(1, true).encode()).unwrap();
+        assert!(!plain.features.contains(feature));
+    }
 }

@@ -3,8 +3,8 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
+use super::columns::{ColumnSet, ColumnsBuilder, DocColumns};
 use super::encode::Draft;
-use super::exact::ExactColumn;
 use super::format::band_key32;
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
@@ -64,8 +64,8 @@ pub struct SegmentBuilder {
     signatures: Vec<u8>,
     /// The documents' coded shingle sets, when the segment stores them.
     sets: Option<SetsBuffer>,
-    /// The documents' exact hashes, when the segment has that column.
-    exact: Option<ExactColumn>,
+    /// The documents' per-document column values, when the segment has such columns.
+    columns: ColumnsBuilder,
 }
 
 /// A SHINGLES section being built: where each coded set ends, and the sets back to back.
@@ -95,36 +95,52 @@ impl SegmentBuilder {
             record_bytes: 0,
             signatures: Vec::new(),
             sets: None,
-            exact: None,
+            columns: ColumnsBuilder::default(),
         })
     }
 
-    /// This builder with the EXACT_HASH column (a version-3 segment only): every document
-    /// added must then get its exact hash, or none, in order, with
-    /// [`SegmentBuilder::add_exact_hash`].
-    pub fn with_exact_hashes(mut self) -> Self {
-        self.exact = Some(ExactColumn::default());
+    /// This builder with the per-document `columns` (a version-3 segment only): every
+    /// document added must then get its values, or none, in order, with
+    /// [`SegmentBuilder::add_columns`].
+    pub fn with_columns(mut self, columns: ColumnSet) -> Self {
+        self.columns = ColumnsBuilder::new(columns);
         self
     }
 
-    /// Gives the exact hash (or none) of the next document that has none given yet, in the
-    /// order documents were added.
-    pub fn add_exact_hash(&mut self, hash: Option<u128>) -> Result<()> {
+    /// [`SegmentBuilder::with_columns`] with the EXACT_HASH column alone.
+    pub fn with_exact_hashes(self) -> Self {
+        self.with_columns(ColumnSet {
+            exact: true,
+            ..ColumnSet::default()
+        })
+    }
+
+    /// Gives the column values (each present or not) of the next document that has none
+    /// given yet, in the order documents were added.
+    pub fn add_columns(&mut self, values: DocColumns) -> Result<()> {
         let docs = self.docnos.len();
-        let Some(exact) = &mut self.exact else {
+        if !self.columns.set().any() {
             return Err(Error::invalid(
-                "exact",
-                "this segment builder has no exact hashes (see with_exact_hashes)",
-            ));
-        };
-        if exact.rows() >= docs {
-            return Err(Error::invalid(
-                "exact",
-                format!("an exact hash for each of the {docs} documents is given already"),
+                "columns",
+                "this segment builder has no per-document columns (see with_columns)",
             ));
         }
-        exact.push(hash);
+        if self.columns.rows() >= docs {
+            return Err(Error::invalid(
+                "columns",
+                format!("column values for each of the {docs} documents are given already"),
+            ));
+        }
+        self.columns.push(values);
         Ok(())
+    }
+
+    /// [`SegmentBuilder::add_columns`] with an exact hash alone.
+    pub fn add_exact_hash(&mut self, hash: Option<u128>) -> Result<()> {
+        self.add_columns(DocColumns {
+            exact: hash,
+            ..DocColumns::default()
+        })
     }
 
     /// This builder storing each document's coded shingle set too (a SHINGLES section):
@@ -326,20 +342,17 @@ impl SegmentBuilder {
             Some(sets) => Some(super::encode::sets_section(&sets.ends, &sets.data)),
             None => None,
         };
-        let exact = match &self.exact {
-            Some(e) if e.rows() != self.docnos.len() => {
-                return Err(Error::invalid(
-                    "exact",
-                    format!(
-                        "{} exact hashes for {} documents",
-                        e.rows(),
-                        self.docnos.len()
-                    ),
-                ));
-            }
-            Some(e) => Some(e.section()),
-            None => None,
-        };
+        if self.columns.set().any() && self.columns.rows() != self.docnos.len() {
+            return Err(Error::invalid(
+                "columns",
+                format!(
+                    "column values for {} of {} documents",
+                    self.columns.rows(),
+                    self.docnos.len()
+                ),
+            ));
+        }
+        let columns = self.columns.sections();
         let nb = self.num_bands;
         let docnos = &self.docnos;
         let key32s = &self.key32s;
@@ -354,7 +367,7 @@ impl SegmentBuilder {
             record_bytes: self.record_bytes,
             signatures: &self.signatures,
             sets: sets.as_deref(),
-            exact: exact.as_deref(),
+            columns: &columns,
             band_filters: opts.band_filters,
             sorted_runs: false,
             identity,

@@ -7,8 +7,8 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
 use super::builder::{SegmentOptions, SegmentParts};
+use super::columns::ColumnsBuilder;
 use super::encode::Draft;
-use super::exact::ExactColumn;
 use super::reader::Segment;
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
@@ -53,7 +53,7 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
     let sets = first
         .stores_sets()
         .then(|| super::encode::sets_section(&live.set_ends, &live.set_data));
-    let exact = live.exact.as_ref().map(ExactColumn::section);
+    let columns = live.columns.sections();
     if live.docnos.len() > u32::MAX as usize {
         return Err(Error::invalid(
             "inputs",
@@ -71,7 +71,7 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
         record_bytes: first.record_bytes() as u32,
         signatures: &live.signatures,
         sets: sets.as_deref(),
-        exact: exact.as_deref(),
+        columns: &columns,
         band_filters: opts.band_filters,
         sorted_runs: true,
         identity,
@@ -100,7 +100,7 @@ fn check_inputs<'s, B: AsRef<[u8]>>(
         if s.num_bands() != first.num_bands()
             || s.record_bytes() != first.record_bytes()
             || s.stores_sets() != first.stores_sets()
-            || s.stores_exact_hashes() != first.stores_exact_hashes()
+            || s.columns() != first.columns()
         {
             return Err(Error::invalid(
                 "inputs",
@@ -132,8 +132,8 @@ struct Live {
     /// Where each live row's coded set ends in `set_data` (when the inputs store sets).
     set_ends: Vec<u64>,
     set_data: Vec<u8>,
-    /// The live rows' exact hashes (when the inputs have the column).
-    exact: Option<ExactColumn>,
+    /// The live rows' per-document column values (when the inputs have columns).
+    columns: ColumnsBuilder,
 }
 
 impl Live {
@@ -148,10 +148,7 @@ impl Live {
             signatures: Vec::new(),
             set_ends: Vec::new(),
             set_data: Vec::new(),
-            exact: inputs
-                .first()
-                .filter(|s| s.stores_exact_hashes())
-                .map(|_| ExactColumn::default()),
+            columns: ColumnsBuilder::new(inputs.first().map(|s| s.columns()).unwrap_or_default()),
         };
         let mut scratch = Vec::new();
         for s in inputs {
@@ -172,8 +169,8 @@ impl Live {
                         .extend_from_slice(s.checked_set_at(row as u64, &mut scratch)?);
                     live.set_ends.push(live.set_data.len() as u64);
                 }
-                if let Some(exact) = &mut live.exact {
-                    exact.push(s.exact_hash_at(row as u64)?);
+                if live.columns.set().any() {
+                    live.columns.push(s.columns_at(row as u64)?);
                 }
             }
         }

@@ -14,12 +14,13 @@ use zerocopy::little_endian::{U16, U32, U64};
 use super::band_filter::{FilterParams, KIND_BLOCKED_BLOOM};
 use super::bits::{BitWriter, bits_below, bits_for};
 use super::builder::SegmentParts;
+use super::columns::ColumnSection;
 use super::format::{
-    BLOCK_LEN, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN,
-    HEADER_V3_LEN, Header, HotRecord, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND,
-    KIND_BAND_FILTER, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB,
-    KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
-    SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
+    BLOCK_LEN, FLAG_BAND_FILTER, FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN,
+    Header, HotRecord, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER,
+    KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES,
+    KIND_SIGNATURES, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3,
+    SEGMENT_MAGIC, SectionEntry, key_hash32, meta_crc,
 };
 use super::prefix::encode_prefix_table;
 use crate::Result;
@@ -190,8 +191,8 @@ pub(super) struct Draft<'a> {
     /// The SHINGLES section's bytes (offset table, then the coded sets), when the segment
     /// stores shingle sets.
     pub(super) sets: Option<&'a [u8]>,
-    /// The EXACT_HASH section's bytes, when the segment has that column (version 3 only).
-    pub(super) exact: Option<&'a [u8]>,
+    /// The per-document column sections, in file order (version 3 only).
+    pub(super) columns: &'a [ColumnSection],
     /// Whether the segment carries a BAND_FILTER section per band (version 3 only).
     pub(super) band_filters: bool,
     /// Each band's postings arrive as sorted runs (a combine) rather than unordered (a build).
@@ -306,8 +307,8 @@ impl Draft<'_> {
         if let Some(sets) = self.sets {
             w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
         }
-        if let Some(exact) = self.exact {
-            w.push(KIND_EXACT_HASH, (0, 0, 0), doc_count, exact);
+        for c in self.columns {
+            w.push(c.kind, (0, 0, 0), doc_count, &c.bytes);
         }
         w.push_filters(filters);
         Ok(self.finish_file(w, &header, doc_count))
@@ -338,10 +339,10 @@ impl Draft<'_> {
     /// The number of documents, once the signatures are checked to be `record_bytes` each.
     fn check_signatures(&self) -> Result<u64> {
         let doc_count = self.docnos.len() as u64;
-        if self.exact.is_some() && self.identity.is_none() {
+        if !self.columns.is_empty() && self.identity.is_none() {
             return Err(crate::Error::invalid(
-                "exact",
-                "only a version-3 segment (one with an identity) has exact hashes",
+                "columns",
+                "only a version-3 segment (one with an identity) has per-document columns",
             ));
         }
         if self.band_filters && self.identity.is_none() {
@@ -442,7 +443,7 @@ impl Draft<'_> {
             + band_bytes
             + self.signatures.len()
             + self.sets.map_or(0, <[u8]>::len)
-            + self.exact.map_or(0, <[u8]>::len)
+            + self.columns.iter().map(|c| c.bytes.len()).sum::<usize>()
             + (HEADER_LEN + self.signatures.len() + band_bytes) / 1000
             + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
             + FOOTER_LEN
@@ -459,17 +460,13 @@ impl Draft<'_> {
                 } else {
                     0
                 };
-                let exact = if self.exact.is_some() {
-                    FLAG_EXACT_HASH
-                } else {
-                    0
-                };
+                let columns = self.columns.iter().fold(0, |all, c| all | c.flag);
                 let filters = if self.band_filters {
                     FLAG_BAND_FILTER
                 } else {
                     0
                 };
-                (SEGMENT_FORMAT_V3, sets | exact | filters)
+                (SEGMENT_FORMAT_V3, sets | columns | filters)
             }
         };
         let header = Header {

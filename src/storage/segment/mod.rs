@@ -27,7 +27,7 @@
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
-//! (prefix tables), `band_filter` (per-band membership filters), `encode` (the shared encoder), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
+//! (prefix tables), `band_filter` (per-band membership filters), `encode` (the shared encoder), `columns` (the per-document columns), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
 //! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
 //! and unchecked indexing.
 
@@ -37,6 +37,7 @@ mod band_filter_tests;
 mod bits;
 mod blocks;
 mod builder;
+mod columns;
 mod combine;
 mod encode;
 mod exact;
@@ -53,6 +54,7 @@ mod v3_tests;
 mod verify;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
+pub use columns::{ColumnSet, DocColumns};
 pub use combine::{combine_segments, combine_segments_as};
 pub use encode::cap_rank;
 pub(crate) use encode::keep_lowest_ranked;

@@ -15,12 +15,13 @@ use super::band_filter::{self, FilterParams, KIND_BLOCKED_BLOOM};
 use super::bits::{bits_below, bits_for};
 use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SHINGLES,
-    FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET,
-    IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS, KIND_DOC_TABLE, KIND_EXACT_HASH,
-    KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS,
-    RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2,
-    SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
+    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SET_SIZE,
+    FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header,
+    IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS,
+    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SET_SIZE,
+    KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS, SECTION_ENTRY_LEN,
+    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC,
+    SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
@@ -68,6 +69,8 @@ pub(super) struct Layout {
     pub(super) sets: Option<SetsSection>,
     /// Where the EXACT_HASH section starts, in segments of an index with that column.
     pub(super) exact: Option<usize>,
+    /// Where the SET_SIZE section starts, in segments of an index with that column.
+    pub(super) set_size: Option<usize>,
     /// Where the block checksums are and what they cover (version 2).
     pub(super) blocks: Option<BlockChecks>,
     pub(super) num_bands: u32,
@@ -171,6 +174,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             signatures: found.signatures,
             sets: found.sets,
             exact: found.exact,
+            set_size: found.set_size,
             blocks: found.blocks,
             num_bands: shape.num_bands,
             bucket_cap: meta.header.bucket_cap.get(),
@@ -367,11 +371,11 @@ struct Shape {
     header_len: usize,
     record_bytes: usize,
     num_bands: u32,
-    /// The segment stores shingle sets (a SHINGLES section).
-    has_sets: bool,
-    /// The segment has the EXACT_HASH column (version 3 only).
-    has_exact: bool,
-    /// The segment has a BAND_FILTER section per band (version 3 only).
+    /// The optional sections the header's flags name, in file order (version 3; version 2
+    /// may have SHINGLES), between HOT and the band filters.
+    optional: Vec<u16>,
+    /// The segment has a BAND_FILTER section per band (version 3 only), after the optional
+    /// sections and before SIGNATURES.
     has_filters: bool,
     nsec: usize,
     base: u64,
@@ -386,14 +390,19 @@ impl Shape {
         let version = header.version.get();
         let nsec = meta.table.nsec;
         let num_bands = header.num_bands.get();
-        let (has_sets, has_exact, has_filters) = match meta.tail(data) {
+        let (optional, has_filters) = match meta.tail(data) {
             Some(tail) => v3_optional_sections(header, tail, path)?,
             None => {
                 check_v2_reserved(header, path)?;
                 // Version 2 says it stores shingle sets by the one more section.
                 let sets = version == SEGMENT_FORMAT_V2
                     && (num_bands as usize).checked_add(7) == Some(nsec);
-                (sets, false, false)
+                let optional = if sets {
+                    vec![KIND_SHINGLES]
+                } else {
+                    Vec::new()
+                };
+                (optional, false)
             }
         };
         if meta.footer.reserved.get() != 0 {
@@ -405,12 +414,12 @@ impl Shape {
         }
         // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Versions 2 and 3 add
         // SIGNATURES and CHECKSUMS after HOT, and the optional sections the flags name
-        // (SHINGLES, EXACT_HASH) between HOT and SIGNATURES.
+        // (SHINGLES, EXACT_HASH, SET_SIZE), then a BAND_FILTER per band, between HOT and SIGNATURES.
         let fixed = match version {
             SEGMENT_FORMAT_V1 => 4,
             _ => {
                 let filters = if has_filters { num_bands as usize } else { 0 };
-                6 + usize::from(has_sets) + usize::from(has_exact) + filters
+                6 + optional.len() + filters
             }
         };
         if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
@@ -426,8 +435,7 @@ impl Shape {
             header_len: meta.header_len,
             record_bytes: header.record_bytes.get() as usize,
             num_bands,
-            has_sets,
-            has_exact,
+            optional,
             has_filters,
             nsec,
             base,
@@ -444,7 +452,7 @@ impl Shape {
 
     /// Index of the first BAND_FILTER section (after HOT and the optional columns).
     fn first_filter_index(&self) -> usize {
-        self.hot_index() + 1 + usize::from(self.has_sets) + usize::from(self.has_exact)
+        self.hot_index() + 1 + self.optional.len()
     }
 
     /// The band of the `i`-th section if it is a BAND_FILTER.
@@ -466,11 +474,10 @@ impl Shape {
             2 => KIND_KEY_INDEX,
             _ if i == hot_index => KIND_HOT,
             _ if i > hot_index && i + 1 == self.nsec => KIND_CHECKSUMS,
-            _ if self.has_sets && i == hot_index + 1 => KIND_SHINGLES,
-            _ if self.has_exact && i == hot_index + 1 + usize::from(self.has_sets) => {
-                KIND_EXACT_HASH
-            }
-            _ if i > hot_index => KIND_SIGNATURES,
+            _ if i > hot_index => match self.optional.get(i - hot_index - 1) {
+                Some(&kind) => kind,
+                None => KIND_SIGNATURES,
+            },
             _ => KIND_BAND,
         };
         let index = if kind == KIND_BAND { (i - 3) as u32 } else { 0 };
@@ -490,14 +497,15 @@ fn check_v2_reserved(header: &Header, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Version 3: reserved bytes zero and the flags known; says whether SHINGLES, EXACT_HASH and
-/// BAND_FILTER are present. A flag this build reserves for a later one, or does not know, is refused as
-/// unsupported (checked after the metadata checksum, so a damaged flag reads as corruption).
+/// Version 3: reserved bytes zero and the flags known; the optional sections the flags name,
+/// in file order, and whether BAND_FILTER sections follow them. A flag this build reserves for
+/// a later one, or does not know, is refused as unsupported (checked after the metadata
+/// checksum, so a damaged flag reads as corruption).
 fn v3_optional_sections(
     header: &Header,
     tail: &IdentityTail,
     path: &Path,
-) -> Result<(bool, bool, bool)> {
+) -> Result<(Vec<u16>, bool)> {
     if tail.reserved != [0; 4] {
         return Err(bad(path, IDENTITY_TAIL_OFFSET, "non-zero reserved bytes"));
     }
@@ -505,7 +513,15 @@ fn v3_optional_sections(
         return Err(bad(path, FILE_ID_OFFSET + 8, "non-zero reserved bytes"));
     }
     let flags = header.flags.get();
-    let unknown = flags & !(FLAG_SHINGLES | FLAG_EXACT_HASH | FLAG_BAND_FILTER);
+    let optional = [
+        (FLAG_SHINGLES, KIND_SHINGLES),
+        (FLAG_EXACT_HASH, KIND_EXACT_HASH),
+        (FLAG_SET_SIZE, KIND_SET_SIZE),
+    ];
+    let known = optional
+        .iter()
+        .fold(FLAG_BAND_FILTER, |all, (flag, _)| all | flag);
+    let unknown = flags & !known;
     if unknown != 0 {
         let feature = RESERVED_FLAGS
             .iter()
@@ -519,11 +535,12 @@ fn v3_optional_sections(
             feature,
         });
     }
-    Ok((
-        flags & FLAG_SHINGLES != 0,
-        flags & FLAG_EXACT_HASH != 0,
-        flags & FLAG_BAND_FILTER != 0,
-    ))
+    let kinds = optional
+        .iter()
+        .filter(|(flag, _)| flags & flag != 0)
+        .map(|&(_, kind)| kind)
+        .collect();
+    Ok((kinds, flags & FLAG_BAND_FILTER != 0))
 }
 
 /// The header's docno range and document count, checked against each other.
@@ -570,6 +587,7 @@ struct Found {
     signatures: usize,
     sets: Option<SetsSection>,
     exact: Option<usize>,
+    set_size: Option<usize>,
     blocks: Option<BlockChecks>,
 }
 
@@ -705,9 +723,11 @@ impl Found {
             KIND_SHINGLES => self.take_shingles(e, shape),
             KIND_EXACT_HASH => {
                 self.exact = Some(e.start);
-                plain
-                    && e.count == shape.doc_count
-                    && super::exact::section_len(shape.doc_count) == Some(e.len)
+                plain && column_len_ok(e, shape, super::columns::EXACT_LEN)
+            }
+            KIND_SET_SIZE => {
+                self.set_size = Some(e.start);
+                plain && column_len_ok(e, shape, super::columns::SET_SIZE_LEN)
             }
             KIND_BAND_FILTER => self.take_filter(e, path)?,
             KIND_SIGNATURES => {
@@ -790,6 +810,12 @@ impl Found {
         });
         Ok(true)
     }
+}
+
+/// Whether a column section of `width`-byte rows has a row per document and the length they
+/// and the presence bitmap make.
+fn column_len_ok(e: &Entry, shape: &Shape, width: usize) -> bool {
+    e.count == shape.doc_count && super::columns::section_len(shape.doc_count, width) == Some(e.len)
 }
 
 /// The prefix table (key index or band) that entry `e` describes, if its widths are in range

@@ -235,8 +235,8 @@ fn a_wrong_identity_is_corruption_at_its_field() {
 #[test]
 fn reserved_flags_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
-    // Bit 4 (BAND_FILTER) is built: see below.
-    for bit in (2..32).filter(|&bit| bit != 4) {
+    // Bits 3 (SET_SIZE) and 4 (BAND_FILTER) are built: see below.
+    for bit in (2..32).filter(|&bit| bit != 3 && bit != 4) {
         let mut bytes = v3.clone();
         let flags = FLAG_SHINGLES | 1 << bit;
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
@@ -245,7 +245,6 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
             Err(Error::Unsupported { feature, .. }) => {
                 let named = match bit {
                     2 => feature.contains("KEEP"),
-                    3 => feature.contains("SET_SIZE"),
                     _ => feature.contains(&format!("bit {bit}")),
                 };
                 assert!(named, "bit {bit}: {feature}");
@@ -253,14 +252,16 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
             other => panic!("flag bit {bit}: {:?}", other.map(|_| ())),
         }
     }
-    // The SHINGLES, EXACT_HASH and BAND_FILTER bits must say what the sections hold:
-    // cleared, or set on a segment without the section, it is corruption.
+    // The SHINGLES, EXACT_HASH, SET_SIZE and BAND_FILTER bits must say what the sections
+    // hold: cleared, or set on a segment without the section, it is corruption.
     for (sets, flags) in [
         (true, 0u32),
         (false, FLAG_SHINGLES),
         (true, FLAG_SHINGLES | FLAG_EXACT_HASH),
         (false, FLAG_EXACT_HASH),
         (false, FLAG_BAND_FILTER),
+        (true, FLAG_SHINGLES | 1 << 3),
+        (false, 1 << 3),
     ] {
         let mut bytes = build(Some(ID), sets).into_vec();
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
@@ -273,20 +274,18 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
 fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
     // With 3 bands and sets: section 6 is HOT, 7 SHINGLES, 8 SIGNATURES.
-    for (section, kind, name) in [(8, 10u16, "KEEP"), (7, 11, "SET_SIZE")] {
-        let mut bytes = v3.clone();
-        let at = entry_at(&bytes, section);
-        bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
-        fix_meta_crc(&mut bytes, 96);
-        match open_as(bytes, Some(ID)) {
-            Err(Error::Unsupported { feature, .. }) => assert!(feature.contains(name), "{feature}"),
-            other => panic!("kind {kind}: {:?}", other.map(|_| ())),
-        }
+    let mut bytes = v3.clone();
+    let at = entry_at(&bytes, 8);
+    bytes[at..at + 2].copy_from_slice(&10u16.to_le_bytes());
+    fix_meta_crc(&mut bytes, 96);
+    match open_as(bytes, Some(ID)) {
+        Err(Error::Unsupported { feature, .. }) => assert!(feature.contains("KEEP"), "{feature}"),
+        other => panic!("kind 10: {:?}", other.map(|_| ())),
     }
-    // Kind 13, unknown even as reserved, is corruption; so are EXACT_HASH (9) and
-    // BAND_FILTER (12), built, where the flags say there are none, and a reserved kind in
+    // Kind 13, unknown even as reserved, is corruption; so are EXACT_HASH (9), SET_SIZE (11)
+    // and BAND_FILTER (12), built, where the flags say there are none, and a reserved kind in
     // version 2, which defines none.
-    for kind in [13u16, 9, 12] {
+    for kind in [13u16, 9, 11, 12] {
         let mut bytes = v3.clone();
         let at = entry_at(&bytes, 8);
         bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
@@ -489,4 +488,72 @@ fn exact_hash_damage_is_corruption_at_its_offset() {
             "{at}"
         );
     }
+}
+
+/// Both columns, EXACT_HASH then SET_SIZE (kind 11, 4-byte rows, a size of 0 a present
+/// value): read back, combined, and a stray byte in a row without a size is corruption at
+/// its offset.
+#[test]
+fn the_set_size_column_round_trips_combines_and_checks_absent_rows() {
+    use super::{ColumnSet, DocColumns};
+    let columns = ColumnSet {
+        exact: true,
+        set_size: true,
+    };
+    let mut b = SegmentBuilder::with_signatures(2, 0, 8)
+        .unwrap()
+        .with_columns(columns);
+    let mut want = Vec::new();
+    for docno in 0..70u64 {
+        let key = format!("k{docno}");
+        b.add_signed(
+            docno,
+            key.as_bytes(),
+            &[docno << 32, 1 << 32],
+            &docno.to_le_bytes(),
+        )
+        .unwrap();
+        let values = DocColumns {
+            exact: (docno % 3 != 0).then_some(u128::from(docno) + 1),
+            set_size: (docno % 4 != 0).then_some(docno as u32 * 7 - 7),
+        };
+        b.add_columns(values).unwrap();
+        want.push(values);
+    }
+    let bytes = b
+        .finish_parts_as(&SegmentOptions::default(), Some(ID))
+        .unwrap()
+        .into_vec();
+    let flags = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+    assert_eq!(flags, FLAG_EXACT_HASH | 1 << 3);
+    // 2 bands: HOT is section 5, EXACT_HASH 6, SET_SIZE 7.
+    let at = entry_at(&bytes, 7);
+    assert_eq!(u16::from_le_bytes([bytes[at], bytes[at + 1]]), 11);
+    let start = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize;
+    let seg = open_as(bytes.clone(), Some(ID)).unwrap();
+    seg.verify().unwrap();
+    assert_eq!(seg.columns(), columns);
+    for (row, v) in want.iter().enumerate() {
+        assert_eq!(seg.columns_at(row as u64).unwrap(), *v, "row {row}");
+    }
+    assert_eq!(seg.set_size_at(1).unwrap(), Some(0));
+    let parts = combine_segments_as(
+        &[&seg],
+        |d| d % 2 == 1,
+        &SegmentOptions::default(),
+        Some(ID),
+    )
+    .unwrap();
+    let combined = open_as(parts.into_vec(), Some(ID)).unwrap();
+    combined.verify().unwrap();
+    for docno in (1..70u64).step_by(2) {
+        assert_eq!(combined.columns_of(docno).unwrap(), want[docno as usize]);
+    }
+    // Row 0 has no size: a byte there is corruption (the block checksum finds it first).
+    let mut stray = bytes;
+    stray[start + 16] = 1;
+    assert!(matches!(
+        open_and_verify(stray),
+        Err(Error::Corruption { .. })
+    ));
 }

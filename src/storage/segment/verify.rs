@@ -37,7 +37,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         self.verify_checksums()?;
         let docnos = self.verify_doc_table()?;
         self.verify_sets()?;
-        self.verify_exact_hashes()?;
+        self.verify_columns()?;
         self.verify_key_index()?;
         self.verify_bands(&docnos)?;
         self.verify_hot()?;

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::storage::codec::{Decoder, Encoder};
+use crate::storage::segment::{ColumnSet, DocColumns};
 use crate::storage::shingle_codec::decode_into;
 use crate::{Error, Result};
 
@@ -22,9 +23,9 @@ pub(crate) enum LogOp {
         sig: Box<[u8]>,
         /// The coded shingle set, in an index that stores sets.
         set: Option<Box<[u8]>>,
-        /// The document's exact hash, in an index with the EXACT_HASH column (none for a
-        /// document inserted by signature). Version 2's operations cannot carry it.
-        exact: Option<u128>,
+        /// The document's values of the index's per-document columns (each none for a
+        /// document that lacks it). Version 2's operations carry none.
+        columns: DocColumns,
     },
     Delete {
         docno: u64,
@@ -38,11 +39,12 @@ const TAG_INSERT_WITH_SET: u8 = 3;
 /// Version 3's one insert: the band-key count, then a mask of the optional fields that follow.
 const TAG_INSERT_V3: u8 = 4;
 
-/// Bits of a version-3 insert's `fields` mask. SET and EXACT_HASH are built; KEEP and
-/// SET_SIZE belong to columns no index has yet, so a set bit names a column the manifest lacks.
+/// Bits of a version-3 insert's `fields` mask. SET, EXACT_HASH and SET_SIZE are built; KEEP
+/// belongs to a column no index has yet, so a set bit names a column the manifest lacks.
 const FIELD_SET: u8 = 1;
 const FIELD_EXACT_HASH: u8 = 2;
-const FIELD_COLUMNS: [(u8, &str); 2] = [(4, "KEEP"), (8, "SET_SIZE")];
+const FIELD_SET_SIZE: u8 = 8;
+const FIELD_COLUMNS: [(u8, &str); 1] = [(4, "KEEP")];
 /// Bits no version defines: a newer writer's field, refused as unsupported.
 const FIELDS_UNKNOWN: u8 = 0xf0;
 
@@ -65,8 +67,8 @@ pub(crate) struct OpsLayout {
     pub sig_bytes: usize,
     /// Whether every insert carries its coded shingle set (the manifest's `store_sets`).
     pub store_sets: bool,
-    /// Whether an insert may carry an exact hash (the manifest's feature EXACT_HASH).
-    pub exact_hash: bool,
+    /// The per-document columns an insert may carry values of (the manifest's features).
+    pub columns: ColumnSet,
 }
 
 /// Combines encoded batches (`count u32` then the operations) into as few batches as possible,
@@ -114,7 +116,7 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                 band_keys,
                 sig,
                 set,
-                exact,
+                columns,
             } => {
                 let tag = match (version, set) {
                     (OpsVersion::V3, _) => TAG_INSERT_V3,
@@ -129,18 +131,25 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                     e.u64(k);
                 }
                 e.bytes(sig);
-                // Version 2 has no exact hash: only a database of version 3 has the column.
-                let exact = exact.filter(|_| version == OpsVersion::V3);
+                // Version 2 has no columns: only a database of version 3 has them.
+                let columns = match version {
+                    OpsVersion::V3 => *columns,
+                    OpsVersion::V2 => DocColumns::default(),
+                };
                 if version == OpsVersion::V3 {
-                    let set_bit = if set.is_some() { FIELD_SET } else { 0 };
-                    let exact_bit = if exact.is_some() { FIELD_EXACT_HASH } else { 0 };
-                    e.u8(set_bit | exact_bit);
+                    let bit = |present: bool, bit: u8| if present { bit } else { 0 };
+                    e.u8(bit(set.is_some(), FIELD_SET)
+                        | bit(columns.exact.is_some(), FIELD_EXACT_HASH)
+                        | bit(columns.set_size.is_some(), FIELD_SET_SIZE));
                 }
                 if let Some(set) = set {
                     e.u32(set.len() as u32).bytes(set);
                 }
-                if let Some(h) = exact {
+                if let Some(h) = columns.exact {
                     e.bytes(&h.to_le_bytes());
+                }
+                if let Some(n) = columns.set_size {
+                    e.u32(n);
                 }
             }
             LogOp::Delete { docno } => {
@@ -162,8 +171,8 @@ pub(crate) enum OpRef<'a> {
         sig: &'a [u8],
         /// The coded shingle set (an index that stores sets has one on every insert).
         set: Option<&'a [u8]>,
-        /// The exact hash, when the insert carries one.
-        exact: Option<u128>,
+        /// The column values the insert carries.
+        columns: DocColumns,
     },
     Delete {
         docno: u64,
@@ -235,7 +244,7 @@ fn decode_insert_v2<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
         band_keys,
         sig,
         set,
-        exact: None,
+        columns: DocColumns::default(),
     })
 }
 
@@ -271,13 +280,18 @@ fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
     } else {
         None
     };
+    let set_size = if fields & FIELD_SET_SIZE != 0 {
+        Some(d.u32("set size")?)
+    } else {
+        None
+    };
     Ok(OpRef::Insert {
         docno,
         key,
         band_keys,
         sig,
         set,
-        exact,
+        columns: DocColumns { exact, set_size },
     })
 }
 
@@ -300,11 +314,18 @@ fn check_fields(fields: u8, layout: &OpsLayout, path: &Path, at: u64) -> Result<
             format!("an insert with a {column} field in an index without that column"),
         ));
     }
-    if fields & FIELD_EXACT_HASH != 0 && !layout.exact_hash {
+    let lacking = [
+        (FIELD_EXACT_HASH, layout.columns.exact, "EXACT_HASH"),
+        (FIELD_SET_SIZE, layout.columns.set_size, "SET_SIZE"),
+    ];
+    if let Some((_, _, column)) = lacking
+        .iter()
+        .find(|(bit, has, _)| fields & bit != 0 && !has)
+    {
         return Err(Error::corruption(
             path,
             at,
-            "an insert with an EXACT_HASH field in an index without that column",
+            format!("an insert with a {column} field in an index without that column"),
         ));
     }
     if (fields & FIELD_SET != 0) != store_sets {
@@ -387,7 +408,7 @@ mod tests {
             bands,
             sig_bytes: 16,
             store_sets,
-            exact_hash: false,
+            columns: ColumnSet::default(),
         }
     }
 
@@ -405,14 +426,14 @@ mod tests {
                     band_keys,
                     sig,
                     set,
-                    exact,
+                    columns,
                 } => LogOp::Insert {
                     docno,
                     key: key.into(),
                     band_keys: band_keys_le(band_keys).collect(),
                     sig: sig.into(),
                     set: set.map(Into::into),
-                    exact,
+                    columns,
                 },
                 OpRef::Delete { docno } => LogOp::Delete { docno },
             });
@@ -432,7 +453,7 @@ mod tests {
                     band_keys: vec![1, 2, 3].into(),
                     sig: vec![9u8; 16].into(),
                     set: store_sets.then(|| set.clone().into()),
-                    exact: None,
+                    columns: DocColumns::default(),
                 },
                 LogOp::Delete { docno: 2 },
             ];
@@ -456,7 +477,7 @@ mod tests {
             band_keys: vec![1].into(),
             sig: vec![0u8; 16].into(),
             set: Some(vec![3, 1].into()),
-            exact: None,
+            columns: DocColumns::default(),
         }];
         let err = decode(&encode_ops(&ops, OpsVersion::V2), 1, true).unwrap_err();
         assert!(matches!(err, Error::Corruption { .. }), "{err}");
@@ -478,7 +499,7 @@ mod tests {
                             band_keys: vec![d, d + 1].into(),
                             sig: vec![d as u8; 8].into(),
                             set: None,
-                            exact: None,
+                            columns: DocColumns::default(),
                         }
                     }
                 })
@@ -538,7 +559,7 @@ mod tests {
                 band_keys: vec![1, 2, 3].into(),
                 sig: vec![9u8; 16].into(),
                 set: store_sets.then(|| set.clone().into()),
-                exact: None,
+                columns: DocColumns::default(),
             },
             LogOp::Delete { docno: 2 },
             LogOp::Insert {
@@ -547,7 +568,7 @@ mod tests {
                 band_keys: vec![u64::MAX, 0, 7].into(),
                 sig: vec![1u8; 16].into(),
                 set: store_sets.then(|| set.clone().into()),
-                exact: None,
+                columns: DocColumns::default(),
             },
         ]
     }
@@ -610,11 +631,14 @@ mod tests {
         let exact = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128;
         for store_sets in [false, true] {
             let mut ops = v3_ops(store_sets);
-            if let LogOp::Insert { exact: e, .. } = &mut ops[0] {
-                *e = Some(exact);
+            if let LogOp::Insert { columns, .. } = &mut ops[0] {
+                columns.exact = Some(exact);
             }
             let with = OpsLayout {
-                exact_hash: true,
+                columns: ColumnSet {
+                    exact: true,
+                    ..ColumnSet::default()
+                },
                 ..layout(OpsVersion::V3, 3, store_sets)
             };
             let bytes = encode_ops(&ops, OpsVersion::V3);
@@ -642,8 +666,8 @@ mod tests {
         first.len()
     }
 
-    /// Field bits 2–3 name columns no index has yet, and bit 1 (EXACT_HASH) one this index
-    /// lacks: corruption; bits 4–7 are a newer writer's: unsupported.
+    /// Field bit 2 names a column no index has yet, and bits 1 (EXACT_HASH) and 3 (SET_SIZE)
+    /// ones this index lacks: corruption; bits 4–7 are a newer writer's: unsupported.
     #[test]
     fn v3_reserved_field_bits_are_corruption_and_unknown_ones_unsupported() {
         let good = encode_ops(&v3_ops(false), OpsVersion::V3);
