@@ -15,12 +15,18 @@
 //! a document does not count), documents without a size last, ties to the earlier insert.
 //! A pair says which of its two documents comes first in that order; that is all the pass
 //! needs.
+//!
+//! Exact copies come out of the pass apart from the pairs: each group's representative is the
+//! member the keep order visits first, and the other members take its fate (dropped, in its
+//! cluster, with its best match, or with it as best match at similarity 1 when it is kept).
+//! So keep `last` decides a group as one document at its newest member's place: an older
+//! copy joins the cluster of its representative, not a kept document of an age between them.
 
 use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::Result;
-use crate::db::{DedupOptions, ReadIndex};
+use crate::db::{CopyGrouping, DedupOptions, PairSide, ReadIndex};
 
 /// Which copy of a near-duplicate group stays.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,6 +73,15 @@ impl Keep {
             (_, None, Some(_)) => true,
             (Keep::Longest, Some(a), Some(b)) => b > a,
             (_, Some(a), Some(b)) => b < a,
+        }
+    }
+    /// The grouping of exact copies whose representative is the member this order visits
+    /// first. Exact copies have the same normalized text, so the same set size: under
+    /// `longest` and `shortest` they tie, and ties go to the earlier insert.
+    fn copy_grouping(&self) -> CopyGrouping {
+        match self {
+            Keep::First | Keep::Longest | Keep::Shortest => CopyGrouping::Oldest,
+            Keep::Last => CopyGrouping::Newest,
         }
     }
 }
@@ -130,6 +145,8 @@ pub struct Decisions {
     verdicts: Vec<Option<Verdict>>,
     /// Documents dropped.
     pub dropped: u64,
+    /// Of them, exact copies of a kept or dropped document.
+    pub exact_copies: u64,
 }
 
 /// A verified pair by key number: older, newer, similarity.
@@ -146,12 +163,25 @@ impl Decisions {
     ) -> Result<Decisions> {
         let mut d = Decisions::default();
         let mut edges: Vec<Edge> = Vec::new();
+        // (representative, copy) by key number.
+        let mut copies: Vec<(u32, u32)> = Vec::new();
+        let opts = DedupOptions {
+            copies: match opts.copies {
+                CopyGrouping::Off => CopyGrouping::Off,
+                _ => keep.copy_grouping(),
+            },
+            ..opts
+        };
         index.dedup_pairs_with_options(
             threshold,
             opts,
             &mut |p| {
                 let (a, b) = (d.number(p.a), d.number(p.b));
-                edges.push((a, b, p.similarity));
+                match p.representative {
+                    Some(PairSide::A) => copies.push((a, b)),
+                    Some(PairSide::B) => copies.push((b, a)),
+                    None => edges.push((a, b, p.similarity)),
+                }
                 Ok(())
             },
             progress,
@@ -165,6 +195,8 @@ impl Decisions {
             }
         }
         d.best_matches(&edges);
+        d.inherit(&copies);
+        d.exact_copies = copies.len() as u64;
         d.dropped = d.verdicts.iter().flatten().filter(|v| !v.keep).count() as u64;
         Ok(d)
     }
@@ -311,6 +343,24 @@ impl Decisions {
                     }
                 }
             }
+        }
+    }
+
+    /// Each exact copy takes its representative's fate: dropped, in the cluster of the kept
+    /// representative (best match: it, at similarity 1) or of the dropped one (with its best
+    /// match: the copy's similarity to every document is the representative's).
+    fn inherit(&mut self, copies: &[(u32, u32)]) {
+        for &(rep, copy) in copies {
+            let verdict = match self.verdict_of(rep) {
+                Some(v) if !v.keep => v,
+                _ => Verdict {
+                    keep: false,
+                    cluster: rep,
+                    best_match: Some((rep, 1.0)),
+                },
+            };
+            self.set(copy, false, verdict.cluster);
+            self.verdicts[copy as usize] = Some(verdict);
         }
     }
 

@@ -220,6 +220,7 @@ fn dedup_reports_exact_pairs_and_estimate_only_does_not() {
         0.6,
         DedupOptions {
             estimate_only: true,
+            ..DedupOptions::default()
         },
         |p| {
             estimated += 1;

@@ -26,6 +26,7 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let at = db.params().describe_threshold(t);
     let opts = DedupOptions {
         estimate_only: args.no_exact,
+        ..DedupOptions::default()
     };
     if !args.apply.apply.is_empty() {
         apply(&source, t, opts, &args.apply)?;
@@ -60,8 +61,14 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                 b.finish_and_clear();
             }
             message(format_args!(
-                "{} pairs at {at} ({} candidate comparisons, {} capped buckets)",
-                stats.pairs, stats.compared, stats.capped_buckets
+                "{} pairs at {at} ({}{} candidate comparisons, {} capped buckets)",
+                stats.pairs,
+                match stats.exact_copies {
+                    0 => String::new(),
+                    n => format!("{n} of them exact copies, "),
+                },
+                stats.compared,
+                stats.capped_buckets
             ));
         }
         DedupFormat::Clusters | DedupFormat::Drop if args.apply.keep != Keep::First => {
@@ -100,7 +107,12 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
                     stats.capped_buckets
                 ));
             }
-            message(format_args!("{clusters} clusters at {at}"));
+            match stats.exact_copies {
+                0 => message(format_args!("{clusters} clusters at {at}")),
+                n => message(format_args!(
+                    "{clusters} clusters at {at} ({n} exact copies among their members)"
+                )),
+            }
         }
     }
     out.flush()?;

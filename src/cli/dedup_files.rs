@@ -15,18 +15,18 @@ use serde_json::json;
 
 use super::args::{Cli, Command, DedupFilesArgs, OnRepeat};
 use super::databases::Databases;
+use super::dedup_files_temp::TempIndex;
 use super::output::{CliError, CliResult, message, outln};
 
 /// `mhdb dedup-files`: create, add, decide and write; a summary on stderr (`--json`: stdout).
 pub fn dedup_files(args: &DedupFilesArgs) -> CliResult<ExitCode> {
-    // The temporary directory is removed when dropped, whatever returns.
+    // The temporary directory is removed when dropped, whatever returns; those that runs
+    // killed by SIGKILL left are removed first.
     let (db, _temporary) = match &args.index {
         Some(db) => (db.clone(), None),
         None => {
-            let dir = tempfile::Builder::new()
-                .prefix("mhdb-dedup-files-")
-                .tempdir()?;
-            (dir.path().join("index"), Some(dir))
+            let dir = TempIndex::create_in(&std::env::temp_dir())?;
+            (dir.index(), Some(dir))
         }
     };
     // Refused before the index is built, as `dedup --apply` would refuse it after.

@@ -24,6 +24,7 @@ mod create;
 mod databases;
 mod dedup;
 mod dedup_files;
+mod dedup_files_temp;
 mod demo;
 mod escape;
 mod input;

@@ -8,6 +8,10 @@
 //!   never compared again, so a hot bucket of near-copies costs about one comparison per
 //!   member instead of one per pair, and no pair is ever stored.
 //!
+//! Exact copies (documents with equal exact hashes) are grouped first (`dedup_exact.rs`): only
+//! each group's representative is banded, and the other members are reported at similarity 1
+//! to it, so a copy-heavy corpus costs a pass over its distinct texts.
+//!
 //! Memory is about 12 bytes per document and band (plus the postings of the bands being read
 //! while the index is built), whatever the number of pairs. Buckets larger than the bucket cap keep the `cap`
 //! members whose keys hash lowest: the choice depends on the documents only, not on the order
@@ -17,6 +21,7 @@
 use rayon::prelude::*;
 
 use super::Db;
+use super::dedup_exact::{CopyGrouping, CopyOrdinals, ExactCopies, PairSide};
 use super::dedup_scan::scan_bands;
 use super::dedup_verify::{DecodedOnce, Scores, Verifier};
 use super::metric::Metric;
@@ -47,6 +52,10 @@ pub struct DedupPair {
     /// True when `similarity` is an exact Jaccard: the pass re-ranked and the pair's estimate
     /// came within the re-rank margin of the threshold (above it the estimate decides).
     pub exact: bool,
+    /// For an exact copy reported without banding (similarity 1): the side, `a` or `b`, that
+    /// represented the copies in the band scan, whose fate the other takes. `None` for a pair
+    /// found in the band buckets.
+    pub representative: Option<PairSide>,
 }
 
 /// How a dedup pass decides similarity.
@@ -55,6 +64,9 @@ pub struct DedupOptions {
     /// In an index that stores shingle sets, decide by the signature estimate alone (skip the
     /// exact re-rank).
     pub estimate_only: bool,
+    /// Which member of a group of exact copies is banded and stands for the others (a pass
+    /// over clusters always takes the oldest: it visits documents oldest first).
+    pub copies: CopyGrouping,
 }
 
 /// What a dedup pass did.
@@ -67,6 +79,9 @@ pub struct DedupStats {
     /// Band buckets larger than the bucket cap (each was cut to the cap, here or when its
     /// segment was written).
     pub capped_buckets: u64,
+    /// Exact copies reported at similarity 1 to their group's representative, without
+    /// banding: each is one pair (or cluster member) of `pairs`.
+    pub exact_copies: u64,
 }
 
 /// One row's verification: the comparisons made and the pairs found.
@@ -139,6 +154,8 @@ struct BucketIndex {
     /// Docno of each ordinal, ascending (so ordinal order is age order).
     docnos: Vec<u64>,
     bands: Vec<BandBuckets>,
+    /// The exact copies, left out of `bands`.
+    copies: CopyOrdinals,
 }
 
 impl BucketIndex {
@@ -275,7 +292,7 @@ impl Db {
         check_threshold(threshold)?;
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
-        let index = self.bucket_index(&state, &mut stats)?;
+        let index = self.bucket_index(&state, opts.copies, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
         let pass = PairPass {
             db: self,
@@ -283,6 +300,7 @@ impl Db {
             index: &index,
             verify: &verify,
         };
+        pass.emit_copies(&mut stats, &mut emit)?;
         let bands = index.bands.len();
         for (band, bb) in index.bands.iter().enumerate() {
             progress(band, bands);
@@ -340,7 +358,11 @@ impl Db {
         check_threshold(threshold)?;
         let state = self.state.read().snapshot();
         let mut stats = DedupStats::default();
-        let index = self.bucket_index(&state, &mut stats)?;
+        let grouping = match opts.copies {
+            CopyGrouping::Off => CopyGrouping::Off,
+            CopyGrouping::Oldest | CopyGrouping::Newest => CopyGrouping::Oldest,
+        };
+        let index = self.bucket_index(&state, grouping, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
         let mut clustering = Clustering::new(index.docnos.len());
         for center in 0..index.docnos.len() as u32 {
@@ -348,16 +370,23 @@ impl Db {
                 continue;
             }
             clustering.gather_candidates(&index, center);
-            if clustering.candidates.is_empty() {
-                continue;
-            }
-            let Some(sc) = verify.signature(center) else {
+            let mut members = Vec::new();
+            if !clustering.candidates.is_empty() {
+                let Some(sc) = verify.signature(center) else {
+                    verify.check()?;
+                    continue;
+                };
+                stats.compared += clustering.candidates.len() as u64;
+                members = similar_to_center(&verify, center, sc, &clustering.candidates);
                 verify.check()?;
-                continue;
-            };
-            stats.compared += clustering.candidates.len() as u64;
-            let mut members = similar_to_center(&verify, center, sc, &clustering.candidates);
-            verify.check()?;
+            }
+            // Each document taken brings its exact copies: they are as similar to the center.
+            let copies: Vec<u32> = std::iter::once(center)
+                .chain(members.iter().copied())
+                .flat_map(|o| index.copies.of(o))
+                .collect();
+            stats.exact_copies += copies.len() as u64;
+            members.extend(copies);
             if members.is_empty() {
                 continue;
             }
@@ -375,11 +404,18 @@ impl Db {
 
     /// Reads every band's buckets of live documents into a [`BucketIndex`], cutting buckets
     /// larger than the bucket cap to the members whose keys hash lowest.
-    fn bucket_index(&self, state: &State, stats: &mut DedupStats) -> Result<BucketIndex> {
+    fn bucket_index(
+        &self,
+        state: &State,
+        grouping: CopyGrouping,
+        stats: &mut DedupStats,
+    ) -> Result<BucketIndex> {
         let bands = self.params.lsh.bands;
         let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
-        let scanned = scan_bands(state, bands)?;
+        let copies = ExactCopies::group(state, self.columns.exact, grouping)?;
+        let scanned = scan_bands(state, bands, &copies)?;
         let docnos = check_ordinals(scanned.docnos)?;
+        let copies = copies.by_ordinal(|d| docnos.binary_search(&d).unwrap_or(0) as u32);
         let hot_keys = segment_hot_keys(state, bands)?;
         // Each band's buckets on every core, each counting the buckets it cuts.
         let built = scanned
@@ -399,7 +435,11 @@ impl Db {
             stats.capped_buckets += capped;
             out.push(bb);
         }
-        Ok(BucketIndex { docnos, bands: out })
+        Ok(BucketIndex {
+            docnos,
+            bands: out,
+            copies,
+        })
     }
 }
 
@@ -558,6 +598,39 @@ impl PairPass<'_> {
         Ok(())
     }
 
+    /// Emits every exact copy paired with its representative at similarity 1 (a star per
+    /// group, not every pair of its members).
+    fn emit_copies(
+        &self,
+        stats: &mut DedupStats,
+        emit: &mut impl FnMut(DedupPair) -> Result<()>,
+    ) -> Result<()> {
+        let identical = Scores {
+            similarity: 1.0,
+            estimate: 1.0,
+        };
+        for &(rep, copy) in &self.index.copies.pairs {
+            let (older, newer, side) = if rep < copy {
+                (rep, copy, PairSide::A)
+            } else {
+                (copy, rep, PairSide::B)
+            };
+            let found = FoundPair {
+                older,
+                newer,
+                scores: identical,
+            };
+            let pair = DedupPair {
+                representative: Some(side),
+                ..self.dedup_pair(found)?
+            };
+            emit(pair)?;
+        }
+        stats.exact_copies += self.index.copies.len();
+        stats.pairs += self.index.copies.len();
+        Ok(())
+    }
+
     /// The pair as reported: keys, and the similarity described for the index's kind.
     fn dedup_pair(&self, pair: FoundPair) -> Result<DedupPair> {
         let Scores {
@@ -578,6 +651,7 @@ impl PairPass<'_> {
             distance,
             cosine,
             exact: self.verify.exact && estimate < self.verify.sure,
+            representative: None,
         })
     }
 }

@@ -10,30 +10,36 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 
 use super::dedup::live_postings;
+use super::dedup_exact::{ExactCopies, merge_sorted};
 use super::state::State;
 use crate::Result;
 
 /// Every band's shared buckets, as sorted `(key32, docno)` runs of two or more, and every live
-/// docno with a posting in any band, ascending.
+/// docno with a posting in any band, ascending (the exact copies, left out of the buckets,
+/// included).
 pub(super) struct Scanned {
     pub(super) shared: Vec<Vec<(u32, u64)>>,
     pub(super) docnos: Vec<u64>,
 }
 
-/// Reads the `bands` bands of `state` on every core.
-pub(super) fn scan_bands(state: &State, bands: usize) -> Result<Scanned> {
+/// Reads the `bands` bands of `state` on every core, leaving the postings of `copies` out:
+/// they are reported through their representatives.
+pub(super) fn scan_bands(state: &State, bands: usize, copies: &ExactCopies) -> Result<Scanned> {
     let seen = SeenDocnos::for_state(state, bands);
     let shared = (0..bands)
         .into_par_iter()
         .map(|band| {
-            let postings = live_postings(state, band)?;
+            let mut postings = live_postings(state, band)?;
+            if !copies.copies().is_empty() {
+                postings.retain(|&(_, d)| !copies.is_copy(d));
+            }
             seen.mark(postings.iter().map(|&(_, d)| d));
             Ok(shared_buckets(&postings))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Scanned {
         shared,
-        docnos: seen.into_sorted(),
+        docnos: merge_sorted(seen.into_sorted(), copies.copies()),
     })
 }
 

@@ -28,6 +28,10 @@ pub trait ReadIndex: Send + Sync {
     /// without its key).
     fn sketch_text(&self, text: &str) -> Result<Signature>;
 
+    /// The signature of `text` as a query needs it: [`ReadIndex::sketch_text`]'s without the
+    /// exact hash, which only a stored document keeps.
+    fn sketch_query_text(&self, text: &str) -> Result<Signature>;
+
     /// Documents similar to `sig`, best first (ties by key); with `opts.top`, the top K.
     fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult>;
 
@@ -112,6 +116,10 @@ impl ReadIndex for Db {
         Db::sketch_text(self, text)
     }
 
+    fn sketch_query_text(&self, text: &str) -> Result<Signature> {
+        Db::sketch_query_text(self, text)
+    }
+
     fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
         Db::query(self, sig, opts)
     }
@@ -171,6 +179,10 @@ impl ReadIndex for Shards {
 
     fn sketch_text(&self, text: &str) -> Result<Signature> {
         Shards::sketch_text(self, text)
+    }
+
+    fn sketch_query_text(&self, text: &str) -> Result<Signature> {
+        Shards::sketch_query_text(self, text)
     }
 
     fn query(&self, sig: &Signature, opts: &QueryOptions) -> Result<QueryResult> {
@@ -309,5 +321,23 @@ mod tests {
             Db::open_read_only(&b).unwrap().get("x").unwrap()
         );
         assert_ne!(Some(got), many.get(b"x").unwrap());
+    }
+
+    /// A query's signature has the stored document's slots and no exact hash, over one
+    /// database and over shards.
+    #[test]
+    fn a_query_is_signed_without_the_exact_hash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = "the quick brown fox jumps over the lazy dog";
+        let dir = db_of(tmp.path(), "a", &[]);
+        let db = Db::open_read_only(&dir).unwrap();
+        let stored = db.sketch_text(text).unwrap();
+        assert!(stored.exact_hash().is_some());
+        let shards = Shards::from_dbs(vec![Db::open_read_only(&dir).unwrap()]).unwrap();
+        for index in [&db as &dyn ReadIndex, &shards] {
+            let query = index.sketch_query_text(text).unwrap();
+            assert_eq!(query.exact_hash(), None);
+            assert_eq!(query.slots(), stored.slots());
+        }
     }
 }

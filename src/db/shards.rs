@@ -201,9 +201,15 @@ impl Shards {
         self.first().sketch_text(text)
     }
 
+    /// [`Shards::sketch_text`] as a query needs it, without the exact hash
+    /// ([`Db::sketch_query_text`]).
+    pub(crate) fn sketch_query_text(&self, text: &str) -> Result<Signature> {
+        self.first().sketch_query_text(text)
+    }
+
     /// Documents similar to `text`, over all shards ([`Shards::query`]).
     pub fn query_text(&self, text: &str, opts: &QueryOptions) -> Result<QueryResult> {
-        self.query(&self.first().sketch_query_text(text)?, opts)
+        self.query(&self.sketch_query_text(text)?, opts)
     }
 
     /// Documents similar to `sig`, over all shards, as [`Db::query`] answers on the merged

@@ -208,7 +208,7 @@ fn open(args: &ServeArgs) -> CliResult<Served> {
     if !first.params().key_fingerprint.is_unkeyed() {
         // Text queries and inserts need the key: a server without it would refuse every
         // request that carries text, so it does not start.
-        index.sketch_text("").map_err(|e| {
+        index.sketch_query_text("").map_err(|e| {
             CliError::usage(format!(
                 "cannot serve {}: {}",
                 first.path().display(),

@@ -78,7 +78,7 @@ fn answer_in_place(app: &App, spec: &mut QuerySpec, deadline: Instant) -> InPlac
                 spent: Duration::ZERO,
             };
         }
-        match app.index.sketch_text(text) {
+        match app.index.sketch_query_text(text) {
             Ok(sig) => spec.input = QueryInput::Signature(sig),
             Err(e) => return InPlace::Answered(Err(e.into())),
         }

@@ -369,6 +369,8 @@ impl Shards {
             distance,
             cosine,
             exact,
+            // Shards band every document: exact copies are grouped within one database only.
+            representative: None,
         })
     }
 }
