@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use common::cli::{run, run_with_stdin, s};
 use common::params::word_index;
 use common::rng::SplitMix64;
-use mhdb::db::{Db, DedupOptions, Options};
+use mhdb::db::{CopyGrouping, Db, DedupOptions, Options};
 use mhdb::decisions::{Decisions, Keep};
 
 /// A random small index: families of near-duplicates of random lengths (some documents
@@ -46,8 +46,14 @@ fn random_index(dir: &std::path::Path, seed: u64) -> (Db, Vec<String>) {
 /// order), each kept unless a kept document before it is a verified neighbour.
 fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashSet<String> {
     let mut edges: HashSet<(String, String)> = HashSet::new();
-    db.dedup_pairs(
+    // Every verified pair, exact copies included (grouped, they would come as a star).
+    let every_pair = DedupOptions {
+        copies: CopyGrouping::Off,
+        ..DedupOptions::default()
+    };
+    db.dedup_pairs_with_options(
         t,
+        every_pair,
         |p| {
             let (a, b) = (
                 String::from_utf8(p.a).unwrap(),
