@@ -6,6 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::cli::{run, s};
+use common::columns::{Column, survives_every_path};
 use common::params::word_index;
 use mhdb::db::{Db, ExactHashCounts, IndexOptions, Options};
 use mhdb::sketch::{ExactHasher, OwnedToken, SecretKey, ShingleKind, Token};
@@ -28,63 +29,25 @@ fn insert_all(db: &Db) {
     }
 }
 
-/// Every document of `TEXTS` in `db` has the hash of its text.
-fn assert_hashes(db: &Db, what: &str) {
-    for (key, text) in TEXTS {
-        let want = expected(db, text, None);
-        assert_eq!(db.exact_hash_of(key).unwrap(), Some(want), "{what}: {key}");
-    }
-}
-
 #[test]
 fn the_hash_survives_reopen_flush_compaction_merge_and_export() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let db = create(&dir, Options::default());
-    assert!(db.has_exact_hashes());
-    insert_all(&db);
-    assert_hashes(&db, "in memory");
-    drop(db);
-    let db = Db::open(&dir, Options::default()).unwrap();
-    assert_hashes(&db, "replayed from the WAL");
-    db.flush().unwrap();
-    assert_hashes(&db, "flushed");
-    db.insert_text("e", "one more document to compact").unwrap();
-    db.flush().unwrap();
-    db.compact_full().unwrap();
-    assert_hashes(&db, "compacted");
-    db.delete("e").unwrap();
-    let counts = ExactHashCounts {
-        with: 4,
-        without: 0,
-    };
-    assert_eq!(db.exact_hash_counts().unwrap(), Some(counts));
-    assert_eq!(db.stats().unwrap().exact_hashes, Some(counts));
-    let exported = tmp.path().join("exported");
-    db.export(&exported).unwrap();
-    let copy = Db::open(&exported, Options::default()).unwrap();
-    assert_hashes(&copy, "exported");
-    // A merge into a database with the column carries the hashes; into one without, none.
-    let with = create(&tmp.path().join("with"), Options::default());
-    with.merge_from(&db).unwrap();
-    assert_hashes(&with, "merged");
-    let without_opts = Options {
-        exact_hash: false,
-        ..Options::default()
-    };
-    let without = create(&tmp.path().join("without"), without_opts);
-    without.merge_from(&db).unwrap();
-    assert!(!without.has_exact_hashes());
-    assert_eq!(without.exact_hash_of("a").unwrap(), None);
-    assert_eq!(without.exact_hash_counts().unwrap(), None);
-    // A source without hashes gives documents without them.
-    let into = create(&tmp.path().join("into"), Options::default());
-    into.merge_from(&without).unwrap();
-    let counts = ExactHashCounts {
-        with: 0,
-        without: 4,
-    };
-    assert_eq!(into.exact_hash_counts().unwrap(), Some(counts));
+    survives_every_path(&Column {
+        off: |opts| Options {
+            exact_hash: false,
+            ..opts
+        },
+        present: Db::has_exact_hashes,
+        assert_value: |db, key, text, what| {
+            let want = expected(db, text, None);
+            assert_eq!(db.exact_hash_of(key).unwrap(), Some(want), "{what}: {key}");
+        },
+        absent: |db, key| db.exact_hash_of(key).unwrap().is_none(),
+        counts: |db| {
+            let counts = db.exact_hash_counts().unwrap();
+            assert_eq!(db.stats().unwrap().exact_hashes, counts);
+            counts
+        },
+    });
 }
 
 #[test]

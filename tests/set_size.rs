@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::cli::{run, s};
+use common::columns::{Column, survives_every_path};
 use common::params::word_index;
 use mhdb::db::{ColumnCounts, Db, IndexOptions, Options};
 use mhdb::sketch::{OwnedToken, ShingleKind, Token};
@@ -41,55 +42,30 @@ fn assert_sizes(db: &Db, what: &str) {
 
 #[test]
 fn the_size_survives_reopen_flush_compaction_merge_and_export() {
+    survives_every_path(&Column {
+        off: |opts| Options {
+            set_size: false,
+            ..opts
+        },
+        present: Db::has_set_sizes,
+        assert_value: |db, key, text, what| {
+            assert_eq!(
+                db.set_size_of(key).unwrap(),
+                Some(expected(db, text)),
+                "{what}: {key}"
+            );
+        },
+        absent: |db, key| db.set_size_of(key).unwrap().is_none(),
+        counts: |db| db.stats().unwrap().set_sizes,
+    });
+    // The columns are chosen apart.
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let db = create(&dir, Options::default());
-    assert!(db.has_set_sizes());
-    insert_all(&db);
-    assert_sizes(&db, "in memory");
-    drop(db);
-    let db = Db::open(&dir, Options::default()).unwrap();
-    assert_sizes(&db, "replayed from the WAL");
-    db.flush().unwrap();
-    assert_sizes(&db, "flushed");
-    db.insert_text("e", "one more document to compact").unwrap();
-    db.flush().unwrap();
-    db.compact_full().unwrap();
-    assert_sizes(&db, "compacted");
-    db.delete("e").unwrap();
-    let counts = ColumnCounts {
-        with: 4,
-        without: 0,
-    };
-    assert_eq!(db.stats().unwrap().set_sizes, Some(counts));
-    let exported = tmp.path().join("exported");
-    db.export(&exported).unwrap();
-    assert_sizes(
-        &Db::open(&exported, Options::default()).unwrap(),
-        "exported",
-    );
-    // A merge into a database with the column carries the sizes; into one without, none.
-    let with = create(&tmp.path().join("with"), Options::default());
-    with.merge_from(&db).unwrap();
-    assert_sizes(&with, "merged");
-    let without_opts = Options {
+    let opts = Options {
         set_size: false,
         ..Options::default()
     };
-    let without = create(&tmp.path().join("without"), without_opts);
-    without.merge_from(&db).unwrap();
-    assert!(!without.has_set_sizes());
-    assert!(without.has_exact_hashes(), "the columns are chosen apart");
-    assert_eq!(without.set_size_of("a").unwrap(), None);
-    assert_eq!(without.stats().unwrap().set_sizes, None);
-    // A source without sizes gives documents without them.
-    let into = create(&tmp.path().join("into"), Options::default());
-    into.merge_from(&without).unwrap();
-    let counts = ColumnCounts {
-        with: 0,
-        without: 4,
-    };
-    assert_eq!(into.stats().unwrap().set_sizes, Some(counts));
+    let db = create(tmp.path(), opts);
+    assert!(!db.has_set_sizes() && db.has_exact_hashes());
 }
 
 /// Repeated content inside a document does not make it longer; distinct content does.

@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod columns;
 // The compression crates come with the `input` feature.
 #[cfg(feature = "input")]
 pub mod compress;
