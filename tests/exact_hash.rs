@@ -23,12 +23,6 @@ fn expected(db: &Db, text: &str, key: Option<&SecretKey>) -> u128 {
     ExactHasher::new(p.scheme.name(), p.seed, key).hash_text(&p.shingle, text)
 }
 
-fn insert_all(db: &Db) {
-    for (key, text) in TEXTS {
-        db.insert_text(key, text).unwrap();
-    }
-}
-
 #[test]
 fn the_hash_survives_reopen_flush_compaction_merge_and_export() {
     survives_every_path(&Column {
@@ -127,40 +121,16 @@ fn token_lists_store_the_hash_of_their_tokens() {
     assert_eq!(db.exact_hash_of("t").unwrap(), Some(want.unwrap()));
 }
 
-/// The offset of the EXACT_HASH section (kind 9) of the segment file `bytes`.
-fn exact_section(bytes: &[u8]) -> usize {
-    common::golden::section_start(bytes, 9).expect("an EXACT_HASH section")
-}
-
 #[test]
 fn a_flipped_byte_in_the_column_fails_verify() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let db = create(&dir, Options::default());
-    insert_all(&db);
-    db.flush().unwrap();
-    drop(db);
-    let out = run(&["verify", s(&dir)]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let files = common::golden::snapshot(&dir);
-    let seg = dir.join(&common::golden::file_names(&files, "seg-", ".seg")[0]);
-    let mut bytes = std::fs::read(&seg).unwrap();
-    // The second row's hash: after one presence word and the first row.
-    let at = exact_section(&bytes) + 8 + 16 + 3;
-    bytes[at] ^= 0x40;
-    std::fs::write(&seg, bytes).unwrap();
-    let out = run(&["verify", s(&dir)]);
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    common::columns::a_flipped_row_fails_verify(9, 16);
 }
 
 #[test]
 fn an_upgraded_database_has_the_column_and_no_hashes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2");
-    common::golden::restore(&dir, &common::golden::snapshot(&fixture));
-    Db::upgrade(&dir, false).unwrap();
-    let db = Db::open(&dir, Options::default()).unwrap();
+    let db = common::columns::upgraded_v2_fixture(&dir);
     assert!(db.has_exact_hashes());
     let counts = db.exact_hash_counts().unwrap().unwrap();
     assert_eq!(counts.with, 0);

@@ -136,23 +136,7 @@ fn sets_and_token_lists_store_their_sizes() {
 
 #[test]
 fn a_flipped_byte_in_the_column_fails_verify() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let db = create(&dir, Options::default());
-    insert_all(&db);
-    db.flush().unwrap();
-    drop(db);
-    let out = run(&["verify", s(&dir)]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let files = common::golden::snapshot(&dir);
-    let seg = dir.join(&common::golden::file_names(&files, "seg-", ".seg")[0]);
-    let mut bytes = std::fs::read(&seg).unwrap();
-    // The second row's size: after one presence word and the first row.
-    let at = common::golden::section_start(&bytes, 11).expect("a SET_SIZE section") + 8 + 4;
-    bytes[at] ^= 0x40;
-    std::fs::write(&seg, bytes).unwrap();
-    let out = run(&["verify", s(&dir)]);
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    common::columns::a_flipped_row_fails_verify(11, 4);
 }
 
 /// An upgrade gains the column, its documents without sizes; `create --no-set-size` has
@@ -161,10 +145,7 @@ fn a_flipped_byte_in_the_column_fails_verify() {
 fn upgrades_and_the_cli_switch() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2");
-    common::golden::restore(&dir, &common::golden::snapshot(&fixture));
-    Db::upgrade(&dir, false).unwrap();
-    let db = Db::open(&dir, Options::default()).unwrap();
+    let db = common::columns::upgraded_v2_fixture(&dir);
     assert!(db.has_set_sizes());
     let counts = db.stats().unwrap().set_sizes.unwrap();
     assert_eq!((counts.with, counts.without > 0), (0, true));

@@ -81,3 +81,37 @@ pub fn survives_every_path(column: &Column) {
     };
     assert_eq!((column.counts)(&into), Some(none));
 }
+
+/// The four texts flushed into one segment verify clean; with one bit of the second row of
+/// section `kind` (rows `row_bytes` wide, after one presence word) flipped, `mhdb verify`
+/// exits 3 (corruption).
+pub fn a_flipped_row_fails_verify(kind: u16, row_bytes: usize) {
+    use super::cli::{run, s};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = create(&dir, Options::default());
+    for (key, text) in FOUR_TEXTS {
+        db.insert_text(key, text).unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let out = run(&["verify", s(&dir)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let files = super::golden::snapshot(&dir);
+    let seg = dir.join(&super::golden::file_names(&files, "seg-", ".seg")[0]);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let section = super::golden::section_start(&bytes, kind).expect("the column's section");
+    bytes[section + 8 + row_bytes + row_bytes / 2] ^= 0x40;
+    std::fs::write(&seg, bytes).unwrap();
+    let out = run(&["verify", s(&dir)]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}
+
+/// The db-v2 fixture restored at `dir`, upgraded (which gains every column, its documents
+/// without values), and opened.
+pub fn upgraded_v2_fixture(dir: &Path) -> Db {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/db-v2");
+    super::golden::restore(dir, &super::golden::snapshot(&fixture));
+    Db::upgrade(dir, false).unwrap();
+    Db::open(dir, Options::default()).unwrap()
+}
