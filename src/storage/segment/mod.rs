@@ -27,9 +27,11 @@
 //! [`Error::Corruption`](crate::Error::Corruption) naming the byte offset.
 //!
 //! One file per part: `format` (fixed structs and constants), `bits` (bit packing), `prefix`
-//! (prefix tables), `band_filter` (per-band membership filters), `encode` (the shared encoder), `columns` (the per-document columns), `exact` (the EXACT_HASH column), `builder`, `combine`, `open` (metadata
-//! checks), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and `prefetch`. Each file denies `unwrap`, `expect`
-//! and unchecked indexing.
+//! (prefix tables), `band_filter` (per-band membership filters), `encode` (the shared
+//! encoder), `columns` (the per-document columns), `exact` (the EXACT_HASH column),
+//! `builder`, `combine`, `open` (metadata checks), `shape` (what the header says the file
+//! holds), `blocks` (checked reads, versions 2 and 3), `reader`, `verify`, `stats` and
+//! `prefetch`. Each file denies `unwrap`, `expect` and unchecked indexing.
 
 mod band_filter;
 #[cfg(test)]
@@ -46,6 +48,7 @@ mod open;
 mod prefetch;
 mod prefix;
 mod reader;
+mod shape;
 mod stats;
 #[cfg(test)]
 mod test_rng;

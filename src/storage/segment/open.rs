@@ -15,16 +15,15 @@ use super::band_filter::{self, FilterParams, KIND_BLOCKED_BLOOM};
 use super::bits::{bits_below, bits_for};
 use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
-    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SET_SIZE,
-    FLAG_SHINGLES, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN, HOT_RECORD_LEN, Header,
-    IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS,
+    BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN,
+    HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER,
     KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SET_SIZE,
-    KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, RESERVED_KINDS, SECTION_ENTRY_LEN,
-    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_MAGIC,
-    SectionEntry, meta_crc,
+    KIND_SHINGLES, KIND_SIGNATURES, RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
+    SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
+use super::shape::Shape;
 use crate::storage::identity::{DbId, FileIdentity, IdentityOffsets, check_file_identity};
 use crate::{Error, Result};
 
@@ -196,12 +195,12 @@ impl<B: AsRef<[u8]>> Segment<B> {
 
 /// The header, footer and section table's place, once the metadata checksum matched and the
 /// version is one this build reads.
-struct Metadata<'a> {
-    header: &'a Header,
-    footer: &'a Footer,
-    table: TableSpan,
+pub(super) struct Metadata<'a> {
+    pub(super) header: &'a Header,
+    pub(super) footer: &'a Footer,
+    pub(super) table: TableSpan,
     /// 64, or 96 in version 3.
-    header_len: usize,
+    pub(super) header_len: usize,
 }
 
 impl<'a> Metadata<'a> {
@@ -242,7 +241,7 @@ impl<'a> Metadata<'a> {
     }
 
     /// Version 3's header bytes 52..96 (`None` in versions 1 and 2).
-    fn tail(&self, data: &'a [u8]) -> Option<&'a IdentityTail> {
+    pub(super) fn tail(&self, data: &'a [u8]) -> Option<&'a IdentityTail> {
         if self.header_len != HEADER_V3_LEN {
             return None;
         }
@@ -260,7 +259,7 @@ impl<'a> Metadata<'a> {
 }
 
 /// A corruption error at `offset` of `path`.
-fn bad(path: &Path, offset: usize, detail: impl Into<String>) -> Error {
+pub(super) fn bad(path: &Path, offset: usize, detail: impl Into<String>) -> Error {
     corrupt(path, offset as u64, detail)
 }
 
@@ -305,10 +304,10 @@ fn read_frame<'a>(data: &'a [u8], path: &Path) -> Result<(&'a Header, &'a Footer
 }
 
 /// Where the section table is: `nsec` entries from `at`, ending at the footer (`footer_at`).
-struct TableSpan {
+pub(super) struct TableSpan {
     at: usize,
-    nsec: usize,
-    footer_at: usize,
+    pub(super) nsec: usize,
+    pub(super) footer_at: usize,
 }
 
 impl TableSpan {
@@ -362,200 +361,6 @@ fn check_meta_crc(
         ));
     }
     Ok(())
-}
-
-/// What the header says the file holds, checked against itself and the section count.
-struct Shape {
-    version: u32,
-    /// Where the data area starts: 64, or 96 in version 3.
-    header_len: usize,
-    record_bytes: usize,
-    num_bands: u32,
-    /// The optional sections the header's flags name, in file order (version 3; version 2
-    /// may have SHINGLES), between HOT and the band filters.
-    optional: Vec<u16>,
-    /// The segment has a BAND_FILTER section per band (version 3 only), after the optional
-    /// sections and before SIGNATURES.
-    has_filters: bool,
-    nsec: usize,
-    base: u64,
-    span: u64,
-    doc_count: u64,
-    docno_bits: u32,
-}
-
-impl Shape {
-    fn of(data: &[u8], meta: &Metadata<'_>, path: &Path) -> Result<Self> {
-        let header = meta.header;
-        let version = header.version.get();
-        let nsec = meta.table.nsec;
-        let num_bands = header.num_bands.get();
-        let (optional, has_filters) = match meta.tail(data) {
-            Some(tail) => v3_optional_sections(header, tail, path)?,
-            None => {
-                check_v2_reserved(header, path)?;
-                // Version 2 says it stores shingle sets by the one more section.
-                let sets = version == SEGMENT_FORMAT_V2
-                    && (num_bands as usize).checked_add(7) == Some(nsec);
-                let optional = if sets {
-                    vec![KIND_SHINGLES]
-                } else {
-                    Vec::new()
-                };
-                (optional, false)
-            }
-        };
-        if meta.footer.reserved.get() != 0 {
-            return Err(bad(
-                path,
-                meta.table.footer_at + 12,
-                "non-zero reserved bytes",
-            ));
-        }
-        // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Versions 2 and 3 add
-        // SIGNATURES and CHECKSUMS after HOT, and the optional sections the flags name
-        // (SHINGLES, EXACT_HASH, SET_SIZE), then a BAND_FILTER per band, between HOT and SIGNATURES.
-        let fixed = match version {
-            SEGMENT_FORMAT_V1 => 4,
-            _ => {
-                let filters = if has_filters { num_bands as usize } else { 0 };
-                6 + optional.len() + filters
-            }
-        };
-        if num_bands == 0 || (num_bands as usize).checked_add(fixed) != Some(nsec) {
-            return Err(bad(
-                path,
-                16,
-                format!("{num_bands} bands but {nsec} sections"),
-            ));
-        }
-        let (base, span, doc_count) = range_of(header, path)?;
-        Ok(Shape {
-            version,
-            header_len: meta.header_len,
-            record_bytes: header.record_bytes.get() as usize,
-            num_bands,
-            optional,
-            has_filters,
-            nsec,
-            base,
-            span,
-            doc_count,
-            docno_bits: bits_below(span),
-        })
-    }
-
-    /// Index of the HOT section in the table (after the key sections and the bands).
-    fn hot_index(&self) -> usize {
-        3 + self.num_bands as usize
-    }
-
-    /// Index of the first BAND_FILTER section (after HOT and the optional columns).
-    fn first_filter_index(&self) -> usize {
-        self.hot_index() + 1 + self.optional.len()
-    }
-
-    /// The band of the `i`-th section if it is a BAND_FILTER.
-    fn filter_band(&self, i: usize) -> Option<u32> {
-        let band = i.checked_sub(self.first_filter_index())?;
-        (self.has_filters && band < self.num_bands as usize).then_some(band as u32)
-    }
-
-    /// The kind the `i`-th section must have, and its index field (the band, for a BAND or
-    /// BAND_FILTER).
-    fn expected_kind(&self, i: usize) -> (u16, u32) {
-        if let Some(band) = self.filter_band(i) {
-            return (KIND_BAND_FILTER, band);
-        }
-        let hot_index = self.hot_index();
-        let kind = match i {
-            0 => KIND_KEY_BLOB,
-            1 => KIND_DOC_TABLE,
-            2 => KIND_KEY_INDEX,
-            _ if i == hot_index => KIND_HOT,
-            _ if i > hot_index && i + 1 == self.nsec => KIND_CHECKSUMS,
-            _ if i > hot_index => match self.optional.get(i - hot_index - 1) {
-                Some(&kind) => kind,
-                None => KIND_SIGNATURES,
-            },
-            _ => KIND_BAND,
-        };
-        let index = if kind == KIND_BAND { (i - 3) as u32 } else { 0 };
-        (kind, index)
-    }
-}
-
-/// Versions 1 and 2: no flags, reserved bytes zero, and no signatures in version 1.
-fn check_v2_reserved(header: &Header, path: &Path) -> Result<()> {
-    let v1 = header.version.get() == SEGMENT_FORMAT_V1;
-    if header.flags.get() != 0
-        || header.reserved != [0; 12]
-        || (v1 && header.record_bytes.get() != 0)
-    {
-        return Err(bad(path, 12, "unknown flags or non-zero reserved bytes"));
-    }
-    Ok(())
-}
-
-/// Version 3: reserved bytes zero and the flags known; the optional sections the flags name,
-/// in file order, and whether BAND_FILTER sections follow them. A flag this build reserves for
-/// a later one, or does not know, is refused as unsupported (checked after the metadata
-/// checksum, so a damaged flag reads as corruption).
-fn v3_optional_sections(
-    header: &Header,
-    tail: &IdentityTail,
-    path: &Path,
-) -> Result<(Vec<u16>, bool)> {
-    if tail.reserved != [0; 4] {
-        return Err(bad(path, IDENTITY_TAIL_OFFSET, "non-zero reserved bytes"));
-    }
-    if tail.reserved_end != [0; 16] {
-        return Err(bad(path, FILE_ID_OFFSET + 8, "non-zero reserved bytes"));
-    }
-    let flags = header.flags.get();
-    let optional = [
-        (FLAG_SHINGLES, KIND_SHINGLES),
-        (FLAG_EXACT_HASH, KIND_EXACT_HASH),
-        (FLAG_SET_SIZE, KIND_SET_SIZE),
-    ];
-    let known = optional
-        .iter()
-        .fold(FLAG_BAND_FILTER, |all, (flag, _)| all | flag);
-    let unknown = flags & !known;
-    if unknown != 0 {
-        let feature = RESERVED_FLAGS
-            .iter()
-            .find(|(bit, _)| unknown & bit != 0)
-            .map_or_else(
-                || format!("segment flag bit {}", unknown.trailing_zeros()),
-                |(_, feature)| (*feature).to_string(),
-            );
-        return Err(Error::Unsupported {
-            path: path.to_path_buf(),
-            feature,
-        });
-    }
-    let kinds = optional
-        .iter()
-        .filter(|(flag, _)| flags & flag != 0)
-        .map(|&(_, kind)| kind)
-        .collect();
-    Ok((kinds, flags & FLAG_BAND_FILTER != 0))
-}
-
-/// The header's docno range and document count, checked against each other.
-fn range_of(header: &Header, path: &Path) -> Result<(u64, u64, u64)> {
-    let base = header.base_docno.get();
-    let span = header.span.get();
-    let doc_count = header.doc_count.get();
-    if base.checked_add(span).is_none() || doc_count > span || doc_count > u64::from(u32::MAX) {
-        return Err(bad(
-            path,
-            24,
-            format!("bad range: base {base} span {span} docs {doc_count}"),
-        ));
-    }
-    Ok((base, span, doc_count))
 }
 
 /// One section-table entry, placed: its fields and the byte range it covers.
