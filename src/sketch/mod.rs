@@ -16,6 +16,7 @@ pub mod set_intersect;
 pub mod set_size;
 pub mod shingle;
 pub mod shingle_set;
+mod signature;
 pub mod simhash;
 pub mod spec;
 pub mod tokens;
