@@ -515,7 +515,7 @@ fn the_set_size_column_round_trips_combines_and_checks_absent_rows() {
         .unwrap();
         let values = DocColumns {
             exact: (docno % 3 != 0).then_some(u128::from(docno) + 1),
-            set_size: (docno % 4 != 0).then_some(docno as u32 * 7 - 7),
+            set_size: (docno % 4 != 0).then(|| docno as u32 * 7 - 7),
         };
         b.add_columns(values).unwrap();
         want.push(values);
