@@ -211,10 +211,10 @@ impl Db {
         sigs.par_iter().map(|s| self.query(s, opts)).collect()
     }
 
-    /// A threshold query's stages: candidates gathered from the band buckets (none: the answer
-    /// is empty, and nothing else is computed), verified against the query's `packed` signature (and, with the query's shingle set `exact`, re-ranked
-    /// near the threshold), then given their keys and ranked, each stage stopped by the
-    /// deadline of `bounds`.
+    /// A threshold query's stages: candidates gathered from the band buckets (none: the answer is
+    /// empty, and nothing else is computed), verified against the query's `packed` signature (and,
+    /// with the query's shingle set `exact`, re-ranked near the threshold), then given their keys
+    /// and ranked, each stage stopped by the deadline of `bounds`.
     pub(super) fn run_query(
         &self,
         state: &State,

@@ -13,8 +13,8 @@ use crate::{Error, Result};
 /// ([`Signature::with_shingle_set`]).
 ///
 /// Two signatures are equal when their slots and attached sets are: the exact hash and set
-/// size are notes about the document, not part of the signature (a token set in another order has the same
-/// signature and another exact hash).
+/// size are notes about the document, not part of the signature (a token set in another
+/// order has the same signature and another exact hash).
 #[derive(Clone, Debug)]
 pub struct Signature {
     slots: Box<[u64]>,
