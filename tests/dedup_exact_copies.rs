@@ -215,3 +215,64 @@ fn copies_are_paired_with_their_representative_only() {
         }
     }
 }
+
+/// Segments cut a bucket over the cap to the members whose keys hash lowest, so a group's
+/// representative can lose every posting while some copies keep theirs. Each copy is still
+/// paired with its own representative (the oldest member of its group), never with another
+/// document.
+#[test]
+fn copies_cut_from_capped_buckets_pair_with_their_own_representative() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut params = word_index(128, 32, THRESHOLD);
+    params.bucket_cap = Some(4);
+    let db = Db::create(tmp.path().join("db"), params, Options::default()).unwrap();
+    let mut rng = SplitMix64(0xCA9);
+    let mut oldest: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut n = 0;
+    let mut insert = |text: &str| {
+        let key = format!("doc{n:04}");
+        n += 1;
+        db.insert_text(&key, text).unwrap();
+        oldest.entry(text.to_owned()).or_insert(key.into_bytes());
+    };
+    for _ in 0..8 {
+        insert(&random_text(&mut rng, 60).join(" "));
+    }
+    let originals: Vec<String> = (0..6)
+        .map(|_| random_text(&mut rng, 60).join(" "))
+        .collect();
+    for _ in 0..12 {
+        for text in &originals {
+            insert(text);
+        }
+    }
+    db.flush().unwrap();
+    let mut pairs = 0;
+    let stats = db
+        .dedup_pairs_with_options(
+            THRESHOLD,
+            DedupOptions::default(),
+            |p| {
+                pairs += 1;
+                if p.representative.is_some() {
+                    let (ha, hb) = (
+                        db.exact_hash_of(&p.a).unwrap(),
+                        db.exact_hash_of(&p.b).unwrap(),
+                    );
+                    assert_eq!(ha, hb, "{:?} paired with {:?} as a copy", p.b, p.a);
+                    assert_eq!(p.representative, Some(PairSide::A));
+                    assert!(
+                        oldest.values().any(|k| *k == p.a),
+                        "{:?} is not a group's oldest",
+                        p.a
+                    );
+                }
+                Ok(())
+            },
+            |_, _| {},
+        )
+        .unwrap();
+    assert_eq!(stats.exact_copies, 6 * 11);
+    assert_eq!(pairs, stats.pairs);
+    assert!(stats.capped_buckets > 0, "{stats:?}");
+}

@@ -141,6 +141,9 @@ class MinHasher:
         """The signature of ``text``: a ``uint64`` array of length ``num_perm``."""
     def sketch_many(self, texts: Iterable[str]) -> npt.NDArray[np.uint64]:
         """Signatures of many texts, shape ``(n, num_perm)``, on every core without the GIL."""
+    def exact_hashes(self, texts: Iterable[str]) -> npt.NDArray[np.uint64]:
+        """The exact hashes of many texts (XXH3-128 of the normalized text), shape ``(n, 2)``:
+        low then high 64 bits. Unkeyed text hashers only."""
     def band_keys(
         self, signatures: npt.NDArray[np.uint64], bands: int, rows: int
     ) -> npt.NDArray[np.uint64]:

@@ -425,10 +425,13 @@ def dedup(
     holding the same documents inserted in ``order_col`` order (ties and the default: id
     order), with the same parameters.
 
-    Steps: signatures and 32-bit band keys per Arrow batch; postings ``(band, key, doc)``
+    Steps: signatures, exact hashes and 32-bit band keys per Arrow batch; exact copies
+    grouped by hash as the engine groups them (each group's first document represents it, the
+    others pair with it at similarity 1 and are dropped); postings ``(band, key, doc)``
     shuffled by ``(band, key)``; a bucket over ``bucket_cap`` keeps the ``bucket_cap``
     documents whose keys (ids as strings) hash lowest, as the engine's segments and dedup do
-    (``format/segment.md``, "Bucket caps"); candidate pairs of a bucket are verified by a join
+    (``format/segment.md``, "Bucket caps"), then each copy stands for its representative;
+    candidate pairs of a bucket are verified by a join
     against the b-bit signatures (the engine's estimate and ``threshold``, default
     ``params["threshold"]``); connected components by alternating large-star / small-star
     rounds; ``keep`` by the engine's greedy rule (documents in order: one with an unassigned
@@ -470,6 +473,9 @@ def dedup(
         # What a bucket cap ranks the document by (the engine's: xxh3-64 of its key, the id
         # as a string), as a signed long ordered as the unsigned hash.
         T.StructField("rank", T.LongType(), False),
+        # The exact hash of the normalized text (16 bytes, little-endian), null for a text
+        # without shingles (which the engine does not store).
+        T.StructField("exact", T.BinaryType(), True),
     ]
 
     def sign_batches(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -494,8 +500,10 @@ def dedup(
             )
             arrays = [batch.column(id_col)] + ([batch.column(order_col)] if order_col else [])
             ranks = _cap_ranks(batch.column("_key").to_pylist())
+            exact = _fixed_binary(hasher.exact_hashes(_texts(batch, text_col, id_col)))
+            exact = pa.compute.if_else(pa.array(shingled), exact, pa.scalar(None, pa.binary()))
             yield pa.RecordBatch.from_arrays(
-                arrays + [_fixed_binary(packed), keys, pa.array(ranks)],
+                arrays + [_fixed_binary(packed), keys, pa.array(ranks), exact],
                 names=[f.name for f in out_fields],
             )
 
@@ -507,25 +515,50 @@ def dedup(
     # materializes the cache before any job reads it: concurrent stages reading a cache
     # not yet filled would each sign the corpus.
     signed = (
-        signed.select(node.alias("node"), "id", "sig", "bkeys", "rank")
+        signed.select(node.alias("node"), "id", "sig", "bkeys", "rank", "exact")
         .repartition("node")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     signed.count()
+
+    # Exact copies, as the engine's dedup groups them: documents with equal exact hashes
+    # form a group whose first node represents it. Every other member is a pair
+    # (representative, copy) at similarity 1, and is dropped, since it takes its
+    # representative's fate and the representative is kept or dropped before it.
+    groups = (
+        signed.filter(F.col("exact").isNotNull())
+        .groupBy("exact")
+        .agg(F.min("node").alias("rep"), F.count(F.lit(1)).alias("members"))
+        .filter(F.col("members") > 1)
+    )
+    copy_edges = _checkpoint(
+        signed.join(groups, "exact")
+        .filter(F.col("node") != F.col("rep"))
+        .select(F.col("rep").alias("a"), F.col("node").alias("b"), F.lit(1.0).alias("jaccard"))
+    )
+    # In the buckets a copy stands for its representative, once the bucket is cut to its cap
+    # over every document in it (as segments cut it).
+    standing = signed.join(
+        copy_edges.select(F.col("b").alias("node"), F.col("a").alias("rep")), "node", "left"
+    ).select(F.coalesce("rep", "node").alias("rep"), "node", "rank", "bkeys")
 
     # Buckets by one hash aggregation over (band, key): no sort of the postings, and the
     # single-document buckets (most of them) end there. A bucket keeps at most `bucket_cap`
     # documents, chosen as the engine chooses them, and emits every pair of
     # them; pairs stream out row by row (one row per first member), so a capped hot bucket
     # never holds its cap² / 2 pairs in memory at once.
-    postings = signed.select("node", "rank", F.posexplode("bkeys").alias("band", "key"))
+    postings = standing.select(
+        "rep", "node", "rank", F.posexplode("bkeys").alias("band", "key")
+    )
     if cap is None:
-        members = F.array_sort(F.collect_list("node"))
+        members = F.array_sort(F.array_distinct(F.collect_list("rep")))
     else:
         # The `cap` members whose keys hash lowest (ties: the earlier node), as the engine
-        # keeps them, then in node order.
-        ranked = F.array_sort(F.collect_list(F.struct("rank", "node")))
-        members = F.array_sort(F.transform(F.slice(ranked, 1, cap), lambda x: x["node"]))
+        # keeps them, then their representatives in node order.
+        ranked = F.array_sort(F.collect_list(F.struct("rank", "node", "rep")))
+        members = F.array_sort(
+            F.array_distinct(F.transform(F.slice(ranked, 1, cap), lambda x: x["rep"]))
+        )
     buckets = (
         postings.groupBy("band", "key")
         .agg(members.alias("n"))
@@ -568,13 +601,16 @@ def dedup(
                 names=["a", "b", "jaccard"],
             )
 
-    edges = _checkpoint(with_sigs.select("a", "b", "sa", "sb").mapInArrow(verify, pair_schema))
+    near = _checkpoint(with_sigs.select("a", "b", "sa", "sb").mapInArrow(verify, pair_schema))
+    edges = near.union(copy_edges)
     cached = [signed]
 
     parent, cc_rounds = _components(
         edges.select(F.col("b").alias("v"), F.col("a").alias("m")), max_rounds
     )
-    status, keep_rounds = _greedy_keep(edges.select("a", "b"), max_rounds)
+    # The greedy rule among representatives; their copies are all dropped.
+    status, keep_rounds = _greedy_keep(near.select("a", "b"), max_rounds)
+    status = status.union(copy_edges.select(F.col("b").alias("n"), F.lit(_DROPPED).alias("st")))
 
     def ident(c: Column) -> Column:
         return c["id"] if order_col else c

@@ -1,6 +1,6 @@
 //! `mhdb.MinHasher`: text → signature, bit-identical to the Rust crate (`format/hashing.md`).
 
-use mhdb::sketch::MinHasher;
+use mhdb::sketch::{ExactHasher, MinHasher};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -144,6 +144,50 @@ impl PyMinHasher {
             flat
         });
         let array = Array2::from_shape_vec((n, k), flat)
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+        Ok(array.into_pyarray(py))
+    }
+
+    /// The exact hashes of many texts (``format/hashing.md`` §17: XXH3-128 of the normalized
+    /// text, never 0), as an index with this hasher's parameters stores them, shape
+    /// ``(n, 2)``, ``uint64``: the low then the high 64 bits. Texts that normalize to the same
+    /// bytes, and only those (but for a 2⁻¹²⁸ chance), get equal hashes. Runs on every core
+    /// without the GIL.
+    ///
+    /// Raises:
+    ///     InvalidParameterError: a keyed hasher (a keyed index hashes under a key of its
+    ///         own, which stays inside the index) or a token scheme.
+    fn exact_hashes<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let p = self.inner.params();
+        if !self.inner.key_fingerprint().is_unkeyed() || p.shingle.kind.is_tokens() {
+            return Err(crate::errors::invalid(
+                py,
+                "exact_hashes",
+                "exact hashes are computed here for unkeyed text hashers only",
+            ));
+        }
+        let texts: Vec<PyBackedStr> = texts
+            .try_iter()?
+            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
+            .collect::<PyResult<_>>()?;
+        let exact = ExactHasher::new(p.scheme.name(), p.seed, None);
+        let n = texts.len();
+        let flat = py.detach(|| {
+            let mut flat = vec![0u64; n * 2];
+            flat.par_chunks_mut(2)
+                .zip(texts.par_iter())
+                .for_each(|(row, text)| {
+                    let h = exact.hash_text(&p.shingle, text);
+                    row[0] = h as u64;
+                    row[1] = (h >> 64) as u64;
+                });
+            flat
+        });
+        let array = Array2::from_shape_vec((n, 2), flat)
             .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
         Ok(array.into_pyarray(py))
     }

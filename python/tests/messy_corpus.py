@@ -8,7 +8,9 @@ and ideographic spaces). Planted on top, so that dedup has real work:
 - families of edited copies (1 % to 25 % of words replaced, dropped or inserted, casing and
   spacing changed), often copies of copies, so that clusters chain and are not all stars;
 - a boilerplate banner in many copies differing only in case and white space (identical
-  after normalization), so that its buckets exceed a small bucket cap;
+  after normalization: exact copies);
+- a boilerplate footer in many near copies (each with its own issue number), so that its
+  buckets exceed a small bucket cap;
 - a few empty and white-space-only documents (the empty set: all similar to one another);
 - the repository's own sample texts (samples/corpus.jsonl, samples/texts).
 
@@ -47,6 +49,11 @@ BANNER = (
     "We use cookies to improve your experience. By continuing to browse this site you agree to "
     "our use of cookies. Nous utilisons des cookies. Wir verwenden Cookies. Мы используем "
     "файлы cookie. 本网站使用cookie。 Accept all / Tout accepter / Alle akzeptieren"
+)
+FOOTER = (
+    "Subscribe to our newsletter for weekly updates from the harbour district. Follow us on "
+    "social media. Contact the press office at 12 Harbour Street. Impressum / Mentions légales "
+    "/ Datenschutz / Конфиденциальность / 隐私政策 / プライバシー"
 )
 
 
@@ -93,7 +100,11 @@ def _samples() -> list[str]:
 
 
 def build(
-    n: int, seed: int = 2024, banner_copies: int = 40, with_samples: bool = True
+    n: int,
+    seed: int = 2024,
+    banner_copies: int = 40,
+    with_samples: bool = True,
+    footer_copies: int = 30,
 ) -> list[dict]:
     """About ``n`` documents as ``{"id", "text", "pos"}`` dicts, deterministic in ``seed``."""
     rng = random.Random(seed)
@@ -101,6 +112,8 @@ def build(
     for _ in range(banner_copies):
         spaced = _join(rng, BANNER.split(" "))
         texts.append(spaced.upper() if rng.random() < 0.3 else spaced)
+    for issue in rng.sample(range(10**5, 10**6), footer_copies):
+        texts.append(_join(rng, [f"Issue {issue}."] + FOOTER.split(" ")))
     texts += ["", "   ", "\t\n", "\u3000", ""]
     while len(texts) < n:
         lang = rng.choice(LANGS)

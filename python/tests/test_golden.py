@@ -47,3 +47,20 @@ def test_golden_case(case: dict) -> None:
     assert many.shape == (3, 16) and many.dtype == np.uint64
     assert (many[0] == s16).all() and (many[2] == s16).all()
     assert (many[1] == np.uint64(2**64 - 1)).all()  # the empty-set signature
+
+
+def test_exact_hashes_equal_the_golden_vectors() -> None:
+    """``MinHasher.exact_hashes`` is the unkeyed exact hash of ``format/hashing.md`` §17, as
+    an independent implementation computed it (tests/golden/exact_hash.json)."""
+    golden = json.loads((REPO / "tests" / "golden" / "exact_hash.json").read_text())
+    assert golden["texts"]
+    for case in golden["texts"]:
+        hasher = mhdb.MinHasher(scheme=case["scheme"], seed=case["seed"], nfkc=case["nfkc"])
+        lo, hi = (int(v) for v in hasher.exact_hashes([case["text"]])[0])
+        assert f"{hi << 64 | lo:032x}" == case["unkeyed"], case["text"]
+    hasher = mhdb.MinHasher()
+    h = hasher.exact_hashes(["Some  TEXT", "some text", "some text!"])
+    assert h.shape == (3, 2) and h.dtype == np.uint64
+    assert (h[0] == h[1]).all() and not (h[0] == h[2]).all()
+    with pytest.raises(mhdb.InvalidParameterError, match="unkeyed text hashers"):
+        mhdb.MinHasher(shingle="tokens").exact_hashes(["a"])

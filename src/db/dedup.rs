@@ -415,7 +415,6 @@ impl Db {
         let copies = ExactCopies::group(state, self.columns.exact, grouping)?;
         let scanned = scan_bands(state, bands, &copies)?;
         let docnos = check_ordinals(scanned.docnos)?;
-        let copies = copies.by_ordinal(|d| docnos.binary_search(&d).unwrap_or(0) as u32);
         let hot_keys = segment_hot_keys(state, bands)?;
         // Each band's buckets on every core, each counting the buckets it cuts.
         let built = scanned
@@ -426,7 +425,7 @@ impl Db {
                 hot.sort_unstable();
                 hot.dedup();
                 let mut cut = DedupStats::default();
-                let bb = band_buckets(state, &postings, &hot, &docnos, cap, &mut cut)?;
+                let bb = band_buckets(state, &postings, &hot, &docnos, &copies, cap, &mut cut)?;
                 Ok((bb, hot.len() as u64 + cut.capped_buckets))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -435,6 +434,7 @@ impl Db {
             stats.capped_buckets += capped;
             out.push(bb);
         }
+        let copies = copies.by_ordinal(|d| ordinal_of(&docnos, d))?;
         Ok(BucketIndex {
             docnos,
             bands: out,
@@ -470,6 +470,17 @@ pub(super) fn live_postings(state: &State, band: usize) -> Result<Vec<(u32, u64)
     }
     postings.dedup();
     Ok(postings)
+}
+
+/// The ordinal of `docno` in the pass's `docnos`, which hold every docno the pass can meet.
+fn ordinal_of(docnos: &[u64], docno: u64) -> Result<u32> {
+    match docnos.binary_search(&docno) {
+        Ok(o) => Ok(o as u32),
+        Err(_) => Err(Error::invalid(
+            "dedup",
+            format!("document {docno} is missing from the pass (an internal error)"),
+        )),
+    }
 }
 
 /// The docno of each ordinal, `docnos` (ascending, so ordinal order is age order), once
@@ -511,10 +522,12 @@ fn band_buckets(
     postings: &[(u32, u64)],
     hot: &[u32],
     docnos: &[u64],
+    copies: &ExactCopies,
     cap: usize,
     stats: &mut DedupStats,
 ) -> Result<BandBuckets> {
-    let ordinal = |d: u64| docnos.binary_search(&d).unwrap_or(0) as u32;
+    // A copy is in its bucket through its representative.
+    let ordinal = |d: u64| ordinal_of(docnos, copies.standing_for(d));
     // Live keys are unique, and a document keeps its key wherever it is stored.
     let key_rank = |d: u64| -> Result<u64> { Ok(state.key_of(d)?.map_or(u64::MAX, cap_rank)) };
     let mut bb = BandBuckets {
@@ -536,11 +549,20 @@ fn band_buckets(
                 .map(|&(_, d)| Ok((key_rank(d)?, d)))
                 .collect::<Result<_>>()?;
             keep_lowest_ranked(&mut ranked, cap);
-            ranked.into_iter().map(|(_, d)| ordinal(d)).collect()
+            ranked
+                .into_iter()
+                .map(|(_, d)| ordinal(d))
+                .collect::<Result<_>>()?
         } else {
-            run.iter().map(|&(_, d)| ordinal(d)).collect()
+            run.iter()
+                .map(|&(_, d)| ordinal(d))
+                .collect::<Result<_>>()?
         };
         members.sort_unstable();
+        members.dedup();
+        if members.len() < 2 {
+            continue;
+        }
         for &m in &members {
             if let Some(b) = bb.bucket_of.get_mut(m as usize) {
                 *b = bucket;

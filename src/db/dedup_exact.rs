@@ -79,8 +79,10 @@ impl Hasher for LowBits {
 pub(super) struct ExactCopies {
     /// (representative, copy) docnos, sorted.
     pairs: Vec<(u64, u64)>,
-    /// The copies' docnos, sorted.
-    copies: Vec<u64>,
+    /// (copy, representative) docnos, sorted by copy.
+    by_copy: Vec<(u64, u64)>,
+    /// Every docno of a group (representatives and copies), ascending.
+    members: Vec<u64>,
     /// A bit per docno up to the last copy's: set for a copy (asked once per posting).
     copy_bits: Vec<u64>,
 }
@@ -129,15 +131,20 @@ impl ExactCopies {
             .map(|(h, d)| (representative.get(&h).copied().unwrap_or(d), d))
             .collect();
         pairs.sort_unstable();
-        let mut copies: Vec<u64> = pairs.iter().map(|&(_, c)| c).collect();
-        copies.sort_unstable();
-        let mut copy_bits = vec![0u64; copies.last().map_or(0, |&d| d / 64 + 1) as usize];
-        for &d in &copies {
+        let mut by_copy: Vec<(u64, u64)> = pairs.iter().map(|&(r, c)| (c, r)).collect();
+        by_copy.sort_unstable();
+        let mut members: Vec<u64> = pairs.iter().flat_map(|&(r, c)| [r, c]).collect();
+        members.sort_unstable();
+        members.dedup();
+        let last = by_copy.last().map_or(0, |&(d, _)| d / 64 + 1);
+        let mut copy_bits = vec![0u64; last as usize];
+        for &(d, _) in &by_copy {
             copy_bits[(d / 64) as usize] |= 1 << (d % 64);
         }
         Ok(ExactCopies {
             pairs,
-            copies,
+            by_copy,
+            members,
             copy_bits,
         })
     }
@@ -150,21 +157,33 @@ impl ExactCopies {
             .is_some_and(|w| w & (1 << (docno % 64)) != 0)
     }
 
-    /// The copies' docnos, ascending.
-    pub(super) fn copies(&self) -> &[u64] {
-        &self.copies
+    /// The docno that stands for `docno` in the band scan: its representative if it is a
+    /// copy, else itself.
+    pub(super) fn standing_for(&self, docno: u64) -> u64 {
+        if !self.is_copy(docno) {
+            return docno;
+        }
+        match self.by_copy.binary_search_by_key(&docno, |&(c, _)| c) {
+            Ok(i) => self.by_copy.get(i).map_or(docno, |&(_, r)| r),
+            Err(_) => docno,
+        }
+    }
+
+    /// Every member of a group (representatives and copies), ascending.
+    pub(super) fn members(&self) -> &[u64] {
+        &self.members
     }
 
     /// The groups by ordinal, once the pass numbered its documents: `ordinal` gives the
     /// ordinal of a docno (every copy and representative has one).
-    pub(super) fn by_ordinal(&self, ordinal: impl Fn(u64) -> u32) -> CopyOrdinals {
+    pub(super) fn by_ordinal(&self, ordinal: impl Fn(u64) -> Result<u32>) -> Result<CopyOrdinals> {
         let mut pairs: Vec<(u32, u32)> = self
             .pairs
             .iter()
-            .map(|&(r, c)| (ordinal(r), ordinal(c)))
-            .collect();
+            .map(|&(r, c)| Ok((ordinal(r)?, ordinal(c)?)))
+            .collect::<Result<_>>()?;
         pairs.sort_unstable();
-        CopyOrdinals { pairs }
+        Ok(CopyOrdinals { pairs })
     }
 }
 
@@ -192,7 +211,8 @@ impl CopyOrdinals {
     }
 }
 
-/// `docnos` with `more` merged in, both ascending and disjoint.
+/// The union of `docnos` and `more`, both ascending without repeats: ascending, without
+/// repeats.
 pub(super) fn merge_sorted(docnos: Vec<u64>, more: &[u64]) -> Vec<u64> {
     if more.is_empty() {
         return docnos;
@@ -200,12 +220,20 @@ pub(super) fn merge_sorted(docnos: Vec<u64>, more: &[u64]) -> Vec<u64> {
     let mut out = Vec::with_capacity(docnos.len() + more.len());
     let (mut i, mut j) = (0, 0);
     while i < docnos.len() && j < more.len() {
-        if docnos[i] < more[j] {
-            out.push(docnos[i]);
-            i += 1;
-        } else {
-            out.push(more[j]);
-            j += 1;
+        match docnos[i].cmp(&more[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(docnos[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(more[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(docnos[i]);
+                i += 1;
+                j += 1;
+            }
         }
     }
     out.extend_from_slice(&docnos[i..]);
@@ -237,5 +265,6 @@ mod tests {
         );
         assert_eq!(merge_sorted(vec![], &[2]), [2]);
         assert_eq!(merge_sorted(vec![5], &[]), [5]);
+        assert_eq!(merge_sorted(vec![1, 3, 5], &[3, 5, 6]), [1, 3, 5, 6]);
     }
 }

@@ -15,31 +15,29 @@ use super::state::State;
 use crate::Result;
 
 /// Every band's shared buckets, as sorted `(key32, docno)` runs of two or more, and every live
-/// docno with a posting in any band, ascending (the exact copies, left out of the buckets,
-/// included).
+/// docno with a posting in any band or in a group of exact copies, ascending (a group's
+/// members may have lost every posting to segments' bucket caps, and still pair up).
 pub(super) struct Scanned {
     pub(super) shared: Vec<Vec<(u32, u64)>>,
     pub(super) docnos: Vec<u64>,
 }
 
-/// Reads the `bands` bands of `state` on every core, leaving the postings of `copies` out:
-/// they are reported through their representatives.
+/// Reads the `bands` bands of `state` on every core. Copies keep their postings here: a
+/// bucket is cut to its cap over every document in it, as segments cut it, before each copy
+/// is replaced by its representative.
 pub(super) fn scan_bands(state: &State, bands: usize, copies: &ExactCopies) -> Result<Scanned> {
     let seen = SeenDocnos::for_state(state, bands);
     let shared = (0..bands)
         .into_par_iter()
         .map(|band| {
-            let mut postings = live_postings(state, band)?;
-            if !copies.copies().is_empty() {
-                postings.retain(|&(_, d)| !copies.is_copy(d));
-            }
+            let postings = live_postings(state, band)?;
             seen.mark(postings.iter().map(|&(_, d)| d));
             Ok(shared_buckets(&postings))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Scanned {
         shared,
-        docnos: merge_sorted(seen.into_sorted(), copies.copies()),
+        docnos: merge_sorted(seen.into_sorted(), copies.members()),
     })
 }
 

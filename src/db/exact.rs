@@ -115,7 +115,8 @@ impl Db {
             return Err(Error::invalid(
                 "exact_dedup",
                 format!(
-                    "{} has no exact hashes (created with --no-exact-hash, a SimHash index, or                      one of signatures made elsewhere): exact copies cannot be told apart",
+                    "{} has no exact hashes (created with --no-exact-hash, a SimHash index, or \
+                     one of signatures made elsewhere): exact copies cannot be told apart",
                     self.dir.display()
                 ),
             ));
