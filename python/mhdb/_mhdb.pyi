@@ -144,6 +144,9 @@ class MinHasher:
     def exact_hashes(self, texts: Iterable[str]) -> npt.NDArray[np.uint64]:
         """The exact hashes of many texts (XXH3-128 of the normalized text), shape ``(n, 2)``:
         low then high 64 bits. Unkeyed text hashers only."""
+    def set_sizes(self, texts: Iterable[str]) -> npt.NDArray[np.uint32]:
+        """The number of distinct shingle hashes of each text, as the SET_SIZE column stores
+        it, shape ``(n,)``."""
     def band_keys(
         self, signatures: npt.NDArray[np.uint64], bands: int, rows: int
     ) -> npt.NDArray[np.uint64]:

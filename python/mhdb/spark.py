@@ -389,7 +389,7 @@ class DedupResult:
     - ``docs``: ``(id, cluster, keep)`` for every input row. ``cluster`` is the id of the
       first document (in ``order_col``, then id order) of the row's connected component in
       the graph of verified pairs (its own id for a document with no pair). ``keep`` is
-      False for exactly the ids ``mhdb dedup --format drop`` prints.
+      False for exactly the ids ``mhdb dedup --format drop --keep KEEP_BY`` prints.
     - ``pairs``: ``(a, b, jaccard)``, every verified pair once, ``a`` before ``b`` in order.
     - ``cc_rounds``, ``keep_rounds``: the connected-component and keep rounds the driver ran.
 
@@ -406,6 +406,61 @@ class DedupResult:
             df.unpersist()
 
 
+_KEEP_NAMES = ("first", "last", "longest", "shortest")
+
+
+@dataclass(frozen=True)
+class _KeepOrder:
+    """The order ``keep_by`` visits documents in, as the engine's ``dedup --keep`` does: by
+    node (``first``), by node reversed (``last``), or by a value (``longest``/``shortest``:
+    the set size; ``max:COL``/``min:COL``: a column), highest or lowest first, documents
+    without one last, ties to the earlier node."""
+
+    name: str
+    column: Optional[str] = None
+
+    @staticmethod
+    def parse(keep_by: str, df: DataFrame) -> _KeepOrder:
+        if keep_by in _KEEP_NAMES:
+            return _KeepOrder(keep_by)
+        how, _, col = keep_by.partition(":")
+        if how not in ("max", "min") or not col:
+            raise ValueError(
+                f"keep_by={keep_by!r} is not a keep order: one of "
+                f"{', '.join(_KEEP_NAMES)}, max:COLUMN, min:COLUMN"
+            )
+        kind = _arrow_type(df, col)
+        if not isinstance(kind, (T.NumericType, T.StringType, T.BinaryType)) or isinstance(
+            kind, T.DecimalType
+        ):
+            raise ValueError(
+                f"keep_by={keep_by!r}: column {col!r} is {kind}, not a number or string"
+            )
+        return _KeepOrder(how, col)
+
+    @property
+    def ranked(self) -> bool:
+        """Whether documents are ranked by a value (column ``v``)."""
+        return self.name not in ("first", "last")
+
+    def earlier(self, a: str, b: str) -> Column:
+        """Whether node ``a`` (value ``a_v``) comes before node ``b`` (value ``b_v``)."""
+        na, nb = F.col(a), F.col(b)
+        if not self.ranked:
+            return na < nb if self.name == "first" else na > nb
+        va, vb = F.col(f"{a}_v"), F.col(f"{b}_v")
+        better = va > vb if self.name in ("longest", "max") else va < vb
+        return (
+            (va.isNotNull() & vb.isNull())
+            | F.coalesce(better, F.lit(False))
+            | (va.eqNullSafe(vb) & (na < nb))
+        )
+
+    def best(self, v: Column) -> Column:
+        """The aggregate of the value that comes first (nulls ignored)."""
+        return F.max(v) if self.name in ("longest", "max") else F.min(v)
+
+
 def _checkpoint(df: DataFrame) -> DataFrame:
     """Cuts the lineage of an iterated DataFrame (reliable if a checkpoint dir is set)."""
     sc = df.sparkSession.sparkContext
@@ -420,6 +475,7 @@ def dedup(
     params: Optional[Params] = None,
     order_col: Optional[str] = None,
     max_rounds: int = 1000,
+    keep_by: str = "first",
 ) -> DedupResult:
     """Near-duplicates of ``df`` on the cluster; the same answer as ``mhdb dedup`` on an index
     holding the same documents inserted in ``order_col`` order (ties and the default: id
@@ -436,7 +492,13 @@ def dedup(
     ``params["threshold"]``); connected components by alternating large-star / small-star
     rounds; ``keep`` by the engine's greedy rule (documents in order: one with an unassigned
     neighbour keeps and takes its unassigned neighbours), computed as the lexicographically
-    first maximal independent set in rounds. Ids must be unique and not null."""
+    first maximal independent set in rounds. Ids must be unique and not null.
+
+    ``keep_by`` is the order the keep rule (and the choice of each group of exact copies'
+    representative) visits documents in, as ``mhdb dedup --keep`` takes it: ``first`` (the
+    default: ``order_col``, then id order), ``last``, ``longest`` / ``shortest`` (by set
+    size: distinct shingles), or ``max:COLUMN`` / ``min:COLUMN`` (a numeric or string column
+    of ``df``); nulls last, ties to the earlier document."""
     p = resolve_params(params)
     t = float(p["threshold"] if threshold is None else threshold)
     if not 0.0 < t <= 1.0:
@@ -445,6 +507,7 @@ def dedup(
     _arrow_type(df, text_col)
     if order_col is not None:
         _arrow_type(df, order_col)
+    keep = _KeepOrder.parse(keep_by, df)
     bits, k, bands, rows = p["bits"], p["num_perm"], p["bands"], p["rows"]
     cap = p["bucket_cap"] or None
     width = _mhdb.bbit_packed_len(k, bits)
@@ -464,6 +527,8 @@ def dedup(
     # A document is a node, ordered as the engine orders docnos.
     order_type = df.schema[order_col].dataType if order_col else None
     cols = [id_col, text_col] + ([order_col] if order_col else [])
+    if keep.column is not None:
+        cols.append(keep.column)
     out_fields = [T.StructField("id", id_type, False)]
     if order_col:
         out_fields.append(T.StructField("o", order_type))
@@ -477,11 +542,16 @@ def dedup(
         # without shingles (which the engine does not store).
         T.StructField("exact", T.BinaryType(), True),
     ]
+    if keep.column is not None:
+        out_fields.append(T.StructField("v", df.schema[keep.column].dataType))
+    elif keep.ranked:
+        out_fields.append(T.StructField("v", T.LongType()))
 
     def sign_batches(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         hasher = _hasher(p)
         for batch in it:
-            sigs = hasher.sketch_many(_texts(batch, text_col, id_col))
+            texts = _texts(batch, text_col, id_col)
+            sigs = hasher.sketch_many(texts)
             # The engine buckets by the top 32 bits of each 64-bit band key.
             keys32 = (
                 (hasher.band_keys(sigs, bands, rows) >> np.uint64(32))
@@ -500,47 +570,42 @@ def dedup(
             )
             arrays = [batch.column(id_col)] + ([batch.column(order_col)] if order_col else [])
             ranks = _cap_ranks(batch.column("_key").to_pylist())
-            exact = _fixed_binary(hasher.exact_hashes(_texts(batch, text_col, id_col)))
+            exact = _fixed_binary(hasher.exact_hashes(texts))
             exact = pa.compute.if_else(pa.array(shingled), exact, pa.scalar(None, pa.binary()))
-            yield pa.RecordBatch.from_arrays(
-                arrays + [_fixed_binary(packed), keys, pa.array(ranks), exact],
-                names=[f.name for f in out_fields],
-            )
+            arrays += [_fixed_binary(packed), keys, pa.array(ranks), exact]
+            if keep.column is not None:
+                arrays.append(batch.column(keep.column))
+            elif keep.ranked:
+                sizes = hasher.set_sizes(texts).astype(np.int64)
+                arrays.append(pa.array(sizes, mask=~shingled))
+            yield pa.RecordBatch.from_arrays(arrays, names=[f.name for f in out_fields])
 
     keyed = df.select(*cols, F.col(id_col).cast("string").alias("_key"))
     signed = keyed.mapInArrow(sign_batches, T.StructType(out_fields))
     node = F.struct(F.col("o"), F.col("id")) if order_col else F.col("id")
+    value = ["v"] if keep.ranked else []
     # Hash-partitioned by node once and cached: the two verify joins and the final joins on
     # node then shuffle only their other side, never the signatures again. The count
     # materializes the cache before any job reads it: concurrent stages reading a cache
     # not yet filled would each sign the corpus.
     signed = (
-        signed.select(node.alias("node"), "id", "sig", "bkeys", "rank", "exact")
+        signed.select(node.alias("node"), "id", "sig", "bkeys", "rank", "exact", *value)
         .repartition("node")
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     signed.count()
 
-    # Exact copies, as the engine's dedup groups them: documents with equal exact hashes
-    # form a group whose first node represents it. Every other member is a pair
-    # (representative, copy) at similarity 1, and is dropped, since it takes its
-    # representative's fate and the representative is kept or dropped before it.
-    groups = (
-        signed.filter(F.col("exact").isNotNull())
-        .groupBy("exact")
-        .agg(F.min("node").alias("rep"), F.count(F.lit(1)).alias("members"))
-        .filter(F.col("members") > 1)
-    )
-    copy_edges = _checkpoint(
-        signed.join(groups, "exact")
-        .filter(F.col("node") != F.col("rep"))
-        .select(F.col("rep").alias("a"), F.col("node").alias("b"), F.lit(1.0).alias("jaccard"))
+    copies = _checkpoint(_exact_copies(signed, keep))
+    copy_edges = copies.select(
+        F.least("copy", "rep").alias("a"),
+        F.greatest("copy", "rep").alias("b"),
+        F.lit(1.0).alias("jaccard"),
     )
     # In the buckets a copy stands for its representative, once the bucket is cut to its cap
     # over every document in it (as segments cut it).
-    standing = signed.join(
-        copy_edges.select(F.col("b").alias("node"), F.col("a").alias("rep")), "node", "left"
-    ).select(F.coalesce("rep", "node").alias("rep"), "node", "rank", "bkeys")
+    standing = signed.join(copies.withColumnRenamed("copy", "node"), "node", "left").select(
+        F.coalesce("rep", "node").alias("rep"), "node", "rank", "bkeys"
+    )
 
     # Buckets by one hash aggregation over (band, key): no sort of the postings, and the
     # single-document buckets (most of them) end there. A bucket keeps at most `bucket_cap`
@@ -608,9 +673,10 @@ def dedup(
     parent, cc_rounds = _components(
         edges.select(F.col("b").alias("v"), F.col("a").alias("m")), max_rounds
     )
-    # The greedy rule among representatives; their copies are all dropped.
-    status, keep_rounds = _greedy_keep(near.select("a", "b"), max_rounds)
-    status = status.union(copy_edges.select(F.col("b").alias("n"), F.lit(_DROPPED).alias("st")))
+    # The greedy rule among representatives, each pair oriented by the keep order; their
+    # copies are all dropped.
+    status, keep_rounds = _greedy_keep(_oriented(near, signed, keep), max_rounds)
+    status = status.union(copies.select(F.col("copy").alias("n"), F.lit(_DROPPED).alias("st")))
 
     def ident(c: Column) -> Column:
         return c["id"] if order_col else c
@@ -627,6 +693,42 @@ def dedup(
     )
     pairs = edges.select(ident(F.col("a")).alias("a"), ident(F.col("b")).alias("b"), "jaccard")
     return DedupResult(docs, pairs, cc_rounds, keep_rounds, cached)
+
+
+def _exact_copies(signed: DataFrame, keep: _KeepOrder) -> DataFrame:
+    """``(copy, rep)`` for every exact copy: documents with equal exact hashes form a group
+    whose member first in keep order represents it (as the engine's dedup groups them). A
+    copy pairs with its representative at similarity 1 and is dropped: it takes the fate of
+    its representative, which the keep rule visits before it."""
+    shingled = signed.filter(F.col("exact").isNotNull())
+    groups = shingled.groupBy("exact").agg(
+        F.count(F.lit(1)).alias("members"),
+        *([keep.best(F.col("v")).alias("best")] if keep.ranked else []),
+    )
+    candidates = shingled.join(groups.filter(F.col("members") > 1), "exact")
+    if keep.ranked:
+        candidates = candidates.filter(F.col("v").eqNullSafe(F.col("best")))
+    first = F.max("node") if keep.name == "last" else F.min("node")
+    reps = candidates.groupBy("exact").agg(first.alias("rep"))
+    return (
+        shingled.join(reps, "exact")
+        .filter(F.col("node") != F.col("rep"))
+        .select(F.col("node").alias("copy"), "rep")
+    )
+
+
+def _oriented(pairs: DataFrame, signed: DataFrame, keep: _KeepOrder) -> DataFrame:
+    """``pairs (a, b)`` as ``(a, b)`` with ``a`` the one the keep order visits first."""
+    if keep.name == "first":
+        return pairs.select("a", "b")
+    if keep.ranked:
+        values = signed.select("node", "v")
+        pairs = pairs.join(values.toDF("a", "a_v"), "a").join(values.toDF("b", "b_v"), "b")
+    first = keep.earlier("a", "b")
+    return pairs.select(
+        F.when(first, F.col("a")).otherwise(F.col("b")).alias("a"),
+        F.when(first, F.col("b")).otherwise(F.col("a")).alias("b"),
+    )
 
 
 def _components(edges: DataFrame, max_rounds: int) -> tuple[DataFrame, int]:

@@ -192,6 +192,30 @@ impl PyMinHasher {
         Ok(array.into_pyarray(py))
     }
 
+    /// The set sizes of many texts: each one's number of distinct shingle hashes, as an
+    /// index with the SET_SIZE column stores it (``dedup --keep longest`` ranks by it, so
+    /// boilerplate repeated inside one text counts once), a ``uint32`` array of length
+    /// ``n``. Runs on every core without the GIL.
+    fn set_sizes<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let texts: Vec<PyBackedStr> = texts
+            .try_iter()?
+            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
+            .collect::<PyResult<_>>()?;
+        let sizes = py
+            .detach(|| {
+                texts
+                    .par_iter()
+                    .map(|text| self.inner.set_size_of_text(text))
+                    .collect::<mhdb::Result<Vec<u32>>>()
+            })
+            .map_err(|e| crate::errors::to_py(py, e))?;
+        Ok(sizes.into_pyarray(py))
+    }
+
     /// The LSH band keys of full-precision signatures (``sketch_many``'s output), shape
     /// ``(n, bands)``, ``uint64``: key ``j`` hashes slots ``j*rows .. (j+1)*rows`` with band
     /// ``j``'s seed, as an index with these signature parameters computes them when it

@@ -76,6 +76,7 @@ class Reference:
         run(cli, "create", self.index, *create_args)
         with mhdb.Index.open(self.index, read_only=True) as idx:
             self.params = idx.params
+            self.hasher = idx.hasher
             sigs = idx.hasher.sketch_many([d["text"] for d in docs])
         # `mhdb add` refuses a text without shingles (similar to nothing); Spark gets them all.
         empty = np.all(sigs == np.uint64(2**64 - 1), axis=1)
@@ -209,6 +210,106 @@ def test_dedup_equals_the_engine_in_id_order_with_4_bit_signatures(
     assert len(ref.pairs) > 50
     check_against(ref, result, [d["id"] for d in docs])
     result.unpersist()
+
+
+def keep_decisions(result: mspark.DedupResult) -> tuple[set[str], set[tuple[str, str]]]:
+    """The dropped ids and the pairs of a Spark dedup."""
+    dropped = {r[0] for r in result.docs.collect() if not r.keep}
+    return dropped, {(r.a, r.b) for r in result.pairs.collect()}
+
+
+@pytest.mark.parametrize("keep_by", ["last", "longest", "shortest"])
+def test_keep_by_drops_what_the_engine_drops_in_that_order(
+    spark: SparkSession, cli: pathlib.Path, messy: Reference, keep_by: str
+) -> None:
+    df = spark.createDataFrame(pd.DataFrame(messy.docs)).repartition(3)
+    result = mspark.dedup(df, "id", "text", params=messy.params, order_col="pos", keep_by=keep_by)
+    done = run(cli, "dedup", messy.index, "--format", "drop", "--json", "--keep", keep_by)
+    engine = {json.loads(line)["id"] for line in done.stdout.splitlines()}
+    dropped, _ = keep_decisions(result)
+    assert dropped == engine
+    assert dropped != messy.drop, "the order changes nothing on this corpus"
+    result.unpersist()
+
+
+def greedy_drops(order: list[str], pairs: set[tuple[str, str]]) -> set[str]:
+    """The engine's keep rule, written plainly: visiting documents in order, one not yet
+    dropped is kept and drops its neighbours not yet kept."""
+    neighbours: dict[str, set[str]] = {}
+    for a, b in pairs:
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    kept: set[str] = set()
+    dropped: set[str] = set()
+    for d in order:
+        if d not in dropped:
+            kept.add(d)
+            dropped |= neighbours.get(d, set()) - kept
+    return dropped
+
+
+def test_keep_by_a_column_keeps_the_highest_or_lowest_value(
+    spark: SparkSession, messy: Reference
+) -> None:
+    """``max:COL`` / ``min:COL`` against the rule computed here from the engine's pairs: each
+    group of exact copies is represented by its member first in that order (nulls last, ties
+    to the earlier document), the others dropped; then the greedy rule in that order."""
+    docs = [
+        {**d, "score": None if i % 5 == 0 else (i * 7919) % 13, "label": f"l{(i * 31) % 17:02d}"}
+        for i, d in enumerate(messy.docs)
+    ]
+    pos = {d["id"]: d["pos"] for d in docs}
+    stored = [d for d in docs if d["id"] not in messy.empty_ids]
+    hashes = messy.hasher.exact_hashes([d["text"] for d in stored])
+    groups: dict[tuple[int, int], list[str]] = {}
+    for d, h in zip(stored, hashes):
+        groups.setdefault((int(h[0]), int(h[1])), []).append(d["id"])
+    groups = {h: sorted(g, key=pos.__getitem__) for h, g in groups.items() if len(g) > 1}
+    oldest = {g[0] for g in groups.values()}
+    engine_copies = {(g[0], m) for g in groups.values() for m in g[1:]}
+    near = set(messy.pairs) - engine_copies
+    df = spark.createDataFrame(pd.DataFrame(docs)).repartition(3)
+    for keep_by, value, highest in [("max:score", "score", True), ("min:label", "label", False)]:
+        of = {d["id"]: d[value] for d in docs}
+
+        def rank(i: str) -> tuple:
+            v = of[i]
+            if v is None:
+                return (1, 0, pos[i])
+            return (0, -v if highest else v, pos[i])
+
+        rep = {g[0]: min(g, key=rank) for g in groups.values()}
+        copies = {m for g in groups.values() for m in g if m != rep[g[0]]}
+        # The engine's pairs of a representative are those of its group's oldest member.
+        stand = lambda i: rep.get(i, i)  # noqa: E731
+        near_reps = {tuple(sorted((stand(a), stand(b)), key=pos.__getitem__)) for a, b in near}
+        order = sorted((i for i in of if i not in copies), key=rank)
+        want = copies | greedy_drops(order, near_reps)
+        copy_pairs = {
+            tuple(sorted((rep[g[0]], m), key=pos.__getitem__))
+            for g in groups.values()
+            for m in g
+            if m != rep[g[0]]
+        }
+        result = mspark.dedup(
+            df, "id", "text", params=messy.params, order_col="pos", keep_by=keep_by
+        )
+        dropped, pairs = keep_decisions(result)
+        assert pairs == near_reps | copy_pairs, keep_by
+        assert dropped == want, keep_by
+        assert any(rep[o] != o for o in oldest), "no group changes its representative"
+        assert dropped != messy.drop
+        result.unpersist()
+
+
+def test_keep_by_refuses_what_it_cannot_order(spark: SparkSession) -> None:
+    df = spark.createDataFrame([("a", "some text here", [1])], "id string, text string, l array<int>")
+    with pytest.raises(ValueError, match="not a keep order"):
+        mspark.dedup(df, keep_by="biggest")
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        mspark.dedup(df, keep_by="max:nope")
+    with pytest.raises(ValueError, match="not a number or string"):
+        mspark.dedup(df, keep_by="min:l")
 
 
 def test_sign_equals_minhasher(spark: SparkSession, messy: Reference) -> None:
