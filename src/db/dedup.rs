@@ -8,9 +8,9 @@
 //!   never compared again, so a hot bucket of near-copies costs about one comparison per
 //!   member instead of one per pair, and no pair is ever stored.
 //!
-//! Exact copies (documents with equal exact hashes) are grouped first (`dedup_exact.rs`): only
-//! each group's representative is banded, and the other members are reported at similarity 1
-//! to it, so a copy-heavy corpus costs a pass over its distinct texts.
+//! Exact copies (documents with equal exact hashes) are grouped first (`dedup_exact.rs`): in
+//! the band buckets each copy counts as its group's representative, and the other members are
+//! reported at similarity 1 to it, so a copy-heavy corpus costs a pass over its distinct texts.
 //!
 //! Memory is about 12 bytes per document and band (plus the postings of the bands being read
 //! while the index is built), whatever the number of pairs. Buckets larger than the bucket cap keep the `cap`

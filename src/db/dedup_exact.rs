@@ -1,9 +1,10 @@
 //! Exact copies in a dedup pass. Documents inserted by text carry a 128-bit hash of their
 //! normalized text (`format/hashing.md` §17); documents that share one are exact copies, whose
 //! signatures, band keys and stored sets are identical. So one walk over the live hashes
-//! groups them, only each group's representative enters the band scan (a copy would fall in
-//! every bucket its representative is in and be compared with every neighbour of it again),
-//! and every other member is reported at similarity exactly 1 to its representative.
+//! groups them; in the band buckets a copy counts as its representative (else it would be
+//! compared with every neighbour of it again), once a bucket over the cap is cut over every
+//! document in it, as segments cut it (the representative may be among those cut); and every
+//! other member is reported at similarity exactly 1 to its representative.
 //!
 //! The representative is the member the pass's order ranks first, so it is visited before
 //! the other members and they can take its fate: kept, they are dropped in its cluster;
