@@ -3,18 +3,16 @@
 //! owner for every front: `dedup --apply` (the `apply` module) writes it into files, and the
 //! Python binding's `Index.dedup_table` returns it as a table.
 //!
-//! Keep order `first` is the index's own (`dedup --format drop`): star clusters built oldest
-//! first, the center kept, its members dropped, each member's cluster its center. Keep order
-//! `last` visits the documents newest first: a document is dropped when a newer kept document
-//! is at or above the threshold. The verified pairs say which of two documents is older, and
-//! that is all a greedy pass in age order depends on, so `last` is decided from the pairs
-//! alone; its cluster is the most similar of the kept documents that dropped it.
-//!
-//! The same greedy serves every other total order: `longest` and `shortest` rank documents
-//! by their set size (the SET_SIZE column: distinct shingles, so repeated boilerplate inside
-//! a document does not count), documents without a size last, ties to the earlier insert.
-//! A pair says which of its two documents comes first in that order; that is all the pass
-//! needs.
+//! One greedy pass over the verified pairs decides every keep order: documents are visited
+//! in the order, each kept unless a kept document visited before it is a neighbour, and a
+//! dropped document's cluster is the first kept neighbour visited (its earliest dropper).
+//! `first` visits documents oldest first, so it is the index's own decision (`dedup --format
+//! drop`): the kept documents are the star clusters' centers, and each dropped document's
+//! cluster is the center whose star took it (`dedup --format clusters`). `last` visits them
+//! newest first; `longest` and `shortest` rank them by their set size (the SET_SIZE column:
+//! distinct shingles, so repeated boilerplate inside a document does not count), documents
+//! without a size last, ties to the earlier insert. Ages are document numbers (in shard
+//! order, for shards).
 //!
 //! Exact copies come out of the pass apart from the pairs: each group's representative is the
 //! member the keep order visits first, and the other members take its fate (dropped, in its
@@ -63,18 +61,6 @@ impl Keep {
         matches!(self, Keep::Longest | Keep::Shortest)
     }
 
-    /// Whether the newer document `b` of a pair comes before the older `a` in this order,
-    /// given their ranks (set sizes, `None` last); ties go to the older.
-    fn newer_first(&self, a: Option<u32>, b: Option<u32>) -> bool {
-        match (self, a, b) {
-            (Keep::First, ..) => false,
-            (Keep::Last, ..) => true,
-            (_, _, None) => false,
-            (_, None, Some(_)) => true,
-            (Keep::Longest, Some(a), Some(b)) => b > a,
-            (_, Some(a), Some(b)) => b < a,
-        }
-    }
     /// The grouping of exact copies whose representative is the member this order visits
     /// first. Exact copies have the same normalized text, so the same set size: under
     /// `longest` and `shortest` they tie, and ties go to the earlier insert.
@@ -187,13 +173,8 @@ impl Decisions {
             progress,
         )?;
         d.verdicts = vec![None; d.keys.len()];
-        match keep {
-            Keep::First => d.star_clusters(index, threshold, opts)?,
-            _ => {
-                let ranks = d.ranks(index, keep)?;
-                d.greedy(&edges, |a, b| keep.newer_first(ranks[a], ranks[b]));
-            }
-        }
+        let order = d.keep_order(index, keep)?;
+        d.greedy(&edges, &order);
         d.best_matches(&edges);
         d.inherit(&copies);
         d.exact_copies = copies.len() as u64;
@@ -212,29 +193,6 @@ impl Decisions {
         n
     }
 
-    /// Keep order `first`: the index's star clusters.
-    fn star_clusters(
-        &mut self,
-        index: &dyn ReadIndex,
-        threshold: f64,
-        opts: DedupOptions,
-    ) -> Result<()> {
-        index.for_each_dedup_cluster_with_options(threshold, opts, &mut |cluster| {
-            let members: Vec<u32> = cluster.into_iter().map(|k| self.number(k)).collect();
-            let Some((&center, dropped)) = members.split_first() else {
-                return Ok(());
-            };
-            self.set(center, true, center);
-            for &m in dropped {
-                self.set(m, false, center);
-            }
-            Ok(())
-        })?;
-        // A key the pairs pass did not see (the index changed between passes) has no slot.
-        self.verdicts.resize(self.keys.len(), None);
-        Ok(())
-    }
-
     fn set(&mut self, n: u32, keep: bool, cluster: u32) {
         if self.verdicts.len() <= n as usize {
             self.verdicts.resize(n as usize + 1, None);
@@ -246,13 +204,13 @@ impl Decisions {
         });
     }
 
-    /// Each numbered document's set size, for an order that ranks by it: an error (naming
-    /// the database) when an index lacks the SET_SIZE column.
-    fn ranks(&self, index: &dyn ReadIndex, keep: Keep) -> Result<Vec<Option<u32>>> {
-        if !keep.by_set_size() {
-            return Ok(vec![None; self.keys.len()]);
-        }
-        if let Some(db) = index.dbs().iter().find(|db| !db.has_set_sizes()) {
+    /// The numbered documents in `keep` order: by rank (the set size, for an order that
+    /// ranks by it; an error naming the database when an index lacks the SET_SIZE column),
+    /// then by age.
+    fn keep_order(&self, index: &dyn ReadIndex, keep: Keep) -> Result<Vec<u32>> {
+        if keep.by_set_size()
+            && let Some(db) = index.dbs().iter().find(|db| !db.has_set_sizes())
+        {
             return Err(crate::Error::invalid(
                 "keep",
                 format!(
@@ -263,54 +221,40 @@ impl Decisions {
                 ),
             ));
         }
-        let mut ranks = Vec::with_capacity(self.keys.len());
-        for key in &self.keys {
-            // A key in two shards is the later shard's document.
-            let mut size = None;
-            for db in index.dbs().iter().rev() {
-                if ReadIndex::contains(db, key)? {
-                    size = db.set_size_of(key)?;
-                    break;
-                }
-            }
-            ranks.push(size);
+        let mut ranked = Vec::with_capacity(self.keys.len());
+        for (n, key) in self.keys.iter().enumerate() {
+            let (age, size) = age_and_size(index, key, keep.by_set_size())?;
+            let rank = match (keep, size) {
+                (Keep::First | Keep::Last, _) | (_, None) => (size.is_none(), 0),
+                (Keep::Longest, Some(s)) => (false, -i64::from(s)),
+                (_, Some(s)) => (false, i64::from(s)),
+            };
+            ranked.push((rank, age, n as u32));
         }
-        Ok(ranks)
+        match keep {
+            Keep::Last => ranked.sort_unstable_by_key(|r| std::cmp::Reverse(r.1)),
+            _ => ranked.sort_unstable(),
+        }
+        Ok(ranked.into_iter().map(|(_, _, n)| n).collect())
     }
 
-    /// Every order but `first`: documents visited in the order (a topological order of the
-    /// pairs, each pair's first document before its second), each dropped when a kept
-    /// neighbour visited before it is similar. `newer_first(older, newer)` says, for a
-    /// pair, whether its newer document comes first.
-    fn greedy(&mut self, edges: &[Edge], newer_first: impl Fn(usize, usize) -> bool) {
+    /// Visits the documents in `order`: each is kept unless a kept document visited before
+    /// it is a neighbour, and a dropped one's cluster is the first such kept document.
+    fn greedy(&mut self, edges: &[Edge], order: &[u32]) {
         let n = self.keys.len();
-        // Per document: its neighbours visited after it, and its count of those before it.
-        let mut after: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
-        let mut before_left = vec![0u32; n];
-        for &(a, b, s) in edges {
-            let (first, second) = match newer_first(a as usize, b as usize) {
-                true => (b, a),
-                false => (a, b),
-            };
-            after[first as usize].push((second, s));
-            before_left[second as usize] += 1;
-        }
-        // The most similar kept neighbour visited before each document, once it is known.
-        let mut dropped_by: Vec<Option<(u32, f64)>> = vec![None; n];
-        let mut ready: Vec<u32> = (0..n as u32)
-            .filter(|&i| before_left[i as usize] == 0)
-            .collect();
-        while let Some(doc) = ready.pop() {
-            let by = dropped_by[doc as usize];
-            let keep = by.is_none();
-            self.set(doc, keep, by.map_or(doc, |(k, _)| k));
-            for &(o, s) in &after[doc as usize] {
-                if keep && closer(s, doc, dropped_by[o as usize], &self.keys) {
-                    dropped_by[o as usize] = Some((doc, s));
-                }
-                before_left[o as usize] -= 1;
-                if before_left[o as usize] == 0 {
-                    ready.push(o);
+        let neighbours = Neighbours::of(edges, n);
+        let mut visited = vec![false; n];
+        let mut dropped_by: Vec<Option<u32>> = vec![None; n];
+        for &doc in order {
+            visited[doc as usize] = true;
+            if let Some(by) = dropped_by[doc as usize] {
+                self.set(doc, false, by);
+                continue;
+            }
+            self.set(doc, true, doc);
+            for &o in neighbours.of_doc(doc) {
+                if !visited[o as usize] && dropped_by[o as usize].is_none() {
+                    dropped_by[o as usize] = Some(doc);
                 }
             }
         }
@@ -402,6 +346,60 @@ fn closer(s: f64, candidate: u32, best: Option<(u32, f64)>, keys: &[Vec<u8>]) ->
     match best {
         None => true,
         Some((b, bs)) => s > bs || (s == bs && keys[candidate as usize] < keys[b as usize]),
+    }
+}
+
+/// A key's age, `(shard, document number)`, and its set size when `with_size`: a key in two
+/// shards is the later shard's document.
+fn age_and_size(
+    index: &dyn ReadIndex,
+    key: &[u8],
+    with_size: bool,
+) -> Result<((usize, u64), Option<u32>)> {
+    for (shard, db) in index.dbs().iter().enumerate().rev() {
+        if let Some(docno) = db.docno_of(key)? {
+            let size = if with_size {
+                db.set_size_of(key)?
+            } else {
+                None
+            };
+            return Ok(((shard, docno), size));
+        }
+    }
+    // Deleted since the pass: last, in any order.
+    Ok(((usize::MAX, u64::MAX), None))
+}
+
+/// Each document's neighbours in the pairs graph, by key number (compressed rows).
+struct Neighbours {
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl Neighbours {
+    fn of(edges: &[Edge], n: usize) -> Neighbours {
+        let mut starts = vec![0u32; n + 1];
+        for &(a, b, _) in edges {
+            starts[a as usize + 1] += 1;
+            starts[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut fill = starts.clone();
+        let mut ends = vec![0u32; starts[n] as usize];
+        for &(a, b, _) in edges {
+            for (x, y) in [(a, b), (b, a)] {
+                ends[fill[x as usize] as usize] = y;
+                fill[x as usize] += 1;
+            }
+        }
+        Neighbours { starts, ends }
+    }
+
+    fn of_doc(&self, doc: u32) -> &[u32] {
+        let (s, e) = (self.starts[doc as usize], self.starts[doc as usize + 1]);
+        &self.ends[s as usize..e as usize]
     }
 }
 

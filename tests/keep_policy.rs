@@ -43,8 +43,9 @@ fn random_index(dir: &std::path::Path, seed: u64) -> (Db, Vec<String>) {
 }
 
 /// The greedy by definition: documents in the policy's total order (rank, then insert
-/// order), each kept unless a kept document before it is a verified neighbour.
-fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashSet<String> {
+/// order), each kept unless a kept document before it is a verified neighbour. Returns each
+/// dropped document with its cluster: the first kept neighbour before it.
+fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashMap<String, String> {
     let mut edges: HashSet<(String, String)> = HashSet::new();
     // Every verified pair, exact copies included (grouped, they would come as a star).
     let every_pair = DedupOptions {
@@ -79,20 +80,33 @@ fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashSet<String> 
         }
     });
     let mut kept: Vec<&String> = Vec::new();
-    let mut dropped = HashSet::new();
+    let mut dropped = HashMap::new();
     for k in order {
-        if kept
+        match kept
             .iter()
-            .any(|c| edges.contains(&((*c).clone(), k.clone())))
+            .find(|c| edges.contains(&((**c).clone(), k.clone())))
         {
-            dropped.insert(k.clone());
-        } else {
-            kept.push(k);
+            Some(c) => _ = dropped.insert(k.clone(), (*c).clone()),
+            None => kept.push(k),
         }
     }
     dropped
 }
 
+/// Each member of `dedup --format clusters`' star clusters with its center.
+fn star_clusters(db: &Db, t: f64) -> HashMap<String, String> {
+    let mut of = HashMap::new();
+    for cluster in db.dedup_clusters(t).unwrap() {
+        let center = String::from_utf8(cluster[0].clone()).unwrap();
+        for m in &cluster[1..] {
+            of.insert(String::from_utf8(m.clone()).unwrap(), center.clone());
+        }
+    }
+    of
+}
+
+/// Every order decides, and attaches each dropped document to its first kept neighbour, as
+/// the greedy written plainly does; keep `first` is the index's star clusters.
 #[test]
 fn every_policy_is_the_brute_force_greedy() {
     let tmp = tempfile::tempdir().unwrap();
@@ -104,14 +118,20 @@ fn every_policy_is_the_brute_force_greedy() {
         for keep in [Keep::First, Keep::Last, Keep::Longest, Keep::Shortest] {
             let d = Decisions::compute(&db, 0.5, DedupOptions::default(), keep, &mut |_, _| {})
                 .unwrap();
-            let got: HashSet<String> = keys
+            let got: HashMap<String, String> = keys
                 .iter()
-                .filter(|k| !d.decision(k.as_bytes()).keep)
-                .cloned()
+                .filter_map(|k| {
+                    let v = d.decision(k.as_bytes());
+                    let cluster = String::from_utf8(v.cluster.to_vec()).unwrap();
+                    (!v.keep).then(|| (k.clone(), cluster))
+                })
                 .collect();
             let want = brute_force(&db, &keys, keep, 0.5);
             assert_eq!(got, want, "seed {seed}, keep {keep}");
             assert_eq!(d.dropped, want.len() as u64);
+            if keep == Keep::First {
+                assert_eq!(got, star_clusters(&db, 0.5), "seed {seed}");
+            }
         }
     }
 }

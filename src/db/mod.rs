@@ -283,6 +283,12 @@ impl Db {
         Ok(self.state.read().lookup_key(key.as_ref())?.is_some())
     }
 
+    /// The document number of `key` (`None` when absent): numbers grow with insertion, so
+    /// they order documents by age (an upsert is as old as its last insert).
+    pub fn docno_of(&self, key: impl AsRef<[u8]>) -> Result<Option<u64>> {
+        self.state.read().lookup_key(key.as_ref())
+    }
+
     /// The stored (packed) signature of `key`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<StoredSignature>> {
         let state = self.state.read();
