@@ -125,6 +125,11 @@ pub(super) const ROW_TILE: u64 = 16;
 /// A center's candidates from which its verification is spread over every core.
 pub(super) const PARALLEL_CANDIDATES: usize = 2048;
 
+/// Centers a cluster pass verifies at once, on every core, before it builds their stars in
+/// order: the work of a center that an earlier one of its block takes is lost, so a block
+/// is small against the documents and large against the cores.
+const CENTER_BLOCK: u32 = 64;
+
 /// One band's buckets of two or more documents.
 pub(super) struct BandBuckets {
     /// Members of every bucket, by ordinal, ascending within a bucket; bucket `i` is
@@ -163,6 +168,11 @@ impl BucketIndex {
     fn key(&self, state: &State, o: u32) -> Result<Vec<u8>> {
         let docno = self.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
         Ok(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    /// The keys of `ordinals`.
+    fn keys(&self, state: &State, ordinals: &[u32]) -> Result<Vec<Vec<u8>>> {
+        ordinals.iter().map(|&o| self.key(state, o)).collect()
     }
 
     /// True if `a` and `b` share a bucket in a band before `band`.
@@ -364,40 +374,29 @@ impl Db {
         };
         let index = self.bucket_index(&state, grouping, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;
+        let n = index.docnos.len() as u32;
         let mut clustering = Clustering::new(index.docnos.len());
-        for center in 0..index.docnos.len() as u32 {
-            if clustering.is_assigned(center) {
-                continue;
-            }
-            clustering.gather_candidates(&index, center);
-            let mut members = Vec::new();
-            if !clustering.candidates.is_empty() {
-                let Some(sc) = verify.signature(center) else {
-                    verify.check()?;
+        let mut block_start = 0u32;
+        while block_start < n {
+            let block_end = block_start.saturating_add(CENTER_BLOCK).min(n);
+            let found = clustering.block(&index, &verify, block_start..block_end);
+            verify.check()?;
+            block_start = block_end;
+            for (center, compared, members) in found {
+                // Taken by a center of this block before it: its speculative work is void.
+                if clustering.is_assigned(center) {
                     continue;
-                };
-                stats.compared += clustering.candidates.len() as u64;
-                members = similar_to_center(&verify, center, sc, &clustering.candidates);
-                verify.check()?;
+                }
+                stats.compared += compared;
+                let members: Vec<u32> = members
+                    .into_iter()
+                    .filter(|&m| !clustering.is_assigned(m))
+                    .collect();
+                let star = clustering.star(&index, center, members, &mut stats);
+                if !star.is_empty() {
+                    emit(index.keys(&state, &star)?)?;
+                }
             }
-            // Each document taken brings its exact copies: they are as similar to the center.
-            let copies: Vec<u32> = std::iter::once(center)
-                .chain(members.iter().copied())
-                .flat_map(|o| index.copies.of(o))
-                .collect();
-            stats.exact_copies += copies.len() as u64;
-            members.extend(copies);
-            if members.is_empty() {
-                continue;
-            }
-            members.sort_unstable();
-            stats.pairs += members.len() as u64;
-            let mut cluster = Vec::with_capacity(members.len() + 1);
-            for o in std::iter::once(center).chain(members) {
-                clustering.assign(o);
-                cluster.push(index.key(&state, o)?);
-            }
-            emit(cluster)?;
         }
         Ok(stats)
     }
@@ -682,19 +681,40 @@ impl PairPass<'_> {
 struct Clustering {
     /// Ordinals already in a cluster.
     assigned: Vec<bool>,
-    /// Candidates already gathered for the current center: `seen[o] == center + 1`.
-    seen: Vec<u32>,
-    /// The current center's candidates.
-    candidates: Vec<u32>,
 }
 
 impl Clustering {
     fn new(n: usize) -> Self {
         Clustering {
             assigned: vec![false; n],
-            seen: vec![0u32; n],
-            candidates: Vec::new(),
         }
+    }
+
+    /// For each unassigned center of `centers`, on every core: the comparisons made and the
+    /// candidates verified similar to it, among those unassigned now. A center's turn comes
+    /// after the earlier ones of the block, whose stars can only take more documents: so its
+    /// members then are these, less those taken meanwhile (and a center taken meanwhile has
+    /// none). Errors are left in `verify`.
+    fn block(
+        &self,
+        index: &BucketIndex,
+        verify: &Verifier<'_>,
+        centers: std::ops::Range<u32>,
+    ) -> Vec<(u32, u64, Vec<u32>)> {
+        let todo: Vec<u32> = centers.filter(|&c| !self.is_assigned(c)).collect();
+        todo.into_par_iter()
+            .map(|center| {
+                let candidates = self.candidates(index, center);
+                if candidates.is_empty() {
+                    return (center, 0, Vec::new());
+                }
+                let Some(sc) = verify.signature(center) else {
+                    return (center, 0, Vec::new());
+                };
+                let members = similar_to_center(verify, center, sc, &candidates);
+                (center, candidates.len() as u64, members)
+            })
+            .collect()
     }
 
     fn is_assigned(&self, o: u32) -> bool {
@@ -707,9 +727,38 @@ impl Clustering {
         }
     }
 
-    /// The unassigned members after `center` of its buckets, each once, into `candidates`.
-    fn gather_candidates(&mut self, index: &BucketIndex, center: u32) {
-        self.candidates.clear();
+    /// The star of `center`: it first, then `members` (the unassigned candidates similar to
+    /// it) and the exact copies any of them stands for, by age; all assigned. Empty when
+    /// there are no members.
+    fn star(
+        &mut self,
+        index: &BucketIndex,
+        center: u32,
+        mut members: Vec<u32>,
+        stats: &mut DedupStats,
+    ) -> Vec<u32> {
+        // Each document taken brings its exact copies: they are as similar to the center.
+        let copies: Vec<u32> = std::iter::once(center)
+            .chain(members.iter().copied())
+            .flat_map(|o| index.copies.of(o))
+            .collect();
+        stats.exact_copies += copies.len() as u64;
+        members.extend(copies);
+        if members.is_empty() {
+            return members;
+        }
+        members.sort_unstable();
+        stats.pairs += members.len() as u64;
+        members.insert(0, center);
+        for &o in &members {
+            self.assign(o);
+        }
+        members
+    }
+
+    /// The unassigned members after `center` of its buckets, each once, ascending.
+    fn candidates(&self, index: &BucketIndex, center: u32) -> Vec<u32> {
+        let mut candidates = Vec::new();
         for bb in &index.bands {
             let bucket = bb
                 .bucket_of
@@ -722,18 +771,12 @@ impl Clustering {
             let members = bb.bucket(bucket);
             // Older members are either assigned or were centers that did not take this one.
             let later = members.partition_point(|&m| m <= center);
-            for &m in members.get(later..).unwrap_or_default() {
-                let (Some(&done), Some(s)) =
-                    (self.assigned.get(m as usize), self.seen.get_mut(m as usize))
-                else {
-                    continue;
-                };
-                if !done && *s != center + 1 {
-                    *s = center + 1;
-                    self.candidates.push(m);
-                }
-            }
+            let members = members.get(later..).unwrap_or_default();
+            candidates.extend(members.iter().filter(|&&m| !self.is_assigned(m)));
         }
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
     }
 }
 
