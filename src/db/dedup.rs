@@ -167,7 +167,13 @@ impl BucketIndex {
     /// The key of ordinal `o`.
     fn key(&self, state: &State, o: u32) -> Result<Vec<u8>> {
         let docno = self.docnos.get(o as usize).copied().unwrap_or(u64::MAX);
-        Ok(state.key_of(docno)?.map(<[u8]>::to_vec).unwrap_or_default())
+        match state.key_of(docno)? {
+            Some(key) => Ok(key.to_vec()),
+            None => Err(Error::invalid(
+                "dedup",
+                format!("document {docno} has no key in the pass (an internal error)"),
+            )),
+        }
     }
 
     /// The keys of `ordinals`.
