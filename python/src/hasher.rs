@@ -128,24 +128,10 @@ impl PyMinHasher {
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let texts: Vec<PyBackedStr> = texts
-            .try_iter()?
-            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
-            .collect::<PyResult<_>>()?;
-        let k = self.inner.num_perm();
-        let n = texts.len();
-        let flat = py.detach(|| {
-            let mut flat = vec![0u64; n * k];
-            flat.par_chunks_mut(k.max(1))
-                .zip(texts.par_iter())
-                .for_each(|(row, text)| {
-                    row.copy_from_slice(self.inner.sketch_text(text).slots());
-                });
-            flat
-        });
-        let array = Array2::from_shape_vec((n, k), flat)
-            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-        Ok(array.into_pyarray(py))
+        let texts = texts_from_py(texts)?;
+        rows_of_texts(py, &texts, self.inner.num_perm(), |text, row| {
+            row.copy_from_slice(self.inner.sketch_text(text).slots());
+        })
     }
 
     /// The exact hashes of many texts (``format/hashing.md`` §17: XXH3-128 of the normalized
@@ -170,26 +156,12 @@ impl PyMinHasher {
                 "exact hashes are computed here for unkeyed text hashers only",
             ));
         }
-        let texts: Vec<PyBackedStr> = texts
-            .try_iter()?
-            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
-            .collect::<PyResult<_>>()?;
+        let texts = texts_from_py(texts)?;
         let exact = ExactHasher::new(p.scheme.name(), p.seed, None);
-        let n = texts.len();
-        let flat = py.detach(|| {
-            let mut flat = vec![0u64; n * 2];
-            flat.par_chunks_mut(2)
-                .zip(texts.par_iter())
-                .for_each(|(row, text)| {
-                    let h = exact.hash_text(&p.shingle, text);
-                    row[0] = h as u64;
-                    row[1] = (h >> 64) as u64;
-                });
-            flat
-        });
-        let array = Array2::from_shape_vec((n, 2), flat)
-            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-        Ok(array.into_pyarray(py))
+        rows_of_texts(py, &texts, 2, |text, row| {
+            let h = exact.hash_text(&p.shingle, text);
+            row.copy_from_slice(&[h as u64, (h >> 64) as u64]);
+        })
     }
 
     /// The set sizes of many texts: each one's number of distinct shingle hashes, as an
@@ -201,10 +173,7 @@ impl PyMinHasher {
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let texts: Vec<PyBackedStr> = texts
-            .try_iter()?
-            .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
-            .collect::<PyResult<_>>()?;
+        let texts = texts_from_py(texts)?;
         let sizes = py
             .detach(|| {
                 texts
@@ -354,6 +323,35 @@ impl PyMinHasher {
             (false, w) => Ok(w.unwrap_or(1)),
         }
     }
+}
+
+/// The `str` items of an iterable, read before any work leaves the GIL.
+fn texts_from_py(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
+    texts
+        .try_iter()?
+        .map(|t| t.and_then(|t| t.extract::<PyBackedStr>()))
+        .collect()
+}
+
+/// An `(n, width)` `uint64` array whose row `i` `fill` writes from `texts[i]`, on every core
+/// without the GIL.
+fn rows_of_texts<'py>(
+    py: Python<'py>,
+    texts: &[PyBackedStr],
+    width: usize,
+    fill: impl Fn(&str, &mut [u64]) + Sync,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let n = texts.len();
+    let flat = py.detach(|| {
+        let mut flat = vec![0u64; n * width];
+        flat.par_chunks_mut(width.max(1))
+            .zip(texts.par_iter())
+            .for_each(|(row, text)| fill(text, row));
+        flat
+    });
+    let array = Array2::from_shape_vec((n, width), flat)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(array.into_pyarray(py))
 }
 
 fn py_bool(b: bool) -> &'static str {
