@@ -224,8 +224,9 @@ impl Decisions {
         let mut ranked = Vec::with_capacity(self.keys.len());
         for (n, key) in self.keys.iter().enumerate() {
             let (age, size) = age_and_size(index, key, keep.by_set_size())?;
+            // Documents without a size last; only longest and shortest have sizes.
             let rank = match (keep, size) {
-                (Keep::First | Keep::Last, _) | (_, None) => (size.is_none(), 0),
+                (_, None) => (true, 0),
                 (Keep::Longest, Some(s)) => (false, -i64::from(s)),
                 (_, Some(s)) => (false, i64::from(s)),
             };

@@ -212,7 +212,7 @@ impl CopyOrdinals {
     }
 }
 
-/// The union of `docnos` and `more`, both ascending without repeats: ascending, without
+/// The union of `docnos` and `more` (each ascending, without repeats), ascending, without
 /// repeats.
 pub(super) fn merge_sorted(docnos: Vec<u64>, more: &[u64]) -> Vec<u64> {
     if more.is_empty() {
