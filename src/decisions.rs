@@ -11,8 +11,10 @@
 //! cluster is the center whose star took it (`dedup --format clusters`). `last` visits them
 //! newest first; `longest` and `shortest` rank them by their set size (the SET_SIZE column:
 //! distinct shingles, so repeated boilerplate inside a document does not count), documents
-//! without a size last, ties to the earlier insert. Ages are document numbers (in shard
-//! order, for shards).
+//! without a size last, ties to the earlier insert; `max:FIELD` and `min:FIELD` rank them by
+//! the value `add --keep-field FIELD` captured (the KEEP column: numbers by value, strings
+//! bytewise), documents without a value last, ties to the earlier insert. Ages are document
+//! numbers (in shard order, for shards).
 //!
 //! Exact copies come out of the pass apart from the pairs: each group's representative is the
 //! member the keep order visits first, and the other members take its fate (dropped, in its
@@ -20,14 +22,16 @@
 //! So keep `last` decides a group as one document at its newest member's place: an older
 //! copy joins the cluster of its representative, not a kept document of an age between them.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::Result;
-use crate::db::{CopyGrouping, DedupOptions, PairSide, ReadIndex};
+use crate::db::{CopyGrouping, Db, DedupOptions, PairSide, ReadIndex};
+use crate::storage::segment::{DocColumns, KeepValue};
 
 /// Which copy of a near-duplicate group stays.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Keep {
     /// The oldest (insert order), as `dedup --format drop` keeps.
     #[default]
@@ -40,19 +44,85 @@ pub enum Keep {
     /// The one with the smallest set size; documents without a size last, ties to the
     /// earlier insert. Needs the SET_SIZE column.
     Shortest,
+    /// The one with the highest value of the named field (the index's KEEP column, captured
+    /// by `add --keep-field`); documents without a value last, ties to the earlier insert.
+    Max(String),
+    /// The one with the lowest value of the named field; documents without a value last,
+    /// ties to the earlier insert.
+    Min(String),
+}
+
+/// A document's rank under a keep order that ranks by a value: present values first.
+#[derive(Clone, Debug, PartialEq)]
+enum Rank {
+    Value(RankValue),
+    Absent,
+}
+
+/// A rank value ordered so that the first to keep is the lowest.
+#[derive(Clone, Debug, PartialEq)]
+enum RankValue {
+    Ascending(i64),
+    Keep { value: KeepValue, descending: bool },
+}
+
+impl Eq for Rank {}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Rank::Value(a), Rank::Value(b)) => a.cmp_to(b),
+            (a, b) => matches!(a, Rank::Absent).cmp(&matches!(b, Rank::Absent)),
+        }
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl RankValue {
+    fn cmp_to(&self, other: &RankValue) -> Ordering {
+        match (self, other) {
+            (RankValue::Ascending(a), RankValue::Ascending(b)) => a.cmp(b),
+            (
+                RankValue::Keep {
+                    value: a,
+                    descending,
+                },
+                RankValue::Keep { value: b, .. },
+            ) => match descending {
+                true => b.rank_cmp(a),
+                false => a.rank_cmp(b),
+            },
+            // One order ranks every document alike.
+            _ => Ordering::Equal,
+        }
+    }
 }
 
 impl Keep {
     /// The names [`Keep::from_str`] takes (those of `dedup --keep`), in order.
-    pub const NAMES: [&'static str; 4] = ["first", "last", "longest", "shortest"];
+    pub const NAMES: [&'static str; 6] = [
+        "first",
+        "last",
+        "longest",
+        "shortest",
+        "max:FIELD",
+        "min:FIELD",
+    ];
 
     /// The name [`Keep::from_str`] takes for this order.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> String {
         match self {
-            Keep::First => "first",
-            Keep::Last => "last",
-            Keep::Longest => "longest",
-            Keep::Shortest => "shortest",
+            Keep::First => "first".into(),
+            Keep::Last => "last".into(),
+            Keep::Longest => "longest".into(),
+            Keep::Shortest => "shortest".into(),
+            Keep::Max(field) => format!("max:{field}"),
+            Keep::Min(field) => format!("min:{field}"),
         }
     }
 
@@ -61,41 +131,119 @@ impl Keep {
         matches!(self, Keep::Longest | Keep::Shortest)
     }
 
+    /// Whether this order ranks by a column (set size or keep value) rather than age alone.
+    fn ranks_by_column(&self) -> bool {
+        !matches!(self, Keep::First | Keep::Last)
+    }
+
+    /// The field this order ranks by, for `max` and `min`.
+    pub fn keep_field(&self) -> Option<&str> {
+        match self {
+            Keep::Max(field) | Keep::Min(field) => Some(field),
+            _ => None,
+        }
+    }
+
     /// The grouping of exact copies whose representative is the member this order visits
     /// first. Exact copies have the same normalized text, so the same set size: under
-    /// `longest` and `shortest` they tie, and ties go to the earlier insert.
+    /// `longest` and `shortest` they tie, and ties go to the earlier insert. Their keep
+    /// values differ.
     fn copy_grouping(&self) -> CopyGrouping {
         match self {
             Keep::First | Keep::Longest | Keep::Shortest => CopyGrouping::Oldest,
             Keep::Last => CopyGrouping::Newest,
+            Keep::Max(_) => CopyGrouping::HighestKeep,
+            Keep::Min(_) => CopyGrouping::LowestKeep,
+        }
+    }
+
+    /// The rank of a document with `columns` (lowest first; ties go by age).
+    fn rank(&self, columns: &DocColumns) -> Rank {
+        let keep = |descending| {
+            columns.keep.clone().map_or(Rank::Absent, |value| {
+                Rank::Value(RankValue::Keep { value, descending })
+            })
+        };
+        let size = |sign: i64| {
+            columns.set_size.map_or(Rank::Absent, |s| {
+                Rank::Value(RankValue::Ascending(sign * i64::from(s)))
+            })
+        };
+        match self {
+            Keep::First | Keep::Last => Rank::Value(RankValue::Ascending(0)),
+            Keep::Longest => size(-1),
+            Keep::Shortest => size(1),
+            Keep::Max(_) => keep(true),
+            Keep::Min(_) => keep(false),
+        }
+    }
+
+    /// Refuses an order `db` cannot rank by: one by set size without the SET_SIZE column,
+    /// one by a field that is not the index's keep field.
+    fn check_ranks(&self, db: &Db) -> Result<()> {
+        let refuse = |why: String| Err(crate::Error::invalid("keep", why));
+        if self.by_set_size() && !db.has_set_sizes() {
+            return refuse(format!(
+                "--keep {self} ranks by set size, and {} has none (created with \
+                 --no-set-size, a SimHash index, one of signatures made elsewhere, or of a \
+                 version before the column)",
+                db.path().display()
+            ));
+        }
+        let Some(field) = self.keep_field() else {
+            return Ok(());
+        };
+        match db.keep_column() {
+            Some(column) if column.field == field => Ok(()),
+            Some(column) => refuse(format!(
+                "--keep {self}: {} keeps the field {:?}, not {field:?} (add --keep-field \
+                 chose it)",
+                db.path().display(),
+                column.field
+            )),
+            None => refuse(format!(
+                "--keep {self} ranks by the field {field:?}, and {} has no keep field (build \
+                 it with add --keep-field {field})",
+                db.path().display()
+            )),
         }
     }
 }
 
 impl std::fmt::Display for Keep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
 impl FromStr for Keep {
     type Err = crate::Error;
 
-    /// One of [`Keep::NAMES`]; anything else is an invalid `keep`, named in the message.
+    /// One of [`Keep::NAMES`] (FIELD: any non-empty name); anything else is an invalid
+    /// `keep`, named in the message.
     fn from_str(name: &str) -> Result<Keep> {
-        match name {
-            "first" => Ok(Keep::First),
-            "last" => Ok(Keep::Last),
-            "longest" => Ok(Keep::Longest),
-            "shortest" => Ok(Keep::Shortest),
-            _ => Err(crate::Error::invalid(
+        let field = |f: &str| (!f.is_empty()).then(|| f.to_string());
+        let keep = match name.split_once(':') {
+            None => match name {
+                "first" => Some(Keep::First),
+                "last" => Some(Keep::Last),
+                "longest" => Some(Keep::Longest),
+                "shortest" => Some(Keep::Shortest),
+                _ => None,
+            },
+            Some(("max", f)) => field(f).map(Keep::Max),
+            Some(("min", f)) => field(f).map(Keep::Min),
+            Some(_) => None,
+        };
+        keep.ok_or_else(|| {
+            crate::Error::invalid(
                 "keep",
                 format!(
                     "{name:?} is not a keep order: one of {}",
                     Keep::NAMES.join(", ")
                 ),
-            )),
-        }
+            )
+        })
     }
 }
 
@@ -144,7 +292,7 @@ impl Decisions {
         index: &dyn ReadIndex,
         threshold: f64,
         opts: DedupOptions,
-        keep: Keep,
+        keep: &Keep,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Decisions> {
         let mut d = Decisions::default();
@@ -204,33 +352,17 @@ impl Decisions {
         });
     }
 
-    /// The numbered documents in `keep` order: by rank (the set size, for an order that
-    /// ranks by it; an error naming the database when an index lacks the SET_SIZE column),
-    /// then by age.
-    fn keep_order(&self, index: &dyn ReadIndex, keep: Keep) -> Result<Vec<u32>> {
-        if keep.by_set_size()
-            && let Some(db) = index.dbs().iter().find(|db| !db.has_set_sizes())
-        {
-            return Err(crate::Error::invalid(
-                "keep",
-                format!(
-                    "--keep {keep} ranks by set size, and {} has none (created with \
-                     --no-set-size, a SimHash index, one of signatures made elsewhere, or \
-                     of a version before the column)",
-                    db.path().display()
-                ),
-            ));
+    /// The numbered documents in `keep` order: by rank (the set size or the keep value, for
+    /// an order that ranks by one; an error naming the database when an index cannot), then
+    /// by age.
+    fn keep_order(&self, index: &dyn ReadIndex, keep: &Keep) -> Result<Vec<u32>> {
+        for db in index.dbs() {
+            keep.check_ranks(db)?;
         }
         let mut ranked = Vec::with_capacity(self.keys.len());
         for (n, key) in self.keys.iter().enumerate() {
-            let (age, size) = age_and_size(index, key, keep.by_set_size())?;
-            // Documents without a size last; only longest and shortest have sizes.
-            let rank = match (keep, size) {
-                (_, None) => (true, 0),
-                (Keep::Longest, Some(s)) => (false, -i64::from(s)),
-                (_, Some(s)) => (false, i64::from(s)),
-            };
-            ranked.push((rank, age, n as u32));
+            let (age, columns) = age_and_columns(index, key, keep.ranks_by_column())?;
+            ranked.push((keep.rank(&columns), age, n as u32));
         }
         match keep {
             Keep::Last => ranked.sort_unstable_by_key(|r| std::cmp::Reverse(r.1)),
@@ -350,25 +482,24 @@ fn closer(s: f64, candidate: u32, best: Option<(u32, f64)>, keys: &[Vec<u8>]) ->
     }
 }
 
-/// A key's age, `(shard, document number)`, and its set size when `with_size`: a key in two
-/// shards is the later shard's document.
-fn age_and_size(
+/// A key's age, `(shard, document number)`, and its column values when `with_columns`: a key in two shards is
+/// the later shard's document.
+fn age_and_columns(
     index: &dyn ReadIndex,
     key: &[u8],
-    with_size: bool,
-) -> Result<((usize, u64), Option<u32>)> {
+    with_columns: bool,
+) -> Result<((usize, u64), DocColumns)> {
     for (shard, db) in index.dbs().iter().enumerate().rev() {
         if let Some(docno) = db.docno_of(key)? {
-            let size = if with_size {
-                db.set_size_of(key)?
-            } else {
-                None
+            let columns = match with_columns {
+                true => db.columns_of(key)?,
+                false => DocColumns::default(),
             };
-            return Ok(((shard, docno), size));
+            return Ok(((shard, docno), columns));
         }
     }
     // Deleted since the pass: last, in any order.
-    Ok(((usize::MAX, u64::MAX), None))
+    Ok(((usize::MAX, u64::MAX), DocColumns::default()))
 }
 
 /// Each document's neighbours in the pairs graph, by key number (compressed rows).
@@ -417,7 +548,11 @@ mod tests {
         for name in Keep::NAMES {
             assert_eq!(name.parse::<Keep>().unwrap().to_string(), name);
         }
-        for bad in ["First", "max:x", ""] {
+        let field = Keep::Max("quality".into());
+        assert_eq!(field.to_string().parse::<Keep>().unwrap(), field);
+        assert_eq!("max:q".parse::<Keep>().unwrap(), Keep::Max("q".into()));
+        assert_eq!("min:a:b".parse::<Keep>().unwrap(), Keep::Min("a:b".into()));
+        for bad in ["First", "max:", "median:x", "max", ""] {
             let e = bad.parse::<Keep>().unwrap_err().to_string();
             assert!(
                 e.contains("`keep`") && e.contains(&format!("{bad:?}")),

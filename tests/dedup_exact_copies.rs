@@ -115,8 +115,8 @@ fn grouped_decisions_equal_those_of_banding_every_copy() {
         (Keep::Last, CopyGrouping::Newest),
     ] {
         let d = DedupOptions::default();
-        let grouped = Decisions::compute(&db, THRESHOLD, d, keep, &mut |_, _| {}).unwrap();
-        let banded = Decisions::compute(&db, THRESHOLD, off(), keep, &mut |_, _| {}).unwrap();
+        let grouped = Decisions::compute(&db, THRESHOLD, d, &keep, &mut |_, _| {}).unwrap();
+        let banded = Decisions::compute(&db, THRESHOLD, off(), &keep, &mut |_, _| {}).unwrap();
         assert!(
             grouped.exact_copies > 20,
             "{keep:?}: {}",
@@ -131,7 +131,7 @@ fn grouped_decisions_equal_those_of_banding_every_copy() {
             let (g, b) = (grouped.decision(k), banded.decision(k));
             let context = format!("{keep:?} {key}");
             assert_eq!((g.keep, g.best_match), (b.keep, b.best_match), "{context}");
-            let cluster = match (keep, reps.get(k)) {
+            let cluster = match (&keep, reps.get(k)) {
                 (Keep::Last, Some(rep)) => banded.decision(rep).cluster,
                 _ => b.cluster,
             };

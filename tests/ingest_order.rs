@@ -70,6 +70,7 @@ fn parse((at, item): (usize, Item)) -> Result<Record<String, usize>, Rejected<us
         Item::Doc(key, content) => Ok(Record {
             key: key.into_bytes(),
             content,
+            keep: None,
             origin: at,
         }),
         Item::Bad => Err(Rejected {
@@ -296,11 +297,13 @@ fn given_signatures_are_checked_for_shape_and_stored_as_given() {
         Record {
             key: b"s".to_vec(),
             content: Content::<String>::Signature(good.clone()),
+            keep: None,
             origin: 0usize,
         },
         Record {
             key: b"t".to_vec(),
             content: Content::Signature(short),
+            keep: None,
             origin: 1,
         },
     ];

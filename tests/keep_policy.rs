@@ -1,6 +1,7 @@
 //! The keep policies of the dedup decision (`mhdb::decisions::Keep`): every order is the
-//! same greedy pass, checked against a brute-force greedy on random small indexes; and the
-//! CLI's `dedup --keep longest|shortest`.
+//! same greedy pass, checked against a brute-force greedy on random small indexes (with
+//! keep values of each type, absent ones and ties); and the CLI's `dedup --keep
+//! longest|shortest`.
 
 mod common;
 
@@ -11,13 +12,31 @@ use common::params::word_index;
 use common::rng::SplitMix64;
 use mhdb::db::{CopyGrouping, Db, DedupOptions, Options};
 use mhdb::decisions::{Decisions, Keep};
+use mhdb::storage::segment::{KeepColumn, KeepType, KeepValue};
+
+/// A keep value of type `ty` from a small number (so values tie): `None` one time in four.
+fn keep_value(ty: KeepType, rng: &mut SplitMix64) -> Option<KeepValue> {
+    let n = rng.below(5) as i64;
+    (rng.below(4) != 0).then(|| match ty {
+        KeepType::I64 => KeepValue::Int(n - 2),
+        KeepType::F64 => KeepValue::Float(n as f64 * 0.5 - 1.0),
+        KeepType::Str => KeepValue::Str(["", "a", "ab", "b", "é"][n as usize].as_bytes().into()),
+    })
+}
 
 /// A random small index: families of near-duplicates of random lengths (some documents
-/// repeat their words, which adds no distinct shingles), a few given by signature (no set
-/// size). Returns the database and its keys in insert order.
+/// repeat their words, which adds no distinct shingles; some are exact copies), a few given
+/// by signature (no set size), each with a random keep value of the seed's type. Returns the
+/// database and its keys in insert order.
 fn random_index(dir: &std::path::Path, seed: u64) -> (Db, Vec<String>) {
     let mut rng = SplitMix64(seed);
-    let db = Db::create(dir, word_index(64, 16, 0.5), Options::default()).unwrap();
+    let mut db = Db::create(dir, word_index(64, 16, 0.5), Options::default()).unwrap();
+    let keep_type = [KeepType::I64, KeepType::F64, KeepType::Str][seed as usize % 3];
+    db.fix_keep_column(&KeepColumn {
+        keep_type,
+        field: "score".into(),
+    })
+    .unwrap();
     let mut keys = Vec::new();
     for i in 0..24 {
         let family = rng.below(4);
@@ -31,12 +50,14 @@ fn random_index(dir: &std::path::Path, seed: u64) -> (Db, Vec<String>) {
         }
         let key = format!("k{i:02}");
         let text = words.join(" ");
-        if rng.below(6) == 0 {
-            db.insert(&key, &db.hasher().unwrap().sketch_text(&text))
-                .unwrap();
-        } else {
-            db.insert_text(&key, &text).unwrap();
+        let mut sig = match rng.below(6) {
+            0 => db.hasher().unwrap().sketch_text(&text),
+            _ => db.sketch_text(&text).unwrap(),
+        };
+        if let Some(v) = keep_value(keep_type, &mut rng) {
+            sig = sig.with_keep_value(v);
         }
+        db.insert(&key, &sig).unwrap();
         keys.push(key);
     }
     (db, keys)
@@ -45,7 +66,7 @@ fn random_index(dir: &std::path::Path, seed: u64) -> (Db, Vec<String>) {
 /// The greedy by definition: documents in the policy's total order (rank, then insert
 /// order), each kept unless a kept document before it is a verified neighbour. Returns each
 /// dropped document with its cluster: the first kept neighbour before it.
-fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashMap<String, String> {
+fn brute_force(db: &Db, keys: &[String], keep: &Keep, t: f64) -> HashMap<String, String> {
     let mut edges: HashSet<(String, String)> = HashSet::new();
     // Every verified pair, exact copies included (grouped, they would come as a star).
     let every_pair = DedupOptions {
@@ -77,8 +98,19 @@ fn brute_force(db: &Db, keys: &[String], keep: Keep, t: f64) -> HashMap<String, 
             Keep::Last => (0, 0, -a),
             Keep::Longest => (i64::from(s.is_none()), -i64::from(s.unwrap_or(0)), a),
             Keep::Shortest => (i64::from(s.is_none()), i64::from(s.unwrap_or(0)), a),
+            // Ranked below, by value; a stable sort keeps insert order within ties.
+            _ => (0, 0, a),
         }
     });
+    let value = |k: &String| db.columns_of(k).unwrap().keep;
+    let by_value = |a: &&String, b: &&String| match (value(a), value(b)) {
+        (Some(x), Some(y)) if matches!(keep, Keep::Max(_)) => y.rank_cmp(&x),
+        (Some(x), Some(y)) => x.rank_cmp(&y),
+        (x, y) => x.is_none().cmp(&y.is_none()),
+    };
+    if keep.keep_field().is_some() {
+        order.sort_by(by_value);
+    }
     let mut kept: Vec<&String> = Vec::new();
     let mut dropped = HashMap::new();
     for k in order {
@@ -115,8 +147,16 @@ fn every_policy_is_the_brute_force_greedy() {
         if seed % 2 == 1 {
             db.flush().unwrap();
         }
-        for keep in [Keep::First, Keep::Last, Keep::Longest, Keep::Shortest] {
-            let d = Decisions::compute(&db, 0.5, DedupOptions::default(), keep, &mut |_, _| {})
+        let orders = [
+            Keep::First,
+            Keep::Last,
+            Keep::Longest,
+            Keep::Shortest,
+            Keep::Max("score".into()),
+            Keep::Min("score".into()),
+        ];
+        for keep in orders {
+            let d = Decisions::compute(&db, 0.5, DedupOptions::default(), &keep, &mut |_, _| {})
                 .unwrap();
             let got: HashMap<String, String> = keys
                 .iter()
@@ -126,7 +166,7 @@ fn every_policy_is_the_brute_force_greedy() {
                     (!v.keep).then(|| (k.clone(), cluster))
                 })
                 .collect();
-            let want = brute_force(&db, &keys, keep, 0.5);
+            let want = brute_force(&db, &keys, &keep, 0.5);
             assert_eq!(got, want, "seed {seed}, keep {keep}");
             assert_eq!(d.dropped, want.len() as u64);
             if keep == Keep::First {

@@ -55,6 +55,7 @@ fn fields(id: &str, text: &str) -> Fields {
         id: Id::Field(id.to_string()),
         text: text.to_string(),
         tokens: false,
+        keep: None,
     }
 }
 
@@ -252,6 +253,7 @@ fn directories_and_globs_are_read_in_sorted_order() {
         id: Id::FromPath,
         text: "text".into(),
         tokens: false,
+        keep: None,
     };
     assert_eq!(
         keys(read_ok(&[&root], &by_path)),
@@ -282,6 +284,7 @@ fn ids_from_paths_number_lines_from_1_and_rows_from_0() {
         id: Id::FromPath,
         text: "text".into(),
         tokens: false,
+        keep: None,
     };
     // A blank line is counted: the id is the line an editor shows.
     let mut lines = b"\n".to_vec();

@@ -597,7 +597,7 @@ class Index(Generic[_KindT]):
     def dedup_table(
         self,
         threshold: Optional[float] = None,
-        keep: Literal["first", "last", "longest", "shortest"] = "first",
+        keep: str = "first",
     ) -> Any:
         """The decision of ``mhdb dedup --apply --annotate`` for every stored document, as a
         ``pyarrow.Table`` sorted by id: ``id``, ``cluster`` (the kept document's id),
@@ -606,7 +606,9 @@ class Index(Generic[_KindT]):
         ``dedup --keep``'s order: ``"first"`` (oldest), ``"last"`` (newest), ``"longest"`` or
         ``"shortest"`` (most or fewest distinct shingles, by the index's set sizes; documents
         without one last, ties to the earlier insert; an index without set sizes raises
-        ``InvalidParameterError``)."""
+        ``InvalidParameterError``), ``"max:FIELD"`` or ``"min:FIELD"`` (the highest or lowest
+        value of the field ``mhdb add --keep-field FIELD`` captured; documents without one
+        last, ties to the earlier insert; another field raises ``InvalidParameterError``)."""
     def commit(self) -> None:
         """Makes every write before this call durable."""
     def flush(self) -> None:

@@ -77,6 +77,7 @@ pub fn insert_arrow(
         id: Id::Field(names.id.to_string()),
         text: names.column.to_string(),
         tokens: names.tokens,
+        keep: None,
     };
     let columns = Columns::find(&reader.schema(), &fields, STREAM)
         .map_err(|e| invalid(py, "data", e.to_string()))?;
@@ -145,13 +146,14 @@ fn record((at, values): Row) -> Result<Record<String, Origin>, Rejected<Origin>>
         fault: Fault::Malformed(message),
     };
     match values {
-        Ok((Some(key), content)) => Ok(Record {
+        Ok((Some(key), content, keep)) => Ok(Record {
             key,
             content,
+            keep,
             origin,
         }),
         // Not reached: `Id::Field` always reads a key.
-        Ok((None, _)) => Err(refused("no id column".to_string())),
+        Ok((None, ..)) => Err(refused("no id column".to_string())),
         Err(fault) => Err(refused(fault)),
     }
 }

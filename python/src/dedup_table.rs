@@ -21,7 +21,8 @@ use crate::errors::OrRaise;
 const STREAM_CAPSULE: &std::ffi::CStr = c"arrow_array_stream";
 
 /// The table of `db`'s decision at `threshold` (the index's by default) keeping `keep`
-/// (`"first"` or `"last"`, parsed by the core as `dedup --keep` names them).
+/// (`"first"`, `"last"`, `"longest"`, `"shortest"`, `"max:FIELD"` or `"min:FIELD"`, parsed by
+/// the core as `dedup --keep` names them).
 pub fn dedup_table<'py>(
     py: Python<'py>,
     db: Arc<Db>,
@@ -36,7 +37,7 @@ pub fn dedup_table<'py>(
             let t = threshold.unwrap_or(db.params().threshold);
             let index: &dyn ReadIndex = db.as_ref();
             let decisions =
-                Decisions::compute(index, t, DedupOptions::default(), keep, &mut |_, _| {})?;
+                Decisions::compute(index, t, DedupOptions::default(), &keep, &mut |_, _| {})?;
             // Keys read after the pass: one stored since has no near-duplicate in it and is
             // kept alone, as `dedup --apply` keeps a row the pass did not see.
             let mut keys = db.keys()?;

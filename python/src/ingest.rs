@@ -33,6 +33,7 @@ pub fn insert(py: Python<'_>, db: &Db, key: Vec<u8>, doc: Doc) -> PyResult<()> {
     let records = [Record {
         key,
         content: doc,
+        keep: None,
         origin: Origin::Insert,
     }];
     py.detach(|| ingest::commit_batch::<PyErr, _, _>(db, &records))
@@ -51,6 +52,7 @@ pub fn insert_if_novel(
     let records = [Record {
         key,
         content: doc,
+        keep: None,
         origin: Origin::Insert,
     }];
     let outcomes = py
@@ -263,6 +265,7 @@ impl<'py> Source<'py> {
         Ok(Record {
             key,
             content,
+            keep: None,
             origin: Origin::Many { param, at },
         })
     }

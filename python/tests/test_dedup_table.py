@@ -173,3 +173,37 @@ def test_a_bad_keep_value_is_refused_by_name(tmp_index_path: pathlib.Path) -> No
             index.dedup_table(keep="biggest")  # type: ignore[arg-type]
     assert isinstance(caught.value, mhdb.InvalidParameterError)
     assert caught.value.parameter == "keep"
+
+
+def test_keep_max_and_min_rank_by_the_field_the_cli_captured(
+    cli: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """An index built by `mhdb add --keep-field q`: max:q keeps each group's highest value,
+    min:q its lowest, documents without one last; the table equals the CLI's annotation."""
+    base = "the annual report of the society covers every meeting held this year"
+    docs = [
+        {"id": "a", "text": base, "q": 2},
+        {"id": "b", "text": base + " again", "q": 9.5},
+        {"id": "c", "text": base + " once more"},
+        {"id": "d", "text": base + " and later", "q": -4},
+        {"id": "e", "text": "something else entirely, alone in its cluster", "q": 100},
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    idx = tmp_path / "idx"
+    for args in (
+        ["create", str(idx), "--threshold", "0.5"],
+        ["add", str(idx), str(data), "--keep-field", "q"],
+    ):
+        done = subprocess.run([str(cli), *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    with mhdb.Index.open(idx, read_only=True) as index:
+        tables = {keep: table_rows(index.dedup_table(keep=keep)) for keep in ["max:q", "min:q"]}
+        with pytest.raises(mhdb.InvalidParameterError, match='"q"'):
+            index.dedup_table(keep="max:other")
+    kept = {keep: {k for k, r in rows.items() if r[1]} for keep, rows in tables.items()}
+    assert kept == {"max:q": {"b", "e"}, "min:q": {"d", "e"}}
+    for keep, rows in tables.items():
+        assert rows == cli_annotated(
+            cli, idx, data, tmp_path / keep.replace(":", "-"), "--keep", keep
+        )

@@ -164,7 +164,7 @@ pub fn apply(
         index,
         opts.threshold,
         opts.dedup,
-        opts.keep,
+        &opts.keep,
         &mut |done, bands| events(Event::Band { done, bands }),
     )?;
     let mut judge = Judge::new(index, &decisions, opts.on_repeat);

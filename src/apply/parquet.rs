@@ -114,7 +114,7 @@ pub(super) fn decide(
             file: job.file.clone(),
             at: at(row),
         };
-        let key = value.map(|(key, _)| key.unwrap_or_else(|| origin.path_id()));
+        let key = value.map(|(key, _, _)| key.unwrap_or_else(|| origin.path_id()));
         out.push(judge.judge(key, &origin)?);
     }
     Ok(out)

@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex};
 use mhdb::db::ingest::{self, Content, Counts, Fault, Ingest, Mode, Record, Rejected, Stop};
 use mhdb::db::{Db, Durability, Match, NoveltyOptions, Options};
 use mhdb::input::{Fields, Id, Item, Origin, Progress, Reader};
+use mhdb::storage::segment::{KeepColumn, KeepType, KeepValue};
 
-use super::args::{AddArgs, OnDuplicate};
+use super::args::{AddArgs, KeepTypeArg, OnDuplicate};
 use super::escape::{key_json, key_text};
 use super::input::{is_stdin, read_text, walk};
-use super::output::{CliError, CliResult, InputProgress, message, outln, warn_not_a_file};
+use super::output::{CliError, CliResult, InputProgress, message, outln, warn, warn_not_a_file};
 
 /// Where a record came from.
 #[derive(Clone, Debug)]
@@ -35,7 +36,7 @@ type AddRejected = Rejected<Place>;
 /// `mhdb add`.
 pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
     // Bulk-load durability: the pipeline's commits are bulk inserts, durable on return.
-    let db = Db::open(
+    let mut db = Db::open(
         &args.db,
         Options {
             durability: Durability::None,
@@ -51,6 +52,23 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
              index, or one of signatures made elsewhere)",
             args.db.display()
         )));
+    }
+    if let (None, Some(column)) = (&args.keep_field, db.keep_column()) {
+        warn(format_args!(
+            "{} keeps the field {:?}: these documents get no keep value (add --keep-field {} \
+             captures it)",
+            args.db.display(),
+            column.field,
+            column.field
+        ));
+    }
+    if let Some(field) = &args.keep_field {
+        let keep_type = keep_type(args, &db, field)?;
+        db.fix_keep_column(&KeepColumn {
+            keep_type,
+            field: field.clone(),
+        })
+        .map_err(|e| CliError::usage(format!("--keep-field: {e}")))?;
     }
     let mut ingest = Ingest::new(
         &db,
@@ -338,14 +356,51 @@ impl ingest::Source for Inputs {
     }
 }
 
-/// Loads the inputs as the library reads them (`mhdb::input`: every format, directories and
-/// globs; none or '-': standard input).
-fn load_inputs(
-    args: &AddArgs,
-    ingest: &mut Ingest<'_>,
-    sink: &mut Report,
-) -> Result<(), Stop<CliError, Place>> {
+/// The type the keep values of `field` take: the index's when it has a keep field; else
+/// `--keep-type`; else that of the first value in the first chunk of the inputs (a column's
+/// own type in Parquet and Arrow), numbers as f64; f64 when none has one there, or the input
+/// is standard input (read once, so not looked at ahead).
+fn keep_type(args: &AddArgs, db: &Db, field: &str) -> CliResult<KeepType> {
+    if let Some(column) = db.keep_column() {
+        return Ok(column.keep_type);
+    }
+    match args.keep_type {
+        Some(KeepTypeArg::I64) => return Ok(KeepType::I64),
+        Some(KeepTypeArg::F64) => return Ok(KeepType::F64),
+        Some(KeepTypeArg::String) => return Ok(KeepType::Str),
+        None => {}
+    }
+    if args.inputs.is_empty() || args.inputs.iter().any(|p| is_stdin(p)) {
+        return Ok(KeepType::F64);
+    }
     let fields = Fields {
+        keep: Some(field.to_string()),
+        ..input_fields(args)
+    };
+    let mut reader = Reader::new(&args.inputs, fields.clone())
+        .map_err(|e| CliError::other(e.to_string()))?
+        .max_document_bytes(args.size.max_document_bytes, true);
+    let read = |reader: &mut Reader, n| {
+        ingest::Source::next_chunk(reader, n).map_err(|e| CliError::other(e.to_string()))
+    };
+    let mut items = read(&mut reader, 1)?;
+    // The first file is open: a Parquet or Arrow column says its type.
+    if let Some(keep_type) = reader.keep_column_type() {
+        return Ok(keep_type);
+    }
+    items.extend(read(&mut reader, ingest::STREAM_CHUNK)?);
+    let first = items
+        .into_iter()
+        .find_map(|item| fields.parse(item).ok().and_then(|r| r.keep));
+    Ok(match first {
+        Some(KeepValue::Str(_)) => KeepType::Str,
+        _ => KeepType::F64,
+    })
+}
+
+/// The fields `add`'s flags name.
+fn input_fields(args: &AddArgs) -> Fields {
+    Fields {
         id: if args.id_from_path {
             Id::FromPath
         } else {
@@ -356,7 +411,18 @@ fn load_inputs(
             .clone()
             .unwrap_or_else(|| args.text_field.clone()),
         tokens: args.tokens_field.is_some(),
-    };
+        keep: args.keep_field.clone(),
+    }
+}
+
+/// Loads the inputs as the library reads them (`mhdb::input`: every format, directories and
+/// globs; none or '-': standard input).
+fn load_inputs(
+    args: &AddArgs,
+    ingest: &mut Ingest<'_>,
+    sink: &mut Report,
+) -> Result<(), Stop<CliError, Place>> {
+    let fields = input_fields(args);
     let reader = Reader::new(&args.inputs, fields.clone())
         .map_err(|e| Stop::Caller(CliError::other(e.to_string())))?
         .max_document_bytes(args.size.max_document_bytes, args.skip_invalid)
@@ -370,10 +436,12 @@ fn load_inputs(
             Ok(Record {
                 key,
                 content,
+                keep,
                 origin,
             }) => Ok(Record {
                 key,
                 content,
+                keep,
                 origin: Place::Input(origin),
             }),
             Err(Rejected { origin, key, fault }) => Err(Rejected {
@@ -459,6 +527,7 @@ fn load_files(
         Ok((key, text)) => Ok(Record {
             key,
             content: Content::Text(text),
+            keep: None,
             origin: Place::File,
         }),
         Err(message) => Err(Rejected {

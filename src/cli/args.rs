@@ -377,6 +377,16 @@ pub struct AddArgs {
     /// column of strings or int32/int64.
     #[arg(long, conflicts_with_all = ["text_field", "files"])]
     pub tokens_field: Option<String>,
+    /// Capture this field or column of each document as its keep value, which
+    /// `dedup --keep max:FIELD|min:FIELD` ranks by: a number or a string; null or missing is
+    /// no value. The first add with it fixes the index's keep field and type, before the index
+    /// has segments.
+    #[arg(long, value_name = "FIELD", conflicts_with = "files")]
+    pub keep_field: Option<String>,
+    /// The type of the keep values when --keep-field fixes it: by default the first value's
+    /// (numbers f64: integers past 2^53 need i64; a Parquet or Arrow column's own type).
+    #[arg(long, value_enum, requires = "keep_field")]
+    pub keep_type: Option<KeepTypeArg>,
     /// Commit (durably) every N documents, and at the end.
     #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
     pub commit_every: usize,
@@ -597,10 +607,16 @@ pub struct DedupFilesArgs {
     pub index: Option<PathBuf>,
     /// Which copy of a near-duplicate group stays: first (the oldest, insert order), last
     /// (the newest), longest or shortest (the most or fewest distinct shingles, by the
-    /// index's set sizes: repeated boilerplate inside a document does not count; documents
-    /// without a size last, ties to the earlier insert).
+    /// index's set sizes: repeated boilerplate inside a document does not count), max:FIELD
+    /// or min:FIELD (the highest or lowest value of FIELD, captured by add --keep-field;
+    /// numbers by value, strings bytewise). Documents without a size or value last, ties to
+    /// the earlier insert.
     #[arg(long, default_value = "first", value_parser = keep_order)]
     pub keep: Keep,
+    /// With --keep max:FIELD or min:FIELD: the type of FIELD's values (by default the first
+    /// value's; numbers f64, so integers past 2^53 need i64; a Parquet or Arrow column's own).
+    #[arg(long, value_enum)]
+    pub keep_type: Option<KeepTypeArg>,
     /// Keep every row and add the columns cluster, keep, best_match and similarity.
     #[arg(long)]
     pub annotate: bool,
@@ -655,8 +671,10 @@ pub struct DedupApplyArgs {
     pub annotate_prefix: Option<String>,
     /// Which copy of a near-duplicate group stays: first (the oldest, insert order), last
     /// (the newest), longest or shortest (the most or fewest distinct shingles, by the
-    /// index's set sizes: repeated boilerplate inside a document does not count; documents
-    /// without a size last, ties to the earlier insert).
+    /// index's set sizes: repeated boilerplate inside a document does not count), max:FIELD
+    /// or min:FIELD (the highest or lowest value of FIELD, captured by add --keep-field;
+    /// numbers by value, strings bytewise). Documents without a size or value last, ties to
+    /// the earlier insert.
     /// With --format drop or clusters, or --apply; pairs are the same whatever stays.
     #[arg(long, default_value = "first", value_parser = keep_order)]
     pub keep: Keep,
@@ -684,6 +702,17 @@ pub struct DedupApplyArgs {
 /// A `--keep` order, parsed by its one owner ([`Keep::from_str`](std::str::FromStr)).
 fn keep_order(name: &str) -> Result<Keep, String> {
     name.parse::<Keep>().map_err(|e| e.to_string())
+}
+
+/// The type of an index's keep values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepTypeArg {
+    /// 64-bit signed integers.
+    I64,
+    /// 64-bit floats.
+    F64,
+    /// Strings, compared bytewise.
+    String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -129,7 +129,7 @@ fn ranked_clusters(
     args: &DedupArgs,
     out: &mut impl Write,
 ) -> CliResult<u64> {
-    let decisions = Decisions::compute(&**source, t, opts, args.apply.keep, &mut |_, _| {})?;
+    let decisions = Decisions::compute(&**source, t, opts, &args.apply.keep, &mut |_, _| {})?;
     let clusters = decisions.clusters();
     for (center, members) in &clusters {
         let dups: Vec<Vec<u8>> = members.iter().map(|&m| decisions.key(m).to_vec()).collect();
@@ -159,7 +159,7 @@ pub(super) fn apply(
     let options = ApplyOptions {
         threshold: t,
         dedup: opts,
-        keep: args.keep,
+        keep: args.keep.clone(),
         fields: Fields {
             id: if args.id_from_path {
                 Id::FromPath
@@ -168,6 +168,7 @@ pub(super) fn apply(
             },
             text: args.text_field.clone(),
             tokens: false,
+            keep: None,
         },
         annotate: args.annotate.then(|| Annotate {
             prefix: args.annotate_prefix.clone().unwrap_or_default(),

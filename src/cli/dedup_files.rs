@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use mhdb::db::{Db, DedupOptions};
 use serde_json::json;
 
@@ -140,6 +140,12 @@ fn add_line(args: &DedupFilesArgs, db: &Path) -> Vec<OsString> {
         OnRepeat::KeepFirst | OnRepeat::KeepAll => "skip",
     };
     out.extend(["--on-duplicate".into(), on_duplicate.into()]);
+    if let Some(field) = args.keep.keep_field() {
+        out.extend(["--keep-field".into(), field.into()]);
+        if let Some(name) = args.keep_type.and_then(|t| t.to_possible_value()) {
+            out.extend(["--keep-type".into(), name.get_name().into()]);
+        }
+    }
     if args.skip_invalid {
         out.push("--skip-invalid".into());
     }

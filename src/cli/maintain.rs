@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::args::{ExportArgs, JsonDbArgs, MergeArgs, StatsArgs, UpgradeArgs, VerifyArgs};
 use super::databases::Databases;
-use super::output::{CliError, CliResult, message, outln};
+use super::output::{CliError, CliResult, message, outln, warn};
 use super::shapes;
 
 /// `mhdb upgrade`: converts a database of version 1 or 2 in place (`--drop-sets`: without its
@@ -236,13 +236,34 @@ pub fn merge(args: &MergeArgs) -> CliResult<ExitCode> {
         Some(db) => db,
         None => {
             super::databases::note_test_identity()?;
-            Db::open_or_create(&args.dest, params, Options::default())?
+            let mut db = Db::open_or_create(&args.dest, params, Options::default())?;
+            // A new destination keeps the first source's keep field, as an export would.
+            if let Some(column) = Db::open_read_only(&args.srcs[0])?.keep_column() {
+                db.fix_keep_column(&column)?;
+            }
+            db
         }
     };
     super::output::report_recovery(&target);
     let mut sources = Vec::new();
     for src in &args.srcs {
         let s = Db::open_read_only(src)?;
+        if let Some(column) = s
+            .keep_column()
+            .filter(|c| Some(c) != target.keep_column().as_ref())
+        {
+            let keeps = target
+                .keep_column()
+                .map_or("no keep field".to_string(), |k| {
+                    format!("the keep field {:?}", k.field)
+                });
+            warn(format_args!(
+                "{}'s keep values (field {:?}) are not merged: {} has {keeps}",
+                src.display(),
+                column.field,
+                args.dest.display()
+            ));
+        }
         let n = target.merge_from(&s)?;
         message(format_args!("merged {n} documents from {}", src.display()));
         sources.push(json!({"path": src.to_string_lossy(), "documents": n}));
@@ -337,6 +358,15 @@ fn print_stats_text(s: &Stats) -> CliResult {
     if let Some(c) = s.set_sizes {
         outln!(
             "set sizes     {} documents with one, {} without",
+            c.with,
+            c.without
+        );
+    }
+    if let (Some(k), Some(c)) = (&s.keep_column, s.keep_values) {
+        outln!(
+            "keep field    {:?} ({}): {} documents with a value, {} without",
+            k.field,
+            k.keep_type.name(),
             c.with,
             c.without
         );

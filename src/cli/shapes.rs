@@ -239,6 +239,12 @@ pub fn stats(s: &Stats) -> Value {
         "sets_derivation": s.sets_derivation.map(|d| d.name()),
         "exact_hashes": s.exact_hashes.map(|c| json!({"with": c.with, "without": c.without})),
         "set_sizes": s.set_sizes.map(|c| json!({"with": c.with, "without": c.without})),
+        "keep": s.keep_column.as_ref().zip(s.keep_values).map(|(k, c)| json!({
+            "field": k.field,
+            "type": k.keep_type.name(),
+            "with": c.with,
+            "without": c.without,
+        })),
         "live_docs": s.live_docs,
         "deleted_docs": s.deleted_docs,
         "memtable_docs": s.memtable_docs,

@@ -56,10 +56,12 @@ impl Db {
             }
         }
         // In an index with per-document columns, the values each signature carries.
-        let values: Vec<DocColumns> = if self.columns.any() {
-            docs.iter()
-                .map(|(_, sig)| self.columns_to_store(sig))
-                .collect()
+        let values: Vec<DocColumns> = docs
+            .iter()
+            .map(|(_, sig)| self.columns_to_store(sig))
+            .collect::<Result<_>>()?;
+        let values = if self.columns.any() {
+            values
         } else {
             Vec::new()
         };
@@ -103,7 +105,7 @@ impl Db {
                     key,
                     band_keys: bk,
                     set: columns.sets.get(i),
-                    columns: columns.values.get(i).copied().unwrap_or_default(),
+                    columns: columns.values.get(i).cloned().unwrap_or_default(),
                 });
             }
         }

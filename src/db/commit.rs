@@ -137,7 +137,7 @@ pub(super) struct Columns<'a> {
 }
 
 /// A live new document.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct LiveDoc<'a> {
     pub(super) docno: u64,
     pub(super) key: &'a [u8],
@@ -217,6 +217,7 @@ impl Db {
             db_id: old.manifest.db_id,
             features: old.manifest.features,
             params: self.params,
+            keep: old.manifest.keep.clone(),
             next_docno: input.base + input.span,
             siglog_records: 0,
             wal_start,
@@ -307,7 +308,7 @@ impl Db {
                 builder.add_set(doc.set)?;
             }
             if self.columns.any() {
-                builder.add_columns(doc.columns)?;
+                builder.add_columns(doc.columns.clone())?;
             }
         }
         Ok(builder)

@@ -372,7 +372,7 @@ impl Db {
         let mut stats = DedupStats::default();
         let grouping = match opts.copies {
             CopyGrouping::Off => CopyGrouping::Off,
-            CopyGrouping::Oldest | CopyGrouping::Newest => CopyGrouping::Oldest,
+            _ => CopyGrouping::Oldest,
         };
         let index = self.bucket_index(&state, grouping, &mut stats)?;
         let verify = self.verifier(&state, &index.docnos, threshold, opts)?;

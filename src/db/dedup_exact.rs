@@ -11,12 +11,14 @@
 //! dropped, they are dropped with its cluster and best match (identical text, identical
 //! similarity to every neighbour).
 
+use std::cmp::{Ordering, Reverse};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::columns::for_each_live_columns;
 use super::state::State;
 use crate::Result;
+use crate::storage::segment::{DocColumns, KeepValue};
 
 /// How a dedup pass treats documents with equal exact hashes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,19 +30,40 @@ pub enum CopyGrouping {
     /// Each group's newest member enters the band scan and stands for the others (the order
     /// keep `last` visits documents in).
     Newest,
+    /// The member with the highest keep value stands for the others; members without one
+    /// last, ties to the older (the order keep `max:FIELD` visits documents in).
+    HighestKeep,
+    /// The member with the lowest keep value stands for the others; members without one
+    /// last, ties to the older (keep `min:FIELD`).
+    LowestKeep,
     /// No grouping: every copy is banded and compared like any document, as in an index
     /// without exact hashes.
     Off,
 }
 
-impl CopyGrouping {
-    /// The rank of document `docno` in the order: the lowest ranked member represents its
-    /// group. Docnos grow with age.
-    fn rank(self, docno: u64) -> u64 {
-        match self {
-            CopyGrouping::Newest => u64::MAX - docno,
-            CopyGrouping::Oldest | CopyGrouping::Off => docno,
-        }
+/// A group member's place in a keep-value order: present values first, in the order, then
+/// the older. Docnos grow with age.
+#[derive(Debug, PartialEq, Eq)]
+struct KeepRank {
+    value: Option<KeepValue>,
+    descending: bool,
+    docno: u64,
+}
+
+impl Ord for KeepRank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let by_value = match (&self.value, &other.value) {
+            (Some(a), Some(b)) if self.descending => b.rank_cmp(a),
+            (Some(a), Some(b)) => a.rank_cmp(b),
+            (a, b) => b.is_some().cmp(&a.is_some()),
+        };
+        by_value.then(self.docno.cmp(&other.docno))
+    }
+}
+
+impl PartialOrd for KeepRank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -90,36 +113,49 @@ pub(super) struct ExactCopies {
 
 impl ExactCopies {
     /// Groups the live documents of `state` by exact hash (documents without one are alone)
-    /// in one walk; each group's representative is its member `rank` puts first (ties to the
-    /// older). An index without the EXACT_HASH column, or `grouping` off, has no copies.
+    /// in one walk; each group's representative is its member `grouping` puts first. An
+    /// index without the EXACT_HASH column, or `grouping` off, has no copies.
     pub(super) fn group(
         state: &State,
         has_hashes: bool,
         grouping: CopyGrouping,
     ) -> Result<ExactCopies> {
-        if !has_hashes || grouping == CopyGrouping::Off {
-            return Ok(ExactCopies::default());
+        let by_keep = |descending| {
+            move |docno, c: &DocColumns| KeepRank {
+                value: c.keep.clone(),
+                descending,
+                docno,
+            }
+        };
+        match grouping {
+            _ if !has_hashes => Ok(ExactCopies::default()),
+            CopyGrouping::Off => Ok(ExactCopies::default()),
+            CopyGrouping::Oldest => Self::group_by_rank(state, |d, _| d),
+            CopyGrouping::Newest => Self::group_by_rank(state, |d, _| Reverse(d)),
+            CopyGrouping::HighestKeep => Self::group_by_rank(state, by_keep(true)),
+            CopyGrouping::LowestKeep => Self::group_by_rank(state, by_keep(false)),
         }
-        Self::group_by_rank(state, |d| (grouping.rank(d), d))
     }
 
-    /// [`ExactCopies::group`] for any order: `rank` maps a docno to its place, lowest first.
-    pub(super) fn group_by_rank<K: Ord>(
+    /// [`ExactCopies::group`] for any order: `rank` maps a docno and its columns to its
+    /// place, lowest first.
+    fn group_by_rank<K: Ord>(
         state: &State,
-        rank: impl Fn(u64) -> K,
+        rank: impl Fn(u64, &DocColumns) -> K,
     ) -> Result<ExactCopies> {
-        let mut representative: ByHash<u64> = ByHash::default();
+        let mut representative: ByHash<(K, u64)> = ByHash::default();
         // Every member met after the first of its group, with its hash: the representative
         // is only known once the walk is over.
         let mut later: Vec<(u128, u64)> = Vec::new();
         for_each_live_columns(state, |docno, columns| {
             let Some(h) = columns.exact else { return };
+            let here = (rank(docno, &columns), docno);
             match representative.entry(h) {
-                std::collections::hash_map::Entry::Vacant(v) => _ = v.insert(docno),
+                std::collections::hash_map::Entry::Vacant(v) => _ = v.insert(here),
                 std::collections::hash_map::Entry::Occupied(mut o) => {
                     let rep = o.get_mut();
-                    let other = if rank(docno) < rank(*rep) {
-                        std::mem::replace(rep, docno)
+                    let other = if here.0 < rep.0 {
+                        std::mem::replace(rep, here).1
                     } else {
                         docno
                     };
@@ -129,7 +165,7 @@ impl ExactCopies {
         })?;
         let mut pairs: Vec<(u64, u64)> = later
             .into_iter()
-            .map(|(h, d)| (representative.get(&h).copied().unwrap_or(d), d))
+            .map(|(h, d)| (representative.get(&h).map_or(d, |r| r.1), d))
             .collect();
         pairs.sort_unstable();
         let mut by_copy: Vec<(u64, u64)> = pairs.iter().map(|&(r, c)| (c, r)).collect();

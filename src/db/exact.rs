@@ -17,7 +17,8 @@ impl Db {
     /// How many live documents have an exact hash and how many do not; `None` for an index
     /// without the EXACT_HASH column. Reads every live document's row (16 bytes each).
     pub fn exact_hash_counts(&self) -> Result<Option<ExactHashCounts>> {
-        Ok(self.column_counts()?.0)
+        let [exact, _, _] = self.column_counts()?;
+        Ok(exact)
     }
 
     /// The exact hash of the live document `key`: `None` when the key is absent, the document

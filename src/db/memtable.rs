@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::storage::segment::DocColumns;
+use crate::storage::segment::{DocColumns, KeepValue};
 
 /// Band keys and key hashes are already uniformly distributed: hash them by identity.
 #[derive(Default)]
@@ -37,7 +37,7 @@ const NONE: u32 = u32::MAX;
 const NO_SET_SIZE: u64 = u64::MAX;
 
 /// A borrowed view of one document.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct DocRef<'a> {
     pub(super) key: &'a [u8],
     pub(super) band_keys: &'a [u64],
@@ -66,6 +66,8 @@ pub(super) struct MemTable {
     exact: Vec<u128>,
     /// Set sizes, one per document: [`NO_SET_SIZE`] for none.
     set_sizes: Vec<u64>,
+    /// Keep values by document index, ascending (most indexes have none).
+    keeps: Vec<(u32, KeepValue)>,
     live: Vec<bool>,
     /// Per band: band key → newest document index in the bucket.
     heads: Vec<IdMap<u32>>,
@@ -96,6 +98,7 @@ impl MemTable {
             set_ends: Vec::new(),
             exact: Vec::new(),
             set_sizes: Vec::new(),
+            keeps: Vec::new(),
             live: Vec::new(),
             heads: (0..bands).map(|_| IdMap::default()).collect(),
             next_in_bucket: Vec::new(),
@@ -198,6 +201,7 @@ impl MemTable {
             + self.set_bytes.len()
             + self.set_ends.len() * 8
             + self.deleted_older.len() * 48
+            + self.keeps.len() * 32
     }
 
     /// Appends a document (with its coded shingle set in an index that stores sets, and its
@@ -244,6 +248,9 @@ impl MemTable {
         self.exact.push(columns.exact.unwrap_or(0));
         self.set_sizes
             .push(columns.set_size.map_or(NO_SET_SIZE, u64::from));
+        if let Some(v) = columns.keep {
+            self.keeps.push((idx, v));
+        }
         self.live.push(true);
         self.live_count += 1;
         true
@@ -307,9 +314,16 @@ impl MemTable {
             columns: DocColumns {
                 exact: self.exact.get(i).copied().filter(|&h| h != 0),
                 set_size: self.set_sizes.get(i).and_then(|&n| u32::try_from(n).ok()),
+                keep: self.keep_at(i),
             },
             live,
         })
+    }
+
+    fn keep_at(&self, i: usize) -> Option<KeepValue> {
+        let i = u32::try_from(i).ok()?;
+        let at = self.keeps.binary_search_by_key(&i, |(n, _)| *n).ok()?;
+        self.keeps.get(at).map(|(_, v)| v.clone())
     }
 
     fn set(&self, i: usize) -> &[u8] {

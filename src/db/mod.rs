@@ -245,11 +245,12 @@ impl Db {
         let signs = params.can_have_exact_hashes();
         let columns = ColumnSet {
             exact: opts.exact_hash && signs,
+            keep: None,
             set_size: opts.set_size && signs,
         };
         let features = columns::with_columns(Features::NONE, columns)
             .with(Features::BAND_FILTERS, opts.band_filters);
-        open::create(vfs, dir.as_ref(), params, opts, features)
+        open::create(vfs, dir.as_ref(), params, opts, (features, None))
     }
 
     /// [`Db::open`] / [`Db::open_read_only`] on any [`Vfs`].

@@ -33,6 +33,7 @@ use crate::sketch::SecretKey;
 use crate::storage::identity::DbId;
 use crate::storage::manifest::{Current, DeletionsMeta, Features, MANIFEST_V1, MANIFEST_VERSION};
 use crate::storage::names::{self, FileKind};
+use crate::storage::segment::KeepColumn;
 use crate::storage::siglog;
 use crate::storage::vfs::{LockHeld, LockHolder, LockMode, OpenMode, Vfs, VfsLock, read_file};
 use crate::storage::wal::{WalReader, WalWriter};
@@ -44,7 +45,7 @@ pub(super) fn create(
     dir: &Path,
     mut params: IndexParams,
     opts: Options,
-    features: Features,
+    (features, keep): (Features, Option<KeepColumn>),
 ) -> Result<Db> {
     params.validate()?;
     if let Some(key) = &opts.key {
@@ -84,6 +85,7 @@ pub(super) fn create(
         db_id,
         features,
         params,
+        keep,
         next_docno: 0,
         siglog_records: 0,
         wal_start: 1,
@@ -183,7 +185,8 @@ fn handle(
     if let Some(expected) = &opts.expect_sketch {
         params.check_compatible(expected)?;
     }
-    let columns = super::columns::column_set(version.manifest.features);
+    let columns =
+        super::columns::column_set(version.manifest.features, version.manifest.keep.as_ref());
     let band_filters = version.manifest.features.contains(Features::BAND_FILTERS);
     let sketcher = Sketcher::new(&params, &opts, set_derivation(&version.manifest), columns)?;
     let next_file_id = AtomicU64::new(next_file_id(&listing, &version));

@@ -203,6 +203,7 @@ fn version_3_block_roundtrip() {
             db_id: DbId([9; 16]),
             features: Features::NONE.with(Features::STORE_SETS, p.store_sets),
             params: p,
+            keep: None,
             next_docno: 0,
             siglog_records: 0,
             wal_start: 1,

@@ -281,7 +281,10 @@ fn apply_record(
         bands: params.lsh.bands,
         sig_bytes: params.sig_bytes(),
         store_sets: params.store_sets,
-        columns: super::columns::column_set(version.manifest.features),
+        columns: super::columns::column_set(
+            version.manifest.features,
+            version.manifest.keep.as_ref(),
+        ),
     };
     decode_ops(payload, &layout, path, payload_offset, |op| match op {
         OpRef::Insert {

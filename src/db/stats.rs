@@ -66,6 +66,10 @@ pub struct Stats {
     /// Live documents with a set size and without one; `None` for an index without the
     /// SET_SIZE column.
     pub set_sizes: Option<super::ColumnCounts>,
+    /// The KEEP column's type and field; `None` for an index without it.
+    pub keep_column: Option<crate::storage::segment::KeepColumn>,
+    /// Live documents with a keep value and without one; `None` without the KEEP column.
+    pub keep_values: Option<super::ColumnCounts>,
 }
 
 /// What [`Db::verify`] checked and found.
@@ -144,7 +148,8 @@ impl Db {
             };
             *bytes.entry(kind).or_insert(0) += len;
         }
-        let (exact_hashes, set_sizes) = self.column_counts()?;
+        let [exact_hashes, keep_values, set_sizes] = self.column_counts()?;
+        let keep_column = self.keep_column();
         Ok(Stats {
             format_version: version.manifest.format_version,
             identity: self.identity(),
@@ -155,6 +160,8 @@ impl Db {
             sets_derivation: super::rerank::set_derivation(&version.manifest),
             exact_hashes,
             set_sizes,
+            keep_column,
+            keep_values,
             params: self.params,
             live_docs: live,
             deleted_docs: stored.saturating_sub(live),

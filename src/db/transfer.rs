@@ -190,6 +190,7 @@ impl Db {
         let gains = upgrading && self.params.can_have_exact_hashes();
         let columns = ColumnSet {
             exact: self.columns.exact || gains,
+            keep: self.columns.keep,
             set_size: self.columns.set_size || gains,
         };
         // Band filters likewise: a copy keeps the source's choice, an upgrade gains them as a
@@ -231,7 +232,8 @@ impl Db {
             auto_compact: false,
             ..Options::default()
         };
-        let copy = super::open::create(self.vfs.clone(), building, params, opts, features)?;
+        let keep = snapshot.version.manifest.keep.clone();
+        let copy = super::open::create(self.vfs.clone(), building, params, opts, (features, keep))?;
         let no_sets = CodedSets::default();
         self.for_each_live_batch(&snapshot, |b| {
             let keys: Vec<&[u8]> = b.keys.iter().map(Vec::as_slice).collect();
@@ -295,9 +297,19 @@ impl Db {
             return Ok(0);
         }
         // The destination's columns decide: a source without one gives documents without a
-        // value; a destination without one stores none.
+        // value; a destination without one stores none. Keep values are another field's
+        // unless both keep the same one.
+        let same_keep = src.keep_column() == self.keep_column();
         let values: Vec<DocColumns> = match self.columns.any() {
-            true => all.values.iter().map(|v| v.within(self.columns)).collect(),
+            true => all
+                .values
+                .iter()
+                .map(|v| DocColumns {
+                    keep: v.keep.clone().filter(|_| same_keep),
+                    ..v.clone()
+                })
+                .map(|v| v.within(self.columns))
+                .collect(),
             false => Vec::new(),
         };
         let columns = Columns {

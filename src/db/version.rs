@@ -305,6 +305,18 @@ fn check_segment_fits(loaded: &LoadedSegment, manifest: &Manifest) -> Result<()>
             ),
         ));
     }
+    let want_keep = manifest.keep.as_ref().map(|k| k.keep_type);
+    if manifest.format_version >= MANIFEST_V3 && seg.columns().keep != want_keep {
+        return Err(Error::corruption(
+            &loaded.path,
+            8,
+            format!(
+                "a segment whose keep values are {} in an index whose keep values are {}",
+                seg.columns().keep.map_or("absent", |t| t.name()),
+                want_keep.map_or("absent", |t| t.name())
+            ),
+        ));
+    }
     Ok(())
 }
 

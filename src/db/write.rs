@@ -171,7 +171,7 @@ impl Db {
             band_keys: self.sketcher.band_keys(sig.slots())?.into(),
             sig: bbit::pack(sig.slots(), self.params.bits)?.into(),
             set: self.coded_set(sig)?.map(Into::into),
-            columns: self.columns_to_store(sig),
+            columns: self.columns_to_store(sig)?,
         })
     }
 
@@ -227,12 +227,29 @@ impl Db {
 
     /// The column values to store with `sig`: those it carries (attached when the index
     /// signed the document's text or tokens), of the columns the index has; none otherwise.
-    pub(super) fn columns_to_store(&self, sig: &Signature) -> DocColumns {
-        DocColumns {
+    /// A keep value must fit the index's KEEP column ([`KeepValue::into_type`]).
+    pub(super) fn columns_to_store(&self, sig: &Signature) -> Result<DocColumns> {
+        let keep = match (sig.keep_value(), self.columns.keep) {
+            (None, _) => None,
+            (Some(v), Some(ty)) => Some(
+                v.clone()
+                    .into_type(ty)
+                    .map_err(|e| Error::invalid("keep value", e))?,
+            ),
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    "keep value",
+                    "this index has no KEEP column (add --keep-field fixes one on an index \
+                     without segments)",
+                ));
+            }
+        };
+        Ok(DocColumns {
             exact: sig.exact_hash(),
+            keep,
             set_size: sig.set_size(),
         }
-        .within(self.columns)
+        .within(self.columns))
     }
 
     /// The coded shingle set to store with `sig`: `None` in an index that stores no sets; in
@@ -330,7 +347,7 @@ fn apply_to_memtable(state: &mut State, ops: &[LogOp]) {
                 set,
                 columns,
             } => {
-                let columns = (set.as_deref(), *columns);
+                let columns = (set.as_deref(), columns.clone());
                 state
                     .mem
                     .insert(*docno, key, band_keys.iter().copied(), sig, columns);

@@ -12,9 +12,11 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, Fields as SchemaFields, Schema};
 
+use super::keep::{KeepGetter, keep_getter, keep_readable, keep_type_of_column};
 use super::{Error, Fields, Id, within_key_limit};
 use crate::db::ingest::Content;
 use crate::sketch::OwnedToken;
+use crate::storage::segment::{KeepType, KeepValue};
 
 /// What a column holds for a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +24,7 @@ enum Role {
     Id,
     Text,
     Tokens,
+    Keep,
 }
 
 /// A field found in a file's schema.
@@ -40,11 +43,16 @@ pub struct Columns {
     text: ColumnPath,
     /// The text column holds token lists.
     tokens: bool,
+    /// The keep value's column, when one is captured.
+    keep: Option<ColumnPath>,
+    /// The keep type the keep column's values have.
+    keep_type: Option<KeepType>,
 }
 
-/// A record's values as read from a row: its key (none when it comes from its place) and
-/// its text or token list; `Err` says why the row is refused.
-pub type RowValues = Result<(Option<Vec<u8>>, Content<String>), String>;
+/// A record's values as read from a row: its key (none when it comes from its place), its
+/// text or token list, and its keep value when one is captured; `Err` says why the row is
+/// refused.
+pub type RowValues = Result<(Option<Vec<u8>>, Content<String>, Option<KeepValue>), String>;
 
 impl Columns {
     /// Finds the fields in `schema` and checks their types; `file` names the file in errors.
@@ -59,24 +67,49 @@ impl Columns {
             Role::Text
         };
         let text = find(schema, &fields.text, role, file)?;
+        let keep = fields.keep.as_ref();
+        let keep = keep
+            .map(|f| find(schema, f, Role::Keep, file))
+            .transpose()?;
         Ok(Columns {
             id,
             text,
             tokens: fields.tokens,
+            keep_type: keep
+                .as_ref()
+                .and_then(|path| column_keep_type(schema, path)),
+            keep,
         })
     }
 
+    /// The type of the keep column's values, for an index whose keep type is not fixed yet:
+    /// `None` when no keep field is read.
+    pub fn keep_type(&self) -> Option<KeepType> {
+        self.keep_type
+    }
+}
+
+/// The keep type of the column at `path` in `schema`.
+fn column_keep_type(schema: &Schema, path: &ColumnPath) -> Option<KeepType> {
+    let mut field = schema.field_with_name(&path.parts[0]).ok()?;
+    for part in &path.parts[1..] {
+        let DataType::Struct(children) = field.data_type() else {
+            return None;
+        };
+        field = children.find(part)?.1;
+    }
+    keep_type_of_column(field.data_type())
+}
+
+impl Columns {
     /// The top-level columns read, for a projection.
     pub fn roots(&self) -> impl Iterator<Item = &str> {
-        self.id
-            .iter()
-            .chain([&self.text])
-            .map(|c| c.parts[0].as_str())
+        self.paths().map(|c| c.parts[0].as_str())
     }
 
     /// The paths read, for a projection.
     pub fn paths(&self) -> impl Iterator<Item = &ColumnPath> {
-        self.id.iter().chain([&self.text])
+        self.id.iter().chain([&self.text]).chain(&self.keep)
     }
 
     /// Every row of `batch`, in order, appended to `out`; `file` names the file (or whatever
@@ -93,6 +126,11 @@ impl Columns {
             .map(|c| Values::of(batch, c, file, false))
             .transpose()?;
         let text = Values::of(batch, &self.text, file, self.tokens)?;
+        let keep = self
+            .keep
+            .as_ref()
+            .map(|c| KeepValues::of(batch, c, file))
+            .transpose()?;
         for row in 0..batch.num_rows() {
             let key = match &id {
                 Some(id) => match id.key(row) {
@@ -104,7 +142,17 @@ impl Columns {
                 },
                 None => None,
             };
-            out.push(text.content(row).map(|content| (key, content)));
+            let keep = match &keep {
+                Some(keep) => match keep.value(row) {
+                    Ok(value) => value,
+                    Err(e) => {
+                        out.push(Err(e));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            out.push(text.content(row).map(|content| (key, content, keep)));
         }
         Ok(())
     }
@@ -141,6 +189,7 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
             Role::Id => "an id column must hold strings, binary or integers",
             Role::Text => "a text column must hold strings or binary",
             Role::Tokens => "a token-list column must be a list of strings or of int32/int64",
+            Role::Keep => "a keep column must hold numbers, strings or binary",
         };
         return Err(Error::new(format!(
             "{file}: column {field:?} is of type {data_type}; {wanted}"
@@ -154,6 +203,9 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
 
 fn readable(data_type: &DataType, role: Role) -> bool {
     use DataType as D;
+    if role == Role::Keep {
+        return keep_readable(data_type);
+    }
     if role == Role::Tokens {
         return match data_type {
             D::List(item) | D::LargeList(item) => token_element(item.data_type()),
@@ -179,8 +231,64 @@ fn token_element(data_type: &DataType) -> bool {
     )
 }
 
+/// A keep column of a batch, read row by row.
+struct KeepValues<'b> {
+    field: &'b str,
+    /// The column and the structs above it: a row is null if any of them is.
+    levels: Vec<&'b ArrayRef>,
+    get: KeepGetter<'b>,
+}
+
+impl<'b> KeepValues<'b> {
+    fn of(batch: &'b RecordBatch, path: &'b ColumnPath, file: &str) -> Result<Self, Error> {
+        let levels = column_levels(batch, path, file)?;
+        let column = levels[levels.len() - 1];
+        let get = keep_getter(column).ok_or_else(|| changed_type(file, path, column))?;
+        Ok(KeepValues {
+            field: &path.field,
+            levels,
+            get,
+        })
+    }
+
+    /// The row's keep value: none when it is null.
+    fn value(&self, row: usize) -> Result<Option<KeepValue>, String> {
+        if self.levels.iter().any(|a| a.is_null(row)) {
+            return Ok(None);
+        }
+        (self.get)(row)
+            .map(Some)
+            .map_err(|why| format!("column {:?} {why}", self.field))
+    }
+}
+
+/// The column at `path` in `batch` and the structs above it, top first.
+fn column_levels<'b>(
+    batch: &'b RecordBatch,
+    path: &ColumnPath,
+    file: &str,
+) -> Result<Vec<&'b ArrayRef>, Error> {
+    let missing = || Error::new(format!("{file}: no column {:?} in a batch", path.field));
+    let mut column = batch.column_by_name(&path.parts[0]).ok_or_else(missing)?;
+    let mut levels = vec![column];
+    for part in &path.parts[1..] {
+        let parent = column.as_struct_opt().ok_or_else(missing)?;
+        column = parent.column_by_name(part).ok_or_else(missing)?;
+        levels.push(column);
+    }
+    Ok(levels)
+}
+
+fn changed_type(file: &str, path: &ColumnPath, column: &ArrayRef) -> Error {
+    Error::new(format!(
+        "{file}: column {:?} changed type to {} within the file",
+        path.field,
+        column.data_type()
+    ))
+}
+
 /// Reads one row of a column as bytes.
-type Getter<'b> = Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>;
+pub(super) type Getter<'b> = Box<dyn Fn(usize) -> Cow<'b, [u8]> + 'b>;
 
 /// How one column of a batch is read.
 enum Reading<'b> {
@@ -203,26 +311,14 @@ impl<'b> Values<'b> {
         file: &str,
         tokens: bool,
     ) -> Result<Self, Error> {
-        let missing = || Error::new(format!("{file}: no column {:?} in a batch", path.field));
-        let mut column = batch.column_by_name(&path.parts[0]).ok_or_else(missing)?;
-        let mut levels = vec![column];
-        for part in &path.parts[1..] {
-            let parent = column.as_struct_opt().ok_or_else(missing)?;
-            column = parent.column_by_name(part).ok_or_else(missing)?;
-            levels.push(column);
-        }
+        let levels = column_levels(batch, path, file)?;
+        let column = levels[levels.len() - 1];
         let readable = if tokens {
             readable(column.data_type(), Role::Tokens).then_some(Reading::Tokens(column))
         } else {
             getter(column).map(Reading::Bytes)
         };
-        let get = readable.ok_or_else(|| {
-            Error::new(format!(
-                "{file}: column {:?} changed type to {} within the file",
-                path.field,
-                column.data_type()
-            ))
-        })?;
+        let get = readable.ok_or_else(|| changed_type(file, path, column))?;
         Ok(Values {
             field: &path.field,
             levels,
@@ -315,7 +411,7 @@ fn list_tokens(list: &ArrayRef) -> Result<Vec<OwnedToken>, (usize, &'static str)
 
 /// Reads a row of `column` as bytes: strings and binary as they are, integers as their
 /// decimal digits, dictionary-encoded columns as their values.
-fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
+pub(super) fn getter<'b>(column: &'b ArrayRef) -> Option<Getter<'b>> {
     use DataType as D;
     fn int<'b, T: ArrowPrimitiveType>(c: &'b ArrayRef) -> Getter<'b>
     where

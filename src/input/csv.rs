@@ -9,6 +9,7 @@ use std::io::{self, Read};
 
 use csv::{ByteRecord, ErrorKind, ReaderBuilder};
 
+use super::keep::keep_from_field;
 use super::reader::{RowBatch, Rows};
 use super::{BATCH_ROWS, Error, Fields, Id, Position};
 use super::{Limit, RowValues, within_key_limit};
@@ -53,6 +54,8 @@ pub struct CsvRows {
     id: Option<(usize, String)>,
     /// The text's field number and name.
     text: (usize, String),
+    /// The keep value's field number, when one is captured.
+    keep: Option<usize>,
 }
 
 impl CsvRows {
@@ -81,6 +84,7 @@ impl CsvRows {
             decompressed: false,
             id: None,
             text: (0, String::new()),
+            keep: None,
         }
     }
 
@@ -114,6 +118,12 @@ impl CsvRows {
             )));
         }
         self.text = find(&fields.text)?;
+        self.keep = fields
+            .keep
+            .as_deref()
+            .map(find)
+            .transpose()?
+            .map(|(i, _)| i);
         Ok(self)
     }
 
@@ -166,7 +176,10 @@ impl CsvRows {
                 e.valid_up_to()
             )
         })?;
-        Ok((key, Content::Text(text.to_string())))
+        let keep = self
+            .keep
+            .and_then(|i| keep_from_field(record.get(i).unwrap_or_default()));
+        Ok((key, Content::Text(text.to_string()), keep))
     }
 }
 

@@ -13,6 +13,7 @@ use arrow_schema::ArrowError;
 use super::columns::Columns;
 use super::reader::{RowBatch, Rows};
 use super::{Error, Fields};
+use crate::storage::segment::KeepType;
 
 /// The batches of an Arrow file or stream.
 enum Batches {
@@ -94,6 +95,10 @@ impl IpcRows {
 }
 
 impl Rows for IpcRows {
+    fn keep_type(&self) -> Option<KeepType> {
+        self.columns.keep_type()
+    }
+
     fn bytes_read(&mut self, _size: u64) -> Option<u64> {
         self.batches.file_position()
     }

@@ -5,8 +5,10 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::keep::keep_from_json;
 use super::within_key_limit;
 use crate::sketch::OwnedToken;
+use crate::storage::segment::KeepValue;
 
 /// Where a line is, as messages name it: `corpus.jsonl:17`.
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +81,15 @@ impl<'a> JsonLine<'a> {
             "{}: the line holds {kind}, not a JSON object with the fields asked for",
             self.at
         ))
+    }
+
+    /// The keep value in `field` (a name or a path): none when it is missing or null.
+    pub fn keep_value(&self, field: &str) -> Result<Option<KeepValue>, String> {
+        self.object()?;
+        match lookup(&self.value, field) {
+            None => Ok(None),
+            Some(v) => keep_from_json(v).map_err(|e| format!("{}: field {field:?} {e}", self.at)),
+        }
     }
 
     /// Whether the line has `field` (a name or a path), whatever its value.

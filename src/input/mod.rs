@@ -35,6 +35,10 @@
 //!   `sub/part-0001.parquet:17`.
 //! - **Texts** are JSON strings; string columns, or binary columns holding UTF-8; CSV fields
 //!   that are UTF-8.
+//! - **Keep values** ([`Fields::keep`], `add --keep-field`): JSON numbers (integers as
+//!   integers) and strings; integer, float, string and binary columns; a CSV field that parses
+//!   as an integer or a float is one, else a string. A null, a missing JSON field or an empty
+//!   CSV field is no value; a boolean, an array or an object refuses the record.
 //! - **Token lists** ([`Fields::tokens`]) are JSON arrays of strings and integers (in the
 //!   signed 64-bit range); list columns of strings or of 32- or 64-bit integers. A null, a
 //!   float, a nested array or any other element refuses the record naming the element. CSV has
@@ -71,6 +75,7 @@
 //! | `lines` | reading lines, numbered |
 //! | `json` | a JSON line's id and text, and the JSON key rules |
 //! | `columns` | ids and texts out of Arrow columns (Parquet and Arrow IPC) |
+//! | `keep` | keep values out of JSON, CSV fields and Arrow columns |
 //! | `parquet`, `ipc`, `csv` | each format's reader, in bounded memory |
 //! | `reader` | the files in turn as one source; items, places and records |
 //! | `progress` | how far a reader is through its inputs, in bytes, against their total size |
@@ -93,6 +98,7 @@ mod document;
 mod ipc;
 #[cfg(feature = "input")]
 mod json;
+mod keep;
 #[cfg(feature = "input")]
 mod lines;
 #[cfg(feature = "input")]
@@ -117,6 +123,9 @@ pub use detect::{Compression, Format, MAGIC_LEN, detect};
 pub use document::read_document;
 #[cfg(feature = "input")]
 pub use json::{At, JsonLine, key_from_json, tokens_from_json};
+pub use keep::keep_type_of_column;
+#[cfg(feature = "input")]
+pub use keep::{keep_from_field, keep_from_json};
 #[cfg(feature = "input")]
 pub use lines::{Line, Lines};
 #[cfg(feature = "input")]
@@ -172,6 +181,8 @@ pub struct Fields {
     /// The `text` field holds a token list (a JSON array, an Arrow or Parquet list column of
     /// strings or integers), for an index of token lists.
     pub tokens: bool,
+    /// The field (or column, or path) holding each record's keep value, if one is captured.
+    pub keep: Option<String>,
 }
 
 /// Where a record's id comes from.
@@ -192,6 +203,7 @@ impl Fields {
             id: Id::Field("id".to_string()),
             text: "text".to_string(),
             tokens: false,
+            keep: None,
         }
     }
 }

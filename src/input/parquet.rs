@@ -15,6 +15,7 @@ use super::columns::Columns;
 use super::progress::share;
 use super::reader::{RowBatch, Rows};
 use super::{BATCH_ROWS, Error, Fields};
+use crate::storage::segment::KeepType;
 
 /// The rows of one Parquet file.
 pub struct ParquetRows {
@@ -96,6 +97,10 @@ impl ParquetRows {
 }
 
 impl Rows for ParquetRows {
+    fn keep_type(&self) -> Option<KeepType> {
+        self.columns.keep_type()
+    }
+
     /// The share of the file's bytes its rows read so far are of all its rows (the footer,
     /// read first, says how many).
     fn bytes_read(&mut self, size: u64) -> Option<u64> {

@@ -20,6 +20,7 @@ use super::paths::{expand, is_stdin};
 use super::progress::Progress;
 use super::{Compression, Error, Fields, Format, Id, InputFile, Limit, Lines};
 use crate::db::ingest::{Content, Fault, Record, Rejected, Source};
+use crate::storage::segment::{KeepType, KeepValue};
 
 /// Where a record is in its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +101,11 @@ pub(super) trait Rows {
     fn bytes_read(&mut self, _size: u64) -> Option<u64> {
         None
     }
+
+    /// The type of the keep column's values, for a format whose columns have types.
+    fn keep_type(&self) -> Option<KeepType> {
+        None
+    }
 }
 
 /// Rows, each with its place.
@@ -153,6 +159,15 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// The type of the keep column of the file being read, when its format types its
+    /// columns (Parquet, Arrow).
+    pub fn keep_column_type(&self) -> Option<KeepType> {
+        match &self.current.as_ref()?.open {
+            Open::Rows { rows, .. } => rows.keep_type(),
+            Open::Lines(_) => None,
+        }
+    }
+
     /// The files `inputs` name ([`expand`]), to be read for `fields`.
     pub fn new(inputs: &[PathBuf], fields: Fields) -> Result<Reader, Error> {
         let (files, skipped) = expand(inputs)?;
@@ -312,7 +327,7 @@ fn take(
             let n = max.min(pending.len());
             let items = pending.drain(..n).map(|(at, values)| {
                 let mut row = item(at, ItemContent::Row(values));
-                if let ItemContent::Row(Ok((_, Content::Text(text)))) = &row.content
+                if let ItemContent::Row(Ok((_, Content::Text(text), _))) = &row.content
                     && text.len() as u64 > limit.bytes
                 {
                     row.content = ItemContent::Refused(format!(
@@ -386,6 +401,9 @@ fn read_head(reader: &mut impl Read) -> std::io::Result<Vec<u8>> {
     Ok(head)
 }
 
+/// A JSON line's key, text or token list, and keep value.
+type LineValues = (Vec<u8>, Content<String>, Option<KeepValue>);
+
 impl Fields {
     /// Makes an item a record: its id and text read as these fields say, or the record
     /// refused with a message naming its place.
@@ -393,16 +411,17 @@ impl Fields {
         let Item { origin, content } = item;
         let read = match content {
             ItemContent::Line(line, bytes) => self.parse_line(&bytes, line, &origin),
-            ItemContent::Row(Ok((key, content))) => {
-                Ok((key.unwrap_or_else(|| origin.path_id()), content))
+            ItemContent::Row(Ok((key, content, keep))) => {
+                Ok((key.unwrap_or_else(|| origin.path_id()), content, keep))
             }
             ItemContent::Row(Err(fault)) => Err(format!("{origin}: {fault}")),
             ItemContent::Refused(why) => Err(why),
         };
         match read {
-            Ok((key, content)) => Ok(Record {
+            Ok((key, content, keep)) => Ok(Record {
                 key,
                 content,
+                keep,
                 origin,
             }),
             Err(message) => Err(Rejected {
@@ -413,12 +432,7 @@ impl Fields {
         }
     }
 
-    fn parse_line(
-        &self,
-        bytes: &[u8],
-        line: usize,
-        origin: &Origin,
-    ) -> Result<(Vec<u8>, Content<String>), String> {
+    fn parse_line(&self, bytes: &[u8], line: usize, origin: &Origin) -> Result<LineValues, String> {
         let at = At {
             name: &origin.file.name,
             line,
@@ -428,12 +442,16 @@ impl Fields {
             Id::Field(field) => record.key(field)?,
             Id::FromPath => origin.path_id(),
         };
+        let keep = match &self.keep {
+            Some(field) => record.keep_value(field)?,
+            None => None,
+        };
         let content = if self.tokens {
             Content::Tokens(record.take_tokens(&self.text)?)
         } else {
             Content::Text(record.take_text(&self.text)?)
         };
-        Ok((key, content))
+        Ok((key, content, keep))
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::minhash::EMPTY_SLOT;
 use super::shingle_set::ShingleSet;
+use crate::storage::segment::KeepValue;
 use crate::{Error, Result};
 
 /// A finished MinHash signature: `k` 64-bit slots; optionally with the shingle set it was
@@ -24,6 +25,9 @@ pub struct Signature {
     /// The number of distinct shingle hashes of the document (§3), attached by an index
     /// with the SET_SIZE column.
     set_size: Option<u32>,
+    /// The document's keep value (the field `add --keep-field` captures), attached by the
+    /// caller for an index with the KEEP column.
+    keep: Option<KeepValue>,
 }
 
 impl PartialEq for Signature {
@@ -49,6 +53,7 @@ impl Signature {
             set: None,
             exact: None,
             set_size: None,
+            keep: None,
         }
     }
 
@@ -58,6 +63,18 @@ impl Signature {
     pub fn with_exact_hash(mut self, hash: u128) -> Self {
         self.exact = Some(hash.max(1));
         self
+    }
+
+    /// This signature with its document's keep value attached: what an index with the KEEP
+    /// column stores beside it (checked against the index's keep type at insert).
+    pub fn with_keep_value(mut self, value: KeepValue) -> Self {
+        self.keep = Some(value);
+        self
+    }
+
+    /// The attached keep value, if any.
+    pub fn keep_value(&self) -> Option<&KeepValue> {
+        self.keep.as_ref()
     }
 
     /// The attached exact hash, if any.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::codec::{Decoder, Encoder};
 use super::identity::DbId;
+use super::segment::{KeepColumn, KeepType};
 use crate::{Error, Result};
 
 pub(crate) mod v3;
@@ -134,6 +135,9 @@ pub(crate) struct Manifest<P> {
     pub features: Features,
     /// The parameters the database was created with.
     pub params: P,
+    /// Version 3: the KEEP column's type and field (feature KEEP), fixed by the first
+    /// `add --keep-field`; `None` without the column. Written into the parameters block.
+    pub keep: Option<KeepColumn>,
     /// Document numbers below this are in segments (or deleted); the WAL holds the rest.
     pub next_docno: u64,
     /// Version 1: signature-log records that are committed (= `next_docno`). Version 2 has
@@ -199,9 +203,15 @@ impl<P: StoredParams> Manifest<P> {
     fn encode_v3(&self, e: &mut Encoder) {
         let features = self
             .features
-            .with(Features::STORE_SETS, self.params.store_sets());
+            .with(Features::STORE_SETS, self.params.store_sets())
+            .with(Features::KEEP, self.keep.is_some());
         e.bytes(&self.db_id.0).u64(features.0);
-        self.params.to_v3().encode(e);
+        let mut block = self.params.to_v3();
+        if let Some(keep) = &self.keep {
+            block.keep_type = keep.keep_type.code();
+            block.keep_field = keep.field.clone();
+        }
+        block.encode(e);
         e.u64(self.next_docno)
             .u64(self.wal_start)
             .u64(self.wal_next_seq)
@@ -286,6 +296,7 @@ impl<P: StoredParams> Manifest<P> {
             db_id: DbId::NONE,
             features: Features::NONE,
             params,
+            keep: None,
             next_docno,
             siglog_records,
             wal_start,
@@ -305,6 +316,10 @@ impl<P: StoredParams> Manifest<P> {
         let block = ParamsV3::decode(d, path, features)?;
         v3::check_keyed_sets(features, &block.key_fingerprint, path)?;
         let params = P::from_v3(&block, features.contains(Features::STORE_SETS), path)?;
+        let keep = KeepType::from_code(block.keep_type).map(|keep_type| KeepColumn {
+            keep_type,
+            field: block.keep_field.clone(),
+        });
         let next_docno = d.u64("next_docno")?;
         let wal_start = d.u64("wal_start")?;
         let wal_next_seq = d.u64("wal_next_seq")?;
@@ -329,6 +344,7 @@ impl<P: StoredParams> Manifest<P> {
             db_id,
             features,
             params,
+            keep,
             next_docno,
             siglog_records: 0,
             wal_start,
@@ -551,6 +567,7 @@ mod tests {
             db_id: DbId::NONE,
             features: Features::NONE,
             params: Params(0x1234_5678, 42, false, [0; 32]),
+            keep: None,
             next_docno: 100,
             siglog_records: 0,
             wal_start: 3,

@@ -30,6 +30,14 @@ uses instead of tag 1: either tag in the wrong index is an error). Each live key
 printed with a digest of its set (count, first, last, sum mod 2^64, CRC-32 of the values as LE
 u32), or with the values themselves under `--sets`.
 
+An index with the KEEP column (manifest feature bit 3, `keep_type` and `keep_field` in the
+parameter block) has each segment's KEEP section read and checked (format/segment.md, KEEP:
+presence bitmap, 8-byte rows or the string offset table, no NaN) and each WAL insert's KEEP
+field decoded; every live key is then printed with its `keep` value (null without one; a
+string as text, or `hex:` and its bytes when not UTF-8), and `--check` compares it with an
+expected entry's `keep` when that entry has one. The EXACT_HASH and SET_SIZE columns are
+checked, not printed.
+
     python3 tools/conformance/reference_reader.py DB_DIR                 # live keys and signatures as JSON
     python3 tools/conformance/reference_reader.py DB_DIR --sets          # ... with every stored set's values
     python3 tools/conformance/reference_reader.py DB_DIR --check EXPECTED.json
@@ -68,7 +76,7 @@ MAX_WAL_PAYLOAD = 64 * 1024 * 1024
 WAL_BATCH, WAL_SEAL = 1, 2
 # Segment section kinds (format/segment.md).
 KEY_BLOB, DOC_TABLE, KEY_INDEX, BAND, HOT, SIGNATURES, SHINGLES, CHECKSUMS = 1, 2, 3, 4, 5, 6, 7, 8
-EXACT_HASH, SET_SIZE = 9, 11
+EXACT_HASH, KEEP, SET_SIZE = 9, 10, 11
 BAND_FILTER = 12
 # BAND_FILTER's filter kinds (width_a): 1 is a blocked Bloom filter; 2 and 3 (binary fuse) are
 # reserved, and refused as unsupported like any other.
@@ -77,11 +85,16 @@ BLOCKED_BLOOM = 1
 # format/hashing.md §11).
 SCHEMES = {1: "oph", 2: "kperm", 16: "datasketch-legacy", 17: "datasketch-affine32", 18: "datasketch-affine64"}
 # Version 3 (format/manifest.md, "Version 3"): the manifest's feature bits this reader reads;
-# bit 3 names a column that is reserved (refused as unsupported), as is every unknown bit.
+# every unknown bit is refused as unsupported.
 STORE_SETS, SETS_KEYED_V2, EXACT_HASH_FEATURE, COPIED_PAST_DAMAGE = 1 << 0, 1 << 1, 1 << 2, 1 << 6
-SET_SIZE_FEATURE = 1 << 4
+KEEP_FEATURE, SET_SIZE_FEATURE = 1 << 3, 1 << 4
 BAND_FILTERS_FEATURE = 1 << 5
 FEATURE_NAMES = {2: "EXACT_HASH", 3: "KEEP", 4: "SET_SIZE", 5: "BAND_FILTERS"}
+# The KEEP column's types (the manifest's keep_type, the KEEP section's width_a), and the
+# longest string value (format/segment.md, KEEP).
+KEEP_TYPES = {1: "i64", 2: "f64", 3: "string"}
+KEEP_CODES = {name: code for code, name in KEEP_TYPES.items()}
+MAX_KEEP_STRING = 65535
 # Shingle flags: NFKC, lowercase, collapse white space; fold punctuation and digits (bits 3
 # and 4) only with Unicode words (shingle kind 3), whose segmentation tables are Unicode 16.0.0.
 SHINGLE_FLAGS, FOLD_FLAGS, UNICODE_VERSION = 0b111, 0b11000, 0x100000
@@ -236,6 +249,7 @@ class Reader:
         self.blocks = 0
         self.exact_hashes = 0
         self.set_sizes = 0
+        self.keep_values = 0
         self.notes = []
         self.sets_decoded = 0
         self.noncanonical = []  # varints longer than they need be (the spec neither asks nor forbids)
@@ -351,8 +365,14 @@ class Reader:
             self.fail(name, o + 28, f"unsupported unicode_version {uver:#x} (this reader knows {UNICODE_VERSION:#x})")
         if sk != 3 and uver:
             self.fail(name, o + 28, f"unicode_version {uver:#x} with shingle kind {sk} (corruption)")
-        if keep_type or keep_len:
-            self.fail(name, o + 46, f"keep_type {keep_type} / keep_field_len {keep_len} without the KEEP feature (corruption)")
+        # The KEEP column: a type and a field name exactly with the feature (else corruption).
+        if not features & KEEP_FEATURE and (keep_type or keep_len):
+            self.fail(name, o + 46 if keep_type else o + 47,
+                      f"keep_type {keep_type} / keep_field_len {keep_len} without the KEEP feature (corruption)")
+        if features & KEEP_FEATURE and keep_type not in KEEP_TYPES:
+            self.fail(name, o + 46, f"feature KEEP with keep_type {keep_type} (corruption)")
+        if features & KEEP_FEATURE and not keep_len:
+            self.fail(name, o + 47, "feature KEEP without a keep field (corruption)")
         if nbandings == 0:
             self.fail(name, o + 80, "banding_count 0 (corruption)")
         if nbandings > 1:
@@ -370,6 +390,13 @@ class Reader:
             params["band_filters"] = True
         if features & SET_SIZE_FEATURE:
             params["set_size"] = True
+        if features & KEEP_FEATURE:
+            try:
+                field = buf[end : end + keep_len].decode("utf-8")
+            except UnicodeDecodeError:
+                self.fail(name, end, "the keep field's name is not UTF-8 (corruption)")
+            params["keep_type"] = KEEP_TYPES[keep_type]
+            params["keep_field"] = field
         return params, end + keep_len
 
     def check_params(self, name, at, end, version, fields):
@@ -524,7 +551,7 @@ class Reader:
             self.fail(name, 20, "db_id is all zero (corruption: every version-3 database has an identity)")
         (features,) = struct.unpack_from("<Q", buf, 36)
         for bit in range(64):
-            if features >> bit & 1 and not (1 << bit) & (STORE_SETS | SETS_KEYED_V2 | EXACT_HASH_FEATURE
+            if features >> bit & 1 and not (1 << bit) & (STORE_SETS | SETS_KEYED_V2 | EXACT_HASH_FEATURE | KEEP_FEATURE
                                                          | SET_SIZE_FEATURE | BAND_FILTERS_FEATURE | COPIED_PAST_DAMAGE):
                 what = FEATURE_NAMES.get(bit, "unknown")
                 self.fail(name, 36, f"unsupported feature bit {bit} ({what})")
@@ -632,12 +659,14 @@ class Reader:
         # with the feature may lack them, one of an index without it must).
         filters = version == 3 and bool(flags >> 4 & 1)
         set_size = params.get("set_size", False)
-        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact) + int(set_size) + (nb if filters else 0)
+        # KEEP: the manifest's keep type code (0 without the column).
+        keep = KEEP_CODES.get(params.get("keep_type"), 0)
+        fixed = 4 if version == 1 else 6 + int(store_sets) + int(exact) + int(bool(keep)) + int(set_size) + (nb if filters else 0)
         if nsec != nb + fixed:
             self.fail(name, n - 24, f"{nsec} sections, expected num_bands + {fixed} = {nb + fixed}"
                       + (" (the manifest's store_sets is 1: SHINGLES is one of them)" if store_sets else ""))
         if version == 3:
-            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact, set_size, params.get("band_filters", False)), db_id, meta_crc)
+            self.check_segment_v3(name, buf, entry, flags, (store_sets, exact, bool(keep), set_size, params.get("band_filters", False)), db_id, meta_crc)
         elif flags:
             self.fail(name, 12, f"flags {flags:#x} are not 0")
         if any(buf[52:64] if version < 3 else buf[52:56] + buf[80:96]) or (version == 1 and record_bytes):
@@ -662,9 +691,9 @@ class Reader:
         # SHINGLES (only with store_sets), SIGNATURES and CHECKSUMS.
         order = [KEY_BLOB, DOC_TABLE, KEY_INDEX] + [BAND] * nb + [HOT]
         if version >= 2:
-            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else []) + ([SET_SIZE] if set_size else [])
-            order += ([BAND_FILTER] * nb if filters else []) + [SIGNATURES, CHECKSUMS]
-        first_filter = 4 + nb + int(store_sets) + int(exact) + int(set_size)
+            order += ([SHINGLES] if store_sets else []) + ([EXACT_HASH] if exact else []) + ([KEEP] if keep else [])
+            order += ([SET_SIZE] if set_size else []) + ([BAND_FILTER] * nb if filters else []) + [SIGNATURES, CHECKSUMS]
+        first_filter = 4 + nb + int(store_sets) + int(exact) + int(bool(keep)) + int(set_size)
         sections = []
         expect_off = hdr
         for i in range(nsec):
@@ -790,13 +819,17 @@ class Reader:
             buckets.setdefault((band, k32), 0)
 
         if version == 1:
-            return [(docno, key, None, None) for docno, key in docs]
+            return [(docno, key, None, None, None) for docno, key in docs]
         sets = [None] * doc_count
         if store_sets:
             sets = self.read_shingles(name, sections[4 + nb], doc_count)
         at = 4 + nb + int(store_sets)
         if params.get("exact_hash", False):
             self.exact_hashes += self.read_column(name, sections[at], doc_count, 16, "EXACT_HASH")
+            at += 1
+        keeps = [None] * doc_count
+        if keep:
+            keeps = self.read_keep(name, sections[at], doc_count, keep)
             at += 1
         if params.get("set_size", False):
             self.set_sizes += self.read_column(name, sections[at], doc_count, 4, "SET_SIZE")
@@ -809,23 +842,25 @@ class Reader:
         kind, wa, wb, count, off, data, eo = sections[-2]
         if (wa, wb) != (0, 0) or count != doc_count or len(data) != doc_count * record_bytes:
             self.fail(name, eo, f"SIGNATURES widths must be 0, count {doc_count} and len {doc_count} x {record_bytes}")
-        return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes], sets[i]) for i, (docno, key) in enumerate(docs)]
+        return [(docno, key, data[i * record_bytes : (i + 1) * record_bytes], sets[i], keeps[i]) for i, (docno, key) in enumerate(docs)]
 
     def check_segment_v3(self, name, buf, entry, flags, columns, db_id, meta_crc):
         """Version 3's flags and identity (format/segment.md, "Header, version 3"), judged once
         meta_crc matched: SHINGLES present exactly with the manifest's STORE_SETS and EXACT_HASH
-        with its EXACT_HASH, SET_SIZE with its SET_SIZE, BAND_FILTER only with BAND_FILTERS,
-        reserved sections refused as unsupported; the database's identity, the file's own number,
-        and the manifest's pin of meta_crc."""
-        store_sets, exact, set_size, band_filters = columns
-        if flags & ~0b11011:
-            self.fail(name, 12, f"unsupported flags {flags & ~0b11011:#x} (reserved optional sections)")
+        with its EXACT_HASH, KEEP with its KEEP, SET_SIZE with its SET_SIZE, BAND_FILTER only
+        with BAND_FILTERS, unknown flags refused as unsupported; the database's identity, the
+        file's own number, and the manifest's pin of meta_crc."""
+        store_sets, exact, keep, set_size, band_filters = columns
+        if flags & ~0b11111:
+            self.fail(name, 12, f"unsupported flags {flags & ~0b11111:#x} (unknown optional sections)")
         if flags >> 4 & 1 and not band_filters:
             self.fail(name, 12, f"flags {flags:#x}: BAND_FILTER bit set, but the manifest has no BAND_FILTERS feature")
         if flags & 1 != store_sets:
             self.fail(name, 12, f"flags {flags:#x}: SHINGLES bit {flags & 1}, but the manifest's STORE_SETS is {int(store_sets)}")
         if flags >> 1 & 1 != exact:
             self.fail(name, 12, f"flags {flags:#x}: EXACT_HASH bit {flags >> 1 & 1}, but the manifest's EXACT_HASH is {int(exact)}")
+        if flags >> 2 & 1 != keep:
+            self.fail(name, 12, f"flags {flags:#x}: KEEP bit {flags >> 2 & 1}, but the manifest's KEEP is {int(keep)}")
         if flags >> 3 & 1 != set_size:
             self.fail(name, 12, f"flags {flags:#x}: SET_SIZE bit {flags >> 3 & 1}, but the manifest's SET_SIZE is {int(set_size)}")
         self.check_identity(name, 56, buf[56:72], db_id)
@@ -888,6 +923,68 @@ class Reader:
             if last >> (doc_count % 64):
                 self.fail(name, off + 8 * (words - 1), f"{label} presence bit set past the last row (corruption)")
         return present
+
+    def read_keep(self, name, section, doc_count, keep_type):
+        """A KEEP section (format/segment.md): width_a the manifest's keep type, a presence
+        bitmap of ceil(doc_count / 64) LE u64 words, then for i64 (1) and f64 (2, IEEE bits,
+        never NaN) doc_count 8-byte LE rows, zeros in a row without a value; for strings (3)
+        doc_count + 1 LE u64 offsets relative to the end of the offset table (starting at 0,
+        never decreasing, ending at the length of the bytes after it, each range at most 65,535
+        bytes and empty for a row without a value), then the bytes. Returns one value per
+        ordinal: an int, a float, bytes, or None."""
+        kind, wa, wb, count, off, data, eo = section
+        words = (doc_count + 63) // 64
+        rows_at = 8 * words
+        if wa != keep_type or wb != 0 or count != doc_count:
+            self.fail(name, eo, f"KEEP widths/count ({wa}, {wb}, {count}), expected ({keep_type}, 0, {doc_count})"
+                      " (width_a is the manifest's keep type)")
+        if keep_type == 3:
+            if len(data) < rows_at + 8 * (doc_count + 1):
+                self.fail(name, eo + 16, f"KEEP length {len(data)} is shorter than its bitmap and offset table"
+                          f" ({rows_at + 8 * (doc_count + 1)} bytes)")
+        elif len(data) != rows_at + 8 * doc_count:
+            self.fail(name, eo + 16, f"KEEP length {len(data)}, expected {rows_at + 8 * doc_count}")
+        if doc_count % 64:
+            (last,) = struct.unpack_from("<Q", data, 8 * (words - 1))
+            if last >> (doc_count % 64):
+                self.fail(name, off + 8 * (words - 1), "KEEP presence bit set past the last row (corruption)")
+        present = [bool(struct.unpack_from("<Q", data, 8 * (r // 64))[0] >> (r % 64) & 1) for r in range(doc_count)]
+        values = []
+        if keep_type == 3:
+            offsets = struct.unpack_from(f"<{doc_count + 1}Q", data, rows_at)
+            bytes_at = rows_at + 8 * (doc_count + 1)
+            total = len(data) - bytes_at
+            if offsets[0] != 0:
+                self.fail(name, off + rows_at, f"KEEP offsets[0] is {offsets[0]}, not 0 (corruption)")
+            for r in range(doc_count):
+                start, end = offsets[r], offsets[r + 1]
+                at = off + rows_at + 8 * r
+                if end < start or end > total or end - start > MAX_KEEP_STRING:
+                    self.fail(name, at, f"row {r}: keep value range {start}..{end} decreasing, past the {total} value bytes"
+                              f" or longer than {MAX_KEEP_STRING} (corruption)")
+                if not present[r] and end != start:
+                    self.fail(name, at, f"row {r} has no keep value but {end - start} bytes (corruption)")
+                values.append(data[bytes_at + start : bytes_at + end] if present[r] else None)
+            if offsets[doc_count] != total:
+                self.fail(name, off + rows_at + 8 * doc_count, f"KEEP offsets[{doc_count}] = {offsets[doc_count]}, but the"
+                          f" values are {total} bytes (the section's end)")
+        else:
+            for r in range(doc_count):
+                at = off + rows_at + 8 * r
+                (bits,) = struct.unpack_from("<Q", data, rows_at + 8 * r)
+                if not present[r]:
+                    if bits:
+                        self.fail(name, at, f"row {r} has no keep value but non-zero bytes (corruption)")
+                    values.append(None)
+                elif keep_type == 1:
+                    values.append(bits - (1 << 64) if bits >> 63 else bits)
+                else:
+                    value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+                    if math.isnan(value):
+                        self.fail(name, at, f"row {r}: a NaN keep value (corruption)")
+                    values.append(value)
+        self.keep_values += sum(present)
+        return values
 
     def read_shingles(self, name, section, doc_count):
         """The stored shingle sets of a SHINGLES section (format/segment.md), one per ordinal:
@@ -1112,7 +1209,7 @@ class Reader:
             self.notes.append(f"{name}: {tail}-byte torn tail at offset {o} ({what}){' after its seal' if sealed else ''}; ignored")
         return {"records": records, "version": version, "first_seq": first_seq, "last_seq": last_seq, "sealed": sealed, "tail": tail, "tail_at": o}
 
-    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False, wal_version=2, columns=(False, False)):
+    def decode_batch(self, name, offset, payload, bands, rb, store_sets=False, wal_version=2, columns=(False, 0, False)):
         if len(payload) < 4:
             self.fail(name, offset, "payload shorter than its count")
         (count,) = struct.unpack_from("<I", payload, 0)
@@ -1158,7 +1255,7 @@ class Reader:
                         self.fail(name, offset + 17 + o - 4, f"operation {i}: set_len {set_len} runs past the payload")
                     values = self.decode_set(name, offset + 17 + o, payload[o : o + set_len], f"record at {offset}, operation {i}")
                     o += set_len
-                ops.append(("insert", docno, key, sig, values))
+                ops.append(("insert", docno, key, sig, values, None))
             elif tag == 2:
                 if o + 8 > len(payload):
                     self.fail(name, offset, f"operation {i}: truncated delete")
@@ -1174,8 +1271,9 @@ class Reader:
     def decode_insert_v3(self, name, offset, payload, o, i, bands, rb, columns):
         """A tag-4 insert after its tag: (op, next offset). `docno u64, key_len u32, key, nkeys
         u16, nkeys × band_key u64, signature, fields u8, [SET: set_len u32, coded set]
-        [EXACT_HASH: 16 bytes] [SET_SIZE: u32]`."""
-        store_sets, exact, set_size = columns
+        [EXACT_HASH: 16 bytes] [KEEP: value] [SET_SIZE: u32]`; a KEEP value of the manifest's
+        keep type `keep` (1 i64, 2 f64: 8 bytes; 3 string: len u16, then the bytes)."""
+        store_sets, exact, keep, set_size = columns
         at = offset + 17  # payload offsets are relative to the record's payload
         if o + 12 > len(payload):
             self.fail(name, at + o, f"operation {i}: truncated insert")
@@ -1196,7 +1294,7 @@ class Reader:
         fields = payload[o]
         if fields & 0xF0:
             self.fail(name, at + o, f"operation {i}: unsupported fields bits {fields & 0xF0:#x}")
-        lacking = 0x04 | (0 if exact else 0x02) | (0 if set_size else 0x08)
+        lacking = (0 if exact else 0x02) | (0 if keep else 0x04) | (0 if set_size else 0x08)
         if fields & lacking:
             self.fail(name, at + o, f"operation {i}: fields {fields:#x} name a column the manifest does not have (corruption)")
         if fields & 1 != store_sets:
@@ -1218,11 +1316,31 @@ class Reader:
             if not any(payload[o : o + 16]):
                 self.fail(name, at + o, f"operation {i}: an exact hash of 0 (corruption)")
             o += 16
+        value = None
+        if fields & 4:
+            length = 8
+            if keep == 3:
+                if o + 2 > len(payload):
+                    self.fail(name, at + o, f"operation {i}: insert ends before its keep value's length")
+                (length,) = struct.unpack_from("<H", payload, o)
+                o += 2
+            if o + length > len(payload):
+                self.fail(name, at + o, f"operation {i}: insert ends inside its keep value")
+            raw = payload[o : o + length]
+            if keep == 1:
+                value = struct.unpack("<q", raw)[0]
+            elif keep == 2:
+                value = struct.unpack("<d", raw)[0]
+                if math.isnan(value):
+                    self.fail(name, at + o, f"operation {i}: a NaN keep value (corruption)")
+            else:
+                value = raw
+            o += length
         if fields & 8:
             if o + 4 > len(payload):
                 self.fail(name, at + o, f"operation {i}: insert ends before its set size")
             o += 4
-        return ("insert", docno, key, sig, values), o
+        return ("insert", docno, key, sig, values, value), o
 
     def check_folded_wal(self, m, wid):
         """A WAL file below wal_start (a flush's leftover): an intact header must be this
@@ -1261,8 +1379,8 @@ class Reader:
                 lo = 64 + seg["base"] * rb
                 hi = 64 + (seg["base"] + seg["span"]) * rb
                 self.check_crc(m["name"], seg["entry_offset"] + 40, sigs[lo:hi], seg["siglog_crc"], f"signature-log records of segment {seg['id']:016x}")
-            for docno, key, sig, values in self.read_segment(seg, params, version, m["db_id"]):
-                docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb], values)
+            for docno, key, sig, values, keep in self.read_segment(seg, params, version, m["db_id"]):
+                docs[docno] = (key, sig if sig is not None else sigs[64 + docno * rb : 64 + (docno + 1) * rb], values, keep)
         deleted = self.read_deletions(m)
         for d in deleted:
             if d not in docs:
@@ -1306,14 +1424,15 @@ class Reader:
             self.wal_files.append({"name": name, "batches": len(records), "sealed": wal["sealed"]})
             for _seq, payload, offset in records:
                 for op in self.decode_batch(name, offset, payload, params["bands"], rb, params.get("store_sets", False), wal["version"],
-                                            (params.get("exact_hash", False), params.get("set_size", False))):
+                                            (params.get("exact_hash", False), KEEP_CODES.get(params.get("keep_type"), 0),
+                                             params.get("set_size", False))):
                     wal_ops += 1
                     if op[0] == "insert":
-                        _, docno, key, sig, values = op
+                        _, docno, key, sig, values, keep = op
                         if docno != next_docno:
                             self.fail(name, offset, f"insert of docno {docno}, expected {next_docno} (gap or repeat)")
                         next_docno += 1
-                        docs[docno] = (key, sig, values)
+                        docs[docno] = (key, sig, values, keep)
                     else:
                         docno = op[1]
                         if docs.pop(docno, None) is None:
@@ -1324,10 +1443,10 @@ class Reader:
                             self.notes.append(f"{name}: record at {offset} deletes docno {docno}, which is not live")
         live = {}
         for docno in sorted(docs):
-            key, sig, values = docs[docno]
+            key, sig, values, keep = docs[docno]
             if key in live:
                 self.notes.append(f"key {key!r}: docno {live[key][0]} shadowed by the newer {docno}")
-            live[key] = (docno, sig, values)
+            live[key] = (docno, sig, values, keep)
         self.summary = {
             "version": version,
             "identity": m["db_id"].hex() if version == 3 else None,
@@ -1389,8 +1508,11 @@ def as_json(reader, params, live, with_values=False):
     keys = sorted(live, key=lambda k: k)
     entries = []
     for k in keys:
-        docno, sig, values = live[k]
+        docno, sig, values, keep = live[k]
         e = {"key": key_text(k), "docno": docno, "signature": sig.hex()}
+        if "keep_type" in params:
+            # The KEEP column: null for a document without a value.
+            e["keep"] = key_text(keep) if isinstance(keep, bytes) else keep
         if params.get("index_kind") == "simhash-pigeonhole":
             # The packed one-bit slots are the fingerprint as a little-endian u64.
             e["fingerprint"] = f"{int.from_bytes(sig, 'little'):016x}"
@@ -1406,6 +1528,14 @@ def as_json(reader, params, live, with_values=False):
         "wal": reader.wal_files,
         "live": entries,
     }
+
+
+def same_keep(a, b):
+    """Two keep values as JSON gives them: of one type and equal (floats bit for bit, so that
+    -0.0 is not 0.0)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return type(a) is type(b) and a == b
 
 
 def rerank_margin(t, k, bits):
@@ -1468,7 +1598,7 @@ def check(out, expected_path):
         problems.append(f"missing live key {k!r}")
     for k in sorted(set(got) - set(exp)):
         problems.append(f"unexpected live key {k!r}")
-    sigs = 0
+    sigs = keeps = 0
     for k in sorted(set(got) & set(exp)):
         if got[k]["signature"] != exp[k]["signature"]:
             problems.append(f"key {k!r}: signature {got[k]['signature']} != expected {exp[k]['signature']}")
@@ -1476,6 +1606,10 @@ def check(out, expected_path):
             sigs += 1
         if "docno" in exp[k] and got[k]["docno"] != exp[k]["docno"]:
             problems.append(f"key {k!r}: docno {got[k]['docno']} != expected {exp[k]['docno']}")
+        if "keep" in exp[k] and not same_keep(got[k].get("keep"), exp[k]["keep"]):
+            problems.append(f"key {k!r}: keep value {got[k].get('keep')!r} != expected {exp[k]['keep']!r}")
+        elif "keep" in exp[k]:
+            keeps += 1
     for k in want.get("deleted", []):
         if k in got:
             problems.append(f"deleted key {k!r} is live")
@@ -1488,7 +1622,7 @@ def check(out, expected_path):
         problems.append(f"identity {out['identity']} != expected {want['identity']}")
     if "wal" in want and out["wal"] != want["wal"]:
         problems.append(f"WAL files {out['wal']} != expected {want['wal']}")
-    return problems, len(set(got) & set(exp)), sigs, want
+    return problems, len(set(got) & set(exp)), sigs, want, keeps
 
 
 def main(argv):
@@ -1522,7 +1656,7 @@ def main(argv):
         json.dump(out, sys.stdout, indent=1)
         print()
         return 0
-    problems, keys, sigs, want = check(out, expected)
+    problems, keys, sigs, want, keeps = check(out, expected)
     digests = pairs = 0
     if params.get("store_sets"):
         set_problems, digests, pairs = check_sets(live, want, params)
@@ -1537,7 +1671,8 @@ def main(argv):
         f"reference reader: format version {s['version']}"
         + (f", identity {s['identity']}" if s["identity"] else "")
         + f": {keys} keys, {sigs} signatures,"
-        f" {reader.checksums} checksums agree ({s['segments']} segments"
+        + (f" {keeps} keep values ({params['keep_type']}, field {params['keep_field']!r})," if "keep_type" in params else "")
+        + f" {reader.checksums} checksums agree ({s['segments']} segments"
         + (f" with {s['blocks']} checked blocks" if s["version"] >= 2 else "")
         + f", {s['deleted_in_list']} in the deletion list,"
         + (f" {reader.sets_decoded} stored sets decoded, {digests} set digests and {pairs} dedup pairs' exact Jaccard agree,"

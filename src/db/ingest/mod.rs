@@ -16,6 +16,7 @@ use std::fmt;
 
 use crate::Error;
 use crate::sketch::{OwnedToken, Signature};
+use crate::storage::segment::KeepValue;
 
 pub use pipeline::{
     Acknowledge, Counts, Ingest, Mode, OnDuplicate, Sink, Source, Stop, commit_batch,
@@ -38,6 +39,9 @@ pub struct Record<T, O> {
     pub key: Vec<u8>,
     /// Its text, token list or signature.
     pub content: Content<T>,
+    /// Its keep value (the field `add --keep-field` captures), for an index with the KEEP
+    /// column; `None` for a record without one.
+    pub keep: Option<KeepValue>,
     /// Where it came from (a line of a file, a position in a sequence), for errors.
     pub origin: O,
 }
@@ -78,6 +82,9 @@ pub enum Fault {
     Signature(Error),
     /// Its key is already stored ([`OnDuplicate::Error`]).
     Duplicate,
+    /// Its keep value cannot go into the index's KEEP column (a NaN, a value of another
+    /// type, a string too long); the message names the field.
+    Keep(String),
 }
 
 impl fmt::Display for Fault {
@@ -94,6 +101,7 @@ impl fmt::Display for Fault {
             ),
             Fault::Signature(e) => e.fmt(f),
             Fault::Duplicate => f.write_str("the key is already stored"),
+            Fault::Keep(message) => f.write_str(message),
         }
     }
 }

@@ -659,6 +659,7 @@ where
             Ok(Record {
                 key: r.key.clone(),
                 content: r.content.borrowed(),
+                keep: r.keep.clone(),
                 origin: r.origin.clone(),
             })
         });

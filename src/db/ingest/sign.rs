@@ -10,6 +10,7 @@ use crate::db::Db;
 use crate::db::kind::DocumentSigner;
 use crate::sketch::OwnedToken;
 use crate::sketch::Signature;
+use crate::storage::segment::{KeepColumn, KeepValue};
 
 /// A record's signature, or why it has none.
 pub(super) enum Signing {
@@ -37,6 +38,7 @@ pub(super) type Outcome<T, O> = std::result::Result<Prepared<T, O>, Rejected<O>>
 /// signer.
 pub(super) struct Signer<'a> {
     db: &'a Db,
+    keep: Option<KeepColumn>,
     hasher: Option<DocumentSigner<'a>>,
     token_hasher: Option<DocumentSigner<'a>>,
 }
@@ -45,14 +47,41 @@ impl<'a> Signer<'a> {
     pub fn of(db: &'a Db) -> Self {
         Signer {
             db,
+            keep: db.keep_column(),
             hasher: db.text_signer().ok(),
             token_hasher: db.token_signer().ok(),
         }
     }
 
-    /// The signature of `record`: a text without shingles and a given signature of the wrong
-    /// shape are refused.
+    /// The signature of `record`, with its keep value attached: a text without shingles, a
+    /// given signature of the wrong shape and a keep value the index's KEEP column cannot
+    /// hold are refused.
     pub fn sign<T: AsRef<str>, O>(&self, record: &Record<T, O>) -> Signing {
+        match (self.sign_content(record), &record.keep) {
+            (Signing::Signed(sig), Some(value)) => match self.keep_value(value) {
+                Ok(value) => Signing::Signed(sig.with_keep_value(value)),
+                Err(e) => e,
+            },
+            (signing, _) => signing,
+        }
+    }
+
+    /// `value` as the index's KEEP column holds it ([`KeepValue::into_type`]); an index
+    /// without the column fails, as no record is to blame.
+    fn keep_value(&self, value: &KeepValue) -> Result<KeepValue, Signing> {
+        let Some(column) = &self.keep else {
+            return Err(Signing::Failed(Error::invalid(
+                "keep value",
+                "this index has no keep field: add --keep-field fixes one on an index without \
+                 segments",
+            )));
+        };
+        value.clone().into_type(column.keep_type).map_err(|why| {
+            Signing::Refused(Fault::Keep(format!("field {:?}: {why}", column.field)))
+        })
+    }
+
+    fn sign_content<T: AsRef<str>, O>(&self, record: &Record<T, O>) -> Signing {
         match &record.content {
             Content::Text(text) => {
                 // Without a signer, asking again gives the reason.

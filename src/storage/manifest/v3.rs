@@ -29,7 +29,8 @@ impl Features {
     /// Every segment has the EXACT_HASH column, and an insert may carry its EXACT_HASH field
     /// (a document inserted as text or tokens has one; one inserted by signature, none).
     pub const EXACT_HASH: Features = Features(1 << 2);
-    /// Reserved: the KEEP column.
+    /// Every segment has the KEEP column (its type and field in the parameters block), and
+    /// an insert may carry its KEEP field.
     pub const KEEP: Features = Features(1 << 3);
     /// Every segment has the SET_SIZE column, and an insert may carry its SET_SIZE field
     /// (the number of distinct shingle hashes of a document inserted as text or tokens).
@@ -214,8 +215,9 @@ impl ParamsV3 {
         let (keep_type, keep_len) = decode_keep(d, path, features)?;
         let key_fingerprint = decode_fingerprint(d)?;
         let bandings = decode_bandings(d, path)?;
+        let field_at = d.offset();
         let keep_field = std::str::from_utf8(d.take(keep_len, "keep field")?)
-            .map_err(|_| d.corruption("the keep field's name is not UTF-8"))?
+            .map_err(|_| corrupt(path, field_at, "the keep field's name is not UTF-8"))?
             .to_string();
         Ok(ParamsV3 {
             spec_version,
@@ -263,8 +265,7 @@ fn u16_field(d: &mut Decoder<'_>, what: &str) -> Result<u16> {
 }
 
 /// The names of the reserved features, refused until the work that fills them lands.
-const RESERVED_FEATURES: [(Features, &str); 1] =
-    [(Features::KEEP, "the KEEP column (feature bit 3)")];
+const RESERVED_FEATURES: [(Features, &str); 0] = [];
 
 /// Refuses every feature bit this build does not implement.
 pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
@@ -272,6 +273,7 @@ pub(crate) fn check_features(features: Features, path: &Path) -> Result<()> {
         | Features::SETS_KEYED_V2.0
         | Features::EXACT_HASH.0
         | Features::SET_SIZE.0
+        | Features::KEEP.0
         | Features::BAND_FILTERS.0
         | Features::COPIED_PAST_DAMAGE.0;
     let reserved = RESERVED_FEATURES.iter().fold(0, |all, (f, _)| all | f.0);
@@ -366,8 +368,8 @@ fn check_shingles(kind: u8, flags: u16, path: &Path, flags_at: u64) -> Result<()
     Ok(())
 }
 
-/// The keep type and the keep field's length: both zero without the KEEP feature (which
-/// [`check_features`] refuses).
+/// The keep type and the keep field's length: both zero without the KEEP feature; with it, a
+/// type of 1 (i64), 2 (f64) or 3 (string) and a field name of at least one byte.
 fn decode_keep(d: &mut Decoder<'_>, path: &Path, features: Features) -> Result<(u8, usize)> {
     let keep_at = d.offset();
     let keep_type = d.u8("keep type")?;
@@ -381,6 +383,20 @@ fn decode_keep(d: &mut Decoder<'_>, path: &Path, features: Features) -> Result<(
             path,
             keep_at + 1,
             "a keep field without feature KEEP",
+        ));
+    }
+    if keep && !(1..=3).contains(&keep_type) {
+        return Err(corrupt(
+            path,
+            keep_at,
+            &format!("feature KEEP with keep type {keep_type}"),
+        ));
+    }
+    if keep && keep_len == 0 {
+        return Err(corrupt(
+            path,
+            keep_at + 1,
+            "feature KEEP without a keep field",
         ));
     }
     Ok((keep_type, usize::from(keep_len)))

@@ -14,6 +14,7 @@ fn manifest(segments: usize, deletions: bool) -> Manifest<Params> {
         db_id: DbId(std::array::from_fn(|i| i as u8)),
         features: Features::STORE_SETS,
         params: Params(0x6d68_6462, 64, true, [0; 32]),
+        keep: None,
         next_docno: 100,
         siglog_records: 0,
         wal_start: 12,
@@ -124,10 +125,9 @@ fn every_truncation_and_bit_flip_is_corruption() {
 #[test]
 fn reserved_and_unknown_codes_are_unsupported() {
     let bytes = manifest(1, true).encode();
-    // Bits 2 (EXACT_HASH), 4 (SET_SIZE), 5 (BAND_FILTERS) and 6 (COPIED_PAST_DAMAGE) are
-    // built: see the round trips below.
-    let mut cases: Vec<(usize, Vec<u8>)> = (3..64)
-        .filter(|&bit| !(4..=6).contains(&bit))
+    // Bits 2 (EXACT_HASH), 3 (KEEP), 4 (SET_SIZE), 5 (BAND_FILTERS) and 6
+    // (COPIED_PAST_DAMAGE) are built: see the round trips below.
+    let mut cases: Vec<(usize, Vec<u8>)> = (7..64)
         .map(|bit| (36, (1u64 | 1 << bit).to_le_bytes().to_vec()))
         .collect();
     cases.extend([0u8, 3, 255].map(|kind| (48, vec![kind])));
@@ -249,4 +249,31 @@ fn the_column_bits_round_trip() {
         let plain = decode(&manifest(1, true).encode()).unwrap();
         assert!(!plain.features.contains(feature));
     }
+}
+
+/// KEEP (the column, its type and its field) decodes as written; the feature without a type
+/// from 1 to 3, or without a field, is corruption at the type's offset.
+#[test]
+fn the_keep_column_round_trips_and_needs_a_type_and_a_field() {
+    use crate::storage::segment::{KeepColumn, KeepType};
+    for keep_type in [KeepType::I64, KeepType::F64, KeepType::Str] {
+        let mut m = manifest(1, true);
+        m.features = m.features.with(Features::KEEP, true);
+        m.keep = Some(KeepColumn {
+            keep_type,
+            field: "quality_score".into(),
+        });
+        let bytes = m.encode();
+        assert_eq!(decode(&bytes).unwrap(), m);
+        assert_eq!(bytes[90], keep_type.code());
+        assert_eq!(bytes[91], 13);
+        for code in [0u8, 4, 255] {
+            let err = decode(&patched(&bytes, 90, &[code])).unwrap_err();
+            assert_eq!(corruption_at(&err), Some(90), "type {code}: {err}");
+        }
+    }
+    let plain = manifest(1, true).encode();
+    let features = Features::STORE_SETS.with(Features::KEEP, true);
+    let err = decode(&patched(&plain, 36, &features.0.to_le_bytes())).unwrap_err();
+    assert_eq!(corruption_at(&err), Some(90), "{err}");
 }

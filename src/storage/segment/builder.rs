@@ -131,7 +131,7 @@ impl SegmentBuilder {
                 format!("column values for each of the {docs} documents are given already"),
             ));
         }
-        self.columns.push(values);
+        self.columns.push(&values);
         Ok(())
     }
 

@@ -1,11 +1,14 @@
 //! The per-document columns of a version-3 segment (`format/segment.md`, section kinds 9
-//! EXACT_HASH and 11 SET_SIZE): each a presence bitmap of ⌈doc_count / 64⌉ LE u64 words, then
+//! EXACT_HASH, 10 KEEP and 11 SET_SIZE): each a presence bitmap of ⌈doc_count / 64⌉ LE u64 words, then
 //! doc_count fixed-width rows, zeros for a row without a value. One encoder, one row reader
 //! and one check for every column, so that a column adds only its width and its value type.
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
-use super::format::{FLAG_EXACT_HASH, FLAG_SET_SIZE, KIND_EXACT_HASH, KIND_SET_SIZE};
+use super::format::{
+    FLAG_EXACT_HASH, FLAG_KEEP, FLAG_SET_SIZE, KIND_EXACT_HASH, KIND_KEEP, KIND_SET_SIZE,
+};
+use super::keep::{KeepBuilder, KeepType, KeepValue};
 use super::reader::Segment;
 use crate::Result;
 
@@ -15,11 +18,13 @@ pub(super) const EXACT_LEN: usize = 16;
 pub(super) const SET_SIZE_LEN: usize = 4;
 
 /// Which optional per-document columns an index (and so each of its segments and WAL
-/// inserts) has: the manifest's features EXACT_HASH and SET_SIZE.
+/// inserts) has: the manifest's features EXACT_HASH, KEEP (with its type) and SET_SIZE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ColumnSet {
     /// The EXACT_HASH column (`format/hashing.md` §17).
     pub exact: bool,
+    /// The KEEP column, with the type of its values.
+    pub keep: Option<KeepType>,
     /// The SET_SIZE column: the number of distinct shingle hashes of each document.
     pub set_size: bool,
 }
@@ -27,16 +32,18 @@ pub struct ColumnSet {
 impl ColumnSet {
     /// True when the set has any column.
     pub fn any(self) -> bool {
-        self.exact || self.set_size
+        self.exact || self.keep.is_some() || self.set_size
     }
 }
 
 /// One document's values of the optional columns, each absent when the document has none
 /// (inserted by signature, or carried over by an upgrade).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DocColumns {
     /// Its exact hash (never 0 when present).
     pub exact: Option<u128>,
+    /// Its keep value (of the index's keep type).
+    pub keep: Option<KeepValue>,
     /// The number of distinct shingle hashes of its set.
     pub set_size: Option<u32>,
 }
@@ -46,6 +53,7 @@ impl DocColumns {
     pub fn within(self, columns: ColumnSet) -> Self {
         DocColumns {
             exact: self.exact.filter(|_| columns.exact),
+            keep: self.keep.filter(|v| Some(v.keep_type()) == columns.keep),
             set_size: self.set_size.filter(|_| columns.set_size),
         }
     }
@@ -108,6 +116,8 @@ impl PresenceColumn {
 pub(super) struct ColumnSection {
     pub(super) kind: u16,
     pub(super) flag: u32,
+    /// The section entry's `width_a` (the keep type for KEEP, else 0).
+    pub(super) width_a: u32,
     pub(super) bytes: Vec<u8>,
 }
 
@@ -115,6 +125,7 @@ pub(super) struct ColumnSection {
 #[derive(Clone, Debug, Default)]
 pub(super) struct ColumnsBuilder {
     exact: Option<PresenceColumn>,
+    keep: Option<KeepBuilder>,
     set_size: Option<PresenceColumn>,
 }
 
@@ -122,6 +133,7 @@ impl ColumnsBuilder {
     pub(super) fn new(columns: ColumnSet) -> Self {
         ColumnsBuilder {
             exact: columns.exact.then(|| PresenceColumn::new(EXACT_LEN)),
+            keep: columns.keep.map(KeepBuilder::new),
             set_size: columns.set_size.then(|| PresenceColumn::new(SET_SIZE_LEN)),
         }
     }
@@ -130,6 +142,7 @@ impl ColumnsBuilder {
     pub(super) fn set(&self) -> ColumnSet {
         ColumnSet {
             exact: self.exact.is_some(),
+            keep: self.keep.as_ref().map(KeepBuilder::keep_type),
             set_size: self.set_size.is_some(),
         }
     }
@@ -139,11 +152,13 @@ impl ColumnsBuilder {
         self.exact
             .as_ref()
             .or(self.set_size.as_ref())
-            .map_or(0, |c| c.rows)
+            .map(|c| c.rows)
+            .or(self.keep.as_ref().map(KeepBuilder::rows))
+            .unwrap_or(0)
     }
 
     /// Appends the next row's values (those of a column it lacks are ignored).
-    pub(super) fn push(&mut self, values: DocColumns) {
+    pub(super) fn push(&mut self, values: &DocColumns) {
         if let Some(c) = &mut self.exact {
             c.push(
                 values
@@ -152,6 +167,9 @@ impl ColumnsBuilder {
                     .as_ref()
                     .map(|b| &b[..]),
             );
+        }
+        if let Some(c) = &mut self.keep {
+            c.push(values.keep.as_ref());
         }
         if let Some(c) = &mut self.set_size {
             c.push(
@@ -170,11 +188,19 @@ impl ColumnsBuilder {
             c.as_ref().map(|c| ColumnSection {
                 kind,
                 flag,
+                width_a: 0,
                 bytes: c.section(),
             })
         };
+        let keep = self.keep.as_ref().map(|c| ColumnSection {
+            kind: KIND_KEEP,
+            flag: FLAG_KEEP,
+            width_a: u32::from(c.keep_type().code()),
+            bytes: c.section(),
+        });
         [
             section(KIND_EXACT_HASH, FLAG_EXACT_HASH, &self.exact),
+            keep,
             section(KIND_SET_SIZE, FLAG_SET_SIZE, &self.set_size),
         ]
         .into_iter()
@@ -188,6 +214,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     pub fn columns(&self) -> ColumnSet {
         ColumnSet {
             exact: self.layout.exact.is_some(),
+            keep: self.layout.keep.map(|k| k.keep_type),
             set_size: self.layout.set_size.is_some(),
         }
     }
@@ -196,6 +223,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
     pub fn columns_at(&self, i: u64) -> Result<DocColumns> {
         Ok(DocColumns {
             exact: self.exact_hash_at(i)?,
+            keep: self.keep_value_at(i)?,
             set_size: self.set_size_at(i)?,
         })
     }
@@ -267,7 +295,9 @@ impl<B: AsRef<[u8]>> Segment<B> {
         for i in 0..doc_count {
             self.columns_at(i)?;
         }
-        let starts = [self.layout.exact, self.layout.set_size];
+        self.verify_keep_end()?;
+        let keep = self.layout.keep.map(|k| k.start);
+        let starts = [self.layout.exact, keep, self.layout.set_size];
         for start in starts.into_iter().flatten() {
             if doc_count.is_multiple_of(64) {
                 continue;

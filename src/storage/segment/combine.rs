@@ -170,7 +170,7 @@ impl Live {
                     live.set_ends.push(live.set_data.len() as u64);
                 }
                 if live.columns.set().any() {
-                    live.columns.push(s.columns_at(row as u64)?);
+                    live.columns.push(&s.columns_at(row as u64)?);
                 }
             }
         }

@@ -308,7 +308,7 @@ impl Draft<'_> {
             w.push(KIND_SHINGLES, (0, 0, 0), doc_count, sets);
         }
         for c in self.columns {
-            w.push(c.kind, (0, 0, 0), doc_count, &c.bytes);
+            w.push(c.kind, (c.width_a, 0, 0), doc_count, &c.bytes);
         }
         w.push_filters(filters);
         Ok(self.finish_file(w, &header, doc_count))

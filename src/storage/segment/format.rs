@@ -54,6 +54,9 @@ pub(super) const KIND_CHECKSUMS: u16 = 8;
 /// Per-document exact hashes (`format/segment.md`), in the segments of an index with the
 /// EXACT_HASH column.
 pub(super) const KIND_EXACT_HASH: u16 = 9;
+/// Per-document keep values (`format/segment.md`), in the segments of an index with the KEEP
+/// column; the entry's `width_a` is the keep type.
+pub(super) const KIND_KEEP: u16 = 10;
 /// Per-document set sizes (`format/segment.md`), in the segments of an index with the
 /// SET_SIZE column.
 pub(super) const KIND_SET_SIZE: u16 = 11;
@@ -62,21 +65,21 @@ pub(super) const KIND_SET_SIZE: u16 = 11;
 pub(super) const KIND_BAND_FILTER: u16 = 12;
 /// Section kinds version 3 reserves for work to come (`format/segment.md`), each with the
 /// feature it stands for: a file holding one is refused as unsupported, never misread.
-pub(super) const RESERVED_KINDS: [(u16, &str); 1] =
-    [(10, "per-document keep values (segment section KEEP)")];
+pub(super) const RESERVED_KINDS: [(u16, &str); 0] = [];
 
 /// Version 3 header flag: the segment has a SHINGLES section.
 pub(super) const FLAG_SHINGLES: u32 = 1;
 /// Version 3 header flag: the segment has an EXACT_HASH section.
 pub(super) const FLAG_EXACT_HASH: u32 = 1 << 1;
+/// Version 3 header flag: the segment has a KEEP section.
+pub(super) const FLAG_KEEP: u32 = 1 << 2;
 /// Version 3 header flag: the segment has a SET_SIZE section.
 pub(super) const FLAG_SET_SIZE: u32 = 1 << 3;
 /// Version 3 header flag: the segment has a BAND_FILTER section per band.
 pub(super) const FLAG_BAND_FILTER: u32 = 1 << 4;
 /// Version 3 header flags reserved for the optional sections to come, with the feature each
 /// stands for; any other unknown bit is refused too.
-pub(super) const RESERVED_FLAGS: [(u32, &str); 1] =
-    [(1 << 2, "per-document keep values (segment flag KEEP)")];
+pub(super) const RESERVED_FLAGS: [(u32, &str); 0] = [];
 
 /// The header of versions 1 and 2. Version 3's first 52 bytes are the same fields; its
 /// `reserved` bytes are where [`IdentityTail`] begins.

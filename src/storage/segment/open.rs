@@ -17,9 +17,10 @@ use super::blocks::{BlockChecks, checked_bits};
 use super::format::{
     BLOCK_LEN, DB_ID_OFFSET, FILE_ID_OFFSET, FOOTER_LEN, Footer, HEADER_LEN, HEADER_V3_LEN,
     HOT_RECORD_LEN, Header, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER,
-    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SET_SIZE,
-    KIND_SHINGLES, KIND_SIGNATURES, RESERVED_KINDS, SECTION_ENTRY_LEN, SEGMENT_FOOTER_MAGIC,
-    SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry, meta_crc,
+    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEEP, KIND_KEY_BLOB, KIND_KEY_INDEX,
+    KIND_SET_SIZE, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_KINDS, SECTION_ENTRY_LEN,
+    SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V3, SEGMENT_MAGIC, SectionEntry,
+    meta_crc,
 };
 use super::prefix::{MAX_PREFIX_BITS, Table};
 use super::reader::{Segment, corrupt};
@@ -68,6 +69,8 @@ pub(super) struct Layout {
     pub(super) sets: Option<SetsSection>,
     /// Where the EXACT_HASH section starts, in segments of an index with that column.
     pub(super) exact: Option<usize>,
+    /// The KEEP section, in segments of an index with that column.
+    pub(super) keep: Option<super::keep::KeepSection>,
     /// Where the SET_SIZE section starts, in segments of an index with that column.
     pub(super) set_size: Option<usize>,
     /// Where the block checksums are and what they cover (version 2).
@@ -173,6 +176,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
             signatures: found.signatures,
             sets: found.sets,
             exact: found.exact,
+            keep: found.keep,
             set_size: found.set_size,
             blocks: found.blocks,
             num_bands: shape.num_bands,
@@ -392,6 +396,7 @@ struct Found {
     signatures: usize,
     sets: Option<SetsSection>,
     exact: Option<usize>,
+    keep: Option<super::keep::KeepSection>,
     set_size: Option<usize>,
     blocks: Option<BlockChecks>,
 }
@@ -529,6 +534,19 @@ impl Found {
             KIND_EXACT_HASH => {
                 self.exact = Some(e.start);
                 plain && column_len_ok(e, shape, super::columns::EXACT_LEN)
+            }
+            KIND_KEEP => {
+                self.keep = u8::try_from(e.a)
+                    .ok()
+                    .and_then(super::keep::KeepType::from_code)
+                    .map(|keep_type| super::keep::KeepSection {
+                        start: e.start,
+                        end: e.end,
+                        keep_type,
+                    });
+                e.b == 0
+                    && e.count == shape.doc_count
+                    && super::keep::keep_len_ok(e.a, shape.doc_count, e.len)
             }
             KIND_SET_SIZE => {
                 self.set_size = Some(e.start);

@@ -8,10 +8,11 @@ use std::path::Path;
 
 use super::bits::bits_below;
 use super::format::{
-    FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_SET_SIZE, FLAG_SHINGLES, Header,
-    IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS,
-    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEY_BLOB, KIND_KEY_INDEX, KIND_SET_SIZE,
-    KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, SEGMENT_FORMAT_V1, SEGMENT_FORMAT_V2,
+    FILE_ID_OFFSET, FLAG_BAND_FILTER, FLAG_EXACT_HASH, FLAG_KEEP, FLAG_SET_SIZE, FLAG_SHINGLES,
+    Header, IDENTITY_TAIL_OFFSET, IdentityTail, KIND_BAND, KIND_BAND_FILTER, KIND_CHECKSUMS,
+    KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_HOT, KIND_KEEP, KIND_KEY_BLOB, KIND_KEY_INDEX,
+    KIND_SET_SIZE, KIND_SHINGLES, KIND_SIGNATURES, RESERVED_FLAGS, SEGMENT_FORMAT_V1,
+    SEGMENT_FORMAT_V2,
 };
 use super::open::{Metadata, bad};
 use crate::{Error, Result};
@@ -66,7 +67,7 @@ impl Shape {
         }
         // Version 1: KEY_BLOB, DOC_TABLE, KEY_INDEX, b × BAND, HOT. Versions 2 and 3 add
         // SIGNATURES and CHECKSUMS after HOT, and the optional sections the flags name
-        // (SHINGLES, EXACT_HASH, SET_SIZE), then a BAND_FILTER per band, between HOT and SIGNATURES.
+        // (SHINGLES, EXACT_HASH, KEEP, SET_SIZE), then a BAND_FILTER per band, between HOT and SIGNATURES.
         let fixed = match version {
             SEGMENT_FORMAT_V1 => 4,
             _ => {
@@ -168,6 +169,7 @@ fn v3_optional_sections(
     let optional = [
         (FLAG_SHINGLES, KIND_SHINGLES),
         (FLAG_EXACT_HASH, KIND_EXACT_HASH),
+        (FLAG_KEEP, KIND_KEEP),
         (FLAG_SET_SIZE, KIND_SET_SIZE),
     ];
     let known = optional

@@ -235,24 +235,23 @@ fn a_wrong_identity_is_corruption_at_its_field() {
 #[test]
 fn reserved_flags_with_valid_checksums_are_unsupported() {
     let v3 = build(Some(ID), true).into_vec();
-    // Bits 3 (SET_SIZE) and 4 (BAND_FILTER) are built: see below.
-    for bit in (2..32).filter(|&bit| bit != 3 && bit != 4) {
+    // Bits 2 (KEEP), 3 (SET_SIZE) and 4 (BAND_FILTER) are built: see below.
+    for bit in 5..32 {
         let mut bytes = v3.clone();
         let flags = FLAG_SHINGLES | 1 << bit;
         bytes[12..16].copy_from_slice(&flags.to_le_bytes());
         fix_meta_crc(&mut bytes, 96);
         match open_as(bytes, Some(ID)) {
             Err(Error::Unsupported { feature, .. }) => {
-                let named = match bit {
-                    2 => feature.contains("KEEP"),
-                    _ => feature.contains(&format!("bit {bit}")),
-                };
-                assert!(named, "bit {bit}: {feature}");
+                assert!(
+                    feature.contains(&format!("bit {bit}")),
+                    "bit {bit}: {feature}"
+                );
             }
             other => panic!("flag bit {bit}: {:?}", other.map(|_| ())),
         }
     }
-    // The SHINGLES, EXACT_HASH, SET_SIZE and BAND_FILTER bits must say what the sections
+    // The SHINGLES, EXACT_HASH, KEEP, SET_SIZE and BAND_FILTER bits must say what the sections
     // hold: cleared, or set on a segment without the section, it is corruption.
     for (sets, flags) in [
         (true, 0u32),
@@ -260,6 +259,7 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
         (true, FLAG_SHINGLES | FLAG_EXACT_HASH),
         (false, FLAG_EXACT_HASH),
         (false, FLAG_BAND_FILTER),
+        (false, 1 << 2),
         (true, FLAG_SHINGLES | 1 << 3),
         (false, 1 << 3),
     ] {
@@ -271,21 +271,12 @@ fn reserved_flags_with_valid_checksums_are_unsupported() {
 }
 
 #[test]
-fn reserved_section_kinds_with_valid_checksums_are_unsupported() {
+fn unknown_section_kinds_and_columns_the_flags_deny_are_corruption() {
     let v3 = build(Some(ID), true).into_vec();
-    // With 3 bands and sets: section 6 is HOT, 7 SHINGLES, 8 SIGNATURES.
-    let mut bytes = v3.clone();
-    let at = entry_at(&bytes, 8);
-    bytes[at..at + 2].copy_from_slice(&10u16.to_le_bytes());
-    fix_meta_crc(&mut bytes, 96);
-    match open_as(bytes, Some(ID)) {
-        Err(Error::Unsupported { feature, .. }) => assert!(feature.contains("KEEP"), "{feature}"),
-        other => panic!("kind 10: {:?}", other.map(|_| ())),
-    }
-    // Kind 13, unknown even as reserved, is corruption; so are EXACT_HASH (9), SET_SIZE (11)
-    // and BAND_FILTER (12), built, where the flags say there are none, and a reserved kind in
-    // version 2, which defines none.
-    for kind in [13u16, 9, 11, 12] {
+    // With 3 bands and sets: section 6 is HOT, 7 SHINGLES, 8 SIGNATURES. Kind 13, unknown, is
+    // corruption; so are EXACT_HASH (9), KEEP (10), SET_SIZE (11) and BAND_FILTER (12) where
+    // the flags say there are none, and a column kind in version 2, which defines none.
+    for kind in [13u16, 9, 10, 11, 12] {
         let mut bytes = v3.clone();
         let at = entry_at(&bytes, 8);
         bytes[at..at + 2].copy_from_slice(&kind.to_le_bytes());
@@ -498,6 +489,7 @@ fn the_set_size_column_round_trips_combines_and_checks_absent_rows() {
     use super::{ColumnSet, DocColumns};
     let columns = ColumnSet {
         exact: true,
+        keep: None,
         set_size: true,
     };
     let mut b = SegmentBuilder::with_signatures(2, 0, 8)
@@ -515,9 +507,10 @@ fn the_set_size_column_round_trips_combines_and_checks_absent_rows() {
         .unwrap();
         let values = DocColumns {
             exact: (docno % 3 != 0).then_some(u128::from(docno) + 1),
+            keep: None,
             set_size: (docno % 4 != 0).then(|| docno as u32 * 7 - 7),
         };
-        b.add_columns(values).unwrap();
+        b.add_columns(values.clone()).unwrap();
         want.push(values);
     }
     let bytes = b
@@ -556,4 +549,90 @@ fn the_set_size_column_round_trips_combines_and_checks_absent_rows() {
         open_and_verify(stray),
         Err(Error::Corruption { .. })
     ));
+}
+
+/// The KEEP column of each type (kind 10, flag bit 2, `width_a` = the type): values and
+/// absent rows read back, survive combining, and a flipped byte of the section is
+/// corruption.
+#[test]
+fn the_keep_column_round_trips_and_combines_for_every_type() {
+    use super::{ColumnSet, DocColumns, KeepType, KeepValue};
+    let value = |ty: KeepType, docno: u64| match ty {
+        KeepType::I64 => KeepValue::Int(docno as i64 * 1_000_003 - 35_000_000),
+        KeepType::F64 => KeepValue::Float(docno as f64 / 7.0 - 3.0),
+        KeepType::Str => KeepValue::Str(
+            format!("v{}", "é".repeat(docno as usize % 5))
+                .into_bytes()
+                .into(),
+        ),
+    };
+    for ty in [KeepType::I64, KeepType::F64, KeepType::Str] {
+        let columns = ColumnSet {
+            exact: false,
+            keep: Some(ty),
+            set_size: false,
+        };
+        let mut b = SegmentBuilder::with_signatures(2, 0, 8)
+            .unwrap()
+            .with_columns(columns);
+        let mut want = Vec::new();
+        for docno in 0..70u64 {
+            let key = format!("k{docno}");
+            b.add_signed(
+                docno,
+                key.as_bytes(),
+                &[docno << 32, 1 << 32],
+                &docno.to_le_bytes(),
+            )
+            .unwrap();
+            let values = DocColumns {
+                keep: (docno % 3 != 1).then(|| value(ty, docno)),
+                ..DocColumns::default()
+            };
+            b.add_columns(values.clone()).unwrap();
+            want.push(values);
+        }
+        let bytes = b
+            .finish_parts_as(&SegmentOptions::default(), Some(ID))
+            .unwrap()
+            .into_vec();
+        let flags = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+        assert_eq!(flags, 1 << 2, "{ty:?}");
+        // 2 bands: HOT is section 5, KEEP 6.
+        let at = entry_at(&bytes, 6);
+        assert_eq!(u16::from_le_bytes([bytes[at], bytes[at + 1]]), 10);
+        let start = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize;
+        let seg = open_as(bytes.clone(), Some(ID)).unwrap();
+        seg.verify().unwrap();
+        assert_eq!(seg.columns(), columns);
+        for (row, v) in want.iter().enumerate() {
+            assert_eq!(seg.columns_at(row as u64).unwrap(), *v, "{ty:?} row {row}");
+        }
+        let parts = combine_segments_as(
+            &[&seg],
+            |d| d % 2 == 0,
+            &SegmentOptions::default(),
+            Some(ID),
+        )
+        .unwrap();
+        let combined = open_as(parts.into_vec(), Some(ID)).unwrap();
+        combined.verify().unwrap();
+        for docno in (0..70u64).step_by(2) {
+            assert_eq!(
+                combined.columns_of(docno).unwrap(),
+                want[docno as usize],
+                "{ty:?}"
+            );
+        }
+        // The presence word of rows 0..64, then a value or an offset: flipping either is
+        // corruption.
+        for off in [start, start + 40] {
+            let mut flipped = bytes.clone();
+            flipped[off] ^= 0x10;
+            assert!(
+                matches!(open_and_verify(flipped), Err(Error::Corruption { .. })),
+                "{ty:?} byte {off}"
+            );
+        }
+    }
 }

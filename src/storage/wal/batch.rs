@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::storage::codec::{Decoder, Encoder};
-use crate::storage::segment::{ColumnSet, DocColumns};
+use crate::storage::segment::{ColumnSet, DocColumns, KeepType, KeepValue, MAX_KEEP_STRING};
 use crate::storage::shingle_codec::decode_into;
 use crate::{Error, Result};
 
@@ -39,12 +39,11 @@ const TAG_INSERT_WITH_SET: u8 = 3;
 /// Version 3's one insert: the band-key count, then a mask of the optional fields that follow.
 const TAG_INSERT_V3: u8 = 4;
 
-/// Bits of a version-3 insert's `fields` mask. SET, EXACT_HASH and SET_SIZE are built; KEEP
-/// belongs to a column no index has yet, so a set bit names a column the manifest lacks.
+/// Bits of a version-3 insert's `fields` mask.
 const FIELD_SET: u8 = 1;
 const FIELD_EXACT_HASH: u8 = 2;
+const FIELD_KEEP: u8 = 4;
 const FIELD_SET_SIZE: u8 = 8;
-const FIELD_COLUMNS: [(u8, &str); 1] = [(4, "KEEP")];
 /// Bits no version defines: a newer writer's field, refused as unsupported.
 const FIELDS_UNKNOWN: u8 = 0xf0;
 
@@ -133,13 +132,14 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                 e.bytes(sig);
                 // Version 2 has no columns: only a database of version 3 has them.
                 let columns = match version {
-                    OpsVersion::V3 => *columns,
+                    OpsVersion::V3 => columns.clone(),
                     OpsVersion::V2 => DocColumns::default(),
                 };
                 if version == OpsVersion::V3 {
                     let bit = |present: bool, bit: u8| if present { bit } else { 0 };
                     e.u8(bit(set.is_some(), FIELD_SET)
                         | bit(columns.exact.is_some(), FIELD_EXACT_HASH)
+                        | bit(columns.keep.is_some(), FIELD_KEEP)
                         | bit(columns.set_size.is_some(), FIELD_SET_SIZE));
                 }
                 if let Some(set) = set {
@@ -147,6 +147,9 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
                 }
                 if let Some(h) = columns.exact {
                     e.bytes(&h.to_le_bytes());
+                }
+                if let Some(v) = &columns.keep {
+                    encode_keep(&mut e, v);
                 }
                 if let Some(n) = columns.set_size {
                     e.u32(n);
@@ -161,7 +164,7 @@ pub(crate) fn encode_ops(ops: &[LogOp], version: OpsVersion) -> Vec<u8> {
 }
 
 /// One decoded operation, borrowing from the WAL payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum OpRef<'a> {
     Insert {
         docno: u64,
@@ -280,6 +283,10 @@ fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
     } else {
         None
     };
+    let keep = match (fields & FIELD_KEEP != 0, layout.columns.keep) {
+        (true, Some(ty)) => Some(decode_keep(d, ty, path)?),
+        _ => None,
+    };
     let set_size = if fields & FIELD_SET_SIZE != 0 {
         Some(d.u32("set size")?)
     } else {
@@ -291,7 +298,11 @@ fn decode_insert_v3<'a>(d: &mut Decoder<'a>, layout: &OpsLayout, path: &Path) ->
         band_keys,
         sig,
         set,
-        columns: DocColumns { exact, set_size },
+        columns: DocColumns {
+            exact,
+            keep,
+            set_size,
+        },
     })
 }
 
@@ -307,15 +318,9 @@ fn check_fields(fields: u8, layout: &OpsLayout, path: &Path, at: u64) -> Result<
             feature: format!("WAL insert field bits {:#04x}", fields & FIELDS_UNKNOWN),
         });
     }
-    if let Some((_, column)) = FIELD_COLUMNS.iter().find(|(bit, _)| fields & bit != 0) {
-        return Err(Error::corruption(
-            path,
-            at,
-            format!("an insert with a {column} field in an index without that column"),
-        ));
-    }
     let lacking = [
         (FIELD_EXACT_HASH, layout.columns.exact, "EXACT_HASH"),
+        (FIELD_KEEP, layout.columns.keep.is_some(), "KEEP"),
         (FIELD_SET_SIZE, layout.columns.set_size, "SET_SIZE"),
     ];
     if let Some((_, _, column)) = lacking
@@ -395,6 +400,30 @@ pub(crate) fn band_keys_le(bytes: &[u8]) -> impl ExactSizeIterator<Item = u64> +
         b.copy_from_slice(c);
         u64::from_le_bytes(b)
     })
+}
+
+/// A KEEP field: 8 bytes for a number, `len u16` then the bytes for a string.
+fn encode_keep(e: &mut Encoder, value: &KeepValue) {
+    let bytes = value.to_bytes();
+    // Longer strings are refused before a record is made (`KeepValue::into_type`).
+    debug_assert!(bytes.len() <= MAX_KEEP_STRING || value.keep_type() != KeepType::Str);
+    if value.keep_type() == KeepType::Str {
+        e.bytes(&(bytes.len().min(MAX_KEEP_STRING) as u16).to_le_bytes());
+        e.bytes(bytes.get(..MAX_KEEP_STRING).unwrap_or(&bytes));
+    } else {
+        e.bytes(&bytes);
+    }
+}
+
+/// A KEEP field of the index's type `ty`; a NaN is damage.
+fn decode_keep(d: &mut Decoder<'_>, ty: KeepType, path: &Path) -> Result<KeepValue> {
+    let at = d.offset();
+    let len = match ty {
+        KeepType::Str => usize::from(decode_u16(d, "keep value length")?),
+        _ => 8,
+    };
+    let bytes = d.take(len, "keep value")?;
+    KeepValue::from_bytes(ty, bytes).ok_or_else(|| Error::corruption(path, at, "a NaN keep value"))
 }
 
 #[cfg(test)]
