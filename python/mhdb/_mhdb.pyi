@@ -440,6 +440,7 @@ class Index(Generic[_KindT]):
         id: str,
         text: Optional[str] = None,
         tokens: Optional[str] = None,
+        keep: Optional[str] = None,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
         novel_only: Literal[False] = False,
@@ -452,7 +453,12 @@ class Index(Generic[_KindT]):
         a list column of strings or integers instead of ``text`` (give exactly one). A
         missing column, one of the wrong type, or a row with a null or bad value (named by
         row and column: ``row 7: column "text" is null``) raises :class:`InvalidParameterError`; a failure of the stream itself
-        :class:`Error`."""
+        :class:`Error`. ``keep`` names a column whose value each document keeps (a number
+        or a string; null is none), which ``dedup_table(keep="max:COLUMN")`` ranks by, as
+        ``mhdb add --keep-field`` captures it: the first load with ``keep`` fixes the
+        index's keep field and type (the column's: integers, floats or strings), before the
+        index has segments; a value that does not fit (NaN, another type) raises
+        :class:`InvalidParameterError` naming its row."""
     @overload
     def insert_arrow(
         self,
@@ -461,6 +467,7 @@ class Index(Generic[_KindT]):
         id: str,
         text: Optional[str] = None,
         tokens: Optional[str] = None,
+        keep: Optional[str] = None,
         commit_every: int = 10000,
         on_commit: Optional[Callable[[int], object]] = None,
         novel_only: Literal[True],
@@ -618,7 +625,8 @@ class Index(Generic[_KindT]):
     def stats(self) -> dict[str, Any]:
         """Counts, sizes and bucket distributions; ``"sets_derivation"`` is how stored sets
         were derived (``"unkeyed"``, ``"keyed"``, ``"keyed-v2-leaking"``, or ``None``
-        without sets)."""
+        without sets); ``"keep"`` the keep field (``{"field", "type", "with", "without"}``,
+        or ``None`` without one)."""
     def verify(self) -> dict[str, Any]:
         """``{"ok": bool, "files_checked": int, "problems": list[Error]}``."""
     def export(self, dest: _PathLike) -> None:

@@ -11,6 +11,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use mhdb::db::ingest::{self as core_ingest, Fault, Record, Rejected};
 use mhdb::db::{Db, NoveltyOptions};
 use mhdb::input::{Columns, Fields, Id, RowValues};
+use mhdb::storage::segment::KeepType;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -32,6 +33,8 @@ pub struct Names<'a> {
     column: &'a str,
     /// `column` is a list column of tokens, for an index of token lists.
     tokens: bool,
+    /// The column holding each document's keep value, if one is captured.
+    keep: Option<&'a str>,
 }
 
 impl<'a> Names<'a> {
@@ -47,22 +50,35 @@ impl<'a> Names<'a> {
             (None, Some(tokens)) => (tokens, true),
             _ => return Err(invalid(py, "text", "give exactly one of text= and tokens=")),
         };
-        Ok(Names { id, column, tokens })
+        Ok(Names {
+            id,
+            column,
+            tokens,
+            keep: None,
+        })
+    }
+
+    /// These names, capturing each row's keep value from `keep`.
+    pub fn keeping(self, keep: Option<&'a str>) -> Self {
+        Names { keep, ..self }
     }
 }
 
-/// Loads the rows of `data`'s Arrow stream as `insert_many` loads its items: `commit_every`
-/// rows a batch, each committed atomically, `on_commit(total)` after each. Returns the number
-/// of documents committed, and with `novelty` the rows not stored.
-pub fn insert_arrow(
-    py: Python<'_>,
-    db: &Db,
-    data: &Bound<'_, PyAny>,
-    names: Names<'_>,
-    commit_every: usize,
-    on_commit: Option<&Bound<'_, PyAny>>,
-    novelty: Option<NoveltyOptions>,
-) -> PyResult<(u64, NearDuplicates)> {
+/// A stream whose schema is read and whose columns are found, not yet loaded.
+pub struct Opened {
+    reader: RecordBatchStreamReader,
+    columns: Columns,
+}
+
+impl Opened {
+    /// The type of the keep column's values (`None` when no keep column is read).
+    pub fn keep_type(&self) -> Option<KeepType> {
+        self.columns.keep_type()
+    }
+}
+
+/// Takes over `data`'s Arrow stream and finds the columns `names` names in its schema.
+pub fn open(py: Python<'_>, data: &Bound<'_, PyAny>, names: &Names<'_>) -> PyResult<Opened> {
     let stream = export_stream(data)?;
     let reader = py
         .detach(|| RecordBatchStreamReader::try_new(stream))
@@ -77,10 +93,25 @@ pub fn insert_arrow(
         id: Id::Field(names.id.to_string()),
         text: names.column.to_string(),
         tokens: names.tokens,
-        keep: None,
+        keep: names.keep.map(str::to_string),
     };
     let columns = Columns::find(&reader.schema(), &fields, STREAM)
         .map_err(|e| invalid(py, "data", e.to_string()))?;
+    Ok(Opened { reader, columns })
+}
+
+/// Loads the rows of an opened Arrow stream as `insert_many` loads its items: `commit_every`
+/// rows a batch, each committed atomically, `on_commit(total)` after each. Returns the number
+/// of documents committed, and with `novelty` the rows not stored.
+pub fn insert_arrow(
+    py: Python<'_>,
+    db: &Db,
+    opened: Opened,
+    commit_every: usize,
+    on_commit: Option<&Bound<'_, PyAny>>,
+    novelty: Option<NoveltyOptions>,
+) -> PyResult<(u64, NearDuplicates)> {
+    let Opened { reader, columns } = opened;
     let mut source = Source {
         py,
         rows: StreamRows {

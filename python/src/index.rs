@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mhdb::db::{
     Db, IndexParams, Match, Novelty, NoveltyOptions, Options, QueryOptions, ReadIndex, Stats,
 };
+use mhdb::storage::segment::{KeepColumn, KeepType};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -77,6 +78,41 @@ impl PyIndex {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Checks that the index keeps `field`, or makes it its keep field, of type `keep_type`
+    /// (f64 when the column's type gives none), as the first `mhdb add --keep-field` does.
+    fn fix_keep_column(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        keep_type: Option<KeepType>,
+    ) -> PyResult<()> {
+        let mut guard = self.lock();
+        let arc = guard.as_mut().ok_or_else(|| errors::closed(py))?;
+        if let Some(have) = arc.keep_column() {
+            return match have.field == field {
+                true => Ok(()),
+                false => Err(invalid(
+                    py,
+                    "keep",
+                    format!("this index keeps the field {:?}, not {field:?}", have.field),
+                )),
+            };
+        }
+        let db = Arc::get_mut(arc).ok_or_else(|| {
+            errors::invalid(
+                py,
+                "keep",
+                "the index's keep field is fixed by its first load with keep=, which must not \
+                 run beside another call on the same handle",
+            )
+        })?;
+        let column = KeepColumn {
+            keep_type: keep_type.unwrap_or(KeepType::F64),
+            field: field.to_string(),
+        };
+        db.fix_keep_column(&column).or_raise(py)
+    }
+
     /// The open database, or the "closed" error.
     fn db(&self, py: Python<'_>) -> PyResult<Arc<Db>> {
         self.lock().clone().ok_or_else(|| errors::closed(py))
@@ -132,6 +168,18 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("identity", s.identity.map(|id| id.to_string()))?;
     d.set_item("copied_past_damage", s.copied_past_damage)?;
     d.set_item("sets_derivation", s.sets_derivation.map(|d| d.name()))?;
+    let keep = match (&s.keep_column, s.keep_values) {
+        (Some(k), Some(c)) => {
+            let keep = PyDict::new(py);
+            keep.set_item("field", &k.field)?;
+            keep.set_item("type", k.keep_type.name())?;
+            keep.set_item("with", c.with)?;
+            keep.set_item("without", c.without)?;
+            Some(keep)
+        }
+        _ => None,
+    };
+    d.set_item("keep", keep)?;
     Ok(d)
 }
 
@@ -559,6 +607,10 @@ impl PyIndex {
     /// In an index of token lists (``shingle="tokens"``), ``tokens`` names a list column of
     /// strings or integers instead, read as ``mhdb add --tokens-field`` reads it: give
     /// exactly one of ``text`` and ``tokens``.
+    /// ``keep`` names a column whose value each document keeps (integers, floats, strings;
+    /// null is none), which ``dedup_table(keep="max:COLUMN")`` ranks by, as ``mhdb add
+    /// --keep-field`` captures it: the first load with ``keep`` fixes the index's keep field
+    /// and its type (the column's), before the index has segments.
     /// The columns are read in Rust, without a Python object per row and without the GIL.
     ///
     /// Rows are loaded exactly as :meth:`insert_many` loads its items: ``commit_every`` at a
@@ -575,8 +627,8 @@ impl PyIndex {
     ///     TypeError: ``data`` does not export an Arrow stream.
     ///     Error: the stream failed while it was read (the producer's message).
     #[pyo3(signature = (
-        data, *, id, text = None, tokens = None, commit_every = 10_000, on_commit = None,
-        novel_only = false, threshold = None
+        data, *, id, text = None, tokens = None, keep = None, commit_every = 10_000,
+        on_commit = None, novel_only = false, threshold = None
     ))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn insert_arrow<'py>(
@@ -586,16 +638,20 @@ impl PyIndex {
         id: &str,
         text: Option<&str>,
         tokens: Option<&str>,
+        keep: Option<&str>,
         commit_every: usize,
         on_commit: Option<&Bound<'py, PyAny>>,
         novel_only: bool,
         threshold: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let novelty = load_options(py, commit_every, novel_only, threshold)?;
+        let names = crate::arrow::Names::new(py, id, text, tokens)?.keeping(keep);
+        let opened = crate::arrow::open(py, data, &names)?;
+        if let Some(field) = keep {
+            self.fix_keep_column(py, field, opened.keep_type())?;
+        }
         let db = self.db(py)?;
-        let names = crate::arrow::Names::new(py, id, text, tokens)?;
-        let loaded =
-            crate::arrow::insert_arrow(py, &db, data, names, commit_every, on_commit, novelty)?;
+        let loaded = crate::arrow::insert_arrow(py, &db, opened, commit_every, on_commit, novelty)?;
         load_result(py, novel_only, loaded)
     }
 

@@ -207,3 +207,29 @@ def test_keep_max_and_min_rank_by_the_field_the_cli_captured(
         assert rows == cli_annotated(
             cli, idx, data, tmp_path / keep.replace(":", "-"), "--keep", keep
         )
+
+
+def test_insert_arrow_keep_captures_the_column_dedup_table_ranks_by(
+    tmp_index_path: pathlib.Path,
+) -> None:
+    """`insert_arrow(keep="q")` fixes the index's keep field from the column's type and stores
+    each row's value (null: none); `dedup_table(keep="max:q")` keeps the highest."""
+    base = "the annual report of the society covers every meeting held this year"
+    table = pa.table(
+        {
+            "id": ["a", "b", "c", "d"],
+            "text": [base, base + " again", base + " once more", "alone, unlike the others"],
+            "q": pa.array([3, None, 8, 1], pa.int64()),
+            "r": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    with mhdb.Index.create(tmp_index_path, threshold=0.5) as index:
+        index.insert_arrow(table, id="id", text="text", keep="q")
+        assert index.stats()["keep"] == {"field": "q", "type": "i64", "with": 3, "without": 1}
+        kept = {r["id"] for r in index.dedup_table(keep="max:q").to_pylist() if r["keep"]}
+        assert kept == {"c", "d"}
+        with pytest.raises(mhdb.InvalidParameterError, match='"q"'):
+            index.insert_arrow(table, id="id", text="text", keep="r")
+        floats = pa.table({"id": ["e"], "text": [base + "!"], "q": pa.array([float("nan")])})
+        with pytest.raises(mhdb.InvalidParameterError, match="NaN"):
+            index.insert_arrow(floats, id="id", text="text", keep="q")
