@@ -22,13 +22,12 @@
 //! So keep `last` decides a group as one document at its newest member's place: an older
 //! copy joins the cluster of its representative, not a kept document of an age between them.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::Result;
 use crate::db::{CopyGrouping, Db, DedupOptions, PairSide, ReadIndex};
-use crate::storage::segment::{DocColumns, KeepValue};
+use crate::storage::segment::{DocColumns, KeepRank, KeepValue};
 
 /// Which copy of a near-duplicate group stays.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,57 +49,6 @@ pub enum Keep {
     /// The one with the lowest value of the named field; documents without a value last,
     /// ties to the earlier insert.
     Min(String),
-}
-
-/// A document's rank under a keep order that ranks by a value: present values first.
-#[derive(Clone, Debug, PartialEq)]
-enum Rank {
-    Value(RankValue),
-    Absent,
-}
-
-/// A rank value ordered so that the first to keep is the lowest.
-#[derive(Clone, Debug, PartialEq)]
-enum RankValue {
-    Ascending(i64),
-    Keep { value: KeepValue, descending: bool },
-}
-
-impl Eq for Rank {}
-
-impl Ord for Rank {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (Rank::Value(a), Rank::Value(b)) => a.cmp_to(b),
-            (a, b) => matches!(a, Rank::Absent).cmp(&matches!(b, Rank::Absent)),
-        }
-    }
-}
-
-impl PartialOrd for Rank {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl RankValue {
-    fn cmp_to(&self, other: &RankValue) -> Ordering {
-        match (self, other) {
-            (RankValue::Ascending(a), RankValue::Ascending(b)) => a.cmp(b),
-            (
-                RankValue::Keep {
-                    value: a,
-                    descending,
-                },
-                RankValue::Keep { value: b, .. },
-            ) => match descending {
-                true => b.rank_cmp(a),
-                false => a.rank_cmp(b),
-            },
-            // One order ranks every document alike.
-            _ => Ordering::Equal,
-        }
-    }
 }
 
 impl Keep {
@@ -157,25 +105,18 @@ impl Keep {
         }
     }
 
-    /// The rank of a document with `columns` (lowest first; ties go by age).
-    fn rank(&self, columns: &DocColumns) -> Rank {
-        let keep = |descending| {
-            columns.keep.clone().map_or(Rank::Absent, |value| {
-                Rank::Value(RankValue::Keep { value, descending })
-            })
+    /// The rank of a document with `columns` (lowest first; ties go by age): its set size or
+    /// keep value for the orders by one, nothing (every document tied) for `first` and `last`.
+    fn rank(&self, columns: &DocColumns) -> KeepRank {
+        let size = || columns.set_size.map(|s| KeepValue::Int(i64::from(s)));
+        let (value, descending) = match self {
+            Keep::First | Keep::Last => (None, false),
+            Keep::Longest => (size(), true),
+            Keep::Shortest => (size(), false),
+            Keep::Max(_) => (columns.keep.clone(), true),
+            Keep::Min(_) => (columns.keep.clone(), false),
         };
-        let size = |sign: i64| {
-            columns.set_size.map_or(Rank::Absent, |s| {
-                Rank::Value(RankValue::Ascending(sign * i64::from(s)))
-            })
-        };
-        match self {
-            Keep::First | Keep::Last => Rank::Value(RankValue::Ascending(0)),
-            Keep::Longest => size(-1),
-            Keep::Shortest => size(1),
-            Keep::Max(_) => keep(true),
-            Keep::Min(_) => keep(false),
-        }
+        KeepRank { value, descending }
     }
 
     /// Refuses an order `db` cannot rank by: one by set size without the SET_SIZE column,
@@ -492,7 +433,7 @@ fn age_and_columns(
     for (shard, db) in index.dbs().iter().enumerate().rev() {
         if let Some(docno) = db.docno_of(key)? {
             let columns = match with_columns {
-                true => db.columns_of(key)?,
+                true => db.columns_of_docno(docno)?,
                 false => DocColumns::default(),
             };
             return Ok(((shard, docno), columns));

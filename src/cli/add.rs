@@ -53,23 +53,7 @@ pub fn add(args: &AddArgs) -> CliResult<ExitCode> {
             args.db.display()
         )));
     }
-    if let (None, Some(column)) = (&args.keep_field, db.keep_column()) {
-        warn(format_args!(
-            "{} keeps the field {:?}: these documents get no keep value (add --keep-field {} \
-             captures it)",
-            args.db.display(),
-            column.field,
-            column.field
-        ));
-    }
-    if let Some(field) = &args.keep_field {
-        let keep_type = keep_type(args, &db, field)?;
-        db.fix_keep_column(&KeepColumn {
-            keep_type,
-            field: field.clone(),
-        })
-        .map_err(|e| CliError::usage(format!("--keep-field: {e}")))?;
-    }
+    fix_keep_field(args, &mut db)?;
     let mut ingest = Ingest::new(
         &db,
         Mode::Stream {
@@ -354,6 +338,30 @@ impl ingest::Source for Inputs {
             .next_chunk(max)
             .map_err(|e| CliError::other(e.to_string()))
     }
+}
+
+/// With `--keep-field`: the index's keep field fixed as it (or checked to be it). Without:
+/// a warning when the index keeps a field, which these documents will lack.
+fn fix_keep_field(args: &AddArgs, db: &mut Db) -> CliResult<()> {
+    let Some(field) = &args.keep_field else {
+        if let Some(column) = db.keep_column() {
+            warn(format_args!(
+                "{} keeps the field {:?}: these documents get no keep value (add --keep-field \
+                 {} captures it)",
+                args.db.display(),
+                column.field,
+                column.field
+            ));
+        }
+        return Ok(());
+    };
+    let keep_type = keep_type(args, db, field)?;
+    let column = KeepColumn {
+        keep_type,
+        field: field.clone(),
+    };
+    db.fix_keep_column(&column)
+        .map_err(|e| CliError::usage(format!("--keep-field: {e}")))
 }
 
 /// The type the keep values of `field` take: the index's when it has a keep field; else

@@ -177,10 +177,16 @@ impl Db {
 
     /// The column values of the live document `key`: all absent when the key is absent.
     pub fn columns_of(&self, key: impl AsRef<[u8]>) -> Result<DocColumns> {
+        match self.docno_of(key)? {
+            Some(docno) => self.columns_of_docno(docno),
+            None => Ok(DocColumns::default()),
+        }
+    }
+
+    /// The column values of document `docno` (as [`Db::docno_of`] gives it): all absent when
+    /// no table or segment holds it.
+    pub fn columns_of_docno(&self, docno: u64) -> Result<DocColumns> {
         let state = self.state.read();
-        let Some(docno) = state.lookup_key(key.as_ref())? else {
-            return Ok(DocColumns::default());
-        };
         for table in state.imm.iter().map(|t| t.as_ref()).chain([&state.mem]) {
             if let Some(doc) = table.doc(docno) {
                 return Ok(doc.columns);

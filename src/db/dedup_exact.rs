@@ -11,14 +11,14 @@
 //! dropped, they are dropped with its cluster and best match (identical text, identical
 //! similarity to every neighbour).
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::columns::for_each_live_columns;
 use super::state::State;
 use crate::Result;
-use crate::storage::segment::{DocColumns, KeepValue};
+use crate::storage::segment::{DocColumns, KeepRank};
 
 /// How a dedup pass treats documents with equal exact hashes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,32 +39,6 @@ pub enum CopyGrouping {
     /// No grouping: every copy is banded and compared like any document, as in an index
     /// without exact hashes.
     Off,
-}
-
-/// A group member's place in a keep-value order: present values first, in the order, then
-/// the older. Docnos grow with age.
-#[derive(Debug, PartialEq, Eq)]
-struct KeepRank {
-    value: Option<KeepValue>,
-    descending: bool,
-    docno: u64,
-}
-
-impl Ord for KeepRank {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let by_value = match (&self.value, &other.value) {
-            (Some(a), Some(b)) if self.descending => b.rank_cmp(a),
-            (Some(a), Some(b)) => a.rank_cmp(b),
-            (a, b) => b.is_some().cmp(&a.is_some()),
-        };
-        by_value.then(self.docno.cmp(&other.docno))
-    }
-}
-
-impl PartialOrd for KeepRank {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 /// One side of a reported pair.
@@ -120,11 +94,11 @@ impl ExactCopies {
         has_hashes: bool,
         grouping: CopyGrouping,
     ) -> Result<ExactCopies> {
+        // Ties go to the older member.
         let by_keep = |descending| {
-            move |docno, c: &DocColumns| KeepRank {
-                value: c.keep.clone(),
-                descending,
-                docno,
+            move |docno, c: &DocColumns| {
+                let value = c.keep.clone();
+                (KeepRank { value, descending }, docno)
             }
         };
         match grouping {

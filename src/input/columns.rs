@@ -58,7 +58,7 @@ impl Columns {
     /// Finds the fields in `schema` and checks their types; `file` names the file in errors.
     pub fn find(schema: &Schema, fields: &Fields, file: &str) -> Result<Columns, Error> {
         let id = match &fields.id {
-            Id::Field(f) => Some(find(schema, f, Role::Id, file)?),
+            Id::Field(f) => Some(find(schema, f, Role::Id, file)?.0),
             Id::FromPath => None,
         };
         let role = if fields.tokens {
@@ -66,7 +66,7 @@ impl Columns {
         } else {
             Role::Text
         };
-        let text = find(schema, &fields.text, role, file)?;
+        let (text, _) = find(schema, &fields.text, role, file)?;
         let keep = fields.keep.as_ref();
         let keep = keep
             .map(|f| find(schema, f, Role::Keep, file))
@@ -75,10 +75,8 @@ impl Columns {
             id,
             text,
             tokens: fields.tokens,
-            keep_type: keep
-                .as_ref()
-                .and_then(|path| column_keep_type(schema, path)),
-            keep,
+            keep_type: keep.as_ref().and_then(|(_, t)| keep_type_of_column(t)),
+            keep: keep.map(|(path, _)| path),
         })
     }
 
@@ -87,21 +85,7 @@ impl Columns {
     pub fn keep_type(&self) -> Option<KeepType> {
         self.keep_type
     }
-}
 
-/// The keep type of the column at `path` in `schema`.
-fn column_keep_type(schema: &Schema, path: &ColumnPath) -> Option<KeepType> {
-    let mut field = schema.field_with_name(&path.parts[0]).ok()?;
-    for part in &path.parts[1..] {
-        let DataType::Struct(children) = field.data_type() else {
-            return None;
-        };
-        field = children.find(part)?.1;
-    }
-    keep_type_of_column(field.data_type())
-}
-
-impl Columns {
     /// The top-level columns read, for a projection.
     pub fn roots(&self) -> impl Iterator<Item = &str> {
         self.paths().map(|c| c.parts[0].as_str())
@@ -158,8 +142,14 @@ impl Columns {
     }
 }
 
-/// Finds `field` in `schema`: its exact top-level name, else a dotted path into structs.
-fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPath, Error> {
+/// Finds `field` in `schema`: its exact top-level name, else a dotted path into structs; with
+/// its type.
+fn find(
+    schema: &Schema,
+    field: &str,
+    role: Role,
+    file: &str,
+) -> Result<(ColumnPath, DataType), Error> {
     let exact = schema
         .fields()
         .find(field)
@@ -195,10 +185,11 @@ fn find(schema: &Schema, field: &str, role: Role, file: &str) -> Result<ColumnPa
             "{file}: column {field:?} is of type {data_type}; {wanted}"
         )));
     }
-    Ok(ColumnPath {
+    let path = ColumnPath {
         field: field.to_string(),
         parts,
-    })
+    };
+    Ok((path, data_type.clone()))
 }
 
 fn readable(data_type: &DataType, role: Role) -> bool {

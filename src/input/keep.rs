@@ -18,7 +18,7 @@ use crate::storage::segment::KeepValue;
 /// A JSON value as a keep value; `Err`: why it cannot be one, for the caller to prefix with
 /// the field and line.
 #[cfg(feature = "input")]
-pub fn keep_from_json(value: &serde_json::Value) -> Result<Option<KeepValue>, String> {
+pub(super) fn keep_from_json(value: &serde_json::Value) -> Result<Option<KeepValue>, String> {
     use serde_json::Value;
     match value {
         Value::Null => Ok(None),
@@ -36,7 +36,7 @@ pub fn keep_from_json(value: &serde_json::Value) -> Result<Option<KeepValue>, St
 /// A CSV/TSV field as a keep value: empty is none; what parses as an integer or a float is
 /// one; anything else is a string.
 #[cfg(feature = "input")]
-pub fn keep_from_field(bytes: &[u8]) -> Option<KeepValue> {
+pub(super) fn keep_from_field(bytes: &[u8]) -> Option<KeepValue> {
     if bytes.is_empty() {
         return None;
     }
@@ -120,7 +120,9 @@ pub(super) fn keep_getter<'b>(column: &'b ArrayRef) -> Option<KeepGetter<'b>> {
 
 /// The keep type a column of `data_type` gives an index that has none yet: integers i64,
 /// floats f64, strings and binary string.
-pub fn keep_type_of_column(data_type: &DataType) -> Option<crate::storage::segment::KeepType> {
+pub(super) fn keep_type_of_column(
+    data_type: &DataType,
+) -> Option<crate::storage::segment::KeepType> {
     use crate::storage::segment::KeepType;
     match data_type {
         DataType::Dictionary(_, values) => keep_type_of_column(values),

@@ -123,9 +123,6 @@ pub use detect::{Compression, Format, MAGIC_LEN, detect};
 pub use document::read_document;
 #[cfg(feature = "input")]
 pub use json::{At, JsonLine, key_from_json, tokens_from_json};
-pub use keep::keep_type_of_column;
-#[cfg(feature = "input")]
-pub use keep::{keep_from_field, keep_from_json};
 #[cfg(feature = "input")]
 pub use lines::{Line, Lines};
 #[cfg(feature = "input")]

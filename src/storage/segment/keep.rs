@@ -148,14 +148,32 @@ impl KeepValue {
             KeepType::Str => Some(KeepValue::Str(bytes.into())),
         }
     }
+}
 
-    /// The value as text, for reports: numbers as Rust prints them, strings lossily.
-    pub fn display(&self) -> String {
-        match self {
-            KeepValue::Int(v) => v.to_string(),
-            KeepValue::Float(f) => f.to_string(),
-            KeepValue::Str(s) => String::from_utf8_lossy(s).into_owned(),
+/// A document's place in an order by value (a keep value, or a set size as an integer):
+/// documents with a value first, lowest first (highest first when `descending`), then those
+/// without one, all tied. Ties are for the caller to break (by age).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeepRank {
+    /// The value ranked by, if the document has one.
+    pub value: Option<KeepValue>,
+    /// Highest first.
+    pub descending: bool,
+}
+
+impl Ord for KeepRank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (&self.value, &other.value) {
+            (Some(a), Some(b)) if self.descending => b.rank_cmp(a),
+            (Some(a), Some(b)) => a.rank_cmp(b),
+            (a, b) => a.is_none().cmp(&b.is_none()),
         }
+    }
+}
+
+impl PartialOrd for KeepRank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 

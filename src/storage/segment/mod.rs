@@ -66,6 +66,6 @@ pub use format::{
     BLOCK_LEN, SEGMENT_DOC_COUNT_OFFSET, SEGMENT_FOOTER_MAGIC, SEGMENT_FORMAT_V1,
     SEGMENT_FORMAT_V2, SEGMENT_FORMAT_V3, SEGMENT_FORMAT_VERSION, SEGMENT_MAGIC, band_key32,
 };
-pub use keep::{KeepColumn, KeepType, KeepValue, MAX_KEEP_STRING};
+pub use keep::{KeepColumn, KeepRank, KeepType, KeepValue, MAX_KEEP_STRING};
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};
