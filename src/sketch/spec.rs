@@ -151,7 +151,7 @@ pub(crate) fn derive_named_seed(name: &str, user_seed: u64, purpose: Purpose) ->
 
 /// The SplitMix64 output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
 #[inline]
-pub(crate) fn mix64(mut z: u64) -> u64 {
+pub(crate) const fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -28,9 +28,30 @@ const MAX_PROBES: u32 = 16;
 
 /// The odd multiplier of probe `i`: probe `i` sets, in word `i mod 8` of the key's block, bit
 /// `(lo · SALT[i]) >> 58` of the 64-bit product `lo · SALT[i]` (`lo` the low 32 bits of
-/// the key's hash, zero-extended). Each is `mix64(i + 1) | 1`.
-fn salt(i: u32) -> u64 {
-    mix64(u64::from(i) + 1) | 1
+/// the key's hash, zero-extended). Each is `mix64(i + 1) | 1`, computed once at build time
+/// rather than per probe. (Indexing in a constant is checked when the crate compiles.)
+#[allow(clippy::indexing_slicing)]
+const SALTS: [u64; MAX_PROBES as usize] = {
+    let mut salts = [0u64; MAX_PROBES as usize];
+    let mut i = 0;
+    while i < salts.len() {
+        salts[i] = mix64(i as u64 + 1) | 1;
+        i += 1;
+    }
+    salts
+};
+
+/// The bit of each of a block's eight words that the first eight probes set: with
+/// [`PROBES`] = 8 (every filter this crate writes) these masks are the whole key. (A lookup
+/// probes one at a time instead, to stop at the first clear bit.)
+#[inline]
+fn eight_masks(hash: u64) -> [u64; 8] {
+    let lo = hash & 0xFFFF_FFFF;
+    let mut masks = [0u64; 8];
+    for (m, salt) in masks.iter_mut().zip(SALTS) {
+        *m = 1u64 << (lo.wrapping_mul(salt) >> 58);
+    }
+    masks
 }
 
 /// The key's hash: the filter input of `format/segment.md`.
@@ -49,7 +70,8 @@ fn block_of(hash: u64, block_count: u32) -> usize {
 #[inline]
 fn probe(hash: u64, i: u32) -> (usize, u64) {
     let lo = hash & 0xFFFF_FFFF;
-    let bit = lo.wrapping_mul(salt(i)) >> 58;
+    let salt = SALTS.get(i as usize).copied().unwrap_or(1);
+    let bit = lo.wrapping_mul(salt) >> 58;
     ((i % 8) as usize, 1u64 << bit)
 }
 
@@ -85,9 +107,18 @@ pub(crate) fn build(keys: &[u32], params: FilterParams) -> Vec<u8> {
     for &k in keys {
         let h = key_hash(k, params.seed);
         let base = block_of(h, params.block_count) * 8;
+        let Some(block) = words.get_mut(base..base + 8) else {
+            continue;
+        };
+        if params.probes == 8 {
+            for (word, mask) in block.iter_mut().zip(eight_masks(h)) {
+                *word |= mask;
+            }
+            continue;
+        }
         for i in 0..params.probes {
             let (w, mask) = probe(h, i);
-            if let Some(word) = words.get_mut(base + w) {
+            if let Some(word) = block.get_mut(w) {
                 *word |= mask;
             }
         }

@@ -536,7 +536,7 @@ impl SectionWriter {
             offset: U64::new((self.out.len() + self.gap) as u64),
             len: U64::new(bytes.len() as u64),
             count: U64::new(count),
-            crc32: U32::new(crc32fast::hash(bytes)),
+            crc32: U32::new(section_crc(bytes)),
             reserved: U32::new(0),
         }
     }
@@ -625,6 +625,30 @@ pub(super) fn sets_section(ends: &[u64], data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Sections at least this long have their CRC computed in pieces of this size on every core
+/// (the SIGNATURES section is most of a segment).
+const CRC_PIECE: usize = 8 << 20;
+
+/// The CRC-32 of a section's bytes, a large section's pieces on every core, combined.
+fn section_crc(bytes: &[u8]) -> u32 {
+    if bytes.len() <= CRC_PIECE {
+        return crc32fast::hash(bytes);
+    }
+    let pieces: Vec<crc32fast::Hasher> = bytes
+        .par_chunks(CRC_PIECE)
+        .map(|piece| {
+            let mut h = crc32fast::Hasher::new();
+            h.update(piece);
+            h
+        })
+        .collect();
+    let mut whole = crc32fast::Hasher::new();
+    for piece in &pieces {
+        whole.combine(piece);
+    }
+    whole.finalize()
+}
+
 /// The CRC of each 4 KiB block of the file bytes from the end of the header (`header_len`:
 /// 64, or 96 in version 3) up to the end of `head ‖ signatures` (`head` holds the file from
 /// offset 0), blocks aligned with the file's pages: block j is bytes
@@ -657,6 +681,29 @@ fn block_checksums(head: &[u8], signatures: &[u8], header_len: usize) -> Vec<u8>
 mod tests {
     use super::super::test_rng::next;
     use super::*;
+
+    /// A section's CRC computed in pieces equals the CRC of the whole, at every length around
+    /// the piece size.
+    #[test]
+    #[allow(clippy::indexing_slicing)]
+    fn section_crc_in_pieces_equals_whole_crc() {
+        let mut rng = 3u64;
+        let bytes: Vec<u8> = (0..3 * CRC_PIECE + 17)
+            .map(|_| next(&mut rng) as u8)
+            .collect();
+        for len in [
+            0,
+            1,
+            CRC_PIECE - 1,
+            CRC_PIECE,
+            CRC_PIECE + 1,
+            2 * CRC_PIECE,
+            bytes.len(),
+        ] {
+            let part = &bytes[..len];
+            assert_eq!(section_crc(part), crc32fast::hash(part), "{len} bytes");
+        }
+    }
 
     /// Packed sorting (either kind) orders postings exactly as sorting the pairs does, and
     /// postings too far from the base for the packed form take the pair sort.
