@@ -4,15 +4,16 @@
 //! new segment (a deleted document's bytes are reclaimed), after every input block passed its
 //! checksum.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::Db;
-use super::commit::{write_manifest, write_new_file};
+use super::commit::{write_manifest, write_new_file_parts};
 use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::{Segment, combine_segments_as};
+use crate::storage::segment::{SEGMENT_DOC_COUNT_OFFSET, Segment, combine_segments_as};
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -95,23 +96,28 @@ impl Db {
         let id = self.new_file_id();
         let identity = self.db_id.file(id);
         let parts = combine_segments_as(&segs, is_live, &self.segment_options(), identity)?;
-        let meta_crc = parts.meta_crc;
-        let bytes = parts.into_vec();
         let path = self.dir.join(names::segment_name(id));
-        write_new_file(self.vfs.as_ref(), &path, &bytes, OpenMode::CreateNew)?;
-        // The entry takes its count and checksum from the bytes just built, and the new
-        // version checks them against the mapped file as it checks every segment it maps.
-        let docs = Segment::open_as(bytes.as_slice(), &path, identity)?.doc_count();
+        // Written part by part: the signatures, most of the file, are not copied again.
+        write_new_file_parts(
+            self.vfs.as_ref(),
+            &path,
+            &parts.parts(),
+            OpenMode::CreateNew,
+        )?;
         let meta = SegmentMeta {
             id,
             base,
             span: end - base,
-            docs,
-            file_len: bytes.len() as u64,
+            docs: parts.doc_count,
+            file_len: parts.len() as u64,
             siglog_crc: 0,
-            meta_crc,
+            meta_crc: parts.meta_crc,
         };
+        drop(parts);
+        // The entry takes its count and checksum from the parts just built; the mapped file
+        // is checked against them as every segment a version maps is.
         let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone(), self.db_id)?;
+        check_merged_count(&merged.seg, meta.docs, &path)?;
         // Deletions inside the merged range are gone from the segments now.
         let remaining: Vec<u64> = version
             .deletions
@@ -146,4 +152,20 @@ impl Db {
         drop(state);
         Ok(())
     }
+}
+
+/// Errors unless the merged segment as mapped holds the `built` documents its parts were
+/// encoded with (a version-2 database has no manifest checksum to catch a difference).
+fn check_merged_count<B: AsRef<[u8]>>(seg: &Segment<B>, built: u64, path: &Path) -> Result<()> {
+    if seg.doc_count() == built {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        path,
+        SEGMENT_DOC_COUNT_OFFSET,
+        format!(
+            "the segment just written holds {} documents, {built} were written",
+            seg.doc_count()
+        ),
+    ))
 }

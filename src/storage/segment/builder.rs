@@ -400,6 +400,8 @@ pub struct SegmentParts {
     /// The footer's metadata checksum ([`Segment::meta_crc`](super::Segment::meta_crc)), which
     /// a version-3 manifest records.
     pub meta_crc: u32,
+    /// The documents the segment holds.
+    pub doc_count: u64,
 }
 
 impl SegmentParts {

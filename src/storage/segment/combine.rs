@@ -150,29 +150,43 @@ impl Live {
             set_data: Vec::new(),
             columns: ColumnsBuilder::new(inputs.first().map(|s| s.columns()).unwrap_or_default()),
         };
+        let docs: usize = inputs.iter().map(|s| s.doc_count() as usize).sum();
+        live.docnos.reserve(docs);
+        live.key_ends.reserve(docs);
+        live.signatures
+            .reserve(docs.saturating_mul(inputs.first().map_or(0, |s| s.record_bytes())));
         let mut scratch = Vec::new();
         for s in inputs {
+            // Signatures are copied a run of consecutive live rows at a time.
+            let mut run = 0..0u64;
             for (row, doc) in s.docs().enumerate() {
                 let (docno, key) = doc?;
+                let row = row as u64;
                 if !is_live(docno) {
                     continue;
                 }
+                if run.end != row {
+                    live.signatures
+                        .extend_from_slice(s.signature_rows(run.start, run.end)?);
+                    run = row..row;
+                }
+                run.end = row + 1;
                 live.docnos.push(docno);
                 live.key_blob.extend_from_slice(key);
                 live.key_ends.push(live.key_blob.len() as u64);
-                live.signatures
-                    .extend_from_slice(s.signature_at(row as u64)?);
                 if s.stores_sets() {
                     // Decoded as a check: a set that does not decode is refused, like a
                     // damaged signature, never copied on under fresh checksums.
                     live.set_data
-                        .extend_from_slice(s.checked_set_at(row as u64, &mut scratch)?);
+                        .extend_from_slice(s.checked_set_at(row, &mut scratch)?);
                     live.set_ends.push(live.set_data.len() as u64);
                 }
                 if live.columns.set().any() {
-                    live.columns.push(&s.columns_at(row as u64)?);
+                    live.columns.push(&s.columns_at(row)?);
                 }
             }
+            live.signatures
+                .extend_from_slice(s.signature_rows(run.start, run.end)?);
         }
         Ok(live)
     }

@@ -207,6 +207,7 @@ pub(super) struct Encoded {
     bytes: Vec<u8>,
     split: usize,
     meta_crc: u32,
+    doc_count: u64,
 }
 
 impl Encoded {
@@ -218,6 +219,7 @@ impl Encoded {
             signatures,
             tail,
             meta_crc: self.meta_crc,
+            doc_count: self.doc_count,
         }
     }
 }
@@ -333,6 +335,7 @@ impl Draft<'_> {
             bytes,
             split,
             meta_crc,
+            doc_count,
         }
     }
 

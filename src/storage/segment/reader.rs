@@ -278,6 +278,27 @@ impl<B: AsRef<[u8]>> Segment<B> {
             .ok_or_else(|| self.err(at, "signature out of bounds"))
     }
 
+    /// The packed signatures of rows `from..to`, back to back (checked as
+    /// [`Segment::signature_at`] checks one).
+    pub fn signature_rows(&self, from: u64, to: u64) -> Result<&[u8]> {
+        let n = self.layout.record_bytes;
+        if from > to || to > self.layout.doc_count {
+            return Err(Error::invalid(
+                "rows",
+                format!(
+                    "{from}..{to} is not within the {} documents",
+                    self.layout.doc_count
+                ),
+            ));
+        }
+        let at = self.layout.signatures + (from as usize) * n;
+        let len = ((to - from) as usize) * n;
+        self.check(at, len)?;
+        self.data()
+            .get(at..at + len)
+            .ok_or_else(|| self.err(at, "signatures out of bounds"))
+    }
+
     /// The packed signature of `docno`, or `None` when the segment does not hold it (or
     /// stores no signatures).
     pub fn signature_of(&self, docno: u64) -> Result<Option<&[u8]>> {
