@@ -636,3 +636,38 @@ fn the_keep_column_round_trips_and_combines_for_every_type() {
         }
     }
 }
+
+/// `signature_rows` gives the rows' signatures back to back and refuses a range outside the
+/// segment; a combine that drops documents here and there (breaking the runs of rows it copies
+/// at once) keeps every survivor's signature, and its parts count the survivors.
+#[test]
+fn signature_runs_survive_a_combine_with_scattered_deletions() {
+    let seg = open_as(build(Some(ID), false).into_vec(), Some(ID)).unwrap();
+    let n = seg.doc_count();
+    let rows: Vec<u8> = (3..9)
+        .flat_map(|r| seg.signature_at(r).unwrap().to_vec())
+        .collect();
+    assert_eq!(seg.signature_rows(3, 9).unwrap(), rows.as_slice());
+    assert!(seg.signature_rows(0, 0).unwrap().is_empty());
+    assert!(seg.signature_rows(0, n + 1).is_err());
+    assert!(seg.signature_rows(5, 4).is_err());
+
+    let dropped = |d: u64| d == 100 || d == 107 || d == 108 || d.is_multiple_of(11) || d == 139;
+    let opts = SegmentOptions {
+        bucket_cap: Some(2),
+        ..SegmentOptions::default()
+    };
+    let parts = combine_segments_as(&[&seg], |d| !dropped(d), &opts, Some(ID)).unwrap();
+    let survivors = seg
+        .docs()
+        .filter(|d| !dropped(d.as_ref().unwrap().0))
+        .count() as u64;
+    assert_eq!(parts.doc_count, survivors);
+    let combined = open_as(parts.into_vec(), Some(ID)).unwrap();
+    combined.verify().unwrap();
+    for doc in seg.docs() {
+        let docno = doc.unwrap().0;
+        let want = (!dropped(docno)).then(|| seg.signature_of(docno).unwrap().unwrap());
+        assert_eq!(combined.signature_of(docno).unwrap(), want, "docno {docno}");
+    }
+}
