@@ -43,10 +43,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
 /// On a cold page cache each is a disk read; asking for all of one level's pages of a query at
 /// once lets the disk serve them together. These calls only hint (nothing is read or checked).
 impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
-    /// Prefetches the directory of every band (about 0.26 B per posting).
+    /// Prefetches the directory of every band (about 0.26 B per posting), and every band's
+    /// filter in a segment with filters (about 1.24 B per posting): a lookup reads its
+    /// filter block before its directory slot.
     pub fn prefetch_directories(&self) {
         for t in &self.layout.bands {
             self.bytes.prefetch(t.offset, (t.slots() as usize + 1) * 4);
+        }
+        for f in &self.layout.filters {
+            self.bytes.prefetch(f.start, f.end.saturating_sub(f.start));
         }
     }
 
