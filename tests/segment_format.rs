@@ -58,10 +58,38 @@ fn random_docs(
 }
 
 fn build(num_bands: usize, base: u64, end: u64, docs: &[Doc], cap: Option<u32>) -> Vec<u8> {
-    let mut b = SegmentBuilder::new(num_bands, base).unwrap();
+    build_signed(num_bands, base, end, docs, cap, 0)
+}
+
+/// A document's stand-in signature of `record` bytes, different for every docno.
+fn signature_of(docno: u64, record: usize) -> Vec<u8> {
+    (0..record)
+        .map(|i| (docno.wrapping_mul(31) >> (i % 8)) as u8 ^ i as u8)
+        .collect()
+}
+
+/// [`build`], storing a `record`-byte signature per document when `record` > 0.
+fn build_signed(
+    num_bands: usize,
+    base: u64,
+    end: u64,
+    docs: &[Doc],
+    cap: Option<u32>,
+    record: usize,
+) -> Vec<u8> {
+    let mut b = if record == 0 {
+        SegmentBuilder::new(num_bands, base).unwrap()
+    } else {
+        SegmentBuilder::with_signatures(num_bands, base, record).unwrap()
+    };
     b.set_end_docno(end).unwrap();
     for d in docs {
-        b.add(d.docno, &d.key, &d.bands).unwrap();
+        if record == 0 {
+            b.add(d.docno, &d.key, &d.bands).unwrap();
+        } else {
+            let sig = signature_of(d.docno, record);
+            b.add_signed(d.docno, &d.key, &d.bands, &sig).unwrap();
+        }
     }
     b.finish(&SegmentOptions {
         bucket_cap: cap,
@@ -289,10 +317,14 @@ fn caps_keep_lowest_key_hashes_and_flag_hot() {
     assert_eq!(tight.hot_bucket(0, 5 << 32).unwrap(), Some(6));
 }
 
+/// With stored signatures (runs of live rows longer than a 4 KiB block, dead rows next to
+/// each other, and every fourth seed an input whose rows are all dead), each survivor's
+/// signature is carried over with it.
 #[test]
 fn merge_equals_build_of_live_union() {
     for seed in 0..12u64 {
         let mut rng = SplitMix64(1000 + seed);
+        let record = [0usize, 24, 64][seed as usize % 3];
         let num_bands = 1 + rng.below(4) as usize;
         let mut base = rng.below(1000);
         let first_base = base;
@@ -302,16 +334,26 @@ fn merge_equals_build_of_live_union() {
             let span = rng.below(400);
             let docs = random_docs(&mut rng, base, span, 60, num_bands);
             let end = base + span + rng.below(5);
-            segs.push(Segment::open(build(num_bands, base, end, &docs, None), "in").unwrap());
+            let bytes = build_signed(num_bands, base, end, &docs, None, record);
+            segs.push(Segment::open(bytes, "in").unwrap());
             all_docs.extend(docs);
             base = end + rng.below(5);
         }
         let end = segs.last().unwrap().end_docno();
-        let dead: Vec<u64> = all_docs
+        let first_input_end = segs.first().unwrap().end_docno();
+        let mut dead: Vec<u64> = all_docs
             .iter()
             .filter(|_| rng.below(4) == 0)
             .map(|d| d.docno)
             .collect();
+        if seed % 4 == 0 {
+            dead.extend(
+                all_docs
+                    .iter()
+                    .map(|d| d.docno)
+                    .filter(|&d| d < first_input_end),
+            );
+        }
         let is_live = |d: u64| !dead.contains(&d);
         let live: Vec<Doc> = all_docs
             .iter()
@@ -325,7 +367,7 @@ fn merge_equals_build_of_live_union() {
                 ..SegmentOptions::default()
             };
             let merged = merge(&refs, is_live, &opts).unwrap();
-            let rebuilt = build(num_bands, first_base, end, &live, cap);
+            let rebuilt = build_signed(num_bands, first_base, end, &live, cap, record);
             assert_eq!(merged, rebuilt, "seed {seed} cap {cap:?}");
             let seg = Segment::open(merged, "merged").unwrap();
             check_against_model(&seg, &live, cap, &mut rng);
@@ -377,7 +419,7 @@ fn small_segment() -> Vec<u8> {
 
 /// Runs every query and prefetch hint; queries may fail but nothing may panic.
 fn exercise(seg: &Segment) {
-    seg.prefetch_directories();
+    seg.prefetch_directories_and_filters();
     for band in 0..seg.num_bands() + 1 {
         let _ = seg.bucket_stats(band);
         for key in [0u64, 1 << 32, u64::MAX, 0x1234_5678_9abc_def0] {

@@ -155,7 +155,9 @@ impl Db {
 }
 
 /// Errors unless the merged segment as mapped holds the `built` documents its parts were
-/// encoded with (a version-2 database has no manifest checksum to catch a difference).
+/// encoded with. (The new version checks the manifest's count against the segment too; this
+/// check runs first so that its error names the segment's field, not a manifest not yet
+/// written.)
 fn check_merged_count<B: AsRef<[u8]>>(seg: &Segment<B>, built: u64, path: &Path) -> Result<()> {
     if seg.doc_count() == built {
         return Ok(());

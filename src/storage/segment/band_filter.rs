@@ -70,7 +70,10 @@ fn block_of(hash: u64, block_count: u32) -> usize {
 #[inline]
 fn probe(hash: u64, i: u32) -> (usize, u64) {
     let lo = hash & 0xFFFF_FFFF;
-    let salt = SALTS.get(i as usize).copied().unwrap_or(1);
+    let salt = SALTS
+        .get(i as usize)
+        .copied()
+        .unwrap_or_else(|| mix64(u64::from(i) + 1) | 1);
     let bit = lo.wrapping_mul(salt) >> 58;
     ((i % 8) as usize, 1u64 << bit)
 }
@@ -110,7 +113,7 @@ pub(crate) fn build(keys: &[u32], params: FilterParams) -> Vec<u8> {
         let Some(block) = words.get_mut(base..base + 8) else {
             continue;
         };
-        if params.probes == 8 {
+        if params.probes == PROBES {
             for (word, mask) in block.iter_mut().zip(eight_masks(h)) {
                 *word |= mask;
             }

@@ -150,6 +150,7 @@ impl Live {
             set_data: Vec::new(),
             columns: ColumnsBuilder::new(inputs.first().map(|s| s.columns()).unwrap_or_default()),
         };
+        // Sized for every input row, dead ones included (an upper bound).
         let docs: usize = inputs.iter().map(|s| s.doc_count() as usize).sum();
         live.docnos.reserve(docs);
         live.key_ends.reserve(docs);

@@ -202,7 +202,7 @@ pub(super) struct Draft<'a> {
 }
 
 /// A segment encoded by [`Draft::encode`]: the file's bytes but the signatures, which go at
-/// `split`, and the footer's metadata checksum.
+/// `split`, the footer's metadata checksum and the number of documents.
 pub(super) struct Encoded {
     bytes: Vec<u8>,
     split: usize,
@@ -628,7 +628,7 @@ pub(super) fn sets_section(ends: &[u64], data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Sections at least this long have their CRC computed in pieces of this size on every core
+/// Sections longer than this have their CRC computed in pieces of this size on every core
 /// (the SIGNATURES section is most of a segment).
 const CRC_PIECE: usize = 8 << 20;
 

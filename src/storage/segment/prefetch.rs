@@ -46,7 +46,7 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
     /// Prefetches the directory of every band (about 0.26 B per posting), and every band's
     /// filter in a segment with filters (about 1.24 B per posting): a lookup reads its
     /// filter block before its directory slot.
-    pub fn prefetch_directories(&self) {
+    pub fn prefetch_directories_and_filters(&self) {
         for t in &self.layout.bands {
             self.bytes.prefetch(t.offset, (t.slots() as usize + 1) * 4);
         }
