@@ -4,7 +4,6 @@
 //! new segment (a deleted document's bytes are reclaimed), after every input block passed its
 //! checksum.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::Db;
@@ -13,7 +12,7 @@ use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::{SEGMENT_DOC_COUNT_OFFSET, Segment, combine_segments_as};
+use crate::storage::segment::combine_segments_as;
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -115,9 +114,9 @@ impl Db {
         };
         drop(parts);
         // The entry takes its count and checksum from the parts just built; the mapped file
-        // is checked against them as every segment a version maps is.
+        // is checked against them as every segment a version maps is (`load_segment`, then
+        // `successor`).
         let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone(), self.db_id)?;
-        check_merged_count(&merged.seg, meta.docs, &path)?;
         // Deletions inside the merged range are gone from the segments now.
         let remaining: Vec<u64> = version
             .deletions
@@ -152,22 +151,4 @@ impl Db {
         drop(state);
         Ok(())
     }
-}
-
-/// Errors unless the merged segment as mapped holds the `built` documents its parts were
-/// encoded with. (The new version checks the manifest's count against the segment too; this
-/// check runs first so that its error names the segment's field, not a manifest not yet
-/// written.)
-fn check_merged_count<B: AsRef<[u8]>>(seg: &Segment<B>, built: u64, path: &Path) -> Result<()> {
-    if seg.doc_count() == built {
-        return Ok(());
-    }
-    Err(Error::corruption(
-        path,
-        SEGMENT_DOC_COUNT_OFFSET,
-        format!(
-            "the segment just written holds {} documents, {built} were written",
-            seg.doc_count()
-        ),
-    ))
 }
