@@ -55,6 +55,10 @@ pub(super) fn write_new_file(
     write_new_file_parts(vfs, path, &[bytes], mode)
 }
 
+/// A large file is written in pieces of this size, the writeback of each started as soon as
+/// it is copied in.
+const WRITEBACK_PIECE: usize = 16 << 20;
+
 /// Writes a whole file given as parts in order, and syncs it.
 pub(super) fn write_new_file_parts(
     vfs: &dyn Vfs,
@@ -65,10 +69,12 @@ pub(super) fn write_new_file_parts(
     let file = vfs.open(path, mode).map_err(Error::io_on(path, "create"))?;
     let written = (|| {
         let mut at = 0u64;
-        for part in parts {
-            file.write_all_at(part, at)
+        for piece in parts.iter().flat_map(|part| part.chunks(WRITEBACK_PIECE)) {
+            file.write_all_at(piece, at)
                 .map_err(Error::io_on(path, "write"))?;
-            at += part.len() as u64;
+            // The disk starts on each piece while the next is copied in.
+            file.start_writeback(at, piece.len() as u64);
+            at += piece.len() as u64;
         }
         file.sync_data().map_err(Error::io_on(path, "fsync"))
     })();

@@ -96,6 +96,28 @@ pub(crate) fn thread_major_faults() -> Option<u64> {
     }
 }
 
+/// Asks the OS to start writing the dirty pages of `offset..offset + len` of `file` to disk,
+/// without waiting (a hint: errors are ignored, and only a later `fdatasync` makes anything
+/// durable). A large file's writeback then overlaps the writing of the rest of it, so the
+/// final sync waits for its last pieces only.
+pub(crate) fn start_writeback(file: &std::fs::File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: sync_file_range on a descriptor `file` keeps open for the whole call; it
+        // reads and writes no memory of this process, only queues the range's dirty pages
+        // for writeback (SYNC_FILE_RANGE_WRITE alone neither waits nor changes what a later
+        // fdatasync guarantees).
+        let _ = unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}
+
 /// Bytes an unprivileged writer may still use on the filesystem holding `path`
 /// (`statvfs`: available blocks times the fragment size).
 pub(crate) fn available_space(path: &Path) -> io::Result<u64> {

@@ -49,6 +49,9 @@ pub trait VfsFile: Send + Sync + Debug {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// `fdatasync`: the file's data and length are durable when this returns.
     fn sync_data(&self) -> io::Result<()>;
+    /// Starts writing `offset..offset + len` to disk without waiting (a hint; durability
+    /// still comes from [`VfsFile::sync_data`] only).
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
 }
 
 /// What backs a [`Mapped`]: the bytes, and a way to ask for pages ahead of use.
@@ -219,6 +222,9 @@ impl VfsFile for StdFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+    fn start_writeback(&self, offset: u64, len: u64) {
+        super::mmap::start_writeback(&self.0, offset, len);
     }
 }
 
