@@ -11,15 +11,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rayon::prelude::*;
-
 use super::Db;
 use super::state::State;
 use super::version::{Manifest, load_segment};
 use crate::storage::deletions;
 use crate::storage::manifest::{Current, DeletionsMeta, MANIFEST_VERSION, SegmentMeta};
 use crate::storage::names::{self, FileKind};
-use crate::storage::segment::{DocColumns, SegmentBuilder};
+use crate::storage::segment::{DocColumns, SegmentBuilder, Sink};
 use crate::storage::vfs::{OpenMode, Vfs};
 use crate::{Error, Result};
 
@@ -66,17 +64,39 @@ pub(super) fn write_new_file_parts(
     parts: &[&[u8]],
     mode: OpenMode,
 ) -> Result<()> {
+    write_new_file_with(vfs, path, mode, |sink| {
+        let mut at = 0u64;
+        for part in parts {
+            sink(part, at)?;
+            at += part.len() as u64;
+        }
+        Ok(())
+    })
+}
+
+/// Opens the file at `path`, lets `write` hand it its bytes through a sink (`sink(bytes,
+/// offset)`), and syncs it. The disk starts on each piece as soon as it is copied in, so the
+/// final sync waits for the last pieces only.
+pub(super) fn write_new_file_with<T>(
+    vfs: &dyn Vfs,
+    path: &Path,
+    mode: OpenMode,
+    write: impl FnOnce(&mut Sink<'_>) -> Result<T>,
+) -> Result<T> {
     let file = vfs.open(path, mode).map_err(Error::io_on(path, "create"))?;
     let written = (|| {
-        let mut at = 0u64;
-        for piece in parts.iter().flat_map(|part| part.chunks(WRITEBACK_PIECE)) {
-            file.write_all_at(piece, at)
-                .map_err(Error::io_on(path, "write"))?;
-            // The disk starts on each piece while the next is copied in.
-            file.start_writeback(at, piece.len() as u64);
-            at += piece.len() as u64;
-        }
-        file.sync_data().map_err(Error::io_on(path, "fsync"))
+        let mut sink = |bytes: &[u8], mut at: u64| -> Result<()> {
+            for piece in bytes.chunks(WRITEBACK_PIECE) {
+                file.write_all_at(piece, at)
+                    .map_err(Error::io_on(path, "write"))?;
+                file.start_writeback(at, piece.len() as u64);
+                at += piece.len() as u64;
+            }
+            Ok(())
+        };
+        let out = write(&mut sink)?;
+        file.sync_data().map_err(Error::io_on(path, "fsync"))?;
+        Ok(out)
     })();
     if written.is_err() && mode == OpenMode::CreateNew {
         // Nothing refers to a file until its write returns, so a failed one is only a partial
@@ -261,32 +281,24 @@ impl Db {
         if input.span == 0 {
             return Ok(None);
         }
-        let record_bytes = self.params.sig_bytes();
-        // The signatures are gathered (on every core) while the keys and band keys go in.
-        let (signatures, builder) = rayon::join(
-            || input.live_signatures(record_bytes),
-            || self.segment_builder(input),
-        );
-        let mut builder = builder?;
-        builder.set_signatures(signatures?)?;
+        let builder = self.segment_builder(input)?;
         // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
-        let bytes = builder.finish_parts_as(&self.segment_options(), self.db_id.file(id))?;
         let path = self.dir.join(names::segment_name(id));
-        write_new_file_parts(
-            self.vfs.as_ref(),
-            &path,
-            &bytes.parts(),
-            OpenMode::CreateNew,
-        )?;
+        // The signatures are packed as they are written, a piece at a time, on every core.
+        let fill = |ordinal: usize, out: &mut [u8]| input.record_into(ordinal, out);
+        let opts = self.segment_options();
+        let written = write_new_file_with(self.vfs.as_ref(), &path, OpenMode::CreateNew, |sink| {
+            builder.write_as(&opts, self.db_id.file(id), &fill, sink)
+        })?;
         Ok(Some(SegmentMeta {
             id,
             base: input.base,
             span: input.span,
-            docs: input.live.len() as u64,
-            file_len: bytes.len() as u64,
+            docs: written.doc_count,
+            file_len: written.len,
             siglog_crc: 0,
-            meta_crc: bytes.meta_crc,
+            meta_crc: written.meta_crc,
         }))
     }
 
@@ -405,30 +417,26 @@ impl Db {
 }
 
 impl NewDocs<'_> {
-    /// The live documents' packed signatures, one after another in the order of `live`
-    /// (filled on every core when they are produced on the way). Only live documents' records
-    /// are read: a dead number's record may hold anything.
-    fn live_signatures(&self, record_bytes: usize) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; self.live.len() * record_bytes];
-        let record_of = |docno: u64| usize::try_from(docno - self.base).unwrap_or(usize::MAX);
+    /// Writes the packed signature of the `ordinal`-th live document into `out` (one
+    /// record long). Only live documents' records are read: a dead number's record may hold
+    /// anything.
+    fn record_into(&self, ordinal: usize, out: &mut [u8]) -> Result<()> {
+        let doc = self
+            .live
+            .get(ordinal)
+            .ok_or_else(|| Error::invalid("records", format!("no live document {ordinal}")))?;
+        let record = usize::try_from(doc.docno - self.base).unwrap_or(usize::MAX);
         match &self.records {
             Records::Packed(bytes) => {
-                for (doc, slot) in self.live.iter().zip(out.chunks_exact_mut(record_bytes)) {
-                    let at = record_of(doc.docno).saturating_mul(record_bytes);
-                    let sig = bytes.get(at..at + record_bytes).ok_or_else(|| {
-                        Error::invalid("records", format!("no record for document {}", doc.docno))
-                    })?;
-                    slot.copy_from_slice(sig);
-                }
+                let at = record.saturating_mul(out.len());
+                let sig = bytes.get(at..at.saturating_add(out.len())).ok_or_else(|| {
+                    Error::invalid("records", format!("no record for document {}", doc.docno))
+                })?;
+                out.copy_from_slice(sig);
+                Ok(())
             }
-            Records::Lazy(fill) => {
-                self.live
-                    .par_iter()
-                    .zip(out.par_chunks_exact_mut(record_bytes))
-                    .try_for_each(|(doc, slot)| fill(record_of(doc.docno), slot))?;
-            }
+            Records::Lazy(fill) => fill(record, out),
         }
-        Ok(out)
     }
 }
 
@@ -469,8 +477,16 @@ mod tests {
             live: live.clone(),
             deleted_older: Vec::new(),
         };
+        let live_signatures = |docs: NewDocs<'_>| -> Result<Vec<u8>> {
+            let mut out = vec![0u8; docs.live.len() * record_bytes];
+            for (i, slot) in out.chunks_exact_mut(record_bytes).enumerate() {
+                docs.record_into(i, slot)?;
+            }
+            assert!(docs.record_into(docs.live.len(), &mut [0u8; 4]).is_err());
+            Ok(out)
+        };
         let packed: Vec<u8> = (0..6).flat_map(record).collect();
-        let got = docs(Records::Packed(packed)).live_signatures(record_bytes);
+        let got = live_signatures(docs(Records::Packed(packed)));
         assert_eq!(got.unwrap(), want);
         let read = parking_lot::Mutex::new(Vec::new());
         let fill = |i: usize, out: &mut [u8]| -> Result<()> {
@@ -478,7 +494,7 @@ mod tests {
             out.copy_from_slice(&record(i));
             Ok(())
         };
-        let got = docs(Records::Lazy(&fill)).live_signatures(record_bytes);
+        let got = live_signatures(docs(Records::Lazy(&fill)));
         assert_eq!(got.unwrap(), want);
         let mut read = read.into_inner();
         read.sort_unstable();

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use super::Db;
-use super::commit::{write_manifest, write_new_file_parts};
+use super::commit::{write_manifest, write_new_file_with};
 use super::compaction_policy::CompactionPolicy;
 use super::version::{LoadedSegment, Manifest, Version, load_segment};
 use crate::storage::manifest::SegmentMeta;
 use crate::storage::names;
-use crate::storage::segment::combine_segments_as;
+use crate::storage::segment::combine_segments_write;
 use crate::storage::vfs::OpenMode;
 use crate::{Error, Result};
 
@@ -94,26 +94,23 @@ impl Db {
         // Numbered before it is encoded: the number is in its header.
         let id = self.new_file_id();
         let identity = self.db_id.file(id);
-        let parts = combine_segments_as(&segs, is_live, &self.segment_options(), identity)?;
         let path = self.dir.join(names::segment_name(id));
-        // Written part by part: the signatures, most of the file, are not copied again.
-        write_new_file_parts(
-            self.vfs.as_ref(),
-            &path,
-            &parts.parts(),
-            OpenMode::CreateNew,
-        )?;
+        let opts = self.segment_options();
+        // The signatures, most of the file, go from the inputs' mappings to the file a piece
+        // at a time.
+        let written = write_new_file_with(self.vfs.as_ref(), &path, OpenMode::CreateNew, |sink| {
+            combine_segments_write(&segs, is_live, &opts, identity, sink)
+        })?;
         let meta = SegmentMeta {
             id,
             base,
             span: end - base,
-            docs: parts.doc_count,
-            file_len: parts.len() as u64,
+            docs: written.doc_count,
+            file_len: written.len,
             siglog_crc: 0,
-            meta_crc: parts.meta_crc,
+            meta_crc: written.meta_crc,
         };
-        drop(parts);
-        // The entry takes its count and checksum from the parts just built; the mapped file
+        // The entry takes its count and checksum from the file just written; the mapped file
         // is checked against them as every segment a version maps is (`load_segment`, then
         // `successor`).
         let merged = load_segment(self.vfs.as_ref(), &self.dir, meta.clone(), self.db_id)?;

@@ -4,8 +4,9 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
 use super::columns::{ColumnSet, ColumnsBuilder, DocColumns};
-use super::encode::Draft;
+use super::encode::{Draft, Encoded};
 use super::format::band_key32;
+use super::write::{FillRecord, Sink, Written};
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
 
@@ -318,10 +319,35 @@ impl SegmentBuilder {
     /// version-3 segment carrying the database's identity and the file's number (the `<id>`
     /// of the name it will be written under); with `None`, exactly the version-2 bytes.
     pub fn finish_parts_as(
-        self,
+        mut self,
         opts: &SegmentOptions,
         identity: Option<FileIdentity>,
     ) -> Result<SegmentParts> {
+        let signatures = std::mem::take(&mut self.signatures);
+        self.encode_as(opts, identity)?.into_parts(signatures)
+    }
+
+    /// [`SegmentBuilder::finish_parts_as`] written to `sink` in file order instead, each
+    /// document's signature made by `fill` on the way ([`Encoded::write`]): for a builder
+    /// given none.
+    pub(crate) fn write_as(
+        self,
+        opts: &SegmentOptions,
+        identity: Option<FileIdentity>,
+        fill: &FillRecord<'_>,
+        sink: &mut Sink<'_>,
+    ) -> Result<Written> {
+        if !self.signatures.is_empty() {
+            return Err(Error::invalid(
+                "signatures",
+                "the builder holds signatures and was given a way to make them",
+            ));
+        }
+        self.encode_as(opts, identity)?.write(fill, sink)
+    }
+
+    /// The segment encoded up to its signatures.
+    fn encode_as(&self, opts: &SegmentOptions, identity: Option<FileIdentity>) -> Result<Encoded> {
         let cap = opts.cap_field()?;
         let end = match (self.end, self.docnos.last()) {
             (Some(e), _) => e,
@@ -365,14 +391,13 @@ impl SegmentBuilder {
             key_blob: &self.key_blob,
             key_ends: &self.key_ends,
             record_bytes: self.record_bytes,
-            signatures: &self.signatures,
             sets: sets.as_deref(),
             columns: &columns,
             band_filters: opts.band_filters,
             sorted_runs: false,
             identity,
         };
-        let encoded = draft.encode(|band| {
+        draft.encode(|band| {
             let postings = docnos
                 .iter()
                 .enumerate()
@@ -382,8 +407,7 @@ impl SegmentBuilder {
                 })
                 .collect();
             Ok((postings, Vec::new()))
-        })?;
-        Ok(encoded.into_parts(self.signatures))
+        })
     }
 }
 

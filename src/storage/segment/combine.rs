@@ -6,10 +6,13 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
+use rayon::prelude::*;
+
 use super::builder::{SegmentOptions, SegmentParts};
 use super::columns::ColumnsBuilder;
-use super::encode::Draft;
+use super::encode::{Draft, Encoded};
 use super::reader::Segment;
+use super::write::{Sink, Written};
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
 
@@ -47,9 +50,41 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
     opts: &SegmentOptions,
     identity: Option<FileIdentity>,
 ) -> Result<SegmentParts> {
+    let (encoded, live) = encode_combined(inputs, &is_live, opts, identity)?;
+    let record_bytes = encoded.record_bytes();
+    let mut signatures = vec![0u8; live.docnos.len().saturating_mul(record_bytes)];
+    signatures
+        .par_chunks_exact_mut(record_bytes.max(1))
+        .enumerate()
+        .try_for_each(|(i, out)| live.signature_into(inputs, i, out))?;
+    encoded.into_parts(signatures)
+}
+
+/// [`combine_segments_as`] written to `sink` in file order instead, each live document's
+/// signature copied from its input on the way (compaction's path: the signatures, most of the
+/// file, are read from the inputs' mappings once and never held in memory).
+pub(crate) fn combine_segments_write<B: AsRef<[u8]> + Sync>(
+    inputs: &[&Segment<B>],
+    is_live: impl Fn(u64) -> bool + Sync,
+    opts: &SegmentOptions,
+    identity: Option<FileIdentity>,
+    sink: &mut Sink<'_>,
+) -> Result<Written> {
+    let (encoded, live) = encode_combined(inputs, &is_live, opts, identity)?;
+    let fill = |i: usize, out: &mut [u8]| live.signature_into(inputs, i, out);
+    encoded.write(&fill, sink)
+}
+
+/// The combined segment encoded up to its signatures, and the live documents it holds.
+fn encode_combined<B: AsRef<[u8]> + Sync>(
+    inputs: &[&Segment<B>],
+    is_live: &(impl Fn(u64) -> bool + Sync),
+    opts: &SegmentOptions,
+    identity: Option<FileIdentity>,
+) -> Result<(Encoded, Live)> {
     let cap = opts.cap_field()?;
     let (first, last) = check_inputs(inputs)?;
-    let live = Live::gather(inputs, &is_live)?;
+    let live = Live::gather(inputs, is_live)?;
     let sets = first
         .stores_sets()
         .then(|| super::encode::sets_section(&live.set_ends, &live.set_data));
@@ -69,7 +104,6 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
         key_blob: &live.key_blob,
         key_ends: &live.key_ends,
         record_bytes: first.record_bytes() as u32,
-        signatures: &live.signatures,
         sets: sets.as_deref(),
         columns: &columns,
         band_filters: opts.band_filters,
@@ -78,11 +112,11 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
     };
     let prior_hot_by_band = prior_hot_by_band(inputs)?;
     let encoded = draft.encode(|band| {
-        let postings = live_postings(inputs, band, &is_live)?;
+        let postings = live_postings(inputs, band, is_live)?;
         let prior_hot = prior_hot_by_band.get(band).cloned().unwrap_or_default();
         Ok((postings, prior_hot))
     })?;
-    Ok(encoded.into_parts(live.signatures))
+    Ok((encoded, live))
 }
 
 /// The first and last of `inputs`, once they are checked to agree in band count, signature
@@ -128,7 +162,9 @@ struct Live {
     docnos: Vec<u64>,
     key_blob: Vec<u8>,
     key_ends: Vec<u64>,
-    signatures: Vec<u8>,
+    /// Where the live rows' signatures are: runs of consecutive live rows of one input, in
+    /// the order of `docnos`.
+    signature_runs: Vec<SignatureRun>,
     /// Where each live row's coded set ends in `set_data` (when the inputs store sets).
     set_ends: Vec<u64>,
     set_data: Vec<u8>,
@@ -145,7 +181,7 @@ impl Live {
             docnos: Vec::new(),
             key_blob: Vec::new(),
             key_ends: Vec::new(),
-            signatures: Vec::new(),
+            signature_runs: Vec::new(),
             set_ends: Vec::new(),
             set_data: Vec::new(),
             columns: ColumnsBuilder::new(inputs.first().map(|s| s.columns()).unwrap_or_default()),
@@ -154,24 +190,15 @@ impl Live {
         let docs: usize = inputs.iter().map(|s| s.doc_count() as usize).sum();
         live.docnos.reserve(docs);
         live.key_ends.reserve(docs);
-        live.signatures
-            .reserve(docs.saturating_mul(inputs.first().map_or(0, |s| s.record_bytes())));
         let mut scratch = Vec::new();
-        for s in inputs {
-            // Signatures are copied a run of consecutive live rows at a time.
-            let mut run = 0..0u64;
+        for (input, s) in inputs.iter().enumerate() {
             for (row, doc) in s.docs().enumerate() {
                 let (docno, key) = doc?;
                 let row = row as u64;
                 if !is_live(docno) {
                     continue;
                 }
-                if run.end != row {
-                    live.signatures
-                        .extend_from_slice(s.signature_rows(run.start, run.end)?);
-                    run = row..row;
-                }
-                run.end = row + 1;
+                live.note_signature(input, row);
                 live.docnos.push(docno);
                 live.key_blob.extend_from_slice(key);
                 live.key_ends.push(live.key_blob.len() as u64);
@@ -186,11 +213,66 @@ impl Live {
                     live.columns.push(&s.columns_at(row)?);
                 }
             }
-            live.signatures
-                .extend_from_slice(s.signature_rows(run.start, run.end)?);
         }
         Ok(live)
     }
+
+    /// Notes that the next live document's signature is row `row` of input `input`.
+    fn note_signature(&mut self, input: usize, row: u64) {
+        let ordinal = self.docnos.len();
+        if let Some(run) = self.signature_runs.last_mut()
+            && run.input == input
+            && run.first_row + (ordinal - run.first_ordinal) as u64 == row
+        {
+            return;
+        }
+        self.signature_runs.push(SignatureRun {
+            first_ordinal: ordinal,
+            input,
+            first_row: row,
+        });
+    }
+
+    /// Copies the signature of the `ordinal`-th live document from its input into `out`
+    /// (checked as [`Segment::signature_at`] checks it).
+    fn signature_into<B: AsRef<[u8]>>(
+        &self,
+        inputs: &[&Segment<B>],
+        ordinal: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let at = self
+            .signature_runs
+            .partition_point(|r| r.first_ordinal <= ordinal);
+        let run = at
+            .checked_sub(1)
+            .and_then(|i| self.signature_runs.get(i))
+            .filter(|_| ordinal < self.docnos.len())
+            .ok_or_else(|| Error::invalid("ordinal", format!("no live document {ordinal}")))?;
+        let input = inputs
+            .get(run.input)
+            .ok_or_else(|| Error::invalid("inputs", "a signature's input is gone"))?;
+        let row = run.first_row + (ordinal - run.first_ordinal) as u64;
+        let signature = input.signature_at(row)?;
+        if signature.len() != out.len() {
+            return Err(Error::invalid(
+                "signatures",
+                format!("{} bytes for a record of {}", signature.len(), out.len()),
+            ));
+        }
+        out.copy_from_slice(signature);
+        Ok(())
+    }
+}
+
+/// Consecutive live documents whose signatures are consecutive rows of one input.
+struct SignatureRun {
+    /// The first document's ordinal in the combined segment.
+    first_ordinal: usize,
+    /// Which input.
+    input: usize,
+    /// The first document's row in that input.
+    first_row: u64,
 }
 
 /// Buckets already hot in the inputs, per band: (key32, documents dropped by earlier caps).

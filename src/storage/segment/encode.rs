@@ -184,10 +184,9 @@ pub(super) struct Draft<'a> {
     pub(super) docnos: &'a [u64],
     pub(super) key_blob: &'a [u8],
     pub(super) key_ends: &'a [u64],
-    /// Bytes of one packed signature (0: the segment stores none).
+    /// Bytes of one packed signature (0: the segment stores none); the signatures come
+    /// after encoding ([`Encoded::into_parts`], [`Encoded::write`]).
     pub(super) record_bytes: u32,
-    /// The documents' packed signatures, `record_bytes` each, in docno order.
-    pub(super) signatures: &'a [u8],
     /// The SHINGLES section's bytes (offset table, then the coded sets), when the segment
     /// stores shingle sets.
     pub(super) sets: Option<&'a [u8]>,
@@ -201,26 +200,92 @@ pub(super) struct Draft<'a> {
     pub(super) identity: Option<FileIdentity>,
 }
 
-/// A segment encoded by [`Draft::encode`]: the file's bytes but the signatures, which go at
-/// `split`, the footer's metadata checksum and the number of documents.
+/// A segment encoded by [`Draft::encode`] up to its signatures: the file's bytes before the
+/// SIGNATURES section (the head, header included), and the sections laid out so far. What
+/// follows (SIGNATURES, CHECKSUMS, the table and footer) is laid out once the signatures'
+/// checksums are known: from the signatures in memory ([`Encoded::into_parts`]), or as they
+/// are produced and written ([`Encoded::write`]).
 pub(super) struct Encoded {
-    bytes: Vec<u8>,
-    split: usize,
-    meta_crc: u32,
+    w: SectionWriter,
     doc_count: u64,
+    record_bytes: u32,
 }
 
 impl Encoded {
-    /// The file's parts, `signatures` (those the draft was given) in their place.
-    pub(super) fn into_parts(mut self, signatures: Vec<u8>) -> SegmentParts {
-        let tail = self.bytes.split_off(self.split);
-        SegmentParts {
-            head: self.bytes,
+    /// The file's bytes before the SIGNATURES section.
+    pub(super) fn head(&self) -> &[u8] {
+        &self.w.out
+    }
+
+    /// The length of the file's header (64, or 96 in version 3).
+    pub(super) fn header_len(&self) -> usize {
+        self.w.header_len
+    }
+
+    /// The documents the segment holds.
+    pub(super) fn doc_count(&self) -> u64 {
+        self.doc_count
+    }
+
+    /// Bytes of one packed signature.
+    pub(super) fn record_bytes(&self) -> usize {
+        self.record_bytes as usize
+    }
+
+    /// The file's parts, `signatures` (`record_bytes` per document, in ordinal order) in
+    /// their place.
+    pub(super) fn into_parts(self, signatures: Vec<u8>) -> Result<SegmentParts> {
+        let want = self.doc_count.saturating_mul(u64::from(self.record_bytes));
+        if signatures.len() as u64 != want {
+            return Err(crate::Error::invalid(
+                "signatures",
+                format!(
+                    "{} bytes for {} documents of {} bytes",
+                    signatures.len(),
+                    self.doc_count,
+                    self.record_bytes
+                ),
+            ));
+        }
+        let mut blocks = BlockCrcs::new(self.header_len());
+        blocks.update(self.head().get(self.header_len()..).unwrap_or_default());
+        blocks.update(&signatures);
+        let doc_count = self.doc_count;
+        let (head, tail, meta_crc) =
+            self.finish(signatures.len(), section_crc(&signatures), blocks);
+        Ok(SegmentParts {
+            head,
             signatures,
             tail,
-            meta_crc: self.meta_crc,
-            doc_count: self.doc_count,
-        }
+            meta_crc,
+            doc_count,
+        })
+    }
+
+    /// The sections from SIGNATURES on (`signatures_len` bytes with CRC `signatures_crc`,
+    /// `blocks` fed every byte from the header's end to the signatures' end), the table and
+    /// footer: returns the head, the bytes after the signatures, and the metadata checksum.
+    pub(super) fn finish(
+        self,
+        signatures_len: usize,
+        signatures_crc: u32,
+        blocks: BlockCrcs,
+    ) -> (Vec<u8>, Vec<u8>, u32) {
+        let mut w = self.w;
+        let split = w.out.len();
+        w.push_signatures(self.doc_count, signatures_len, signatures_crc);
+        // Block checksums over every section so far, so that a reader can check the bytes it
+        // uses, 4 KiB at a time, the first time it uses them.
+        let checksums = blocks.finish();
+        w.push(
+            KIND_CHECKSUMS,
+            (0, 0, 0),
+            (checksums.len() / 4) as u64,
+            &checksums,
+        );
+        let (mut head, meta_crc) = w.finish();
+        let tail = head.split_off(split);
+        (head, tail, meta_crc)
     }
 }
 
@@ -266,7 +331,7 @@ impl Draft<'_> {
         &self,
         band_input: impl Fn(usize) -> Result<BandInput> + Sync,
     ) -> Result<Encoded> {
-        let doc_count = self.check_signatures()?;
+        let doc_count = self.check_parts()?;
         let docno_bits = bits_below(self.span);
         let end_bits = bits_for(self.key_blob.len() as u64);
         let index_bits = bits_below(doc_count);
@@ -282,7 +347,7 @@ impl Draft<'_> {
         );
         let (doc_table, index_table, index_prefix) = front?;
         let header = self.header(doc_count);
-        let mut w = SectionWriter::new(self.num_bands, header.len());
+        let mut w = SectionWriter::new(self.num_bands, &header);
         w.out
             .reserve(self.capacity_hint(&doc_table, &index_table, &bands));
         w.push(
@@ -313,34 +378,15 @@ impl Draft<'_> {
             w.push(c.kind, (c.width_a, 0, 0), doc_count, &c.bytes);
         }
         w.push_filters(filters);
-        Ok(self.finish_file(w, &header, doc_count))
-    }
-
-    /// The sections from SIGNATURES on, the table, the header and the footer, once every
-    /// section before them is written.
-    fn finish_file(&self, mut w: SectionWriter, header: &[u8], doc_count: u64) -> Encoded {
-        let split = w.out.len();
-        w.push_signatures(doc_count, self.signatures);
-        // Block checksums over every section so far, so that a reader can check the bytes it
-        // uses, 4 KiB at a time, the first time it uses them.
-        let checksums = block_checksums(&w.out, self.signatures, header.len());
-        w.push(
-            KIND_CHECKSUMS,
-            (0, 0, 0),
-            (checksums.len() / 4) as u64,
-            &checksums,
-        );
-        let (bytes, meta_crc) = w.finish(header);
-        Encoded {
-            bytes,
-            split,
-            meta_crc,
+        Ok(Encoded {
+            w,
             doc_count,
-        }
+            record_bytes: self.record_bytes,
+        })
     }
 
-    /// The number of documents, once the signatures are checked to be `record_bytes` each.
-    fn check_signatures(&self) -> Result<u64> {
+    /// The number of documents, once the optional parts are checked to be allowed.
+    fn check_parts(&self) -> Result<u64> {
         let doc_count = self.docnos.len() as u64;
         if !self.columns.is_empty() && self.identity.is_none() {
             return Err(crate::Error::invalid(
@@ -352,16 +398,6 @@ impl Draft<'_> {
             return Err(crate::Error::invalid(
                 "band_filters",
                 "only a version-3 segment (one with an identity) has band filters",
-            ));
-        }
-        if self.signatures.len() as u64 != doc_count * u64::from(self.record_bytes) {
-            return Err(crate::Error::invalid(
-                "signatures",
-                format!(
-                    "{} bytes for {doc_count} documents of {} bytes",
-                    self.signatures.len(),
-                    self.record_bytes
-                ),
             ));
         }
         Ok(doc_count)
@@ -424,8 +460,9 @@ impl Draft<'_> {
             .collect()
     }
 
-    /// Bytes to reserve for the file (less its signatures) beyond the header: every section,
-    /// the block checksums (4 per 4 KiB, taken as one per thousand), the table and footer.
+    /// Bytes to reserve for the file but its signatures beyond the header: every section, the
+    /// block checksums of all but the signatures (4 per 4 KiB, taken as one per thousand), the
+    /// table and footer.
     fn capacity_hint(
         &self,
         doc_table: &[u8],
@@ -444,10 +481,9 @@ impl Draft<'_> {
             + doc_table.len()
             + index_table.len()
             + band_bytes
-            + self.signatures.len()
             + self.sets.map_or(0, <[u8]>::len)
             + self.columns.iter().map(|c| c.bytes.len()).sum::<usize>()
-            + (HEADER_LEN + self.signatures.len() + band_bytes) / 1000
+            + (HEADER_LEN + band_bytes) / 1000
             + SECTION_ENTRY_LEN * (self.num_bands as usize + 7)
             + FOOTER_LEN
     }
@@ -500,36 +536,38 @@ impl Draft<'_> {
     }
 }
 
-/// Lays out the file: sections appended in order, each with its table entry, then the table,
-/// header and footer. The signatures are not copied into `out`: the file is `out[..split]`,
+/// Lays out the file: the header, sections appended in order, each with its table entry, then
+/// the table and footer. The signatures are not copied into `out`: the file is `out[..split]`,
 /// the signatures, then `out[split..]` (a bulk insert's signatures are most of its segment,
 /// and a second copy of them costs more than the encoding); `gap`, their length once they are
 /// pushed, keeps the offsets of what follows them the file's.
 struct SectionWriter {
     out: Vec<u8>,
+    header_len: usize,
     sections: Vec<SectionEntry>,
     gap: usize,
 }
 
 impl SectionWriter {
-    /// A writer with room for a header of `header_len` bytes, filled in by
-    /// [`SectionWriter::finish`].
-    fn new(num_bands: u32, header_len: usize) -> Self {
+    /// A writer of a file that starts with `header`.
+    fn new(num_bands: u32, header: &[u8]) -> Self {
         SectionWriter {
-            out: vec![0u8; header_len],
+            out: header.to_vec(),
+            header_len: header.len(),
             sections: Vec::with_capacity(num_bands as usize + 7),
             gap: 0,
         }
     }
 
-    /// The table entry of a section of `bytes` starting at the end of what is written:
-    /// `(width_a, width_b, index)` and `count` as `format/segment.md` defines them per kind.
+    /// The table entry of a section of `len` bytes whose CRC is `crc`, starting at the end of
+    /// what is written: `(width_a, width_b, index)` and `count` as `format/segment.md` defines
+    /// them per kind.
     fn entry(
         &self,
         kind: u16,
         (a, b, index): (u32, u32, u32),
         count: u64,
-        bytes: &[u8],
+        (len, crc): (usize, u32),
     ) -> SectionEntry {
         SectionEntry {
             kind: U16::new(kind),
@@ -537,25 +575,26 @@ impl SectionWriter {
             width_b: b as u8,
             index: U32::new(index),
             offset: U64::new((self.out.len() + self.gap) as u64),
-            len: U64::new(bytes.len() as u64),
+            len: U64::new(len as u64),
             count: U64::new(count),
-            crc32: U32::new(section_crc(bytes)),
+            crc32: U32::new(crc),
             reserved: U32::new(0),
         }
     }
 
     /// Appends a section and its table entry.
     fn push(&mut self, kind: u16, widths: (u32, u32, u32), count: u64, bytes: &[u8]) {
-        let entry = self.entry(kind, widths, count, bytes);
+        let entry = self.entry(kind, widths, count, (bytes.len(), section_crc(bytes)));
         self.sections.push(entry);
         self.out.extend_from_slice(bytes);
     }
 
-    /// Enters the SIGNATURES section without copying it (see the type's description).
-    fn push_signatures(&mut self, doc_count: u64, signatures: &[u8]) {
-        let entry = self.entry(KIND_SIGNATURES, (0, 0, 0), doc_count, signatures);
+    /// Enters the SIGNATURES section, `len` bytes with CRC `crc`, without its bytes (see the
+    /// type's description).
+    fn push_signatures(&mut self, doc_count: u64, len: usize, crc: u32) {
+        let entry = self.entry(KIND_SIGNATURES, (0, 0, 0), doc_count, (len, crc));
         self.sections.push(entry);
-        self.gap = signatures.len();
+        self.gap = len;
     }
 
     /// Appends the bands, in order (the first failed band's error if one failed); returns
@@ -585,17 +624,15 @@ impl SectionWriter {
         }
     }
 
-    /// The section table, `header` in its place and the footer (with the metadata checksum):
-    /// the file's bytes but the signatures, and that checksum.
-    fn finish(mut self, header: &[u8]) -> (Vec<u8>, u32) {
+    /// The section table and the footer (with the metadata checksum): the file's bytes but
+    /// the signatures, and that checksum.
+    fn finish(mut self) -> (Vec<u8>, u32) {
         let table_at = self.out.len();
         let section_table_offset = (table_at + self.gap) as u64;
         for s in &self.sections {
             self.out.extend_from_slice(s.as_bytes());
         }
-        if let Some(h) = self.out.get_mut(..header.len()) {
-            h.copy_from_slice(header);
-        }
+        let header = self.out.get(..self.header_len).unwrap_or_default();
         let mut footer = Footer {
             section_table_offset: U64::new(section_table_offset),
             num_sections: U32::new(self.sections.len() as u32),
@@ -652,38 +689,107 @@ fn section_crc(bytes: &[u8]) -> u32 {
     whole.finalize()
 }
 
-/// The CRC of each 4 KiB block of the file bytes from the end of the header (`header_len`:
-/// 64, or 96 in version 3) up to the end of `head ‖ signatures` (`head` holds the file from
-/// offset 0), blocks aligned with the file's pages: block j is bytes
-/// `max(header_len, 4096·j) .. min(4096·(j + 1), end)` (`format/segment.md`).
-fn block_checksums(head: &[u8], signatures: &[u8], header_len: usize) -> Vec<u8> {
-    let end = head.len() + signatures.len();
-    (0..end.div_ceil(BLOCK_LEN))
-        .into_par_iter()
-        .flat_map_iter(|j| {
-            let (from, to) = (
-                (j * BLOCK_LEN).max(header_len),
-                ((j + 1) * BLOCK_LEN).min(end),
-            );
-            let mut h = crc32fast::Hasher::new();
-            h.update(
-                head.get(from.min(head.len())..to.min(head.len()))
-                    .unwrap_or_default(),
-            );
-            let (a, b) = (
-                from.max(head.len()) - head.len(),
-                to.max(head.len()) - head.len(),
-            );
-            h.update(signatures.get(a..b).unwrap_or_default());
-            h.finalize().to_le_bytes()
-        })
-        .collect()
+/// The CRC of each 4 KiB block of a file from the end of its header, given the file's bytes
+/// in order, in pieces of any length. Blocks are aligned with the file's pages: block j is
+/// bytes `max(header_len, 4096·j) .. min(4096·(j + 1), end)` (`format/segment.md`).
+pub(super) struct BlockCrcs {
+    crcs: Vec<u8>,
+    /// The CRC of the block in progress, so far.
+    block: crc32fast::Hasher,
+    /// The file offset of the next byte.
+    at: usize,
+}
+
+impl BlockCrcs {
+    /// Block checksums of a file whose header is `header_len` bytes (64, or 96 in version 3).
+    pub(super) fn new(header_len: usize) -> Self {
+        BlockCrcs {
+            crcs: Vec::new(),
+            block: crc32fast::Hasher::new(),
+            at: header_len,
+        }
+    }
+
+    /// Takes the file's next bytes (whole blocks on every core).
+    pub(super) fn update(&mut self, bytes: &[u8]) {
+        let to_boundary = (BLOCK_LEN - self.at % BLOCK_LEN) % BLOCK_LEN;
+        let (first, rest) = bytes.split_at(to_boundary.min(bytes.len()));
+        if !first.is_empty() {
+            self.block.update(first);
+            self.at += first.len();
+            if self.at.is_multiple_of(BLOCK_LEN) {
+                self.end_block();
+            }
+        }
+        let (whole, rest) = rest.split_at(rest.len() / BLOCK_LEN * BLOCK_LEN);
+        self.crcs.par_extend(
+            whole
+                .par_chunks(BLOCK_LEN)
+                .flat_map_iter(|b| crc32fast::hash(b).to_le_bytes()),
+        );
+        self.at += whole.len();
+        self.block.update(rest);
+        self.at += rest.len();
+    }
+
+    /// The CHECKSUMS section's bytes, once the file's bytes up to it were given.
+    pub(super) fn finish(mut self) -> Vec<u8> {
+        if !self.at.is_multiple_of(BLOCK_LEN) {
+            self.end_block();
+        }
+        self.crcs
+    }
+
+    fn end_block(&mut self) {
+        let done = std::mem::replace(&mut self.block, crc32fast::Hasher::new());
+        self.crcs.extend_from_slice(&done.finalize().to_le_bytes());
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::super::test_rng::next;
     use super::*;
+
+    /// Block checksums fed the file in pieces of any length are the blocks' CRCs as
+    /// `format/segment.md` defines them: block j is bytes `max(H, 4096·j) .. min(4096·(j + 1),
+    /// end)`, one per started 4 KiB of the file.
+    #[test]
+    fn block_checksums_in_pieces_follow_the_definition() {
+        let mut rng = 5u64;
+        for (header_len, end) in [
+            (64usize, 64usize),
+            (96, 97),
+            (96, 4096),
+            (64, 4097),
+            (96, 40_000),
+        ] {
+            let file: Vec<u8> = (0..end).map(|_| next(&mut rng) as u8).collect();
+            let want: Vec<u8> = (0..end.div_ceil(BLOCK_LEN))
+                .flat_map(|j| {
+                    let from = (j * BLOCK_LEN).max(header_len);
+                    let to = ((j + 1) * BLOCK_LEN).min(end);
+                    crc32fast::hash(&file[from..to]).to_le_bytes()
+                })
+                .collect();
+            for _ in 0..20 {
+                let mut blocks = BlockCrcs::new(header_len);
+                let mut at = header_len;
+                while at < end {
+                    let len = match next(&mut rng) % 3 {
+                        0 => (next(&mut rng) % 10) as usize,
+                        1 => (next(&mut rng) % 5_000) as usize,
+                        _ => (next(&mut rng) % 20_000) as usize,
+                    };
+                    let to = (at + len).min(end);
+                    blocks.update(&file[at..to]);
+                    at = to;
+                }
+                assert_eq!(blocks.finish(), want, "header {header_len}, end {end}");
+            }
+        }
+    }
 
     /// A section's CRC computed in pieces equals the CRC of the whole, at every length around
     /// the piece size.

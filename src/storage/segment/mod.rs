@@ -56,9 +56,11 @@ mod test_rng;
 #[cfg(test)]
 mod v3_tests;
 mod verify;
+mod write;
 
 pub use builder::{SegmentBuilder, SegmentOptions, SegmentParts};
 pub use columns::{ColumnSet, DocColumns};
+pub(crate) use combine::combine_segments_write;
 pub use combine::{combine_segments, combine_segments_as};
 pub use encode::cap_rank;
 pub(crate) use encode::keep_lowest_ranked;
@@ -69,3 +71,4 @@ pub use format::{
 pub use keep::{KeepColumn, KeepRank, KeepType, KeepValue, MAX_KEEP_STRING};
 pub use reader::{HotBucket, Postings, Segment};
 pub use stats::{BucketStats, SizeBreakdown};
+pub(crate) use write::Sink;
