@@ -313,7 +313,9 @@ impl Shards {
                     Some((k, base + local as u32))
                 }));
             }
-            merged.par_sort_unstable();
+            // One sorted run per shard: the adaptive merge sort merges them where a
+            // quicksort would sort them all over again.
+            merged.par_sort();
             let bb = band_buckets(&index, &merged, &hot, total, cap, stats)?;
             index.bands.push(bb);
         }
