@@ -50,29 +50,12 @@ pub(super) fn write_new_file(
     bytes: &[u8],
     mode: OpenMode,
 ) -> Result<()> {
-    write_new_file_parts(vfs, path, &[bytes], mode)
+    write_new_file_with(vfs, path, mode, |sink| sink(bytes, 0))
 }
 
 /// A large file is written in pieces of this size, the writeback of each started as soon as
 /// it is copied in.
 const WRITEBACK_PIECE: usize = 16 << 20;
-
-/// Writes a whole file given as parts in order, and syncs it.
-pub(super) fn write_new_file_parts(
-    vfs: &dyn Vfs,
-    path: &Path,
-    parts: &[&[u8]],
-    mode: OpenMode,
-) -> Result<()> {
-    write_new_file_with(vfs, path, mode, |sink| {
-        let mut at = 0u64;
-        for part in parts {
-            sink(part, at)?;
-            at += part.len() as u64;
-        }
-        Ok(())
-    })
-}
 
 /// Opens the file at `path`, lets `write` hand it its bytes through a sink (`sink(bytes,
 /// offset)`), and syncs it. The disk starts on each piece as soon as it is copied in, so the

@@ -6,13 +6,11 @@
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 
-use rayon::prelude::*;
-
 use super::builder::{SegmentOptions, SegmentParts};
 use super::columns::ColumnsBuilder;
 use super::encode::{Draft, Encoded};
 use super::reader::Segment;
-use super::write::{Sink, Written};
+use super::write::{Sink, Written, fill_records};
 use crate::storage::identity::FileIdentity;
 use crate::{Error, Result};
 
@@ -53,10 +51,8 @@ pub fn combine_segments_as<B: AsRef<[u8]> + Sync>(
     let (encoded, live) = encode_combined(inputs, &is_live, opts, identity)?;
     let record_bytes = encoded.record_bytes();
     let mut signatures = vec![0u8; live.docnos.len().saturating_mul(record_bytes)];
-    signatures
-        .par_chunks_exact_mut(record_bytes.max(1))
-        .enumerate()
-        .try_for_each(|(i, out)| live.signature_into(inputs, i, out))?;
+    let fill = |i: usize, out: &mut [u8]| live.signature_into(inputs, i, out);
+    fill_records(&fill, record_bytes, 0, &mut signatures)?;
     encoded.into_parts(signatures)
 }
 

@@ -39,6 +39,7 @@ mod band_filter_tests;
 mod bits;
 mod blocks;
 mod builder;
+mod checksums;
 mod columns;
 mod combine;
 mod encode;

@@ -7,7 +7,8 @@
 
 use rayon::prelude::*;
 
-use super::encode::{BlockCrcs, Encoded};
+use super::checksums::BlockCrcs;
+use super::encode::Encoded;
 use crate::Result;
 
 /// Where a segment's bytes go: `sink(bytes, offset)`, called with increasing offsets that
@@ -18,9 +19,9 @@ pub(crate) type Sink<'a> = dyn FnMut(&[u8], u64) -> Result<()> + Send + 'a;
 /// (in docno order) into `record`, `record_bytes` long.
 pub(crate) type FillRecord<'a> = dyn Fn(usize, &mut [u8]) -> Result<()> + Sync + 'a;
 
-/// Bytes handed to the sink at a time (at least one record): large enough that a call costs
-/// nothing, small enough that a piece is still in the cache when it is checksummed and copied
-/// to the file.
+/// Signature bytes made and handed to the sink at a time (at least one record): large enough
+/// that a call costs nothing, small enough that a piece is still in the cache when it is
+/// checksummed and copied to the file.
 const PIECE: usize = 4 << 20;
 
 /// Records packed by one task.
@@ -46,38 +47,46 @@ impl Encoded {
         let count = usize::try_from(self.doc_count()).unwrap_or(usize::MAX);
         let mut blocks = BlockCrcs::new(self.header_len());
         let head = self.head();
-        let (checked, written) = rayon::join(
+        let ((), written) = rayon::join(
             || blocks.update(head.get(self.header_len()..).unwrap_or_default()),
-            || write_pieces(head, 0, sink),
+            || sink(head, 0),
         );
-        let () = checked;
-        let mut at = written?;
+        written?;
         let mut crc = crc32fast::Hasher::new();
-        let mut signatures = Signatures {
+        let signatures = Signatures {
             fill,
             record_bytes,
             count,
         };
-        at = signatures.stream(at, &mut crc, &mut blocks, sink)?;
-        let signatures_len = usize::try_from(at).unwrap_or(usize::MAX) - head.len();
+        let at = signatures.stream(head.len() as u64, &mut crc, &mut blocks, sink)?;
         let doc_count = self.doc_count();
-        let (_, tail, meta_crc) = self.finish(signatures_len, crc.finalize(), blocks);
-        let len = write_pieces(&tail, at, sink)?;
+        let (_, tail, meta_crc) = self.finish(record_bytes * count, crc.finalize(), blocks);
+        sink(&tail, at)?;
         Ok(Written {
-            len,
+            len: at + tail.len() as u64,
             meta_crc,
             doc_count,
         })
     }
 }
 
-/// Hands `bytes` to `sink` from offset `at` in pieces; returns the offset after them.
-fn write_pieces(bytes: &[u8], mut at: u64, sink: &mut Sink<'_>) -> Result<u64> {
-    for piece in bytes.chunks(PIECE) {
-        sink(piece, at)?;
-        at += piece.len() as u64;
-    }
-    Ok(at)
+/// Fills `out` with the records of ordinals `first..` as `fill` makes them (`record_bytes`
+/// each), on every core.
+pub(super) fn fill_records(
+    fill: &FillRecord<'_>,
+    record_bytes: usize,
+    first: usize,
+    out: &mut [u8],
+) -> Result<()> {
+    out.par_chunks_mut(record_bytes.max(1) * RECORDS_PER_TASK)
+        .enumerate()
+        .try_for_each(|(task, records)| {
+            let from = first + task * RECORDS_PER_TASK;
+            records
+                .chunks_exact_mut(record_bytes.max(1))
+                .enumerate()
+                .try_for_each(|(j, record)| fill(from + j, record))
+        })
 }
 
 /// The signatures of a segment being written.
@@ -92,7 +101,7 @@ impl Signatures<'_, '_> {
     /// a piece at a time, the next piece made while this one is written; returns the offset
     /// after them.
     fn stream(
-        &mut self,
+        &self,
         mut at: u64,
         crc: &mut crc32fast::Hasher,
         blocks: &mut BlockCrcs,
@@ -131,16 +140,7 @@ impl Signatures<'_, '_> {
 
     /// Fills `out` with the records of ordinals `first..`, on every core.
     fn make(&self, first: usize, out: &mut [u8]) -> Result<()> {
-        let rb = self.record_bytes;
-        out.par_chunks_mut(rb * RECORDS_PER_TASK)
-            .enumerate()
-            .try_for_each(|(task, records)| {
-                let from = first + task * RECORDS_PER_TASK;
-                records
-                    .chunks_exact_mut(rb)
-                    .enumerate()
-                    .try_for_each(|(j, record)| (self.fill)(from + j, record))
-            })
+        fill_records(self.fill, self.record_bytes, first, out)
     }
 }
 
