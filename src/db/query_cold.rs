@@ -78,6 +78,37 @@ impl<'a> ColdWatch<'a> {
         self.gathered = gathered;
     }
 
+    /// After the first band's filters were asked (before any lookup): if they waited for the
+    /// disk, asks for every later band's filter blocks at once, which would otherwise be read
+    /// one after another.
+    pub(super) fn after_first_filters(&mut self) {
+        let now = Instant::now();
+        if self.waited(now, self.cold_band, 0) {
+            for (band, &bk) in self.band_keys.iter().enumerate().skip(1) {
+                for seg in &self.version.segments {
+                    seg.seg.prefetch_bucket_directory(band, bk);
+                }
+            }
+        }
+        self.last = now;
+    }
+
+    /// After every filter was asked, on a page cache the filters found cold: asks for the
+    /// directory slots of the lookups `admits` lets through (band, segment) together, which
+    /// the lookups would otherwise read one after another.
+    pub(super) fn after_filters(&self, admits: impl Fn(usize, usize) -> bool) {
+        if !self.faulted {
+            return;
+        }
+        for (band, &bk) in self.band_keys.iter().enumerate() {
+            for (i, seg) in self.version.segments.iter().enumerate() {
+                if admits(band, i) {
+                    seg.seg.prefetch_directory_slot(band, bk);
+                }
+            }
+        }
+    }
+
     /// After every lookup of band `band`, `gathered` candidates in all: the first band timed
     /// alone, then one clock read per [`BANDS_PER_CLOCK_READ`] bands (clock reads are most of
     /// a warm query's fixed cost), none once the cache is known cold.

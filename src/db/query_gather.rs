@@ -1,6 +1,7 @@
 //! A query's recall stage: the documents sharing a band bucket with the query, gathered from
 //! the in-memory tables and every segment, each band's bucket cut to the bucket cap, then made
-//! distinct and sorted for verification.
+//! distinct and sorted for verification. Every segment's band filters are asked first, all
+//! together, and only the lookups they let through are made.
 
 use std::time::Instant;
 
@@ -34,12 +35,8 @@ pub(super) fn gather(
     const STAGE: &str = "gathering candidates";
     check_deadline(deadline, STAGE)?;
     let version = &state.version;
-    let watch = ColdWatch::start(version, band_keys);
-    for (band, &bk) in band_keys.iter().enumerate() {
-        for seg in &version.segments {
-            seg.seg.cache_bucket_directory(band, bk);
-        }
-    }
+    let mut watch = ColdWatch::start(version, band_keys);
+    let admitted = Admitted::ask(version, band_keys, &mut watch)?;
     let mut gatherer = Gatherer {
         state,
         bucket_cap,
@@ -47,11 +44,17 @@ pub(super) fn gather(
         from_segments: Vec::with_capacity(version.segments.len()),
         hot_buckets: 0,
         watch,
+        admitted,
     };
     let mut next_check = DEADLINE_EVERY;
+    let in_memory = !state.mem.is_empty() || state.imm.as_ref().is_some_and(|imm| !imm.is_empty());
     for (band, &bk) in band_keys.iter().enumerate() {
+        if !in_memory && !gatherer.admitted.any(band) {
+            // No source holds the key: nothing to look up, cap or time.
+            continue;
+        }
         if let Some(&next) = band_keys.get(band + 1) {
-            cache_bucket_entries(version, band + 1, next);
+            cache_bucket_entries(version, &gatherer.admitted, band + 1, next);
         }
         gatherer.band(band, bk)?;
         let gathered = gatherer.candidates.len();
@@ -73,11 +76,85 @@ pub(super) fn give_back(docnos: Vec<u64>) {
     scratch::give_back(docnos);
 }
 
-/// Asks each segment to start reading the bucket entries of `band_key` in `band` (the next
-/// band's, while this one is gathered).
-fn cache_bucket_entries(version: &Version, band: usize, band_key: u64) {
-    for seg in &version.segments {
-        seg.seg.cache_bucket_entries(band, band_key);
+/// Asks each segment whose filter admits `band_key` in `band` to start reading its bucket
+/// entries (the next band's, while this one is gathered).
+fn cache_bucket_entries(version: &Version, admitted: &Admitted, band: usize, band_key: u64) {
+    for (i, seg) in version.segments.iter().enumerate() {
+        if admitted.admits(band, i) {
+            seg.seg.cache_bucket_entries(band, band_key);
+        }
+    }
+}
+
+/// Which segments may hold each band's key, by their band filters, asked of every segment
+/// and band before any bucket is looked up. Asked one lookup at a time, each filter read
+/// waited for a cache miss behind the previous lookup's; asked together, the misses overlap,
+/// and a query that matches nothing (most queries of a dedup at ingest) ends here.
+struct Admitted {
+    /// Words per band: one bit per segment.
+    words: usize,
+    /// Bit `s % 64` of word `band * words + s / 64`: segment `s` may hold the band's key.
+    bits: Vec<u64>,
+}
+
+impl Admitted {
+    /// Asks every segment's filter of every band, all their blocks asked of the CPU first,
+    /// then asks for the directory slots of the lookups they let through. `watch` times the
+    /// first band's filters: on a cold page cache the later ones, and the directory slots,
+    /// are read together.
+    fn ask(version: &Version, band_keys: &[u64], watch: &mut ColdWatch<'_>) -> Result<Self> {
+        for (band, &bk) in band_keys.iter().enumerate() {
+            for seg in &version.segments {
+                seg.seg.cache_filter_block(band, bk);
+            }
+        }
+        let admitted = Self::filters_say(version, band_keys, watch)?;
+        watch.after_filters(|band, segment| admitted.admits(band, segment));
+        for (band, &bk) in band_keys.iter().enumerate() {
+            for (i, seg) in version.segments.iter().enumerate() {
+                if admitted.admits(band, i) && seg.seg.has_band_filters() {
+                    seg.seg.cache_directory_slot(band, bk);
+                }
+            }
+        }
+        Ok(admitted)
+    }
+
+    /// What the filters say, band by band.
+    fn filters_say(
+        version: &Version,
+        band_keys: &[u64],
+        watch: &mut ColdWatch<'_>,
+    ) -> Result<Self> {
+        let words = version.segments.len().div_ceil(64);
+        let mut bits = vec![0u64; words * band_keys.len()];
+        for (band, &bk) in band_keys.iter().enumerate() {
+            for (s, seg) in version.segments.iter().enumerate() {
+                if seg.seg.may_hold(band, bk)?
+                    && let Some(w) = bits.get_mut(band * words + s / 64)
+                {
+                    *w |= 1 << (s % 64);
+                }
+            }
+            if band == 0 {
+                watch.after_first_filters();
+            }
+        }
+        Ok(Admitted { words, bits })
+    }
+
+    fn admits(&self, band: usize, segment: usize) -> bool {
+        self.bits
+            .get(band * self.words + segment / 64)
+            .is_some_and(|w| w & (1 << (segment % 64)) != 0)
+    }
+
+    /// Whether some segment may hold the band's key.
+    fn any(&self, band: usize) -> bool {
+        let from = band * self.words;
+        self.bits
+            .get(from..from + self.words)
+            .is_some_and(|words| words.iter().any(|&w| w != 0))
     }
 }
 
@@ -91,6 +168,7 @@ struct Gatherer<'a> {
     from_segments: Vec<SegmentPart>,
     hot_buckets: usize,
     watch: ColdWatch<'a>,
+    admitted: Admitted,
 }
 
 impl Gatherer<'_> {
@@ -128,17 +206,20 @@ impl Gatherer<'_> {
         let mut capped = false;
         for (i, seg) in self.state.version.segments.iter().enumerate() {
             let start = self.candidates.len();
-            seg.seg
-                .postings_into(band, band_key, &mut self.candidates)?;
+            // A filter that rules the key out rules its hot record out too.
+            if self.admitted.admits(band, i) {
+                seg.seg
+                    .postings_into(band, band_key, &mut self.candidates)?;
+                if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, band_key)?.is_some() {
+                    self.hot_buckets += 1;
+                    capped = true;
+                }
+            }
             self.from_segments.push(SegmentPart {
                 segment: i,
                 start,
                 end: self.candidates.len(),
             });
-            if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, band_key)?.is_some() {
-                self.hot_buckets += 1;
-                capped = true;
-            }
             self.watch
                 .after_segment_lookup(band, i, self.candidates.len());
         }

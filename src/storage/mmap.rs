@@ -145,7 +145,7 @@ pub(crate) fn available_space(path: &Path) -> io::Result<u64> {
 #[inline]
 pub(crate) fn prefetch_lines(bytes: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64) {
+    for line in lines_of(bytes) {
         // SAFETY: PREFETCHT0 (SSE, part of every x86-64 CPU) only hints the cache: it does not
         // dereference the pointer in the language's sense, cannot fault, and the pointer is
         // into a live slice anyway.
@@ -157,6 +157,16 @@ pub(crate) fn prefetch_lines(bytes: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
+}
+
+/// The bytes from a point in each cache line `bytes` touches on: from its start, then from
+/// each line boundary within it. (A range that starts inside a line reaches one line further
+/// than its length says: a 64-byte filter block at an unaligned offset spans two.)
+fn lines_of(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const LINE: usize = 64;
+    let first_boundary = LINE - bytes.as_ptr() as usize % LINE;
+    let starts = std::iter::once(0).chain((first_boundary..bytes.len()).step_by(LINE));
+    starts.filter_map(|i| bytes.get(i..).filter(|rest| !rest.is_empty()))
 }
 
 struct FileMap(memmap2::Mmap);
@@ -176,6 +186,28 @@ impl MappedBytes for FileMap {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A prefetch asks for every cache line a range touches, each once, whatever the range's
+    /// offset in its first line (a 64-byte block at an unaligned offset is two lines).
+    #[test]
+    fn prefetch_covers_every_line_a_range_touches() {
+        let buffer = vec![0u8; 1024];
+        let base = buffer.as_ptr() as usize;
+        let aligned = (64 - base % 64) % 64;
+        for start in aligned..aligned + 64 {
+            for len in [0, 1, 8, 63, 64, 65, 128, 200] {
+                let bytes = &buffer[start..start + len];
+                let line = |p: usize| p / 64;
+                let got: Vec<usize> = lines_of(bytes).map(|l| line(l.as_ptr() as usize)).collect();
+                let first = line(bytes.as_ptr() as usize);
+                let want: Vec<usize> = match len {
+                    0 => vec![],
+                    _ => (first..=line(bytes.as_ptr() as usize + len - 1)).collect(),
+                };
+                assert_eq!(got, want, "start {} len {len}", start - aligned);
+            }
+        }
+    }
 
     /// The thread's major-fault count is readable here and never goes down.
     #[test]

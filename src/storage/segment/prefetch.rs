@@ -70,6 +70,12 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
             self.bytes.prefetch(at, len);
             return;
         }
+        self.prefetch_directory_slot(band, band_key);
+    }
+
+    /// Prefetches the directory slots a lookup of `band_key` in `band` reads after its
+    /// filter block.
+    pub fn prefetch_directory_slot(&self, band: usize, band_key: u64) {
         if let Some(t) = self.layout.bands.get(band) {
             let slot = directory_slot(t, band_key32(band_key));
             self.bytes.prefetch(t.offset + slot as usize * 4, 8);
@@ -199,15 +205,22 @@ impl<B: AsRef<[u8]> + Prefetch> Segment<B> {
 /// reads nothing (a prefetch instruction never faults, so it also costs a cold query nothing);
 /// the entries hint reads the directory slots, which the lookup would read next anyway.
 impl<B: AsRef<[u8]>> Segment<B> {
-    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads first, and
-    /// for its filter block in a segment with filters (read before them; the slots are
-    /// asked for too, so that a bucket the filter lets through does not wait for them).
-    pub fn cache_bucket_directory(&self, band: usize, band_key: u64) {
-        if let Some((at, len)) = self.filter_block(band, band_key32(band_key))
-            && let Some(bytes) = self.data().get(at..at.saturating_add(len))
-        {
-            crate::storage::prefetch_lines(bytes);
+    /// Asks the CPU for what a lookup of `band_key` in `band` reads first: its filter block
+    /// in a segment with filters, else its directory slots.
+    pub fn cache_filter_block(&self, band: usize, band_key: u64) {
+        match self.filter_block(band, band_key32(band_key)) {
+            Some((at, len)) => {
+                if let Some(bytes) = self.data().get(at..at.saturating_add(len)) {
+                    crate::storage::prefetch_lines(bytes);
+                }
+            }
+            None => self.cache_directory_slot(band, band_key),
         }
+    }
+
+    /// Asks the CPU for the directory slots a lookup of `band_key` in `band` reads after its
+    /// filter block.
+    pub fn cache_directory_slot(&self, band: usize, band_key: u64) {
         if let Some(t) = self.layout.bands.get(band) {
             let slot = directory_slot(t, band_key32(band_key)) as usize;
             let at = t.offset.saturating_add(slot.saturating_mul(4));
@@ -218,7 +231,8 @@ impl<B: AsRef<[u8]>> Segment<B> {
     }
 
     /// Asks the CPU for the first entries of the bucket of `band_key` in `band` (where the
-    /// lookup's search starts), reading its directory slots.
+    /// lookup's search starts), reading its directory slots; the caller has asked the band's
+    /// filter ([`Segment::may_hold`]) already.
     pub fn cache_bucket_entries(&self, band: usize, band_key: u64) {
         /// The bytes asked for: a hot bucket's scan is sequential, which the CPU foresees.
         const AHEAD: usize = 128;
@@ -226,9 +240,6 @@ impl<B: AsRef<[u8]>> Segment<B> {
             return;
         };
         let key32 = band_key32(band_key);
-        if self.filter_rules_out(band, key32) {
-            return;
-        }
         let slot = directory_slot(t, key32);
         if let Some((start, end)) = self.dir_range_unchecked(t, slot)
             && start < end

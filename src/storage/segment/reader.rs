@@ -574,6 +574,13 @@ impl<B: AsRef<[u8]>> Segment<B> {
         Ok(band_filter::may_contain(bytes, &params, key32))
     }
 
+    /// Whether `band` may hold `band_key`: false only when the band's filter (its bytes
+    /// checked) says the segment holds no such key. A query asks every segment this for every
+    /// band before it looks any bucket up, so that the filter reads of one query overlap.
+    pub fn may_hold(&self, band: usize, band_key: u64) -> Result<bool> {
+        self.band_may_hold(band, band_key32(band_key))
+    }
+
     /// Whether the segment carries a membership filter per band.
     pub fn has_band_filters(&self) -> bool {
         !self.layout.filters.is_empty()
