@@ -26,7 +26,6 @@
 //! be smaller on average); and the text compressed with zstd.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use mhdb::sketch::set_intersect::jaccard_sorted_at_least;
 use mhdb::sketch::{MinHasher, SketchParams};
@@ -146,38 +145,18 @@ fn merge_floor(a: &[u32], b: &[u32]) -> usize {
     common
 }
 
-/// CPU time this thread has run (Linux's schedstat; zero elsewhere): on a shared machine,
-/// waiting for a core is not counted.
-fn thread_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 
-/// The least CPU time of `passes` passes of `per_page` over every page, in ns per page. The
-/// thread's CPU clock ticks in milliseconds, so a pass is repeated for at least a quarter of
-/// a second within one timing.
+/// The least CPU time of `passes` passes of `per_page` over every page, in ns per page.
 fn time(passes: usize, pages: &[Page], mut per_page: impl FnMut(usize, &Page) -> usize) -> f64 {
-    let mut sink = 0usize;
-    let mut pass = |sink: &mut usize| {
+    let (best, _) = cpu_time::best_of(passes, || {
+        let mut sink = 0u64;
         for (i, p) in pages.iter().enumerate() {
-            *sink = sink.wrapping_add(per_page(i, p));
+            sink = sink.wrapping_add(per_page(i, p) as u64);
         }
-    };
-    let t = thread_cpu();
-    pass(&mut sink);
-    let once = (thread_cpu() - t).max(Duration::from_millis(1));
-    let reps = (Duration::from_millis(250).as_nanos() / once.as_nanos()).max(1) as u32;
-    let mut best = Duration::MAX;
-    for _ in 0..passes.max(1) {
-        let t = thread_cpu();
-        for _ in 0..reps {
-            pass(&mut sink);
-        }
-        best = best.min((thread_cpu() - t) / reps);
-    }
-    std::hint::black_box(sink);
+        sink
+    });
     best.as_nanos() as f64 / pages.len() as f64
 }
 
