@@ -41,8 +41,11 @@ pub(super) struct ColdWatch<'a> {
     last: Instant,
     /// Candidates gathered when the clock was last read.
     gathered: usize,
-    /// The first band whose lookups the clock has not timed yet.
-    untimed_band: usize,
+    /// The first band the query looks up (bands no source may hold are skipped): its
+    /// lookups are timed one by one.
+    first_band: Option<usize>,
+    /// Bands looked up since the clock was last read.
+    untimed_bands: u32,
 }
 
 impl<'a> ColdWatch<'a> {
@@ -56,7 +59,8 @@ impl<'a> ColdWatch<'a> {
             cold_band: COLD_LOOKUP + Duration::from_micros(2) * version.segments.len() as u32,
             last: Instant::now(),
             gathered: 0,
-            untimed_band: 0,
+            first_band: None,
+            untimed_bands: 0,
         }
     }
 
@@ -66,7 +70,8 @@ impl<'a> ColdWatch<'a> {
     /// ([`ColdWatch::after_band`]).
     #[inline]
     pub(super) fn after_segment_lookup(&mut self, band: usize, segment: usize, gathered: usize) {
-        if band != 0 || self.slow_lookups != 0 || segment + 1 >= self.version.segments.len() {
+        let first = *self.first_band.get_or_insert(band);
+        if band != first || self.slow_lookups != 0 || segment + 1 >= self.version.segments.len() {
             return;
         }
         let now = Instant::now();
@@ -93,33 +98,38 @@ impl<'a> ColdWatch<'a> {
         self.last = now;
     }
 
-    /// After every filter was asked, on a page cache the filters found cold: asks for the
-    /// directory slots of the lookups `admits` lets through (band, segment) together, which
-    /// the lookups would otherwise read one after another.
-    pub(super) fn after_filters(&self, admits: impl Fn(usize, usize) -> bool) {
-        if !self.faulted {
-            return;
-        }
-        for (band, &bk) in self.band_keys.iter().enumerate() {
-            for (i, seg) in self.version.segments.iter().enumerate() {
-                if admits(band, i) {
-                    seg.seg.prefetch_directory_slot(band, bk);
+    /// After every filter was asked (the later bands' timed together): on a page cache the
+    /// filters found cold, asks for the directory slots of the lookups `admits` lets through
+    /// (band, segment) together, which the lookups would otherwise read one after another.
+    /// The lookups' clock starts here, so that they are not charged with the filters' time.
+    pub(super) fn after_filters(&mut self, admits: impl Fn(usize, usize) -> bool) {
+        let now = Instant::now();
+        let later_bands = self.band_keys.len().saturating_sub(1) as u32;
+        if self.faulted || self.waited(now, self.cold_band * later_bands, 0) {
+            for (band, &bk) in self.band_keys.iter().enumerate() {
+                for (i, seg) in self.version.segments.iter().enumerate() {
+                    if admits(band, i) {
+                        seg.seg.prefetch_directory_slot(band, bk);
+                    }
                 }
             }
         }
+        self.last = now;
     }
 
-    /// After every lookup of band `band`, `gathered` candidates in all: the first band timed
-    /// alone, then one clock read per [`BANDS_PER_CLOCK_READ`] bands (clock reads are most of
-    /// a warm query's fixed cost), none once the cache is known cold.
+    /// After every lookup of band `band`, `gathered` candidates in all: the first band looked
+    /// up timed alone, then one clock read per [`BANDS_PER_CLOCK_READ`] bands looked up (clock
+    /// reads are most of a warm query's fixed cost), none once the cache is known cold.
     #[inline]
     pub(super) fn after_band(&mut self, band: usize, gathered: usize) {
-        if self.slow_lookups >= 2 || (band != 0 && !(band + 1).is_multiple_of(BANDS_PER_CLOCK_READ))
+        let first = *self.first_band.get_or_insert(band);
+        self.untimed_bands += 1;
+        if self.slow_lookups >= 2
+            || (band != first && self.untimed_bands < BANDS_PER_CLOCK_READ as u32)
         {
             return;
         }
-        let bands = (band + 1 - self.untimed_band.min(band)) as u32;
-        self.untimed_band = band + 1;
+        let bands = std::mem::take(&mut self.untimed_bands);
         let now = Instant::now();
         if self.waited(now, self.cold_band * bands, gathered) {
             self.slow_lookups += 1;
