@@ -293,6 +293,11 @@ pub struct CreateArgs {
     /// fingerprints of term-frequency-weighted shingles, matched by Hamming distance).
     #[arg(long, value_enum, default_value = "minhash")]
     pub kind: KindArg,
+    /// minhash: jaccard (default), or containment: the index also finds the documents that
+    /// contain most of a query (a quoted paragraph, a license inside a file), |Q ∩ X| / |Q|
+    /// ≥ --threshold, by LSH Ensemble over set-size classes; it answers Jaccard queries too.
+    #[arg(long, value_enum)]
+    pub metric: Option<MetricArg>,
     /// simhash: the largest Hamming distance of a match, 0 to 15 (the fingerprint is cut into
     /// this + 1 blocks, one exact-match index each). Default 3.
     #[arg(long)]
@@ -338,6 +343,14 @@ pub enum KindArg {
     Minhash,
     /// SimHash-pigeonhole.
     Simhash,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricArg {
+    /// Jaccard similarity of shingle sets.
+    Jaccard,
+    /// Containment of the query's shingle set in a document's.
+    Containment,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -489,6 +502,11 @@ pub struct QueryArgs {
     /// --max-hamming, its default).
     #[arg(long, conflicts_with = "threshold")]
     pub max_distance: Option<u32>,
+    /// containment index: the documents holding at least this fraction C of the query's
+    /// shingles, |Q ∩ X| / |Q| ≥ C, in (0, 1] (default, for a containment index: its
+    /// threshold); reported with their Jaccard. --threshold asks a Jaccard query instead.
+    #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance", "top"])]
+    pub containment: Option<f64>,
     /// At most this many matches per query, best first.
     #[arg(long, conflicts_with = "top", value_parser = at_least_one)]
     pub limit: Option<usize>,

@@ -11,7 +11,7 @@ use mhdb::db::{
 use mhdb::sketch::{LshParams, SketchParams, TuneOptions, tune_all};
 use serde_json::json;
 
-use super::args::{CreateArgs, KindArg, TuneArgs};
+use super::args::{CreateArgs, KindArg, MetricArg, TuneArgs};
 use super::output::{CliError, CliResult, message, outln, warn};
 use super::shapes;
 
@@ -89,6 +89,7 @@ fn create_options(args: &CreateArgs) -> IndexOptions {
         store_sets: args.store_sets.then_some(true),
         max_hamming: args.max_hamming,
         weighting: args.weighting,
+        containment: args.metric.map(|m| m == MetricArg::Containment),
         ..IndexOptions::default()
     }
 }
@@ -98,6 +99,7 @@ fn flag(option: IndexOption) -> String {
     match option {
         IndexOption::NumPerm => "--perms".into(),
         IndexOption::Bands | IndexOption::Rows => "--bands/--rows".into(),
+        IndexOption::Containment => "--metric".into(),
         other => format!("--{}", other.name().replace('_', "-")),
     }
 }
@@ -192,6 +194,13 @@ pub fn create(args: &CreateArgs) -> CliResult<ExitCode> {
                 "probability_at_threshold": shapes::round6(probability),
             })
         );
+    } else if p.candidate_probability(threshold).is_none() {
+        // A containment index: a candidate's chance depends on the sizes of both sets.
+        message(format_args!(
+            "created {}: {}",
+            args.db.display(),
+            shapes::params_text(p),
+        ));
     } else {
         message(format_args!(
             "created {}: {} (P({threshold}) = {probability:.4})",

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use indicatif::HumanBytes;
 use mhdb::db::{
-    Db, IndexStats, Options, ShardsStats, Stats, UpgradeOptions, UpgradePlan, Upgraded,
+    CONTAINMENT_BANDINGS, Db, IndexKind, IndexStats, Options, ShardsStats, Stats, UpgradeOptions,
+    UpgradePlan, Upgraded,
 };
 use mhdb::sketch::SetDerivation;
 use serde_json::json;
@@ -415,12 +416,19 @@ fn print_stats_text(s: &Stats) -> CliResult {
             sim.max_hamming,
             p.threshold
         );
-        let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
-        let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
+        print_buckets(s)?;
+        return Ok(());
+    }
+    if p.kind == IndexKind::Containment {
+        let bandings: Vec<String> = CONTAINMENT_BANDINGS
+            .iter()
+            .map(|b| format!("{}×{}", b.bands, b.rows))
+            .collect();
         outln!(
-            "buckets       p99 {p99}, max {max}, capped in segments {}",
-            s.hot_buckets
+            "kind          minhash, containment: bandings {} keyed by half-octave set-size classes (LSH Ensemble); a query probes the classes that could hold its threshold's share of it",
+            bandings.join(", ")
         );
+        print_buckets(s)?;
         return Ok(());
     }
     outln!("kind          minhash");
@@ -429,12 +437,7 @@ fn print_stats_text(s: &Stats) -> CliResult {
         p.threshold,
         s.expected_recall_at_threshold
     );
-    let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
-    let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
-    outln!(
-        "buckets       p99 {p99}, max {max}, capped in segments {}",
-        s.hot_buckets
-    );
+    print_buckets(s)?;
     outln!(
         "S-curve       {}",
         p.lsh
@@ -443,6 +446,17 @@ fn print_stats_text(s: &Stats) -> CliResult {
             .map(|(s, p)| format!("J={s:.2}:{p:.3}"))
             .collect::<Vec<_>>()
             .join("  ")
+    );
+    Ok(())
+}
+
+/// The `buckets` line of `stats`: the largest band buckets over every band.
+fn print_buckets(s: &Stats) -> CliResult {
+    let max = s.bands.iter().map(|b| b.max).max().unwrap_or(0);
+    let p99 = s.bands.iter().map(|b| b.p99).max().unwrap_or(0);
+    outln!(
+        "buckets       p99 {p99}, max {max}, capped in segments {}",
+        s.hot_buckets
     );
     Ok(())
 }

@@ -36,6 +36,7 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         estimate_only: args.no_exact,
         top: args.top,
         deadline: None,
+        containment: args.containment,
     };
     if args.top.is_none() {
         warn_below_tuning(db, opts.threshold);
@@ -95,7 +96,11 @@ fn write_answer(
             match m.distance {
                 // SimHash: "DISTANCE<TAB>COSINE<TAB>KEY".
                 Some(d) => writeln!(out, "{d}\t{:.4}\t{}", m.similarity, key_text(&m.key))?,
-                None => writeln!(out, "{:.4}\t{}", m.similarity, key_text(&m.key))?,
+                // A containment query's match: containment, then Jaccard.
+                None => match m.jaccard {
+                    Some(j) => writeln!(out, "{:.4}\t{j:.4}\t{}", m.similarity, key_text(&m.key))?,
+                    None => writeln!(out, "{:.4}\t{}", m.similarity, key_text(&m.key))?,
+                },
             }
         }
     }

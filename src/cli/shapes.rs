@@ -2,7 +2,7 @@
 //! `query --text --json` and `query --jsonl`, or `keys --json` and `dedup --format drop
 //! --json`, print the same thing. README's "JSON shapes" lists them.
 
-use mhdb::db::{DedupPair, IndexParams, IndexStats, QueryResult, Stats};
+use mhdb::db::{DedupPair, IndexKind, IndexParams, IndexStats, QueryResult, Stats};
 use mhdb::sketch::LshParams;
 use serde_json::{Value, json};
 
@@ -33,7 +33,15 @@ pub fn answer(id: Value, r: &QueryResult) -> Value {
                 json!({"id": key_json(&m.key), "distance": d, "cosine": round6(c)})
             }
             _ => {
-                let mut v = json!({"id": key_json(&m.key), "jaccard": round6(m.similarity)});
+                let mut v = match m.jaccard {
+                    // A containment query's match: its containment, and its Jaccard beside it.
+                    Some(j) => json!({
+                        "id": key_json(&m.key),
+                        "containment": round6(m.similarity),
+                        "jaccard": round6(j),
+                    }),
+                    None => json!({"id": key_json(&m.key), "jaccard": round6(m.similarity)}),
+                };
                 if exact {
                     v["estimate"] = json!(round6(m.estimate));
                     v["exact"] = json!(m.exact);
@@ -65,7 +73,8 @@ pub fn write_answer(
     r: &QueryResult,
 ) -> std::io::Result<()> {
     // serde_json's maps are sorted by key: "candidates", ("exact",) "hot_buckets", "id",
-    // "matches", ("reranked",) "verified"; and a match's ("estimate",) "id", "jaccard".
+    // "matches", ("reranked",) "verified"; and a match's ("containment",) ("estimate",) "id",
+    // "jaccard".
     let exact = r.stats.exact;
     write!(out, "{{\"candidates\":{},", r.stats.candidates)?;
     if exact {
@@ -78,6 +87,11 @@ pub fn write_answer(
     let mut last_jaccard = None;
     for (i, m) in r.matches.iter().enumerate() {
         out.write_all(if i == 0 { b"{" } else { b",{" })?;
+        if m.jaccard.is_some() {
+            out.write_all(b"\"containment\":")?;
+            serde_json::to_writer(&mut *out, &round6(m.similarity))?;
+            out.write_all(b",")?;
+        }
         // A SimHash match: "cosine" and "distance" sort before "id"; a re-ranked one's
         // "estimate" too.
         if let (Some(d), Some(c)) = (m.distance, m.cosine) {
@@ -98,10 +112,11 @@ pub fn write_answer(
             out.write_all(b",\"jaccard\":")?;
             // Matches come best first, so runs share a similarity (an estimate takes one of
             // k + 1 values): each run's number is formatted once.
-            if last_jaccard != Some(m.similarity.to_bits()) {
+            let jaccard = m.jaccard.unwrap_or(m.similarity);
+            if last_jaccard != Some(jaccard.to_bits()) {
                 jaccard_text.clear();
-                serde_json::to_writer(&mut jaccard_text, &round6(m.similarity))?;
-                last_jaccard = Some(m.similarity.to_bits());
+                serde_json::to_writer(&mut jaccard_text, &round6(jaccard))?;
+                last_jaccard = Some(jaccard.to_bits());
             }
             out.write_all(&jaccard_text)?;
         }
@@ -158,8 +173,10 @@ pub fn params(p: &IndexParams) -> Value {
             "spec_version": mhdb::sketch::SPEC_VERSION,
         });
     }
+    let containment = p.kind == IndexKind::Containment;
     json!({
         "kind": p.kind.name(),
+        "metric": p.metric().name(),
         "perms": p.sketch.num_perm,
         "scheme": p.sketch.scheme.name(),
         "seed": p.sketch.seed,
@@ -167,8 +184,9 @@ pub fn params(p: &IndexParams) -> Value {
         "nfkc": p.sketch.shingle.nfkc,
         "bits": p.bits,
         "band_slots": p.band_slots,
-        "bands": p.lsh.bands,
-        "rows": p.lsh.rows,
+        // A containment index's bandings are fixed by its metric.
+        "bands": (!containment).then_some(p.lsh.bands),
+        "rows": (!containment).then_some(p.lsh.rows),
         "threshold": p.threshold,
         "bucket_cap": p.bucket_cap,
         "store_sets": p.store_sets,
@@ -189,8 +207,12 @@ pub fn params_text(p: &IndexParams) -> String {
             p.bucket_cap.unwrap_or(0),
         );
     }
+    let banding = match p.kind {
+        IndexKind::Containment => "--metric containment".to_string(),
+        _ => format!("--bands {} --rows {}", p.lsh.bands, p.lsh.rows),
+    };
     format!(
-        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --band-slots {} --bands {} --rows {} --threshold {} --bucket-cap {}{}",
+        "--perms {} --scheme {} --shingle {}{} --seed {} --bits {} --band-slots {} {banding} --threshold {} --bucket-cap {}{}",
         p.sketch.num_perm,
         p.sketch.scheme,
         p.sketch.shingle.kind,
@@ -198,8 +220,6 @@ pub fn params_text(p: &IndexParams) -> String {
         p.sketch.seed,
         p.bits,
         p.band_slots,
-        p.lsh.bands,
-        p.lsh.rows,
         p.threshold,
         p.bucket_cap.unwrap_or(0),
         if p.store_sets { " --store-sets" } else { "" },
@@ -340,6 +360,8 @@ mod write_answer_tests {
                             distance: (i % 2 == 1 && !exact).then_some(i as u32),
                             cosine: (i % 2 == 1 && !exact)
                                 .then(|| mhdb::sketch::cosine_from_hamming(i as u32)),
+                            // Every fourth as a containment query reports it.
+                            jaccard: (i % 4 == 0).then(|| 1.0 / (i as f64 + 7.0)),
                         })
                         .collect(),
                     stats: QueryStats {

@@ -33,7 +33,7 @@ impl Db {
         band_keys
             .par_chunks_mut(bands.max(1))
             .zip(docs.par_iter())
-            .try_for_each(|(bk, (_, sig))| self.sketcher.band_keys_to_slice(sig.slots(), bk))?;
+            .try_for_each(|(bk, (_, sig))| self.sketcher.band_keys_to_slice(sig, bk))?;
         let keys: Vec<&[u8]> = docs.iter().map(|(k, _)| k.as_ref()).collect();
         // The signatures are packed as the segment is built, on every core (they were checked
         // above, so packing cannot fail).

@@ -87,7 +87,7 @@ fn pairs_and_clusters_match_the_definitions_on_a_hot_corpus() {
         .map(|t| {
             let s = hasher.sketch_text(t);
             (
-                db.sketcher.band_keys(s.slots()).unwrap(),
+                db.sketcher.band_keys(&s).unwrap(),
                 bbit::pack(s.slots(), bits).unwrap(),
             )
         })

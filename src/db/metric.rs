@@ -11,6 +11,10 @@ pub enum Metric {
     /// The cosine similarity of SimHash feature vectors (SimHash index): estimated from the
     /// Hamming distance `d` between the fingerprints as `cos(π·d/64)`.
     Cosine,
+    /// The containment `|Q ∩ X| / |Q|` of the query's shingle set Q in a stored document's X
+    /// (containment index): estimated from the Jaccard estimate and the two set sizes, or
+    /// exact from the stored shingle sets.
+    Containment,
 }
 
 impl Metric {
@@ -19,6 +23,7 @@ impl Metric {
         match self {
             Metric::Jaccard => "jaccard",
             Metric::Cosine => "cosine",
+            Metric::Containment => "containment",
         }
     }
 }

@@ -55,6 +55,7 @@ mod params_stored;
 mod query;
 mod query_cap;
 mod query_cold;
+mod query_containment;
 mod query_gather;
 mod query_rank;
 mod query_stream;
@@ -90,8 +91,9 @@ pub use metric::Metric;
 pub use novel::{Novelty, NoveltyOptions};
 pub use options::{Durability, Options};
 pub use params::{
-    DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS, DEFAULT_OPH_SLOTS, IndexKind,
-    IndexParams, STORED_SETS_RECALL, default_band_slots, default_bits, default_slots,
+    CONTAINMENT_BANDINGS, DEFAULT_BAND_SLOTS, DEFAULT_BUCKET_CAP, DEFAULT_KPERM_SLOTS,
+    DEFAULT_OPH_SLOTS, IndexKind, IndexParams, STORED_SETS_RECALL, containment_band_count,
+    default_band_slots, default_bits, default_slots,
 };
 pub use params_builder::{
     DEFAULT_MAX_HAMMING, DEFAULT_THRESHOLD, IndexOption, IndexOptions, KindChoice, OptionsError,
@@ -246,7 +248,8 @@ impl Db {
         let columns = ColumnSet {
             exact: opts.exact_hash && signs,
             keep: None,
-            set_size: opts.set_size && signs,
+            // A containment index cannot work without its documents' set sizes.
+            set_size: (opts.set_size && signs) || params.kind == IndexKind::Containment,
         };
         let features = columns::with_columns(Features::NONE, columns)
             .with(Features::BAND_FILTERS, opts.band_filters);

@@ -52,6 +52,7 @@ impl NoveltyOptions {
             estimate_only: self.estimate_only,
             top: None,
             deadline: None,
+            containment: None,
         }
     }
 }

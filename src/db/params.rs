@@ -56,14 +56,27 @@ pub enum IndexKind {
         /// How term frequencies become feature weights.
         weighting: SimWeighting,
     },
+    /// MinHash signatures banded by LSH Ensemble over size classes
+    /// (`format/containment.md`): every document keeps its set size and gets the band keys of
+    /// every banding of [`CONTAINMENT_BANDINGS`] under its size class; matches by containment
+    /// `|Q ∩ X| / |Q|`, and Jaccard queries work too. Such an index has `lsh` = (all the
+    /// bandings' bands) × 0: the bands are numbered flat, banding after banding.
+    Containment,
 }
 
+/// The bandings of a containment index: (bands, rows) over the first slots, every document
+/// getting all of them; a query probes a prefix of one per size class.
+pub const CONTAINMENT_BANDINGS: [LshParams; 5] = crate::sketch::containment::DEFAULT_BANDINGS;
+
 impl IndexKind {
-    /// The name used on the command line and in `stats`: `minhash` or `simhash`.
+    /// The name used on the command line and in `stats`: `minhash` (a containment index
+    /// too) or `simhash`.
     pub fn name(self) -> &'static str {
         match self {
             IndexKind::MinHash => "minhash",
             IndexKind::SimHash { .. } => "simhash",
+            // A containment index is a MinHash index; its metric tells it apart.
+            IndexKind::Containment => "minhash",
         }
     }
 }
@@ -72,6 +85,7 @@ impl std::fmt::Display for IndexKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             IndexKind::MinHash => f.write_str(self.name()),
+            IndexKind::Containment => f.write_str("minhash (containment)"),
             IndexKind::SimHash {
                 max_hamming,
                 weighting,
@@ -103,6 +117,11 @@ impl Default for IndexParams {
             kind: IndexKind::MinHash,
         })
     }
+}
+
+/// The bands of a containment index: all of [`CONTAINMENT_BANDINGS`]'.
+pub fn containment_band_count() -> usize {
+    CONTAINMENT_BANDINGS.iter().map(|b| b.bands).sum()
 }
 
 /// The slots k_v a new OPH index verifies with when none are given. Chosen by
@@ -239,7 +258,10 @@ impl IndexParams {
             min_recall_at_threshold: STORED_SETS_RECALL,
             ..TuneOptions::default()
         };
-        self.lsh = tune(self.threshold, self.band_slots, &options)?.params;
+        // A containment index's bandings serve every threshold: nothing to re-tune.
+        if self.kind != IndexKind::Containment {
+            self.lsh = tune(self.threshold, self.band_slots, &options)?.params;
+        }
         self.store_sets = true;
         self.validate()?;
         Ok(self)
@@ -274,6 +296,64 @@ impl IndexParams {
         };
         params.validate()?;
         Ok(params)
+    }
+
+    /// These MinHash parameters as a containment index's (`format/containment.md`): the same
+    /// signatures, banded by [`CONTAINMENT_BANDINGS`] over the first `band_slots` slots, and
+    /// the threshold as the default containment of a match.
+    pub fn into_containment(self) -> Result<Self> {
+        if self.kind != IndexKind::MinHash {
+            return Err(Error::invalid(
+                "metric",
+                format!(
+                    "containment is for MinHash indexes; this is a {} index",
+                    self.kind
+                ),
+            ));
+        }
+        let params = IndexParams {
+            lsh: LshParams {
+                bands: containment_band_count(),
+                rows: 0,
+            },
+            kind: IndexKind::Containment,
+            ..self
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// [`IndexParams::validate`] for a containment index.
+    pub(super) fn validate_containment(&self) -> Result<()> {
+        self.sketch.validate()?;
+        self.check_format_version(MANIFEST_VERSION)?;
+        bbit::validate_bits(self.bits)?;
+        check_band_slots(self.band_slots, self.sketch.num_perm)?;
+        for b in CONTAINMENT_BANDINGS {
+            if b.bands * b.rows > self.band_slots {
+                return Err(Error::invalid(
+                    "band_slots",
+                    format!(
+                        "a containment index's banding of {} bands × {} rows needs {} slots; \
+                         the bands cover {}",
+                        b.bands,
+                        b.rows,
+                        b.bands * b.rows,
+                        self.band_slots
+                    ),
+                ));
+            }
+        }
+        if (self.lsh.bands, self.lsh.rows) != (containment_band_count(), 0) {
+            return Err(Error::invalid(
+                "bands",
+                format!(
+                    "a containment index has {} bands (its bandings') and no rows of its own",
+                    containment_band_count()
+                ),
+            ));
+        }
+        self.check_threshold_and_cap()
     }
 
     /// [`IndexParams::validate`] for a MinHash index.

@@ -90,6 +90,8 @@ pub enum IndexOption {
     MaxHamming,
     /// [`IndexOptions::weighting`].
     Weighting,
+    /// [`IndexOptions::containment`].
+    Containment,
 }
 
 impl IndexOption {
@@ -113,6 +115,7 @@ impl IndexOption {
             IndexOption::StoreSets => "store_sets",
             IndexOption::MaxHamming => "max_hamming",
             IndexOption::Weighting => "weighting",
+            IndexOption::Containment => "containment",
         }
     }
 }
@@ -155,6 +158,8 @@ pub struct IndexOptions {
     pub max_hamming: Option<u32>,
     /// SimHash: how term frequencies become weights (tf).
     pub weighting: Option<SimWeighting>,
+    /// MinHash: answer by containment too, banding by size class (off: Jaccard only).
+    pub containment: Option<bool>,
 }
 
 /// Why [`IndexOptions::build`] refused the options. The [`Error`] it converts into uses the
@@ -216,7 +221,8 @@ impl From<OptionsError> for Error {
 }
 
 /// The options of a MinHash index only, in the order a refusal names the first one given.
-const MINHASH_ONLY: [IndexOption; 8] = [
+const MINHASH_ONLY: [IndexOption; 9] = [
+    IndexOption::Containment,
     IndexOption::NumPerm,
     IndexOption::Scheme,
     IndexOption::Bits,
@@ -251,6 +257,7 @@ impl IndexOptions {
             IndexOption::StoreSets => self.store_sets.is_some(),
             IndexOption::MaxHamming => self.max_hamming.is_some(),
             IndexOption::Weighting => self.weighting.is_some(),
+            IndexOption::Containment => self.containment.is_some(),
         }
     }
 
@@ -293,6 +300,16 @@ impl IndexOptions {
         sketch.validate()?;
         let threshold = self.threshold.unwrap_or(DEFAULT_THRESHOLD);
         let mut params = IndexParams::with_shape(sketch, self.bits, self.band_slots, threshold)?;
+        if self.containment == Some(true) {
+            if self.bands.is_some() || self.rows.is_some() {
+                return Err(OptionsError::Invalid(Error::invalid(
+                    "bands/rows",
+                    "a containment index's bandings are fixed (format/containment.md): give \
+                     neither",
+                )));
+            }
+            params = params.into_containment()?;
+        }
         if self.store_sets == Some(true) {
             params = params.with_stored_sets()?;
         }

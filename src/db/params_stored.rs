@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::params::{IndexKind, IndexParams};
+use super::params::{CONTAINMENT_BANDINGS, IndexKind, IndexParams};
 use crate::sketch::unicode_words::{UNICODE_VERSION, unicode_version_code};
 use crate::sketch::{
     KeyFingerprint, LshParams, SPEC_VERSION, Scheme, ShingleConfig, ShingleKind, SimWeighting,
@@ -12,9 +12,9 @@ use crate::sketch::{
 };
 use crate::storage::codec::{Decoder, Encoder};
 use crate::storage::manifest::v3::{
-    KIND_MINHASH, KIND_SIMHASH, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT, SHINGLE_CHAR,
-    SHINGLE_COLLAPSE_WHITESPACE, SHINGLE_FOLD_DIGITS, SHINGLE_FOLD_PUNCTUATION, SHINGLE_LOWERCASE,
-    SHINGLE_NFKC, SHINGLE_TOKEN_LISTS, SHINGLE_UNICODE_WORDS, SHINGLE_WORD,
+    KIND_MINHASH, KIND_SIMHASH, METRIC_CONTAINMENT, METRIC_COSINE, METRIC_JACCARD, PARAMS_AT,
+    SHINGLE_CHAR, SHINGLE_COLLAPSE_WHITESPACE, SHINGLE_FOLD_DIGITS, SHINGLE_FOLD_PUNCTUATION,
+    SHINGLE_LOWERCASE, SHINGLE_NFKC, SHINGLE_TOKEN_LISTS, SHINGLE_UNICODE_WORDS, SHINGLE_WORD,
 };
 use crate::storage::manifest::{BandingV3, MANIFEST_V3, ParamsV3, StoredParams};
 use crate::{Error, Result};
@@ -149,10 +149,10 @@ impl StoredParams for IndexParams {
             } else {
                 s.scheme.code()
             },
-            metric: if sim.is_some() {
-                METRIC_COSINE
-            } else {
-                METRIC_JACCARD
+            metric: match self.kind {
+                IndexKind::MinHash => METRIC_JACCARD,
+                IndexKind::SimHash { .. } => METRIC_COSINE,
+                IndexKind::Containment => METRIC_CONTAINMENT,
             },
             bits: self.bits as u8,
             num_perm: s.num_perm as u32,
@@ -168,10 +168,16 @@ impl StoredParams for IndexParams {
             weighting,
             keep_type: 0,
             key_fingerprint: self.key_fingerprint.0,
-            bandings: vec![BandingV3::covering_all(
-                self.lsh.bands as u32,
-                self.lsh.rows as u32,
-            )],
+            bandings: match self.kind {
+                IndexKind::Containment => CONTAINMENT_BANDINGS
+                    .iter()
+                    .map(|b| BandingV3::covering_all(b.bands as u32, b.rows as u32))
+                    .collect(),
+                _ => vec![BandingV3::covering_all(
+                    self.lsh.bands as u32,
+                    self.lsh.rows as u32,
+                )],
+            },
             keep_field: String::new(),
         }
     }
@@ -199,9 +205,20 @@ impl StoredParams for IndexParams {
         }
         let shingle = shingle_from_codes(b.shingle_kind, b.shingle_width, b.shingle_flags)
             .ok_or_else(|| bad(format!("unknown shingle kind {}", b.shingle_kind)))?;
-        // (The format refuses several bandings and partitions before this.)
-        let [banding] = b.bandings.as_slice() else {
-            return Err(bad(format!("{} bandings", b.bandings.len())));
+        // (The format refuses partitions, and several bandings but a containment index's,
+        // before this.)
+        let containment = b.metric == METRIC_CONTAINMENT;
+        let lsh = match (containment, b.bandings.as_slice()) {
+            (true, bandings) => containment_lsh(bandings, path)?,
+            (false, [banding]) => LshParams {
+                bands: banding.bands as usize,
+                rows: banding.rows as usize,
+            },
+            (false, bandings) => return Err(bad(format!("{} bandings", bandings.len()))),
+        };
+        let kind = match containment {
+            true => IndexKind::Containment,
+            false => index_kind(simhash, u32::from(b.max_hamming), b.weighting).map_err(bad)?,
         };
         let params = IndexParams {
             sketch: SketchParams {
@@ -212,15 +229,12 @@ impl StoredParams for IndexParams {
             },
             bits: u32::from(b.bits),
             band_slots: b.band_slots as usize,
-            lsh: LshParams {
-                bands: banding.bands as usize,
-                rows: banding.rows as usize,
-            },
+            lsh,
             threshold: b.threshold,
             bucket_cap: (b.bucket_cap != 0).then_some(b.bucket_cap),
             key_fingerprint: KeyFingerprint(b.key_fingerprint),
             store_sets,
-            kind: index_kind(simhash, u32::from(b.max_hamming), b.weighting).map_err(bad)?,
+            kind,
         };
         params
             .validate()
@@ -298,6 +312,15 @@ impl IndexParams {
     /// Errors unless a manifest of format `version` can store these parameters: Unicode word
     /// and token-list shingles have a code only from version 3 on.
     pub fn check_format_version(&self, version: u32) -> Result<()> {
+        if self.kind == IndexKind::Containment && version < MANIFEST_V3 {
+            return Err(Error::invalid(
+                "metric",
+                format!(
+                    "containment needs format version 3; format version {version} has no code \
+                     for it"
+                ),
+            ));
+        }
         let shingle = self.sketch.shingle.kind;
         if shingle.is_tokens() && version < MANIFEST_V3 {
             return Err(Error::invalid(
@@ -320,6 +343,30 @@ impl IndexParams {
         }
         Ok(())
     }
+}
+
+/// The flat banding of a containment index stored with `bandings`: those this build writes
+/// ([`CONTAINMENT_BANDINGS`]), or unsupported.
+fn containment_lsh(bandings: &[BandingV3], path: &Path) -> Result<LshParams> {
+    let built = bandings.len() == CONTAINMENT_BANDINGS.len()
+        && bandings
+            .iter()
+            .zip(&CONTAINMENT_BANDINGS)
+            .all(|(s, b)| (s.bands as usize, s.rows as usize) == (b.bands, b.rows));
+    if !built {
+        let listed: Vec<String> = bandings
+            .iter()
+            .map(|b| format!("{}×{}", b.bands, b.rows))
+            .collect();
+        return Err(unsupported(
+            path,
+            format!("containment bandings {}", listed.join(", ")),
+        ));
+    }
+    Ok(LshParams {
+        bands: super::params::containment_band_count(),
+        rows: 0,
+    })
 }
 
 /// A feature this version of mhdb does not know, stored in `path`.

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::Db;
 use super::metric::Metric;
 use super::query_cold::prefetch_keys;
-use super::query_gather::{gather, give_back};
+use super::query_gather::{Gathered, gather, give_back};
 use super::query_rank::ranked_matches;
 use super::query_verify::{Verifier, decide};
 use super::rerank::RerankWindow;
@@ -45,6 +45,10 @@ pub struct QueryOptions {
     /// and returns [`Error::DeadlineExceeded`]. `None` runs it to the end. A batch or stream
     /// holds every query to the same instant.
     pub deadline: Option<Instant>,
+    /// A containment query (containment index only): the matches are the documents X holding
+    /// at least this fraction of the query Q, `|Q ∩ X| / |Q| ≥ c`, reported in the
+    /// containment metric with their Jaccard beside it. `threshold` is then not used.
+    pub containment: Option<f64>,
 }
 
 /// Postings gathered, or candidates verified or scored, between two looks at the deadline:
@@ -89,8 +93,12 @@ pub struct Match {
     pub cosine: Option<f64>,
     /// True when `similarity` is an exact Jaccard: the query was re-ranked and this match's
     /// estimate came within the re-rank margin of the threshold (above it, the estimate alone
-    /// decides, wrongly with probability below 0.14 %, and is what is reported).
+    /// decides, wrongly with probability below 0.14 %, and is what is reported). A
+    /// containment query on an index that stores sets reports every match exactly.
     pub exact: bool,
+    /// A containment query ([`QueryOptions::containment`]): the Jaccard similarity of the
+    /// match, exact when `exact`, else the estimate from the signatures; `None` otherwise.
+    pub jaccard: Option<f64>,
 }
 
 /// Where a query spent its effort.
@@ -174,7 +182,7 @@ impl Db {
         let (band_keys, packed) = match banded {
             Some(b) => (Cow::Borrowed(b.band_keys), QueryPacked::Packed(b.packed)),
             None => (
-                Cow::Owned(self.sketcher.band_keys(sig.slots())?),
+                Cow::Owned(self.sketcher.band_keys(sig)?),
                 QueryPacked::Slots(sig.slots()),
             ),
         };
@@ -224,9 +232,22 @@ impl Db {
         exact: Option<&[u32]>,
         bounds: Bounds,
     ) -> Result<QueryResult> {
+        let gathered = gather(state, 0, band_keys, self.params.bucket_cap, bounds.deadline)?;
+        self.answer_gathered(state, gathered, packed, threshold, exact, bounds)
+    }
+
+    /// [`Db::run_query`] from its candidates on.
+    pub(super) fn answer_gathered(
+        &self,
+        state: &State,
+        gathered: Gathered,
+        packed: QueryPacked<'_>,
+        threshold: f64,
+        exact: Option<&[u32]>,
+        bounds: Bounds,
+    ) -> Result<QueryResult> {
         let version = &state.version;
         let deadline = bounds.deadline;
-        let gathered = gather(state, band_keys, self.params.bucket_cap, deadline)?;
         let candidates = gathered.docnos;
         let mut stats = QueryStats {
             candidates: candidates.len(),
@@ -275,7 +296,12 @@ impl Db {
         if gathered.cold && decided.len() > 1 {
             prefetch_keys(version, decided.iter().map(|d| d.docno));
         }
-        let matches = ranked_matches(state, &decided, bounds.limit, self.params.metric())?;
+        // A containment index answers a threshold query in Jaccard.
+        let metric = match self.params.metric() {
+            Metric::Containment => Metric::Jaccard,
+            metric => metric,
+        };
+        let matches = ranked_matches(state, &decided, bounds.limit, metric)?;
         Ok(QueryResult { matches, stats })
     }
 }

@@ -26,6 +26,8 @@ const BANDS_PER_CLOCK_READ: usize = 4;
 /// candidates' documents and its matches' keys too.
 pub(super) struct ColdWatch<'a> {
     version: &'a Version,
+    /// The band number of `band_keys[0]` (the bands looked up are consecutive).
+    base: usize,
     band_keys: &'a [u64],
     /// Lookups that waited for the disk so far.
     slow_lookups: u32,
@@ -50,9 +52,10 @@ pub(super) struct ColdWatch<'a> {
 
 impl<'a> ColdWatch<'a> {
     /// Starts the clock before the query's first lookup.
-    pub(super) fn start(version: &'a Version, band_keys: &'a [u64]) -> Self {
+    pub(super) fn start(version: &'a Version, base: usize, band_keys: &'a [u64]) -> Self {
         ColdWatch {
             version,
+            base,
             band_keys,
             slow_lookups: 0,
             faulted: false,
@@ -77,7 +80,7 @@ impl<'a> ColdWatch<'a> {
         let now = Instant::now();
         if self.waited(now, COLD_LOOKUP, gathered) {
             self.slow_lookups += 1;
-            prefetch_lookups(self.version, self.band_keys, 0);
+            prefetch_lookups(self.version, self.base, self.band_keys, 0);
         }
         self.last = now;
         self.gathered = gathered;
@@ -91,7 +94,7 @@ impl<'a> ColdWatch<'a> {
         if self.waited(now, self.cold_band, 0) {
             for (band, &bk) in self.band_keys.iter().enumerate().skip(1) {
                 for seg in &self.version.segments {
-                    seg.seg.prefetch_bucket_directory(band, bk);
+                    seg.seg.prefetch_bucket_directory(self.base + band, bk);
                 }
             }
         }
@@ -109,7 +112,7 @@ impl<'a> ColdWatch<'a> {
             for (band, &bk) in self.band_keys.iter().enumerate() {
                 for (i, seg) in self.version.segments.iter().enumerate() {
                     if admits(band, i) {
-                        seg.seg.prefetch_directory_slot(band, bk);
+                        seg.seg.prefetch_directory_slot(self.base + band, bk);
                     }
                 }
             }
@@ -135,7 +138,7 @@ impl<'a> ColdWatch<'a> {
             self.slow_lookups += 1;
             // The page cache may be cold: ask for the pages of every later lookup now.
             if self.slow_lookups == 1 {
-                prefetch_lookups(self.version, self.band_keys, band + 1);
+                prefetch_lookups(self.version, self.base, self.band_keys, band + 1);
             }
         }
         self.last = now;
@@ -173,9 +176,16 @@ fn disk_waited() -> bool {
 }
 
 /// Prefetches the directory slots, then the entries, of the bucket lookups of `band_keys`
-/// from band `from` on.
-pub(super) fn prefetch_lookups(version: &Version, band_keys: &[u64], from: usize) {
-    let lookups = || band_keys.iter().copied().enumerate().skip(from);
+/// (the keys of bands `base ..`) from `band_keys[from]` on.
+pub(super) fn prefetch_lookups(version: &Version, base: usize, band_keys: &[u64], from: usize) {
+    let lookups = || {
+        band_keys
+            .iter()
+            .copied()
+            .enumerate()
+            .skip(from)
+            .map(move |(i, bk)| (base + i, bk))
+    };
     for (band, bk) in lookups() {
         for seg in &version.segments {
             seg.seg.prefetch_bucket_directory(band, bk);

@@ -23,11 +23,13 @@ pub(super) struct Gathered {
     pub(super) hot_buckets: usize,
 }
 
-/// Gathers the candidates of the query whose band keys are `band_keys`; `bucket_cap` is the
-/// database's. Past `deadline` (checked first, then between bands once every
+/// Gathers the candidates of the query whose band keys are `band_keys`, the keys of bands
+/// `base ..` (all the index's bands from 0, or the bands one size class of a containment
+/// index is probed with); `bucket_cap` is the database's. Past `deadline` (checked first, then between bands once every
 /// [`DEADLINE_EVERY`] postings), stops with [`Error::DeadlineExceeded`](crate::Error::DeadlineExceeded).
 pub(super) fn gather(
     state: &State,
+    base: usize,
     band_keys: &[u64],
     bucket_cap: Option<u32>,
     deadline: Option<Instant>,
@@ -35,10 +37,11 @@ pub(super) fn gather(
     const STAGE: &str = "gathering candidates";
     check_deadline(deadline, STAGE)?;
     let version = &state.version;
-    let mut watch = ColdWatch::start(version, band_keys);
-    let admitted = Admitted::ask(version, band_keys, &mut watch)?;
+    let mut watch = ColdWatch::start(version, base, band_keys);
+    let admitted = Admitted::ask(version, base, band_keys, &mut watch)?;
     let mut gatherer = Gatherer {
         state,
+        base,
         bucket_cap,
         candidates: scratch::take(),
         from_segments: Vec::with_capacity(version.segments.len()),
@@ -54,7 +57,7 @@ pub(super) fn gather(
             continue;
         }
         if let Some(&next) = band_keys.get(band + 1) {
-            cache_bucket_entries(version, &gatherer.admitted, band + 1, next);
+            cache_bucket_entries(version, &gatherer.admitted, (base, band + 1), next);
         }
         gatherer.band(band, bk)?;
         let gathered = gatherer.candidates.len();
@@ -76,12 +79,17 @@ pub(super) fn give_back(docnos: Vec<u64>) {
     scratch::give_back(docnos);
 }
 
-/// Asks each segment whose filter admits `band_key` in `band` to start reading its bucket
-/// entries (the next band's, while this one is gathered).
-fn cache_bucket_entries(version: &Version, admitted: &Admitted, band: usize, band_key: u64) {
-    for (i, seg) in version.segments.iter().enumerate() {
-        if admitted.admits(band, i) {
-            seg.seg.cache_bucket_entries(band, band_key);
+/// Asks each segment whose filter admits `band_key` in band `base + i` to start reading its
+/// bucket entries (the next band's, while this one is gathered).
+fn cache_bucket_entries(
+    version: &Version,
+    admitted: &Admitted,
+    (base, i): (usize, usize),
+    band_key: u64,
+) {
+    for (s, seg) in version.segments.iter().enumerate() {
+        if admitted.admits(i, s) {
+            seg.seg.cache_bucket_entries(base + i, band_key);
         }
     }
 }
@@ -93,7 +101,8 @@ fn cache_bucket_entries(version: &Version, admitted: &Admitted, band: usize, ban
 struct Admitted {
     /// Words per band: one bit per segment.
     words: usize,
-    /// Bit `s % 64` of word `band * words + s / 64`: segment `s` may hold the band's key.
+    /// Bit `s % 64` of word `i * words + s / 64`: segment `s` may hold `band_keys[i]` (bands
+    /// are counted from the first one looked up).
     bits: Vec<u64>,
 }
 
@@ -102,18 +111,23 @@ impl Admitted {
     /// then asks for the directory slots of the lookups they let through. `watch` times the
     /// first band's filters: on a cold page cache the later ones, and the directory slots,
     /// are read together.
-    fn ask(version: &Version, band_keys: &[u64], watch: &mut ColdWatch<'_>) -> Result<Self> {
+    fn ask(
+        version: &Version,
+        base: usize,
+        band_keys: &[u64],
+        watch: &mut ColdWatch<'_>,
+    ) -> Result<Self> {
         for (band, &bk) in band_keys.iter().enumerate() {
             for seg in &version.segments {
-                seg.seg.cache_filter_block(band, bk);
+                seg.seg.cache_filter_block(base + band, bk);
             }
         }
-        let admitted = Self::filters_say(version, band_keys, watch)?;
+        let admitted = Self::filters_say(version, base, band_keys, watch)?;
         watch.after_filters(|band, segment| admitted.admits(band, segment));
         for (band, &bk) in band_keys.iter().enumerate() {
             for (i, seg) in version.segments.iter().enumerate() {
                 if admitted.admits(band, i) && seg.seg.has_band_filters() {
-                    seg.seg.cache_directory_slot(band, bk);
+                    seg.seg.cache_directory_slot(base + band, bk);
                 }
             }
         }
@@ -123,6 +137,7 @@ impl Admitted {
     /// What the filters say, band by band.
     fn filters_say(
         version: &Version,
+        base: usize,
         band_keys: &[u64],
         watch: &mut ColdWatch<'_>,
     ) -> Result<Self> {
@@ -130,7 +145,7 @@ impl Admitted {
         let mut bits = vec![0u64; words * band_keys.len()];
         for (band, &bk) in band_keys.iter().enumerate() {
             for (s, seg) in version.segments.iter().enumerate() {
-                if seg.seg.may_hold(band, bk)?
+                if seg.seg.may_hold(base + band, bk)?
                     && let Some(w) = bits.get_mut(band * words + s / 64)
                 {
                     *w |= 1 << (s % 64);
@@ -161,6 +176,8 @@ impl Admitted {
 /// One query's gathering in progress.
 struct Gatherer<'a> {
     state: &'a State,
+    /// The band number of the first key (`band` below counts from it).
+    base: usize,
     bucket_cap: Option<u32>,
     /// One entry per band bucket hit, in gathering order (not yet distinct).
     candidates: Vec<u64>,
@@ -172,14 +189,16 @@ struct Gatherer<'a> {
 }
 
 impl Gatherer<'_> {
-    /// Appends the bucket of `band_key` in `band` from every source, cut to the bucket cap.
+    /// Appends the bucket of `band_key` in band `base + band` from every source, cut to the
+    /// bucket cap.
     fn band(&mut self, band: usize, band_key: u64) -> Result<()> {
         let band_start = self.candidates.len();
+        let number = self.base + band;
         self.state
             .mem
-            .bucket_into(band, band_key, &mut self.candidates);
+            .bucket_into(number, band_key, &mut self.candidates);
         if let Some(imm) = &self.state.imm {
-            imm.bucket_into(band, band_key, &mut self.candidates);
+            imm.bucket_into(number, band_key, &mut self.candidates);
         }
         let capped_by_segment = self.segment_postings(band, band_key)?;
         if let Some(cap) = self.bucket_cap
@@ -188,7 +207,7 @@ impl Gatherer<'_> {
                 &mut self.candidates,
                 band_start,
                 cap as usize,
-                (band, band_key),
+                (number, band_key),
                 &self.from_segments,
             )?
             && !capped_by_segment
@@ -198,7 +217,8 @@ impl Gatherer<'_> {
         Ok(())
     }
 
-    /// Appends every segment's postings of `band_key` in `band`, noting which part each gave;
+    /// Appends every segment's postings of `band_key` in band `base + band`, noting which
+    /// part each gave;
     /// returns whether a segment had cut this bucket to the cap when it was written (each such
     /// segment counts as a hot bucket).
     fn segment_postings(&mut self, band: usize, band_key: u64) -> Result<bool> {
@@ -208,9 +228,10 @@ impl Gatherer<'_> {
             let start = self.candidates.len();
             // A filter that rules the key out rules its hot record out too.
             if self.admitted.admits(band, i) {
+                let number = self.base + band;
                 seg.seg
-                    .postings_into(band, band_key, &mut self.candidates)?;
-                if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(band, band_key)?.is_some() {
+                    .postings_into(number, band_key, &mut self.candidates)?;
+                if seg.seg.hot_count() > 0 && seg.seg.hot_bucket(number, band_key)?.is_some() {
                     self.hot_buckets += 1;
                     capped = true;
                 }

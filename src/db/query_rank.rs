@@ -26,6 +26,7 @@ pub(super) struct Ranked<'a> {
     pub(super) key_head: u128,
     pub(super) estimate: f64,
     pub(super) exact: bool,
+    pub(super) jaccard: Option<f64>,
 }
 
 /// The best `limit` (all without one) of the `decided` matches, ranked, their similarities in
@@ -49,6 +50,7 @@ pub(super) fn ranked_matches<'s>(
         distance: None,
         cosine: None,
         exact: r.exact,
+        jaccard: r.jaccard,
     };
     Ok(if ranked.len() >= PARALLEL_MATCHES {
         ranked
@@ -74,6 +76,7 @@ fn with_keys<'s>(state: &'s State, decided: &[Decided<'s>]) -> Result<Vec<Ranked
             key_head: key_head(key),
             estimate: d.estimate,
             exact: d.exact,
+            jaccard: d.jaccard,
         }))
     };
     if decided.len() >= PARALLEL_MATCHES {

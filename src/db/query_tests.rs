@@ -35,11 +35,11 @@ fn prefetch_hints_on_mapped_files_change_nothing() {
     let record_bytes = db.params.sig_bytes();
     for t in &texts {
         let sig = db.sketch_text(t).unwrap();
-        let keys = db.sketcher.band_keys(sig.slots()).unwrap();
+        let keys = db.sketcher.band_keys(&sig).unwrap();
         for from in [0, 1, keys.len(), keys.len() + 1] {
-            prefetch_lookups(version, &keys, from);
+            prefetch_lookups(version, 0, &keys, from);
         }
-        prefetch_lookups(version, &[u64::MAX; 64], 0);
+        prefetch_lookups(version, 0, &[u64::MAX; 64], 0);
     }
     let docnos: Vec<u64> = (0..400).chain([u64::MAX - 1, u64::MAX]).collect();
     for docno in docnos.iter().copied() {
@@ -220,14 +220,14 @@ fn hot_queries_find_exactly_the_similar_candidates() {
     let hasher = db.hasher().unwrap();
     let (k, bits) = (db.params.sketch.num_perm, db.params.bits);
     let q = hasher.sketch_text(&texts[40]);
-    let q_keys = db.sketcher.band_keys(q.slots()).unwrap();
+    let q_keys = db.sketcher.band_keys(&q).unwrap();
     let q_packed = bbit::pack(q.slots(), bits).unwrap();
     let mut sharing = 0;
     let mut want: Vec<(String, f64)> = Vec::new();
     let mut sharing_deleted = 0;
     for (i, t) in texts.iter().enumerate() {
         let s = hasher.sketch_text(t);
-        let keys = db.sketcher.band_keys(s.slots()).unwrap();
+        let keys = db.sketcher.band_keys(&s).unwrap();
         if !keys.iter().zip(&q_keys).any(|(a, b)| a == b) {
             continue;
         }
@@ -441,6 +441,7 @@ fn ranking_falls_back_to_whole_keys_when_heads_tie() {
             key_head: key_head(key),
             estimate: 0.5,
             exact: false,
+            jaccard: None,
         })
         .collect();
     rank(&mut rows);
@@ -476,6 +477,7 @@ proptest::proptest! {
                 key_head: key_head(key),
                 estimate: 0.0,
                 exact: false,
+                jaccard: None,
             })
             .collect();
         let mut expected = rows.clone();

@@ -55,6 +55,8 @@ pub(super) struct Decided<'a> {
     pub(super) exact: bool,
     /// Its key, when verification read it on the way.
     pub(super) key: Option<&'a [u8]>,
+    /// A containment query's match: its Jaccard similarity (exact when `exact`).
+    pub(super) jaccard: Option<f64>,
 }
 
 /// Verifies candidates against a query's packed signature.
@@ -262,6 +264,7 @@ pub(super) fn decide<'s>(
         estimate: f.estimate,
         exact: false,
         key: f.key,
+        jaccard: None,
     };
     let Some(query_set) = query_set else {
         return Ok(found.iter().map(by_estimate).collect());

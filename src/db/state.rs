@@ -105,6 +105,21 @@ impl State {
         }
     }
 
+    /// The set size of `docno` (SET_SIZE column): `None` when it has none, or no table holds
+    /// it.
+    pub(super) fn set_size_of(&self, docno: u64) -> Result<Option<u32>> {
+        if let Some(d) = self.mem.doc(docno) {
+            return Ok(d.columns.set_size);
+        }
+        if let Some(d) = self.imm.as_ref().and_then(|imm| imm.doc(docno)) {
+            return Ok(d.columns.set_size);
+        }
+        match self.version.segment_of(docno) {
+            Some(seg) => seg.seg.set_size_of(docno),
+            None => Ok(None),
+        }
+    }
+
     /// The key of `docno`.
     pub(super) fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
         if let Some(d) = self.mem.doc(docno) {

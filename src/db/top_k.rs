@@ -410,6 +410,7 @@ fn best_by_key(
                 distance: None,
                 cosine: None,
                 exact: false,
+                jaccard: None,
             });
         }
     }

@@ -168,7 +168,7 @@ impl Db {
         self.check_may_store_signatures()?;
         Ok(Prepared::Put {
             key,
-            band_keys: self.sketcher.band_keys(sig.slots())?.into(),
+            band_keys: self.sketcher.band_keys(sig)?.into(),
             sig: bbit::pack(sig.slots(), self.params.bits)?.into(),
             set: self.coded_set(sig)?.map(Into::into),
             columns: self.columns_to_store(sig)?,

@@ -138,6 +138,18 @@ pub fn plan_probes(
     stored: &[LshParams],
     opts: &TuneOptions,
 ) -> Result<Vec<ClassProbe>> {
+    plan_probes_by(containment_t, query_size, populated, |j| {
+        choose_banding(j, stored, opts)
+    })
+}
+
+/// [`plan_probes`] with `choose` picking the (bands, rows) for a class's Jaccard threshold.
+pub fn plan_probes_by(
+    containment_t: f64,
+    query_size: u64,
+    populated: impl IntoIterator<Item = u8>,
+    choose: impl Fn(f64) -> Result<Tuning>,
+) -> Result<Vec<ClassProbe>> {
     if !(containment_t > 0.0 && containment_t <= 1.0) {
         return Err(Error::invalid(
             "containment threshold",
@@ -151,11 +163,10 @@ pub fn plan_probes(
         .map(|class| {
             let upper = class_upper_bound(class);
             let jaccard_threshold = jaccard_threshold_for(containment_t, query_size, upper);
-            let tuning = choose_banding(jaccard_threshold, stored, opts)?;
             Ok(ClassProbe {
                 class,
                 jaccard_threshold,
-                tuning,
+                tuning: choose(jaccard_threshold)?,
             })
         })
         .collect()

@@ -296,13 +296,13 @@ impl Banding {
 }
 
 #[cfg(target_endian = "little")]
-fn hash_slots(slots: &[u64], seed: u64) -> u64 {
+pub(crate) fn hash_slots(slots: &[u64], seed: u64) -> u64 {
     use zerocopy::IntoBytes;
     xxh3_64_with_seed(slots.as_bytes(), seed)
 }
 
 #[cfg(not(target_endian = "little"))]
-fn hash_slots(slots: &[u64], seed: u64) -> u64 {
+pub(crate) fn hash_slots(slots: &[u64], seed: u64) -> u64 {
     let bytes: Vec<u8> = slots.iter().flat_map(|s| s.to_le_bytes()).collect();
     xxh3_64_with_seed(&bytes, seed)
 }

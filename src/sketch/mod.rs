@@ -5,6 +5,7 @@
 //! `format/hashing.md` is the normative description of everything computed here.
 
 pub mod bbit;
+pub mod class_bands;
 pub mod containment;
 pub mod exact;
 mod first_probes;
@@ -12,6 +13,7 @@ pub mod keyed;
 pub mod lsh;
 pub mod minhash;
 mod normalize;
+pub mod probe_planner;
 pub mod set_intersect;
 pub mod set_size;
 pub mod shingle;
@@ -25,6 +27,7 @@ pub mod unicode_words;
 mod xxh3_short;
 
 pub use bbit::{SUPPORTED_BITS, estimate_packed, pack, packed_len, unpack, validate_bits};
+pub use class_bands::ClassBanding;
 pub use exact::ExactHasher;
 pub use keyed::{KEY_FILE_ENV, KEY_LEN, KeyFingerprint, SecretKey, ShingleHash};
 pub use lsh::{Banding, LshParams, TuneOptions, Tuning, tune, tune_all};

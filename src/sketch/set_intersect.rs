@@ -129,6 +129,15 @@ pub fn jaccard_blocks_at_least<E>(
     Ok(decide(na, nb, common, threshold))
 }
 
+/// The number of values two sorted, distinct slices share.
+pub fn common_count(a: &[u32], b: &[u32]) -> u64 {
+    let mut i = 0;
+    let (passed, common) = merge_blocks(a, &mut i, b);
+    common
+        + b.get(passed..)
+            .map_or(0, |rest| merge_tail(a, &mut i, rest))
+}
+
 /// Values of the second set merged between two checks of the bound in
 /// [`jaccard_sorted_at_least`].
 const CHECK_EVERY: usize = 256;

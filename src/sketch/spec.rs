@@ -124,6 +124,8 @@ pub(crate) enum Purpose {
     Band,
     /// The unkeyed exact hash of a document (spec §17).
     Exact,
+    /// The band seeds of a containment index's size classes (`format/containment.md` §2).
+    Class,
 }
 
 impl Purpose {
@@ -134,6 +136,7 @@ impl Purpose {
             Purpose::Densify => "densify",
             Purpose::Band => "band",
             Purpose::Exact => "exact",
+            Purpose::Class => "class",
         }
     }
 }

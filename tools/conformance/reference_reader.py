@@ -351,8 +351,8 @@ class Reader:
             self.fail(name, o + 6, f"unsupported metric code {metric}")
         if metric not in fits and kind in (1, 2):
             self.fail(name, o + 6, f"metric {metric} does not fit index kind {kind} (corruption)")
-        if metric == 3:
-            self.fail(name, o + 6, "unsupported: the containment metric is reserved")
+        if metric == 3 and not features & SET_SIZE_FEATURE:
+            self.fail(name, o + 6, "the containment metric without feature SET_SIZE (corruption)")
         if sk == 4:
             self.fail(name, o + 24, "unsupported: shingle kind 4 (token lists) is reserved")
         if sf & ~(SHINGLE_FLAGS | FOLD_FLAGS):
@@ -375,15 +375,27 @@ class Reader:
             self.fail(name, o + 47, "feature KEEP without a keep field (corruption)")
         if nbandings == 0:
             self.fail(name, o + 80, "banding_count 0 (corruption)")
-        if nbandings > 1:
-            self.fail(name, o + 80, f"unsupported: {nbandings} bandings (several bandings are reserved)")
-        self.need(name, buf, o + 82 + 24 + keep_len, "the bandings")
-        bands, rows, size_lo, size_hi = struct.unpack_from("<IIQQ", buf, o + 82)
-        if (size_lo, size_hi) != (0, M64):
-            self.fail(name, o + 90, f"unsupported: a banding for set sizes {size_lo}..={size_hi} (a partition; reserved)")
+        if nbandings > 1 and metric != 3:
+            self.fail(name, o + 80, f"unsupported: {nbandings} bandings (several bandings are a containment index's)")
+        self.need(name, buf, o + 82 + 24 * nbandings + keep_len, "the bandings")
+        bandings = []
+        for i in range(nbandings):
+            b_at = o + 82 + 24 * i
+            bands, rows, size_lo, size_hi = struct.unpack_from("<IIQQ", buf, b_at)
+            if (size_lo, size_hi) != (0, M64):
+                self.fail(name, b_at + 8, f"unsupported: a banding for set sizes {size_lo}..={size_hi} (a partition; reserved)")
+            if metric == 3 and not (1 <= bands <= 0xFFFF and rows >= 1 and bands * rows <= band_slots):
+                self.fail(name, b_at, f"containment banding {bands} bands x {rows} rows does not fit {band_slots} slots")
+            bandings.append([bands, rows])
+        if metric == 3:
+            # The bands of a containment index are numbered flat, banding after banding
+            # (format/containment.md, section 2): segments hold them all.
+            bands, rows = sum(b for b, _ in bandings), 0
         store_sets = 1 if features & STORE_SETS else 0
-        params, end = self.check_params(name, at, o + 82 + 24, 3, (spec, kind, scheme, metric, num_perm, band_slots, seed, sk, sw, sf,
+        params, end = self.check_params(name, at, o + 82 + 24 * nbandings, 3, (spec, kind, scheme, metric, num_perm, band_slots, seed, sk, sw, sf,
                                                                    bits, bands, rows, thr, cap, store_sets, key_fp, max_hamming, weighting))
+        if metric == 3:
+            params["bandings"] = bandings
         if features & EXACT_HASH_FEATURE:
             params["exact_hash"] = True
         if features & BAND_FILTERS_FEATURE:
@@ -429,7 +441,7 @@ class Reader:
             self.fail(name, at["num_perm"], f"num_perm {num_perm} outside 1..=8192")
         if not 1 <= band_slots <= num_perm:
             self.fail(name, at["band_slots"], f"band_slots {band_slots} outside 1..=num_perm {num_perm}")
-        if kind == 1 and (bands < 1 or rows < 1 or bands * rows > band_slots):
+        if kind == 1 and metric != 3 and (bands < 1 or rows < 1 or bands * rows > band_slots):
             self.fail(name, at["bands"], f"{bands} bands x {rows} rows do not fit {band_slots} slots")
         if store_sets not in (0, 1):
             self.fail(name, at["store_sets"], f"store_sets {store_sets} is neither 0 nor 1")
@@ -456,7 +468,7 @@ class Reader:
                 params.update({"index_kind": "simhash-pigeonhole", "max_hamming": max_hamming,
                                "weighting": {1: "tf", 2: "logtf"}[weighting]})
         if metric is not None:
-            params["metric"] = {1: "jaccard", 2: "cosine"}[metric]
+            params["metric"] = {1: "jaccard", 2: "cosine", 3: "containment"}[metric]
         return params, end
 
     def read_manifest(self):

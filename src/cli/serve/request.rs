@@ -104,6 +104,7 @@ impl QuerySpec {
             top,
             // Set by the endpoint, from the request's timeout.
             deadline: None,
+            containment: None,
         };
         let id = map.get("id").cloned().unwrap_or(Value::Null);
         Ok(QuerySpec { id, input, opts })

@@ -35,7 +35,7 @@ impl IndexParams {
     /// The SimHash parameters of a SimHash index; `None` for a MinHash one.
     pub fn sim_params(&self) -> Option<SimParams> {
         match self.kind {
-            IndexKind::MinHash => None,
+            IndexKind::MinHash | IndexKind::Containment => None,
             IndexKind::SimHash {
                 max_hamming,
                 weighting,
@@ -48,31 +48,35 @@ impl IndexParams {
         }
     }
 
-    /// The metric of the similarities this index reports: Jaccard for MinHash, cosine for
-    /// SimHash.
+    /// The metric of the similarities this index reports by default: Jaccard for MinHash,
+    /// cosine for SimHash, containment for a containment index (which answers Jaccard queries
+    /// too).
     pub fn metric(&self) -> Metric {
         match self.kind {
             IndexKind::MinHash => Metric::Jaccard,
+            IndexKind::Containment => Metric::Containment,
             IndexKind::SimHash { .. } => Metric::Cosine,
         }
     }
 
     /// The chance that a document at similarity `t` becomes a candidate through the bands:
     /// the S-curve of a MinHash index; `None` for a SimHash index, where every document
-    /// within `max_hamming` is one (unless its block's bucket was capped).
+    /// within `max_hamming` is one (unless its block's bucket was capped), and for a
+    /// containment index, whose curve depends on the query's and the documents' sizes.
     pub fn candidate_probability(&self, t: f64) -> Option<f64> {
         match self.kind {
             IndexKind::MinHash => Some(self.lsh.probability(t)),
-            IndexKind::SimHash { .. } => None,
+            IndexKind::SimHash { .. } | IndexKind::Containment => None,
         }
     }
 
     /// [`IndexParams::candidate_probability`] at each of `points`, as `(similarity,
-    /// probability)` pairs: the S-curve; `None` for a SimHash index, which has none.
+    /// probability)` pairs: the S-curve; `None` for a SimHash or containment index, which
+    /// has none of its own.
     pub fn candidate_curve(&self, points: &[f64]) -> Option<Vec<(f64, f64)>> {
         match self.kind {
             IndexKind::MinHash => Some(self.lsh.curve(points)),
-            IndexKind::SimHash { .. } => None,
+            IndexKind::SimHash { .. } | IndexKind::Containment => None,
         }
     }
 
@@ -80,6 +84,7 @@ impl IndexParams {
     /// Hamming distance it admits.
     pub fn describe_threshold(&self, t: f64) -> String {
         match self.sim_params() {
+            None if self.kind == IndexKind::Containment => format!("containment ≥ {t}"),
             None => format!("J ≥ {t}"),
             Some(sim) => format!(
                 "Hamming distance ≤ {}",
@@ -122,7 +127,7 @@ impl IndexParams {
     /// query could ever find it: `mhdb add` and the Python binding refuse to store it.
     pub fn has_no_shingles(&self, sig: &Signature) -> bool {
         match self.kind {
-            IndexKind::MinHash => sig.is_empty_set(),
+            IndexKind::MinHash | IndexKind::Containment => sig.is_empty_set(),
             IndexKind::SimHash { .. } => sig.slots().iter().all(|&bit| bit == 0),
         }
     }
@@ -131,7 +136,7 @@ impl IndexParams {
     /// stored signatures are MinHash slots.
     pub fn stored_fingerprint(&self, stored: &StoredSignature) -> Result<Option<SimHash>> {
         match self.kind {
-            IndexKind::MinHash => Ok(None),
+            IndexKind::MinHash | IndexKind::Containment => Ok(None),
             IndexKind::SimHash { .. } => {
                 let sig = Signature::from_slots(stored.slots()?);
                 SimHash::from_signature(&sig).map(Some)
@@ -142,7 +147,7 @@ impl IndexParams {
     /// The signer for these parameters (an error for a SimHash index, which has none).
     pub fn hasher(&self) -> Result<MinHasher> {
         match self.kind {
-            IndexKind::MinHash => MinHasher::new(self.sketch),
+            IndexKind::MinHash | IndexKind::Containment => MinHasher::new(self.sketch),
             IndexKind::SimHash { .. } => Err(Error::ParameterMismatch {
                 name: "kind",
                 stored: self.kind.to_string(),
@@ -153,9 +158,10 @@ impl IndexParams {
 
     /// Checks every field; the error names the bad one.
     pub fn validate(&self) -> Result<()> {
-        match self.sim_params() {
-            None => self.validate_minhash(),
-            Some(sim) => self.validate_simhash(&sim),
+        match (self.kind, self.sim_params()) {
+            (IndexKind::Containment, _) => self.validate_containment(),
+            (_, None) => self.validate_minhash(),
+            (_, Some(sim)) => self.validate_simhash(&sim),
         }
     }
 
@@ -181,7 +187,7 @@ impl IndexParams {
     /// made elsewhere) are incompatible.
     pub fn check_compatible(&self, other: &SketchParams) -> Result<()> {
         match self.kind {
-            IndexKind::MinHash => self.check_compatible_sketch(other),
+            IndexKind::MinHash | IndexKind::Containment => self.check_compatible_sketch(other),
             IndexKind::SimHash { .. } => Err(Error::ParameterMismatch {
                 name: "kind",
                 stored: self.kind.to_string(),
@@ -201,7 +207,10 @@ impl IndexParams {
             })
         };
         match (self.kind, src.kind) {
-            (IndexKind::MinHash, IndexKind::MinHash) => self.check_compatible_sketch(&src.sketch),
+            (IndexKind::MinHash, IndexKind::MinHash)
+            | (IndexKind::Containment, IndexKind::Containment) => {
+                self.check_compatible_sketch(&src.sketch)
+            }
             (
                 IndexKind::SimHash {
                     max_hamming: x,

@@ -73,7 +73,7 @@ impl Db {
         let band_keys = match banded {
             Some(b) => b.band_keys,
             None => {
-                computed = self.sketcher.band_keys(sig.slots())?;
+                computed = self.sketcher.band_keys(sig)?;
                 &computed
             }
         };

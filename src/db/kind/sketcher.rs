@@ -7,13 +7,15 @@ use std::path::Path;
 use super::max_distance_for_threshold;
 use super::simhash::{distance_of, estimate_at};
 use crate::db::open::text_key;
-use crate::db::params::IndexParams;
+use crate::db::params::{CONTAINMENT_BANDINGS, IndexKind, IndexParams};
 use crate::db::query::Banded;
 use crate::db::state::State;
 use crate::db::{Db, Options, QueryOptions, QueryResult};
+use crate::sketch::TuneOptions;
+use crate::sketch::probe_planner::ProbePlanner;
 use crate::sketch::{
-    Banding, ExactHasher, MinHasher, SecretKey, SetDerivation, Signature, SimHash, SimHasher,
-    Token, cosine_from_hamming,
+    Banding, ClassBanding, ExactHasher, MinHasher, SecretKey, SetDerivation, Signature, SimHash,
+    SimHasher, Token, cosine_from_hamming,
 };
 use crate::storage::segment::ColumnSet;
 use crate::{Error, Result};
@@ -33,7 +35,7 @@ pub(in crate::db) enum Sketcher {
         /// Signatures of texts and token lists carry their set sizes (an index with the
         /// SET_SIZE column).
         set_size: bool,
-        banding: Banding,
+        banding: BandKeys,
     },
     SimHash {
         /// The fingerprinter: none for a keyed index opened without its key.
@@ -42,6 +44,16 @@ pub(in crate::db) enum Sketcher {
         /// computes them for every index.
         blocks: SimHasher,
     },
+}
+
+/// How a MinHash index keys its bands.
+#[derive(Debug)]
+pub(in crate::db) enum BandKeys {
+    /// One banding over every document.
+    Jaccard(Banding),
+    /// A containment index's bandings, keyed under each document's size class, and how its
+    /// queries choose the bands to probe.
+    Containment(ClassBanding, ProbePlanner),
 }
 
 /// What a stored document's signature carries besides its slots, in an index with the
@@ -65,13 +77,16 @@ pub(in crate::db) enum DocumentSigner<'a> {
 }
 
 impl DocumentSigner<'_> {
-    /// This signer for queries: without the notes, which only a stored document keeps.
-    pub fn for_queries(self) -> Self {
+    /// This signer for queries: without the notes, which only a stored document keeps, but
+    /// the set size when `set_size` (a containment index's queries need theirs).
+    pub fn for_queries(self, set_size: bool) -> Self {
+        let notes = Notes {
+            exact: None,
+            set_size,
+        };
         match self {
-            DocumentSigner::MinHash(h, _) => DocumentSigner::MinHash(h, Notes::default()),
-            DocumentSigner::MinHashWithSets(h, _) => {
-                DocumentSigner::MinHashWithSets(h, Notes::default())
-            }
+            DocumentSigner::MinHash(h, _) => DocumentSigner::MinHash(h, notes),
+            DocumentSigner::MinHashWithSets(h, _) => DocumentSigner::MinHashWithSets(h, notes),
             sim @ DocumentSigner::SimHash(_) => sim,
         }
     }
@@ -175,7 +190,13 @@ impl Sketcher {
                     None
                 },
                 set_size: columns.set_size && signs,
-                banding: params.banding()?,
+                banding: match params.kind {
+                    IndexKind::Containment => BandKeys::Containment(
+                        ClassBanding::new(&params.sketch, &CONTAINMENT_BANDINGS)?,
+                        ProbePlanner::new(&CONTAINMENT_BANDINGS, TuneOptions::default())?,
+                    ),
+                    _ => BandKeys::Jaccard(params.banding()?),
+                },
             },
             Some(sim) => Sketcher::SimHash {
                 fingerprinter: text_key(params, opts)?
@@ -185,28 +206,81 @@ impl Sketcher {
         })
     }
 
-    /// The band keys of `slots`, one per band: LSH bands of a MinHash signature, or the
-    /// pigeonhole block keys of a fingerprint.
-    pub fn band_keys(&self, slots: &[u64]) -> Result<Vec<u64>> {
+    /// The band keys of the document signed `sig`, one per band: LSH bands of a MinHash
+    /// signature (in a containment index, under the class of its set size, which it must
+    /// carry), or the pigeonhole block keys of a fingerprint.
+    pub fn band_keys(&self, sig: &Signature) -> Result<Vec<u64>> {
         match self {
-            Sketcher::MinHash { banding, .. } => banding.band_keys(slots),
-            Sketcher::SimHash { blocks, .. } => Ok(blocks.block_keys(fingerprint_of_slots(slots)?)),
+            Sketcher::MinHash {
+                banding: BandKeys::Jaccard(b),
+                ..
+            } => b.band_keys(sig.slots()),
+            Sketcher::MinHash {
+                banding: BandKeys::Containment(c, _),
+                ..
+            } => c.band_keys(sig.slots(), set_size_of(sig)?),
+            Sketcher::SimHash { blocks, .. } => {
+                Ok(blocks.block_keys(fingerprint_of_slots(sig.slots())?))
+            }
         }
     }
 
     /// [`Sketcher::band_keys`] into `out` (exactly one slot per band).
-    pub fn band_keys_to_slice(&self, slots: &[u64], out: &mut [u64]) -> Result<()> {
+    pub fn band_keys_to_slice(&self, sig: &Signature, out: &mut [u64]) -> Result<()> {
+        let slots = sig.slots();
         match self {
-            Sketcher::MinHash { banding, .. } => banding.band_keys_to_slice(slots, out),
+            Sketcher::MinHash {
+                banding: BandKeys::Jaccard(b),
+                ..
+            } => b.band_keys_to_slice(slots, out),
+            Sketcher::MinHash {
+                banding: BandKeys::Containment(c, _),
+                ..
+            } => c.band_keys_to_slice(slots, set_size_of(sig)?, out),
             Sketcher::SimHash { blocks, .. } => {
                 blocks.block_keys_to_slice(fingerprint_of_slots(slots)?, out)
             }
         }
     }
+
+    /// The class bandings of a containment index and its probe planner; `None` for any
+    /// other index.
+    pub fn class_banding(&self) -> Option<(&ClassBanding, &ProbePlanner)> {
+        match self {
+            Sketcher::MinHash {
+                banding: BandKeys::Containment(c, p),
+                ..
+            } => Some((c, p)),
+            _ => None,
+        }
+    }
+}
+
+/// The set size a containment index keys `sig`'s bands by.
+fn set_size_of(sig: &Signature) -> Result<u64> {
+    sig.set_size().map(u64::from).ok_or_else(|| {
+        Error::invalid(
+            "set size",
+            "a containment index needs each document's set size (the number of its distinct \
+             shingle hashes): insert text or token lists, or signatures that carry their size",
+        )
+    })
 }
 
 fn fingerprint_of_slots(slots: &[u64]) -> Result<SimHash> {
     SimHash::from_signature(&Signature::from_slots(slots.to_vec()))
+}
+
+/// The error for a containment query on an index without size classes.
+fn no_classes(dir: &Path) -> Error {
+    Error::invalid(
+        "containment",
+        format!(
+            "{} is not a containment index: it keeps no size classes, so it cannot find the \
+             documents that contain a query (create one with --metric containment)",
+            dir.display()
+        ),
+    )
 }
 
 /// The error for asking a SimHash index for MinHash things (its signer, a MinHash signature).
@@ -318,7 +392,8 @@ impl Db {
     /// [`Db::sketch_text`] as a query needs it: without the exact hash and set size, which a
     /// query never reads (they are stored, and compared on insert, only).
     pub(crate) fn sketch_query_text(&self, text: &str) -> Result<Signature> {
-        self.text_signer()?.for_queries().sign(text)
+        let with_size = self.sketcher.class_banding().is_some();
+        self.text_signer()?.for_queries(with_size).sign(text)
     }
 
     /// Errors unless `sig` has this database's number of slots (for a SimHash index: is a
@@ -360,8 +435,14 @@ impl Db {
         banded: Option<Banded<'_>>,
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
-        match self.sketcher {
+        match &self.sketcher {
+            Sketcher::MinHash {
+                banding: BandKeys::Containment(classes, planner),
+                ..
+            } => self.query_classes(state, sig, (classes, planner), opts),
+            Sketcher::MinHash { .. } if opts.containment.is_some() => Err(no_classes(&self.dir)),
             Sketcher::MinHash { .. } => self.query_signature(state, sig, banded, opts),
+            Sketcher::SimHash { .. } if opts.containment.is_some() => Err(no_classes(&self.dir)),
             Sketcher::SimHash { .. } => self.query_fingerprint(state, sig, banded, opts),
         }
     }

@@ -190,6 +190,13 @@ impl ParamsV3 {
         let metric_at = d.offset();
         let metric = d.u8("metric")?;
         check_kind_and_metric(kind, metric, path, metric_at)?;
+        if metric == METRIC_CONTAINMENT && !features.contains(Features::SET_SIZE) {
+            return Err(corrupt(
+                path,
+                metric_at,
+                "the containment metric without feature SET_SIZE",
+            ));
+        }
         let bits = d.u8("bits")?;
         let num_perm = d.u32("num_perm")?;
         let band_slots = d.u32("band_slots")?;
@@ -214,7 +221,7 @@ impl ParamsV3 {
         let weighting = d.u8("weighting")?;
         let (keep_type, keep_len) = decode_keep(d, path, features)?;
         let key_fingerprint = decode_fingerprint(d)?;
-        let bandings = decode_bandings(d, path)?;
+        let bandings = decode_bandings(d, path, metric == METRIC_CONTAINMENT)?;
         let field_at = d.offset();
         let keep_field = std::str::from_utf8(d.take(keep_len, "keep field")?)
             .map_err(|_| corrupt(path, field_at, "the keep field's name is not UTF-8"))?
@@ -329,9 +336,6 @@ fn check_kind_and_metric(kind: u8, metric: u8, path: &Path, metric_at: u64) -> R
             format!("metric {metric} does not fit index kind {kind}"),
         ));
     }
-    if metric == METRIC_CONTAINMENT {
-        return Err(unsupported(path, "the containment metric (metric 3)"));
-    }
     Ok(())
 }
 
@@ -409,31 +413,35 @@ fn decode_fingerprint(d: &mut Decoder<'_>) -> Result<[u8; 32]> {
         .map_err(|_| d.corruption("key fingerprint is not 32 bytes"))
 }
 
-/// The bandings: exactly one, covering every set size (several, or a partition of the set
-/// sizes, are reserved).
-fn decode_bandings(d: &mut Decoder<'_>, path: &Path) -> Result<Vec<BandingV3>> {
+/// The bandings, each covering every set size (a partition of the set sizes is reserved):
+/// exactly one, or with the containment metric (`containment`) at least one.
+fn decode_bandings(d: &mut Decoder<'_>, path: &Path, containment: bool) -> Result<Vec<BandingV3>> {
     let count_at = d.offset();
     let count = u16_field(d, "banding count")?;
     if count == 0 {
         return Err(corrupt(path, count_at, "no banding"));
     }
-    if count > 1 {
+    if count > 1 && !containment {
         return Err(unsupported(path, format!("{count} bandings")));
     }
-    let banding = BandingV3 {
-        bands: d.u32("bands")?,
-        rows: d.u32("rows")?,
-        size_lo: d.u64("banding size_lo")?,
-        size_hi: d.u64("banding size_hi")?,
-    };
-    if (banding.size_lo, banding.size_hi) != (0, u64::MAX) {
-        return Err(unsupported(
-            path,
-            format!(
-                "a banding over set sizes {} ..= {} (set-size partitions)",
-                banding.size_lo, banding.size_hi
-            ),
-        ));
+    let mut bandings = Vec::with_capacity(usize::from(count).min(64));
+    for _ in 0..count {
+        let banding = BandingV3 {
+            bands: d.u32("bands")?,
+            rows: d.u32("rows")?,
+            size_lo: d.u64("banding size_lo")?,
+            size_hi: d.u64("banding size_hi")?,
+        };
+        if (banding.size_lo, banding.size_hi) != (0, u64::MAX) {
+            return Err(unsupported(
+                path,
+                format!(
+                    "a banding over set sizes {} ..= {} (set-size partitions)",
+                    banding.size_lo, banding.size_hi
+                ),
+            ));
+        }
+        bandings.push(banding);
     }
-    Ok(vec![banding])
+    Ok(bandings)
 }

@@ -120,8 +120,19 @@ fn every_truncation_and_bit_flip_is_corruption() {
     }
 }
 
+/// The containment metric needs every document's set size: without feature SET_SIZE it is
+/// corruption, at the metric's byte.
+#[test]
+fn containment_without_set_sizes_is_corruption() {
+    let bytes = manifest(1, true).encode();
+    let err = decode(&patched(&bytes, 50, &[3])).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("SET_SIZE"), "{err}");
+}
+
 /// Each reserved or unknown feature bit, kind, metric, shingle kind and flag, several
-/// bandings and a partitioned one, written with the CRC recomputed: unsupported.
+/// bandings of a Jaccard index and a partitioned one, written with the CRC recomputed:
+/// unsupported.
 #[test]
 fn reserved_and_unknown_codes_are_unsupported() {
     let bytes = manifest(1, true).encode();
@@ -131,7 +142,7 @@ fn reserved_and_unknown_codes_are_unsupported() {
         .map(|bit| (36, (1u64 | 1 << bit).to_le_bytes().to_vec()))
         .collect();
     cases.extend([0u8, 3, 255].map(|kind| (48, vec![kind])));
-    cases.extend([0u8, 3, 4, 255].map(|metric| (50, vec![metric])));
+    cases.extend([0u8, 4, 255].map(|metric| (50, vec![metric])));
     cases.extend([0u8, 5, 255].map(|kind| (68, vec![kind])));
     cases.extend((5..16).map(|bit| (70, (1u16 << bit).to_le_bytes().to_vec())));
     cases.push((124, 2u16.to_le_bytes().to_vec()));

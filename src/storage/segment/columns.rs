@@ -236,6 +236,15 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
     }
 
+    /// The set size of document `docno`, checked: `None` for a document without one, one
+    /// this segment does not hold, or a segment without the column.
+    pub fn set_size_of(&self, docno: u64) -> Result<Option<u32>> {
+        match self.ordinal_of(docno)? {
+            Some(i) => self.set_size_at(i),
+            None => Ok(None),
+        }
+    }
+
     /// The set size of the document at ordinal (row) `i`, checked: `None` for a row without
     /// one, or a segment without the column.
     pub fn set_size_at(&self, i: u64) -> Result<Option<u32>> {

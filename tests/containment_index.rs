@@ -1,0 +1,361 @@
+//! A containment index (`format/containment.md`) finds the documents that hold most of a
+//! query, |Q ∩ X| / |Q| ≥ t, where Jaccard misses them: checked against containment computed
+//! exactly from the documents' shingle hashes, built by inserting in two sessions and all at
+//! once (the answers must agree), with and without stored sets, and refused where it cannot
+//! answer.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use common::rng::SplitMix64;
+use mhdb::db::{Db, IndexOptions, IndexParams, Metric, Options, QueryOptions};
+use mhdb::sketch::Signature;
+
+const PAGES: usize = 160;
+const QUERIES: usize = 60;
+
+fn word(rng: &mut SplitMix64) -> String {
+    // A skewed vocabulary: a few common words, many rare ones, of 2 to 9 letters.
+    let spread = 1 + rng.below(20_000);
+    let rank = rng.below(spread);
+    let mut state = SplitMix64(rank);
+    let len = 2 + state.below(8) as usize;
+    (0..len)
+        .map(|_| (b'a' + state.below(26) as u8) as char)
+        .collect()
+}
+
+fn words(rng: &mut SplitMix64, n: usize) -> Vec<String> {
+    (0..n).map(|_| word(rng)).collect()
+}
+
+/// Pages of 150 to 900 words, and queries: paragraphs cut from pages (1/8 to all of the page,
+/// some with a tenth of their words replaced) and unrelated paragraphs.
+fn corpus() -> (Vec<(String, String)>, Vec<String>) {
+    let mut rng = SplitMix64(7);
+    let pages: Vec<Vec<String>> = (0..PAGES)
+        .map(|_| {
+            let n = 150 + rng.below(750) as usize;
+            words(&mut rng, n)
+        })
+        .collect();
+    let mut queries = Vec::new();
+    for i in 0..QUERIES {
+        let page = &pages[(i * 7) % PAGES];
+        if i % 6 == 5 {
+            let n = 40 + rng.below(200) as usize;
+            queries.push(words(&mut rng, n).join(" "));
+            continue;
+        }
+        let len = (page.len() / (1 + rng.below(8) as usize)).max(20);
+        let start = rng.below((page.len() - len + 1) as u64) as usize;
+        let mut part = page[start..start + len].to_vec();
+        if i % 3 == 1 {
+            for w in part.iter_mut() {
+                if rng.below(10) == 0 {
+                    *w = word(&mut rng);
+                }
+            }
+        }
+        queries.push(part.join(" "));
+    }
+    let pages = pages
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (format!("page{i:03}"), p.join(" ")))
+        .collect();
+    (pages, queries)
+}
+
+fn params(store_sets: bool, threshold: f64) -> IndexParams {
+    IndexOptions {
+        containment: Some(true),
+        threshold: Some(threshold),
+        store_sets: Some(store_sets),
+        ..IndexOptions::default()
+    }
+    .build()
+    .unwrap()
+}
+
+/// The distinct shingle hashes of `text` as `db` hashes them.
+fn hashes(db: &Db, text: &str) -> HashSet<u64> {
+    db.hasher()
+        .unwrap()
+        .shingle_hashes(text)
+        .into_iter()
+        .collect()
+}
+
+/// Every (query, page) pair whose exact containment reaches `t`, with the query's size
+/// relative to the page's.
+fn truth(
+    db: &Db,
+    pages: &[(String, String)],
+    queries: &[String],
+    t: f64,
+) -> Vec<(usize, String, f64)> {
+    let page_sets: Vec<HashSet<u64>> = pages.iter().map(|(_, p)| hashes(db, p)).collect();
+    let mut pairs = Vec::new();
+    for (qi, q) in queries.iter().enumerate() {
+        let qs = hashes(db, q);
+        for ((key, _), ps) in pages.iter().zip(&page_sets) {
+            let c = qs.intersection(ps).count() as f64 / qs.len() as f64;
+            if c >= t {
+                pairs.push((qi, key.clone(), qs.len() as f64 / ps.len() as f64));
+            }
+        }
+    }
+    pairs
+}
+
+/// Every query's matches: key → (containment, Jaccard, exact).
+fn answers(db: &Db, queries: &[String], t: f64) -> Vec<BTreeMap<String, (f64, f64, bool)>> {
+    let opts = QueryOptions {
+        containment: Some(t),
+        ..QueryOptions::default()
+    };
+    queries
+        .iter()
+        .map(|q| {
+            let r = db.query_text(q, &opts).unwrap();
+            r.matches
+                .into_iter()
+                .map(|m| {
+                    assert_eq!(m.metric, Metric::Containment);
+                    let j = m.jaccard.expect("a containment match carries its Jaccard");
+                    (
+                        String::from_utf8(m.key).unwrap(),
+                        (m.similarity, j, m.exact),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn build_at_once(dir: &Path, store_sets: bool, pages: &[(String, String)]) -> Db {
+    let db = Db::create(dir, params(store_sets, 0.7), Options::default()).unwrap();
+    let docs: Vec<(&str, Signature)> = pages
+        .iter()
+        .map(|(k, p)| (k.as_str(), db.sketch_text(p).unwrap()))
+        .collect();
+    db.bulk_insert(&docs).unwrap();
+    db
+}
+
+/// The first half inserted and flushed, the database closed and reopened, the second half
+/// inserted through the log.
+fn build_in_two_sessions(dir: &Path, store_sets: bool, pages: &[(String, String)]) -> Db {
+    let (first, second) = pages.split_at(pages.len() / 2);
+    {
+        let db = Db::create(dir, params(store_sets, 0.7), Options::default()).unwrap();
+        for (k, p) in first {
+            db.insert_text(k, p).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let db = Db::open(dir, Options::default()).unwrap();
+    for (k, p) in second {
+        db.insert_text(k, p).unwrap();
+    }
+    db
+}
+
+#[test]
+fn stored_sets_answer_exactly_and_find_every_planted_pair() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), true, &pages);
+    for t in [0.5, 0.7, 0.9] {
+        let want = truth(&db, &pages, &queries, t);
+        let got = answers(&db, &queries, t);
+        let mut found = 0;
+        for (qi, key, _) in &want {
+            found += usize::from(got[*qi].contains_key(key));
+        }
+        let recall = found as f64 / want.len() as f64;
+        assert!(want.len() >= 30, "t = {t}: only {} true pairs", want.len());
+        assert!(
+            recall >= 0.95,
+            "t = {t}: recall {recall} over {} pairs",
+            want.len()
+        );
+        for (qi, matches) in got.iter().enumerate() {
+            let qs = hashes(&db, &queries[qi]);
+            for (key, &(c, _, exact)) in matches {
+                assert!(exact, "t = {t}: {key} not decided exactly");
+                assert!(c >= t, "t = {t}: {key} reported at {c}");
+                let page = &pages.iter().find(|(k, _)| k == key).unwrap().1;
+                let true_c = qs.intersection(&hashes(&db, page)).count() as f64 / qs.len() as f64;
+                // Stored sets keep 32-bit values of the 64-bit hashes: equal up to collisions.
+                assert!(
+                    (c - true_c).abs() < 0.01,
+                    "t = {t}: {key} at {c}, truly {true_c}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn signatures_alone_find_pairs_of_queries_at_least_an_eighth_of_the_page() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), false, &pages);
+    for t in [0.5, 0.7] {
+        let want: Vec<_> = truth(&db, &pages, &queries, t)
+            .into_iter()
+            .filter(|&(_, _, ratio)| ratio >= 1.0 / 8.0)
+            .collect();
+        let got = answers(&db, &queries, t);
+        let found = want
+            .iter()
+            .filter(|(qi, key, _)| got[*qi].contains_key(key))
+            .count();
+        let recall = found as f64 / want.len() as f64;
+        assert!(
+            recall >= 0.9,
+            "t = {t}: recall {recall} over {} pairs",
+            want.len()
+        );
+        // An estimate may misjudge a pair near t, but not one far below it when the query is
+        // at least a quarter of the page (the estimate's spread grows with the page/query
+        // ratio, `format/containment.md` §4).
+        for (qi, matches) in got.iter().enumerate() {
+            let qs = hashes(&db, &queries[qi]);
+            for key in matches.keys() {
+                let ps = hashes(&db, &pages.iter().find(|(k, _)| k == key).unwrap().1);
+                let c = qs.intersection(&ps).count() as f64 / qs.len() as f64;
+                let ratio = qs.len() as f64 / ps.len() as f64;
+                assert!(
+                    ratio < 0.25 || c >= t - 0.25,
+                    "t = {t}: {key} matched at containment {c}, query/page {ratio}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn two_sessions_of_inserts_answer_as_one_build() {
+    let (pages, queries) = corpus();
+    for store_sets in [false, true] {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let at_once = build_at_once(a.path(), store_sets, &pages);
+        let in_two = build_in_two_sessions(b.path(), store_sets, &pages);
+        for t in [0.5, 0.8] {
+            assert_eq!(
+                answers(&at_once, &queries, t),
+                answers(&in_two, &queries, t),
+                "store_sets {store_sets}, t = {t}"
+            );
+        }
+        in_two.flush().unwrap();
+        in_two.compact().unwrap();
+        let read_only = Db::open_read_only(b.path()).unwrap();
+        assert_eq!(
+            answers(&at_once, &queries, 0.6),
+            answers(&read_only, &queries, 0.6),
+            "store_sets {store_sets}, compacted and reopened read-only"
+        );
+    }
+}
+
+#[test]
+fn a_quoted_paragraph_is_found_where_jaccard_misses_it() {
+    let (pages, _) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), false, &pages);
+    let (key, page) = pages.iter().max_by_key(|(_, p)| p.len()).unwrap();
+    let words: Vec<&str> = page.split(' ').collect();
+    let paragraph = words[words.len() / 3..words.len() / 3 + words.len() / 6].join(" ");
+    let by_containment = db
+        .query_text(
+            &paragraph,
+            &QueryOptions {
+                containment: Some(0.8),
+                ..QueryOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(
+        by_containment
+            .matches
+            .iter()
+            .any(|m| m.key == key.as_bytes()),
+        "{key} not found by containment"
+    );
+    let by_jaccard = db
+        .query_text(
+            &paragraph,
+            &QueryOptions {
+                threshold: Some(0.5),
+                ..QueryOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(by_jaccard.matches.iter().all(|m| m.key != key.as_bytes()));
+    // A Jaccard query on a containment index finds the page itself.
+    let itself = db
+        .query_text(
+            page,
+            &QueryOptions {
+                threshold: Some(0.9),
+                ..QueryOptions::default()
+            },
+        )
+        .unwrap();
+    let m = itself
+        .matches
+        .iter()
+        .find(|m| m.key == key.as_bytes())
+        .unwrap();
+    assert_eq!(
+        (m.metric, m.similarity, m.jaccard),
+        (Metric::Jaccard, 1.0, None)
+    );
+}
+
+#[test]
+fn what_cannot_be_answered_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let jaccard = Db::create(
+        dir.path().join("j"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap();
+    let ask = QueryOptions {
+        containment: Some(0.7),
+        ..QueryOptions::default()
+    };
+    let err = jaccard
+        .query_text("some text to look for", &ask)
+        .unwrap_err();
+    assert!(err.to_string().contains("not a containment index"), "{err}");
+
+    let db = Db::create(dir.path().join("c"), params(false, 0.7), Options::default()).unwrap();
+    let bare = Signature::from_slots(db.sketch_text("a text").unwrap().slots().to_vec());
+    let err = db.insert("k", &bare).unwrap_err();
+    assert!(err.to_string().contains("set size"), "{err}");
+    let err = db.query(&bare, &ask).unwrap_err();
+    assert!(err.to_string().contains("set size"), "{err}");
+    let top = QueryOptions {
+        top: Some(3),
+        ..QueryOptions::default()
+    };
+    assert!(db.query_text("a text", &top).is_err());
+    let err = IndexOptions {
+        containment: Some(true),
+        bands: Some(4),
+        rows: Some(4),
+        ..IndexOptions::default()
+    }
+    .build()
+    .map_err(mhdb::Error::from)
+    .unwrap_err();
+    assert!(err.to_string().contains("bandings are fixed"), "{err}");
+}
