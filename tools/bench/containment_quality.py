@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Containment search on the planted corpus: datasketch's MinHashLSHEnsemble against a Python
-model of format/containment.md (size classes, class-seeded bandings, per-class (b, r), the
-estimator), before the design is wired into storage.
+"""Containment search on the planted corpus: mhdb's containment index (through the CLI)
+against datasketch's MinHashLSHEnsemble, and optionally a Python model of
+format/containment.md (size classes, class-seeded bandings, per-class (b, r), the estimator).
 
 Usage:  python3 -m venv /tmp/contain-venv
         /tmp/contain-venv/bin/pip install datasketch xxhash numpy
+        cargo build --release
         /tmp/contain-venv/bin/python tools/bench/containment_corpus.py --out DIR
-        /tmp/contain-venv/bin/python tools/bench/containment_quality.py --corpus DIR
+        /tmp/contain-venv/bin/python tools/bench/containment_quality.py --corpus DIR [--model]
+
+mhdb: `create --metric containment --threshold t` (and `--store-sets`), `add` of the corpus
+(its build time and peak RSS), `query --jsonl --containment t` of every query in one process
+(mean wall time per query, process start included, and peak RSS).
 
 For t = 0.5, 0.7, 0.9 it prints recall and precision against the exact truth of
 tools/bench/containment_corpus.py (all pairs, and the pairs whose query is at least 1/8 of the
@@ -21,6 +26,8 @@ are Python's, not mhdb's.
 
 import argparse
 import json
+import subprocess
+import tempfile
 import time
 import tracemalloc
 from collections import defaultdict
@@ -196,6 +203,38 @@ def run_model(t, pages, queries, sigs, qsigs, sets, qsets):
     return cands, estimated, exact, build_s, query_s, peak
 
 
+def run_measured(cmd, stdout=None):
+    """Runs `cmd` under /usr/bin/time; returns (wall seconds, peak RSS bytes)."""
+    with tempfile.NamedTemporaryFile("r") as rss:
+        start = time.perf_counter()
+        subprocess.run(["/usr/bin/time", "-o", rss.name, "-f", "%M", *cmd], check=True,
+                       stdout=stdout)
+        elapsed = time.perf_counter() - start
+        return elapsed, int(rss.read().strip().splitlines()[-1]) * 1024
+
+
+def run_mhdb(mhdb, t, corpus, queries, store_sets):
+    """mhdb's answers {query: set(page ids)}, build seconds, seconds per query, peak RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "db"
+        flags = ["--store-sets"] if store_sets else []
+        subprocess.run([mhdb, "create", str(db), "--metric", "containment", "--threshold",
+                        str(t), *flags], check=True, capture_output=True)
+        build_s, build_rss = run_measured([mhdb, "add", str(db), str(corpus / "corpus.jsonl")])
+        qpath = Path(tmp) / "queries.jsonl"
+        with open(qpath, "w", encoding="utf-8") as out:
+            for q in queries:
+                out.write(json.dumps({"id": q["id"], "text": q["text"]}) + "\n")
+        answers_path = Path(tmp) / "answers.jsonl"
+        with open(answers_path, "w", encoding="utf-8") as out:
+            query_s, query_rss = run_measured(
+                [mhdb, "query", str(db), "--jsonl", str(qpath), "--containment", str(t)],
+                stdout=out)
+        answers = {row["id"]: {int(m["id"]) for m in row["matches"]}
+                   for row in read_jsonl(answers_path)}
+    return answers, build_s, query_s / len(queries), max(build_rss, query_rss)
+
+
 def read_jsonl(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
@@ -204,6 +243,9 @@ def read_jsonl(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/containment-corpus"))
+    parser.add_argument("--mhdb", default=str(Path(__file__).resolve().parents[2]
+                                               / "target" / "release" / "mhdb"))
+    parser.add_argument("--model", action="store_true", help="also run the Python model")
     args = parser.parse_args()
     pages = read_jsonl(args.corpus / "corpus.jsonl")
     queries = read_jsonl(args.corpus / "queries.jsonl")
@@ -212,8 +254,8 @@ def main():
         truth[row["query"]][row["page"]] = row["containment"]
     sets = [shingle_set(p["text"]) for p in pages]
     qsets = [shingle_set(q["text"]) for q in queries]
-    sigs = [REF.oph(list(s), SLOTS, 0) for s in sets]
-    qsigs = [REF.oph(list(s), SLOTS, 0) for s in qsets]
+    sigs = [REF.oph(list(s), SLOTS, 0) for s in sets] if args.model else []
+    qsigs = [REF.oph(list(s), SLOTS, 0) for s in qsets] if args.model else []
     hmins = [datasketch_minhash(s) for s in sets]
     qmins = [datasketch_minhash(s) for s in qsets]
     sizes = [p["size"] for p in pages]
@@ -225,11 +267,14 @@ def main():
     for t in THRESHOLDS:
         peer, build_s, query_s, peak = run_peer(t, pages, queries, hmins, qmins)
         rows = [("datasketch ensemble", peer, build_s, query_s, peak)]
-        cands, est, exact, mbuild, mquery, mpeak = run_model(
-            t, pages, queries, sigs, qsigs, sets, qsets)
-        rows += [("model candidates", cands, mbuild, mquery, mpeak),
-                 ("model (estimate)", est, None, None, None),
-                 ("model + sets (exact)", exact, None, None, None)]
+        for store_sets, name in ((False, "mhdb (estimate)"), (True, "mhdb + sets (exact)")):
+            rows.append((name, *run_mhdb(args.mhdb, t, args.corpus, queries, store_sets)))
+        if args.model:
+            cands, est, exact, mbuild, mquery, mpeak = run_model(
+                t, pages, queries, sigs, qsigs, sets, qsets)
+            rows += [("model candidates", cands, mbuild, mquery, mpeak),
+                     ("model (estimate)", est, None, None, None),
+                     ("model + sets (exact)", exact, None, None, None)]
         for name, answers, b, qt, pk in rows:
             rec, prec = score(answers, truth, t, sizes, q_sizes, False)
             rec8, prec8 = score(answers, truth, t, sizes, q_sizes, True)

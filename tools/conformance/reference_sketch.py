@@ -10,7 +10,9 @@ tests check (tests/golden/tokens.json); with `unicode-words`, those of Unicode w
 (§16) that tests/golden_unicode_words.rs and python/tests/test_unicode_words.py check
 (tests/golden/unicode_words.json); with `unicode-tables`, src/sketch/unicode_tables.rs; with
 `exact`, the exact hashes of §17 that tests/golden_exact_hash.rs checks
-(tests/golden/exact_hash.json).
+(tests/golden/exact_hash.json); with `containment`, a containment index's size classes and
+class-seeded band keys (format/containment.md §1-§2) that tests/golden_containment.rs checks
+(tests/golden/containment.json).
 Requires the `xxhash` package (XXH3-64 with a seed); SipHash-1-3 and SHA-256 are written here
 or come from the standard library:
 
@@ -20,6 +22,7 @@ or come from the standard library:
     /tmp/v/bin/python tools/conformance/reference_sketch.py keyed-sets > tests/golden/keyed_sets.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py tokens > tests/golden/tokens.json
     /tmp/v/bin/python tools/conformance/reference_sketch.py exact > tests/golden/exact_hash.json
+    /tmp/v/bin/python tools/conformance/reference_sketch.py containment > tests/golden/containment.json
 
 §16 needs UAX #29 and the Unicode tables at the spec's Unicode version, 16.0.0 (imported only
 by those two arguments):
@@ -745,6 +748,50 @@ const DECIMAL_DIGITS: &[(u32, u32)] = &[
 """
 
 
+# --- containment.md §1-§2: size classes and class-seeded band keys -------------------------
+
+CONTAINMENT_BANDINGS = ((64, 1), (32, 2), (24, 3), (16, 5), (12, 8))  # (bands, rows)
+
+
+def size_class(s):
+    """Half octaves, decided in integers (containment.md §1)."""
+    if s == 0:
+        return 0
+    e = s.bit_length() - 1
+    return 1 + 2 * e + (1 if s * s >= 1 << (2 * e + 1) else 0)
+
+
+def class_band_keys(slots, scheme, seed, set_size):
+    """Every band key of a containment index's document, numbered flat (containment.md §2)."""
+    base, c = derive(scheme, seed, "class"), size_class(set_size)
+    keys = []
+    for g, (bands, rows) in enumerate(CONTAINMENT_BANDINGS):
+        for i in range(bands):
+            data = b"".join(x.to_bytes(8, "little") for x in slots[i * rows:(i + 1) * rows])
+            keys.append(xxh3(data, mix64((base + ((c << 32) | (g << 16) | i)) & M64)))
+    return keys
+
+
+def containment_main():
+    sizes = [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 1023, 1024, 1448, 1449, 2047, 2048,
+             2**31 - 1, 2**31, 3037000499, 3037000500, 2**32 - 1, 2**32, 2**63, 2**64 - 1]
+    out = {"spec_version": SPEC, "bandings": CONTAINMENT_BANDINGS,
+           "classes": [[s, size_class(s)] for s in sizes], "documents": []}
+    for text in ["The quick brown fox jumps over the lazy dog.", "日本語のテキストです", "a b"]:
+        for scheme, seed in (("oph", 0), ("oph", 7), ("kperm", 7)):
+            hashes = shingle_hashes(text, "char", 5, derive(scheme, seed, "shingle"))
+            slots = signature(text, scheme, 512, seed, "char", 5)
+            size = len(set(hashes))
+            for claimed in (size, 1000):
+                out["documents"].append({
+                    "text": text, "scheme": scheme, "seed": seed, "set_size": claimed,
+                    "class": size_class(claimed),
+                    "band_keys": [f"{k:016x}" for k in class_band_keys(slots, scheme, seed, claimed)],
+                })
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["keyed-simhash"]:
         keyed_simhash_main()
@@ -758,8 +805,10 @@ if __name__ == "__main__":
         unicode_tables_main()
     elif sys.argv[1:] == ["exact"]:
         exact_main()
+    elif sys.argv[1:] == ["containment"]:
+        containment_main()
     elif sys.argv[1:]:
         sys.exit("usage: reference_sketch.py [keyed-simhash | keyed-sets | tokens | unicode-words | "
-                 "unicode-tables | exact]")
+                 "unicode-tables | exact | containment]")
     else:
         main()
