@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use common::rng::SplitMix64;
-use mhdb::db::{Db, IndexOptions, IndexParams, Metric, Options, QueryOptions};
+use mhdb::db::{Db, IndexOptions, IndexParams, Metric, Options, QueryOptions, Shards};
 use mhdb::sketch::Signature;
 
 const PAGES: usize = 160;
@@ -358,4 +358,33 @@ fn what_cannot_be_answered_is_refused_with_the_reason() {
     .map_err(mhdb::Error::from)
     .unwrap_err();
     assert!(err.to_string().contains("bandings are fixed"), "{err}");
+}
+
+#[test]
+fn shards_answer_as_one_index() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = build_at_once(&dir.path().join("whole"), false, &pages);
+    let (a, b) = pages.split_at(pages.len() / 3);
+    build_at_once(&dir.path().join("a"), false, a);
+    build_at_once(&dir.path().join("b"), false, b);
+    let shards = Shards::open_many([dir.path().join("a"), dir.path().join("b")]).unwrap();
+    let opts = QueryOptions {
+        containment: Some(0.6),
+        ..QueryOptions::default()
+    };
+    for q in &queries {
+        let one = whole.query_text(q, &opts).unwrap().matches;
+        let many = shards.query_text(q, &opts).unwrap().matches;
+        assert_eq!(one, many, "{q}");
+    }
+    // A Jaccard index among the shards is refused, naming what differs.
+    Db::create(
+        dir.path().join("j"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap();
+    let mixed = Shards::open_many([dir.path().join("a"), dir.path().join("j")]);
+    assert!(mixed.is_err());
 }

@@ -333,6 +333,57 @@ fn read_endpoints_answer_as_the_cli_prints() {
     assert!(candidates.parse::<u64>().unwrap() >= 154 * 10, "{metrics}");
 }
 
+/// A containment index is served as the CLI answers it: a paragraph's containing documents
+/// with their containment and Jaccard, one query and a batch.
+#[test]
+fn containment_queries_answer_as_the_cli_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("idx");
+    let data = dir.path().join("corpus.jsonl");
+    let docs: Vec<(Vec<u8>, String)> = family_docs(40)
+        .into_iter()
+        .map(|(k, t)| (k, format!("{t} {}", family_text(100 + t.len() as u64 % 7))))
+        .collect();
+    write_corpus(&data, &docs);
+    ok(&[
+        "create",
+        s(&db),
+        "--metric",
+        "containment",
+        "--threshold",
+        "0.7",
+    ]);
+    ok(&["add", s(&db), s(&data)]);
+    let server = Server::start(&db, &[]);
+    let paragraph: String = family_text(13)
+        .split(' ')
+        .take(30)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cli: Value = serde_json::from_str(&ok(&[
+        "query",
+        s(&db),
+        "--text",
+        &paragraph,
+        "--containment",
+        "0.8",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(!cli["matches"].as_array().unwrap().is_empty(), "{cli}");
+    assert!(
+        cli["matches"][0]["containment"].as_f64().unwrap() >= 0.8,
+        "{cli}"
+    );
+    let answer = server.post("/query", &json!({"text": paragraph, "containment": 0.8}));
+    assert_eq!(answer.json(), cli);
+    let line = json!({"id": "p", "text": paragraph, "containment": 0.8}).to_string();
+    let batch = server.request("POST", "/query_batch", &[], line.as_bytes());
+    let mut expected = cli.clone();
+    expected["id"] = json!("p");
+    assert_eq!(json_lines(&batch.body), vec![expected]);
+}
+
 /// The durations of a `Server-Timing` header, by name, in milliseconds.
 fn server_timing(reply: &Reply) -> BTreeMap<String, f64> {
     let header = reply
@@ -432,6 +483,15 @@ fn bad_requests_get_json_errors_saying_what_is_wrong() {
         (json!({"text": "a", "threshold": 1.5}), "(0, 1]"),
         (json!({"text": "a", "top": 0}), "at least 1"),
         (json!({"text": "a", "top": 2, "limit": 2}), "not both"),
+        (
+            json!({"text": "a", "containment": 0.5, "threshold": 0.5}),
+            "not both",
+        ),
+        (json!({"text": "a", "containment": 1.5}), "(0, 1]"),
+        (
+            json!({"text": "a b c d e f", "containment": 0.5}),
+            "not a containment index",
+        ),
         (json!({"signature": [1, 2, 3]}), "3 slots"),
         (json!({}), "give \"text\" or \"signature\""),
     ] {

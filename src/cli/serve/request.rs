@@ -82,6 +82,7 @@ pub const QUERY_FIELDS: &[&str] = &[
     "signature",
     "threshold",
     "max_distance",
+    "containment",
     "limit",
     "top",
     "no_exact",
@@ -104,7 +105,7 @@ impl QuerySpec {
             top,
             // Set by the endpoint, from the request's timeout.
             deadline: None,
-            containment: None,
+            containment: containment(map)?,
         };
         let id = map.get("id").cloned().unwrap_or(Value::Null);
         Ok(QuerySpec { id, input, opts })
@@ -130,6 +131,26 @@ fn threshold(map: &Map<String, Value>, params: &IndexParams) -> Result<Option<f6
                 .map_err(|e| format!("\"max_distance\": {e}"))
         }
         (None, None) => Ok(None),
+    }
+}
+
+/// A containment query's threshold in (0, 1], when given; not with "threshold",
+/// "max_distance" or "top" (the library refuses it on an index without size classes).
+fn containment(map: &Map<String, Value>) -> Result<Option<f64>, String> {
+    let Some(c) = map.get("containment") else {
+        return Ok(None);
+    };
+    if let Some(other) = ["threshold", "max_distance", "top"]
+        .into_iter()
+        .find(|k| map.contains_key(*k))
+    {
+        return Err(format!("give \"containment\" or {other:?}, not both"));
+    }
+    match c.as_f64() {
+        Some(c) if c > 0.0 && c <= 1.0 => Ok(Some(c)),
+        _ => Err(format!(
+            "\"containment\" must be a number in (0, 1], got {c}"
+        )),
     }
 }
 
