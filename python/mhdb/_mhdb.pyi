@@ -55,6 +55,8 @@ _MatchT = TypeVar("_MatchT")
 _MinHashMatch = tuple[_Key, float]
 """A match in a MinHash index: ``(key, estimated or exact Jaccard)``."""
 _SimHashMatch = tuple[_Key, int, float]
+# A containment query's match: (key, containment, jaccard).
+_ContainmentMatch = tuple[_Key, float, float]
 """A match in a SimHash index: ``(key, Hamming distance, cosine)``."""
 _NearDuplicate = tuple[_Key, list[Union[_MinHashMatch, _SimHashMatch]]]
 """A document ``insert_many(novel_only=True)`` did not store: ``(key, matches)``."""
@@ -222,6 +224,7 @@ class Index(Generic[_KindT]):
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
         kind: _MinHash = "minhash",
+        metric: Literal["jaccard", "containment"] = "jaccard",
     ) -> Index[_MinHash]:
         """Creates a new index in ``path`` (bands × rows tuned for ``threshold``, 0.8 if not given). Not given:
         ``num_perm`` is 512 (128 with ``scheme="kperm"``), ``band_slots`` 128 (or
@@ -232,7 +235,9 @@ class Index(Generic[_KindT]):
         (:meth:`insert_tokens`, :meth:`query_tokens`, ``insert_arrow(tokens=...)``). A
         normalization flag left ``None`` takes the scheme's default (NFKC off, lowercasing
         and white-space collapsing on for texts; none for token lists, which refuse
-        ``True``)."""
+        ``True``). With ``metric="containment"``, an index that also finds the documents
+        holding most of a query (``query(..., containment=C)``, LSH Ensemble over set-size
+        classes; ``bands`` and ``rows`` are refused)."""
     @overload
     @staticmethod
     def create(
@@ -293,6 +298,7 @@ class Index(Generic[_KindT]):
         store_sets: bool = False,
         key_file: Optional[_PathLike] = None,
         kind: _MinHash = "minhash",
+        metric: Literal["jaccard", "containment"] = "jaccard",
     ) -> Index[_MinHash]:
         """Opens the index in ``path``, or creates it with these parameters (an existing
         index keeps its own)."""
@@ -482,6 +488,7 @@ class Index(Generic[_KindT]):
         tokens, as :meth:`MinHasher.sketch_tokens` takes them) in an index created with
         ``shingle="tokens"`` or ``"tokens:N"``; durable on return. In an index of texts,
         :class:`ParameterMismatchError`."""
+    @overload
     def query_tokens(
         self: Index[_MinHash],
         tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]],
@@ -489,10 +496,23 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to a token list in an index of token lists, as :meth:`query`
         answers (options and result alike). In an index of texts,
         :class:`ParameterMismatchError`."""
+    @overload
+    def query_tokens(
+        self: Index[_MinHash],
+        tokens: Union[Iterable[Union[str, int]], npt.NDArray[np.int64]],
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+        *,
+        containment: float,
+    ) -> list[_ContainmentMatch]: ...
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
@@ -511,12 +531,30 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
         (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
         ``exact=False``); with ``top``, the ``top`` most similar (down to 0.3, or
         ``threshold``) without a threshold. ``threshold`` is in (0, 1]; ``limit`` and ``top``
         are positive and exclude each other (else :class:`InvalidParameterError`)."""
+    @overload
+    def query(
+        self: Index[_MinHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+        *,
+        containment: float,
+    ) -> list[_ContainmentMatch]:
+        """A containment query, in an index created with ``metric="containment"``:
+        ``(key, containment, jaccard)`` of the documents holding at least ``containment``
+        of the query's shingles, best first (exact with ``store_sets=True``). Not with
+        ``threshold`` or ``top``."""
     @overload
     def query(
         self: Index[_SimHash],
@@ -526,6 +564,8 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[_SimHashMatch]:
         """In a SimHash index: ``(key, distance, cosine)``, ``threshold`` a minimum cosine."""
     @overload
@@ -537,6 +577,8 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]:
         """An index of either kind (``Index[Literal["minhash", "simhash"]]``)."""
     @overload
@@ -548,9 +590,23 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[_MinHashMatch]:
         """Streams one list of matches per input, in order (``threshold``, ``limit``, ``top``
         as for :meth:`query`)."""
+    @overload
+    def query_many(
+        self: Index[_MinHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+        *,
+        containment: float,
+    ) -> QueryIterator[_ContainmentMatch]: ...
     @overload
     def query_many(
         self: Index[_SimHash],
@@ -560,6 +616,8 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[_SimHashMatch]: ...
     @overload
     def query_many(
@@ -570,6 +628,8 @@ class Index(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
     @overload
     def dedup(
@@ -672,9 +732,23 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature`` over every shard, best first, as
         :meth:`Index.query` answers on the merged index (``top`` runs across shards)."""
+    @overload
+    def query(
+        self: Shards[_MinHash],
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        exact: bool = True,
+        top: Optional[int] = None,
+        *,
+        containment: float,
+    ) -> list[_ContainmentMatch]: ...
     @overload
     def query(
         self: Shards[_SimHash],
@@ -684,6 +758,8 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[_SimHashMatch]: ...
     @overload
     def query(
@@ -694,6 +770,8 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         exact: bool = True,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]: ...
     @overload
     def query_many(
@@ -704,8 +782,22 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[_MinHashMatch]:
         """Streams one list of matches per input, in order, as :meth:`Index.query_many`."""
+    @overload
+    def query_many(
+        self: Shards[_MinHash],
+        texts: Optional[Iterable[str]] = None,
+        signatures: Optional[Iterable[_SignatureLike]] = None,
+        threshold: Optional[float] = None,
+        limit: Optional[int] = None,
+        batch_size: int = 1024,
+        top: Optional[int] = None,
+        *,
+        containment: float,
+    ) -> QueryIterator[_ContainmentMatch]: ...
     @overload
     def query_many(
         self: Shards[_SimHash],
@@ -715,6 +807,8 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[_SimHashMatch]: ...
     @overload
     def query_many(
@@ -725,6 +819,8 @@ class Shards(Generic[_KindT]):
         limit: Optional[int] = None,
         batch_size: int = 1024,
         top: Optional[int] = None,
+        *,
+        containment: None = None,
     ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
         """The stored signature of ``key`` in the last shard holding it, or ``None``."""

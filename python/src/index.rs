@@ -190,8 +190,17 @@ pub(crate) fn query_options(
     threshold: Option<f64>,
     limit: Option<&Bound<'_, PyAny>>,
     top: Option<&Bound<'_, PyAny>>,
+    containment: Option<f64>,
 ) -> PyResult<QueryOptions> {
     let threshold = crate::convert::threshold(py, threshold)?;
+    let containment = crate::convert::threshold(py, containment)?;
+    if containment.is_some() && (threshold.is_some() || top.is_some()) {
+        return Err(invalid(
+            py,
+            "containment",
+            "a containment query takes neither threshold= nor top=",
+        ));
+    }
     let limit = count(py, "limit", limit)?;
     let top = count(py, "top", top)?;
     if let (Some(limit), Some(top)) = (limit, top) {
@@ -208,6 +217,7 @@ pub(crate) fn query_options(
         threshold,
         limit,
         top,
+        containment,
         ..QueryOptions::default()
     })
 }
@@ -218,9 +228,9 @@ pub(crate) fn matches_to_py<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let items = matches
         .iter()
-        .map(|m| match m.distance {
+        .map(|m| match (m.distance, m.jaccard) {
             // A SimHash index: (key, distance, cosine).
-            Some(d) => PyTuple::new(
+            (Some(d), _) => PyTuple::new(
                 py,
                 [
                     key_to_py(py, &m.key),
@@ -228,7 +238,16 @@ pub(crate) fn matches_to_py<'py>(
                     m.similarity.into_pyobject(py)?.into_any(),
                 ],
             ),
-            None => PyTuple::new(
+            // A containment query: (key, containment, jaccard).
+            (None, Some(j)) => PyTuple::new(
+                py,
+                [
+                    key_to_py(py, &m.key),
+                    m.similarity.into_pyobject(py)?.into_any(),
+                    j.into_pyobject(py)?.into_any(),
+                ],
+            ),
+            (None, None) => PyTuple::new(
                 py,
                 [
                     key_to_py(py, &m.key),
@@ -709,7 +728,7 @@ impl PyIndex {
     ///
     /// Returns:
     ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None))]
     // (Python's keyword arguments, one parameter each.)
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
@@ -721,9 +740,11 @@ impl PyIndex {
         limit: Option<&Bound<'py, PyAny>>,
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
+        containment: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
-        reads::query(py, &index, text, signature, threshold, limit, exact, top)
+        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
+        reads::query(py, &index, text, signature, &opts)
     }
 
     /// Inserts (or replaces) one document given as a token list, in an index created with
@@ -759,7 +780,8 @@ impl PyIndex {
     ///     InvalidParameterError: an index of texts (the library's message), or an option
     ///         refused as :meth:`query` refuses it.
     ///     TypeError, ValueError: a token as :meth:`insert_tokens` refuses it.
-    #[pyo3(signature = (tokens, threshold = None, limit = None, exact = true, top = None))]
+    #[pyo3(signature = (tokens, threshold = None, limit = None, exact = true, top = None, *, containment = None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query_tokens<'py>(
         &self,
         py: Python<'py>,
@@ -768,8 +790,9 @@ impl PyIndex {
         limit: Option<&Bound<'py, PyAny>>,
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
+        containment: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let opts = reads::one_query_options(py, threshold, limit, exact, top)?;
+        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
         let tokens = crate::tokens::tokens_from_py(tokens, "tokens")?;
         let db = self.db(py)?;
         let result = py
@@ -785,7 +808,7 @@ impl PyIndex {
     /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
     /// is answered on every core with the GIL released. ``threshold``, ``limit`` and ``top``
     /// are those of :meth:`query`.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None))]
     #[allow(clippy::too_many_arguments)]
     fn query_many(
         &self,
@@ -796,11 +819,11 @@ impl PyIndex {
         limit: Option<&Bound<'_, PyAny>>,
         batch_size: usize,
         top: Option<&Bound<'_, PyAny>>,
+        containment: Option<f64>,
     ) -> PyResult<QueryIterator> {
         let index = || self.index(py);
-        reads::query_many(
-            py, &index, texts, signatures, threshold, limit, batch_size, top,
-        )
+        let opts = query_options(py, threshold, limit, top, containment)?;
+        reads::query_many(py, &index, texts, signatures, opts, batch_size)
     }
 
     /// Near-duplicates inside the index, as an iterator.

@@ -11,8 +11,8 @@ use crate::errors::OrRaise;
 
 /// Index parameters from `threshold` and the `**params` of `create` / `open_or_create`:
 /// `num_perm`, `scheme`, `seed`, `shingle`, `nfkc`, `lowercase`, `collapse_whitespace`,
-/// `bits`, `band_slots`, `bands`, `rows`, `bucket_cap`, `store_sets`, `kind`, `max_hamming`,
-/// `weighting`. An unknown name is an error, not ignored. The rules (defaults, which
+/// `bits`, `band_slots`, `bands`, `rows`, `bucket_cap`, `store_sets`, `metric`, `kind`,
+/// `max_hamming`, `weighting`. An unknown name is an error, not ignored. The rules (defaults, which
 /// parameters go with which kind) are the library's ([`IndexOptions::build`]).
 pub(crate) fn index_params(
     py: Python<'_>,
@@ -56,12 +56,15 @@ fn read_option(
         // None is unlimited, as 0 is.
         "bucket_cap" => options.bucket_cap = Some(value.extract::<Option<u32>>()?.unwrap_or(0)),
         "store_sets" => options.store_sets = Some(value.extract()?),
+        "metric" => options
+            .set_metric(&value.extract::<String>()?)
+            .or_raise(py)?,
         other => {
             return Err(PyTypeError::new_err(format!(
                 "unexpected keyword argument {other:?} (index parameters: kind, num_perm, \
                  scheme, seed, shingle, nfkc, lowercase, collapse_whitespace, bits, \
-                 band_slots, bands, rows, bucket_cap, store_sets; for kind=\"simhash\": \
-                 max_hamming, weighting)"
+                 band_slots, bands, rows, bucket_cap, store_sets, metric; for \
+                 kind=\"simhash\": max_hamming, weighting)"
             )));
         }
     }
@@ -94,6 +97,7 @@ pub(crate) fn params_dict<'py>(py: Python<'py>, p: &IndexParams) -> PyResult<Bou
     d.set_item("bucket_cap", p.bucket_cap)?;
     d.set_item("store_sets", p.store_sets)?;
     d.set_item("kind", p.kind.name())?;
+    d.set_item("metric", p.metric().name())?;
     if let Some(sim) = p.sim_params() {
         d.set_item("max_hamming", sim.max_hamming)?;
         d.set_item("weighting", sim.weighting.name())?;

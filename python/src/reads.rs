@@ -20,23 +20,18 @@ use crate::ingest::located;
 /// call's arguments are checked, so that a bad argument is reported first.
 pub type Opened<'a> = &'a dyn Fn() -> PyResult<Arc<dyn ReadIndex>>;
 
-/// `query(text=, signature=, threshold=, limit=, exact=, top=)`: the arguments are checked
-/// before the handle is asked for its index.
-#[allow(clippy::too_many_arguments)] // Python's keyword arguments
+/// `query(text=, signature=, ...)` with its options `opts` ([`one_query_options`]): the
+/// arguments are checked before the handle is asked for its index.
 pub fn query<'py>(
     py: Python<'py>,
     index: Opened<'_>,
     text: Option<&Bound<'py, PyAny>>,
     signature: Option<&Bound<'py, PyAny>>,
-    threshold: Option<f64>,
-    limit: Option<&Bound<'py, PyAny>>,
-    exact: bool,
-    top: Option<&Bound<'py, PyAny>>,
+    opts: &QueryOptions,
 ) -> PyResult<Bound<'py, PyList>> {
-    let opts = one_query_options(py, threshold, limit, exact, top)?;
     let doc = doc_one_of(py, text, signature)?;
     let index = index()?;
-    let result = py.detach(|| query_doc(&*index, &doc, &opts)).or_raise(py)?;
+    let result = py.detach(|| query_doc(&*index, &doc, opts)).or_raise(py)?;
     matches_to_py(py, &result.matches)
 }
 
@@ -48,10 +43,11 @@ pub fn one_query_options(
     limit: Option<&Bound<'_, PyAny>>,
     exact: bool,
     top: Option<&Bound<'_, PyAny>>,
+    containment: Option<f64>,
 ) -> PyResult<QueryOptions> {
     Ok(QueryOptions {
         estimate_only: !exact,
-        ..query_options(py, threshold, limit, top)?
+        ..query_options(py, threshold, limit, top, containment)?
     })
 }
 
@@ -69,19 +65,16 @@ fn query_doc(index: &dyn ReadIndex, doc: &Doc, opts: &QueryOptions) -> mhdb::Res
     }
 }
 
-/// `query_many(texts=, signatures=, threshold=, limit=, batch_size=, top=)`.
-#[allow(clippy::too_many_arguments)] // Python's keyword arguments
+/// `query_many(texts=, signatures=, batch_size=, ...)` with its options `opts`
+/// ([`query_options`]).
 pub fn query_many(
     py: Python<'_>,
     index: Opened<'_>,
     texts: Option<&Bound<'_, PyAny>>,
     signatures: Option<&Bound<'_, PyAny>>,
-    threshold: Option<f64>,
-    limit: Option<&Bound<'_, PyAny>>,
+    opts: QueryOptions,
     batch_size: usize,
-    top: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<QueryIterator> {
-    let opts = query_options(py, threshold, limit, top)?;
     let (source, by_text) = match (texts, signatures) {
         (Some(t), None) => (t.try_iter()?, true),
         (None, Some(s)) => (s.try_iter()?, false),

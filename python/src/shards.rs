@@ -162,7 +162,7 @@ impl PyShards {
 
     /// Documents similar to ``text`` (or to a ``signature``) over every shard, best first,
     /// as :meth:`Index.query` answers on the merged index (``top`` runs across shards).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query<'py>(
         &self,
@@ -173,13 +173,15 @@ impl PyShards {
         limit: Option<&Bound<'py, PyAny>>,
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
+        containment: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
-        reads::query(py, &index, text, signature, threshold, limit, exact, top)
+        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
+        reads::query(py, &index, text, signature, &opts)
     }
 
     /// Many queries, streamed, as :meth:`Index.query_many` answers them.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query_many(
         &self,
@@ -190,11 +192,11 @@ impl PyShards {
         limit: Option<&Bound<'_, PyAny>>,
         batch_size: usize,
         top: Option<&Bound<'_, PyAny>>,
+        containment: Option<f64>,
     ) -> PyResult<QueryIterator> {
         let index = || self.index(py);
-        reads::query_many(
-            py, &index, texts, signatures, threshold, limit, batch_size, top,
-        )
+        let opts = crate::index::query_options(py, threshold, limit, top, containment)?;
+        reads::query_many(py, &index, texts, signatures, opts, batch_size)
     }
 
     /// The stored signature of ``key`` in the last shard that holds it, or ``None``.

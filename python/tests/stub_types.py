@@ -24,6 +24,9 @@ def minhash_index(path: str) -> None:
         assert_type(idx.query("text"), list[tuple[Key, float]])
         assert_type(idx.query(signature=[1, 2], top=3), list[tuple[Key, float]])
         assert_type(idx.query_many(texts=["a"]), mhdb.QueryIterator[tuple[Key, float]])
+        assert_type(idx.query("text", containment=0.8), list[tuple[Key, float, float]])
+        assert_type(idx.query_many(texts=["a"], containment=0.8),
+                    mhdb.QueryIterator[tuple[Key, float, float]])
         assert_type(idx.dedup(), Iterator[tuple[Key, Key, float]])
         assert_type(idx.dedup(0.9, "pairs"), Iterator[tuple[Key, Key, float]])
         assert_type(idx.dedup(format="clusters"), Iterator[list[Key]])

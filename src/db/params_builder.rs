@@ -237,6 +237,22 @@ const MINHASH_ONLY: [IndexOption; 9] = [
 const SIMHASH_ONLY: [IndexOption; 2] = [IndexOption::MaxHamming, IndexOption::Weighting];
 
 impl IndexOptions {
+    /// Sets [`IndexOptions::containment`] from a metric's name, as front ends take it:
+    /// `jaccard` or `containment`.
+    pub fn set_metric(&mut self, name: &str) -> Result<()> {
+        self.containment = Some(match name {
+            "jaccard" => false,
+            "containment" => true,
+            other => {
+                return Err(Error::invalid(
+                    "metric",
+                    format!("unknown metric {other:?}; expected \"jaccard\" or \"containment\""),
+                ));
+            }
+        });
+        Ok(())
+    }
+
     /// Whether `option` was given.
     pub fn given(&self, option: IndexOption) -> bool {
         match option {

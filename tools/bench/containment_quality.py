@@ -213,24 +213,30 @@ def run_measured(cmd, stdout=None):
         return elapsed, int(rss.read().strip().splitlines()[-1]) * 1024
 
 
-def run_mhdb(mhdb, t, corpus, queries, store_sets):
+def write_keyed(path, rows):
+    """`rows` as mhdb's input: the id as text (keys are text)."""
+    with open(path, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps({"id": str(row["id"]), "text": row["text"]}) + "\n")
+
+
+def run_mhdb(mhdb, t, pages, queries, store_sets):
     """mhdb's answers {query: set(page ids)}, build seconds, seconds per query, peak RSS."""
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "db"
+        db, corpus = Path(tmp) / "db", Path(tmp) / "corpus.jsonl"
+        write_keyed(corpus, pages)
         flags = ["--store-sets"] if store_sets else []
         subprocess.run([mhdb, "create", str(db), "--metric", "containment", "--threshold",
                         str(t), *flags], check=True, capture_output=True)
-        build_s, build_rss = run_measured([mhdb, "add", str(db), str(corpus / "corpus.jsonl")])
+        build_s, build_rss = run_measured([mhdb, "add", str(db), str(corpus)])
         qpath = Path(tmp) / "queries.jsonl"
-        with open(qpath, "w", encoding="utf-8") as out:
-            for q in queries:
-                out.write(json.dumps({"id": q["id"], "text": q["text"]}) + "\n")
+        write_keyed(qpath, queries)
         answers_path = Path(tmp) / "answers.jsonl"
         with open(answers_path, "w", encoding="utf-8") as out:
             query_s, query_rss = run_measured(
                 [mhdb, "query", str(db), "--jsonl", str(qpath), "--containment", str(t)],
                 stdout=out)
-        answers = {row["id"]: {int(m["id"]) for m in row["matches"]}
+        answers = {int(row["id"]): {int(m["id"]) for m in row["matches"]}
                    for row in read_jsonl(answers_path)}
     return answers, build_s, query_s / len(queries), max(build_rss, query_rss)
 
@@ -268,7 +274,7 @@ def main():
         peer, build_s, query_s, peak = run_peer(t, pages, queries, hmins, qmins)
         rows = [("datasketch ensemble", peer, build_s, query_s, peak)]
         for store_sets, name in ((False, "mhdb (estimate)"), (True, "mhdb + sets (exact)")):
-            rows.append((name, *run_mhdb(args.mhdb, t, args.corpus, queries, store_sets)))
+            rows.append((name, *run_mhdb(args.mhdb, t, pages, queries, store_sets)))
         if args.model:
             cands, est, exact, mbuild, mquery, mpeak = run_model(
                 t, pages, queries, sigs, qsigs, sets, qsets)

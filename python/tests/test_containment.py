@@ -1,0 +1,73 @@
+"""A containment index from Python: ``Index.create(metric="containment")`` finds the page a
+paragraph was quoted from, ``(key, containment, jaccard)``, where a Jaccard query misses it;
+exact with stored sets; over shards and ``query_many`` alike; refused where it cannot answer."""
+
+import pathlib
+import random
+
+import pytest
+
+import mhdb
+
+
+def pages() -> dict[str, str]:
+    rng = random.Random(3)
+    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9)))
+                  for _ in range(5000)]
+    return {f"page-{i}": " ".join(rng.choices(vocabulary, k=rng.randint(300, 700)))
+            for i in range(40)}
+
+
+def paragraph(text: str) -> str:
+    words = text.split()
+    return " ".join(words[100:100 + len(words) // 6])
+
+
+@pytest.mark.parametrize("store_sets", [False, True])
+def test_a_quoted_paragraph_is_found_by_containment(tmp_path: pathlib.Path,
+                                                     store_sets: bool) -> None:
+    docs = pages()
+    with mhdb.Index.create(tmp_path / "c", 0.7, metric="containment",
+                           store_sets=store_sets) as idx:
+        assert idx.params["metric"] == "containment"
+        for key, text in docs.items():
+            idx.insert(key, text)
+        quote = paragraph(docs["page-7"])
+        matches = idx.query(quote, containment=0.8)
+        assert [m[0] for m in matches] == ["page-7"]
+        key, containment, jaccard = matches[0]
+        assert containment >= 0.8 and jaccard < 0.3
+        if store_sets:
+            assert containment == 1.0
+        assert all(k != "page-7" for k, _ in idx.query(quote, threshold=0.5))
+        many = list(idx.query_many(texts=[quote, docs["page-3"]], containment=0.8))
+        assert many[0] == matches and many[1][0][0] == "page-3"
+
+
+def test_shards_answer_containment_as_one_index(tmp_path: pathlib.Path) -> None:
+    docs = list(pages().items())
+    for name, part in (("a", docs[:15]), ("b", docs[15:])):
+        with mhdb.Index.create(tmp_path / name, 0.7, metric="containment") as idx:
+            for key, text in part:
+                idx.insert(key, text)
+    shards = mhdb.Index.open_many([tmp_path / "a", tmp_path / "b"])
+    quote = paragraph(dict(docs)["page-20"])
+    assert [m[0] for m in shards.query(quote, containment=0.8)] == ["page-20"]
+
+
+def test_what_cannot_be_answered_is_refused(tmp_path: pathlib.Path) -> None:
+    with mhdb.Index.create(tmp_path / "j") as idx:
+        idx.insert("a", "some text that is long enough")
+        with pytest.raises(mhdb.InvalidParameterError) as e:
+            idx.query("some text", containment=0.5)
+        assert "not a containment index" in str(e.value)
+    with mhdb.Index.create(tmp_path / "c", metric="containment") as idx:
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query("some text", containment=0.5, threshold=0.5)
+        with pytest.raises(mhdb.InvalidParameterError):
+            idx.query("some text", containment=1.5)
+    with pytest.raises(mhdb.InvalidParameterError) as e:
+        mhdb.Index.create(tmp_path / "x", metric="cosine")
+    assert "unknown metric" in str(e.value)
+    with pytest.raises(mhdb.InvalidParameterError):
+        mhdb.Index.create(tmp_path / "y", metric="containment", bands=4, rows=4)
