@@ -345,11 +345,18 @@ class Index(Generic[_KindT]):
     def hasher(self) -> MinHasher:
         """A :class:`MinHasher` with this index's signature parameters (and key, if keyed)."""
     def insert(
-        self, key: _Key, text: Optional[str] = None, signature: Optional[_SignatureLike] = None
+        self,
+        key: _Key,
+        text: Optional[str] = None,
+        signature: Optional[_SignatureLike] = None,
+        *,
+        set_size: Optional[int] = None,
     ) -> None:
         """Inserts (or replaces) one document by text or signature; durable on return. A text
         without shingles (empty or white space only) could never be found and is refused with
-        :class:`InvalidParameterError` naming the key, as ``mhdb add`` refuses it."""
+        :class:`InvalidParameterError` naming the key, as ``mhdb add`` refuses it. A signature
+        may carry ``set_size``, the number of distinct shingles it was made from, which a
+        containment index needs (a text's is counted)."""
     @overload
     def insert_if_novel(
         self: Index[_MinHash],
@@ -533,6 +540,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
         (the exact Jaccard near the threshold in an index with ``store_sets=True``, unless
@@ -550,6 +558,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        set_size: Optional[int] = None,
     ) -> list[_ContainmentMatch]:
         """A containment query, in an index created with ``metric="containment"``:
         ``(key, containment, jaccard)`` of the documents holding at least ``containment``
@@ -566,6 +575,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[_SimHashMatch]:
         """In a SimHash index: ``(key, distance, cosine)``, ``threshold`` a minimum cosine."""
     @overload
@@ -579,6 +589,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]:
         """An index of either kind (``Index[Literal["minhash", "simhash"]]``)."""
     @overload
@@ -734,6 +745,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature`` over every shard, best first, as
         :meth:`Index.query` answers on the merged index (``top`` runs across shards)."""
@@ -748,6 +760,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        set_size: Optional[int] = None,
     ) -> list[_ContainmentMatch]: ...
     @overload
     def query(
@@ -760,6 +773,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[_SimHashMatch]: ...
     @overload
     def query(
@@ -772,6 +786,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        set_size: Optional[int] = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]: ...
     @overload
     def query_many(

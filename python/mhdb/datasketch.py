@@ -39,7 +39,7 @@ Differences from datasketch, on purpose:
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -49,6 +49,7 @@ from ._mhdb import Index
 
 __all__ = [
     "MinHashLSH",
+    "MinHashLSHEnsemble",
     "MinHashLSHDeletionSession",
     "MinHashLSHInsertionSession",
     "SCHEMES",
@@ -134,6 +135,40 @@ def _optimal_param(
             if error < best:
                 best, opt = error, (b, r)
     return opt
+
+
+def _create_index(path: str, threshold: float, num_perm: int, scheme: str, seed: int,
+                  **params: Any) -> Index:
+    """A new index at ``path`` for datasketch MinHashes of ``scheme`` and ``seed``, their hash
+    values stored as they are, every bucket kept whole (as datasketch keeps them)."""
+    if scheme not in SCHEMES:
+        raise _errors.InvalidParameterError(
+            f"scheme must be one of {sorted(SCHEMES)}, not {scheme!r}"
+        )
+    return Index.create(path, threshold if threshold > 0 else 1e-9, num_perm=num_perm,
+                        scheme=SCHEMES[scheme], seed=seed, bits=64, bucket_cap=None, **params)
+
+
+def _values_for(front: Union[MinHashLSH, MinHashLSHEnsemble], minhash: Any,
+                create: bool) -> Optional[np.ndarray]:
+    """The hash values of ``minhash`` for ``front``'s index, which is created for its scheme
+    when ``create`` and there is none yet (``None`` without an index). A MinHash of another
+    length, scheme or seed is refused."""
+    scheme, seed, values = _describe(minhash)
+    if len(values) != front.h:
+        raise ValueError("Expecting minhash with length %d, got %d" % (front.h, len(values)))
+    if front._index is None:
+        if not create:
+            return None
+        front._create(scheme, seed)
+    assert front._index is not None
+    stored = front._index.params
+    if stored["scheme"] != SCHEMES[scheme] or stored["seed"] != seed:
+        raise _errors.SchemeMismatchError(
+            f"MinHash scheme {scheme!r} with seed {seed} does not match the index's "
+            f"{stored['scheme']} signatures with seed {stored['seed']}"
+        )
+    return values
 
 
 class MinHashLSH:
@@ -239,21 +274,8 @@ class MinHashLSH:
     # -- the index --------------------------------------------------------------------
 
     def _create(self, scheme: str, seed: int) -> Index:
-        if scheme not in SCHEMES:
-            raise _errors.InvalidParameterError(
-                f"scheme must be one of {sorted(SCHEMES)}, not {scheme!r}"
-            )
-        self._index = Index.create(
-            self._path,
-            self.threshold if self.threshold > 0 else 1e-9,
-            num_perm=self.h,
-            scheme=SCHEMES[scheme],
-            seed=seed,
-            bits=64,  # exact: the estimate is the fraction of equal hash values
-            bands=self.b,
-            rows=self.r,
-            bucket_cap=None,  # datasketch keeps every bucket whole
-        )
+        self._index = _create_index(self._path, self.threshold, self.h, scheme, seed,
+                                    bands=self.b, rows=self.r)
         return self._index
 
     @property
@@ -262,21 +284,7 @@ class MinHashLSH:
         return self._index
 
     def _signature(self, minhash: Any, create: bool) -> Optional[np.ndarray]:
-        scheme, seed, values = _describe(minhash)
-        if len(values) != self.h:
-            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(values)))
-        if self._index is None:
-            if not create:
-                return None
-            self._create(scheme, seed)
-        assert self._index is not None
-        stored = self._index.params
-        if stored["scheme"] != SCHEMES[scheme] or stored["seed"] != seed:
-            raise _errors.SchemeMismatchError(
-                f"MinHash scheme {scheme!r} with seed {seed} does not match the index's "
-                f"{stored['scheme']} signatures with seed {stored['seed']}"
-            )
-        return values
+        return _values_for(self, minhash, create)
 
     # -- datasketch's API -------------------------------------------------------------
 
@@ -481,6 +489,144 @@ class MinHashLSHDeletionSession:
         """Nothing is queued: every removal was written when it was made."""
 
     def __enter__(self) -> MinHashLSHDeletionSession:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+
+class MinHashLSHEnsemble:
+    """``datasketch.MinHashLSHEnsemble`` on a persistent, crash-safe mhdb containment index at
+    ``path`` (``Index.create(..., metric="containment")``, ``format/containment.md``).
+
+    ``index(entries)`` takes ``(key, minhash, size)`` triples and ``query(minhash, size)``
+    yields the keys of the indexed sets that contain at least ``threshold`` of the query set,
+    as datasketch's does. Differences, on purpose:
+
+    - Persistent and incremental: ``index`` may be called again and ``insert`` adds one set;
+      the partitions are fixed size classes (half octaves of the set size), so a set added
+      later is found as if it had been indexed with the others. ``num_part`` and ``m`` are
+      accepted and not used.
+    - ``query`` answers are verified: a candidate is kept when its containment, estimated
+      from the two MinHashes and the two sizes, reaches the threshold (datasketch returns its
+      unverified candidates).
+    - The threshold is stored with the index: an existing index keeps its own.
+    - Keys as :class:`MinHashLSH` stores them; the datasketch scheme and seed are taken from
+      the first MinHash indexed (or ``scheme=``, ``seed=``). ``num_perm`` must be at least 96
+      (the longest banding is 12 bands of 8 rows).
+    """
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        threshold: float = 0.9,
+        num_perm: int = 128,
+        num_part: int = 16,
+        m: int = 8,
+        weights: tuple[float, float] = (0.5, 0.5),
+        storage_config: Optional[dict[str, Any]] = None,
+        prepickle: Optional[bool] = None,
+        *,
+        scheme: Optional[str] = None,
+        seed: int = 1,
+        read_only: bool = False,
+    ) -> None:
+        if storage_config and storage_config.get("type", "dict") != "dict":
+            raise _errors.InvalidParameterError(
+                "storage_config: the storage of mhdb.datasketch.MinHashLSHEnsemble is the mhdb "
+                f"index at path; {storage_config.get('type')!r} storage is not supported"
+            )
+        if prepickle:
+            raise _errors.InvalidParameterError("prepickle is not supported: keys are never pickled")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError("threshold must be in [0.0, 1.0]")
+        if num_perm < 2:
+            raise ValueError("Too few permutation functions")
+        if num_part < 1:
+            raise ValueError("num_part must be at least 1")
+        if m < 2 or m > num_perm:
+            raise ValueError("m must be in the range of [2, num_perm]")
+        if any(w < 0.0 or w > 1.0 for w in weights) or sum(weights) != 1.0:
+            raise ValueError("Weights must be in [0.0, 1.0] and sum to 1.0")
+        self.h = num_perm
+        self.threshold = threshold
+        self._path = os.fspath(path)
+        self._index: Optional[Index] = None
+        if os.path.exists(os.path.join(self._path, "CURRENT")):
+            self._index = Index.open(self._path, read_only=read_only)
+            stored = self._index.params
+            if stored.get("metric") != "containment" or not stored["scheme"].startswith("datasketch-"):
+                self._index.close()
+                raise _errors.SchemeMismatchError(
+                    f"{self._path} is not a containment index of datasketch MinHash objects"
+                )
+            if stored["num_perm"] != num_perm:
+                self._index.close()
+                raise ValueError(
+                    f"{self._path} stores {stored['num_perm']} hash values per MinHash, not {num_perm}"
+                )
+            self.threshold = stored["threshold"]
+        elif read_only:
+            raise _errors.NotFoundError(f"{self._path} is not an mhdb database (no CURRENT file)")
+        elif scheme is not None:
+            self._create(scheme, seed)
+
+    def _create(self, scheme: str, seed: int) -> Index:
+        self._index = _create_index(self._path, self.threshold, self.h, scheme, seed,
+                                    metric="containment")
+        return self._index
+
+    def _signature(self, minhash: Any, create: bool) -> Optional[np.ndarray]:
+        return _values_for(self, minhash, create)
+
+    @property
+    def index_handle(self) -> Optional[Index]:
+        """The underlying :class:`mhdb.Index` (``None`` until the first set is indexed)."""
+        return self._index
+
+    def index(self, entries: Iterable[tuple[Key, Any, int]]) -> None:
+        """Indexes ``(key, minhash, size)`` triples, ``size`` the number of distinct elements
+        of the set; each is durable when the next is read. May be called again."""
+        for key, minhash, size in entries:
+            self.insert(key, minhash, size)
+
+    def insert(self, key: Key, minhash: Any, size: int) -> None:
+        """Indexes one set (``size`` distinct elements); replaces an existing ``key``."""
+        if size <= 0:
+            raise ValueError("Set size must be positive")
+        values = self._signature(minhash, create=True)
+        assert self._index is not None
+        self._index.insert(_encode_key(key), signature=values, set_size=size)
+
+    def query(self, minhash: Any, size: int) -> Iterator[Key]:
+        """The keys of the indexed sets containing at least the threshold of the query set
+        (``size`` distinct elements), best first."""
+        if size <= 0:
+            raise ValueError("Set size must be positive")
+        values = self._signature(minhash, create=False)
+        if values is None or self._index is None:
+            return iter(())
+        found = self._index.query(signature=values, set_size=size, containment=self.threshold)
+        return (_decode_key(key) for key, _, _ in found)
+
+    def __contains__(self, key: object) -> bool:
+        if self._index is None or not isinstance(key, (str, bytes, int)):
+            return False
+        return _encode_key(key) in self._index
+
+    def __len__(self) -> int:
+        return 0 if self._index is None else len(self._index)
+
+    def is_empty(self) -> bool:
+        """Whether no set is indexed."""
+        return len(self) == 0
+
+    def close(self) -> None:
+        """Closes the index (every indexed set is already durable)."""
+        if self._index is not None:
+            self._index.close()
+
+    def __enter__(self) -> MinHashLSHEnsemble:
         return self
 
     def __exit__(self, *args: object) -> None:

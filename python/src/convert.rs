@@ -199,6 +199,29 @@ pub fn doc_one_of(
     }
 }
 
+/// [`doc_one_of`], a given signature carrying `set_size` (the number of distinct shingles it
+/// was made from, which a containment index needs); a text's set size is counted, never given.
+pub fn sized_doc_one_of(
+    py: Python<'_>,
+    text: Option<&Bound<'_, PyAny>>,
+    signature: Option<&Bound<'_, PyAny>>,
+    set_size: Option<u64>,
+) -> PyResult<Doc> {
+    match (doc_one_of(py, text, signature)?, set_size) {
+        (Doc::Signature(s), Some(n)) => {
+            let n = u32::try_from(n)
+                .map_err(|_| invalid(py, "set_size", format!("{n} is more than 2**32 - 1")))?;
+            Ok(Doc::Signature(s.with_set_size(n)))
+        }
+        (_, Some(_)) => Err(invalid(
+            py,
+            "set_size",
+            "is for signatures: a text's set size is counted from its shingles",
+        )),
+        (doc, None) => Ok(doc),
+    }
+}
+
 /// A `str` is a text, an array or a sequence a signature; anything else is neither (and the
 /// error says both were possible).
 pub fn doc_from_py(value: &Bound<'_, PyAny>) -> PyResult<Doc> {

@@ -502,16 +502,17 @@ impl PyIndex {
     ///         a signature of the wrong length.
     ///     TypeError: ``text`` is not a ``str``.
     ///     ReadOnlyError: the index is open read-only.
-    #[pyo3(signature = (key, text = None, signature = None))]
+    #[pyo3(signature = (key, text = None, signature = None, *, set_size = None))]
     fn insert(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         text: Option<&Bound<'_, PyAny>>,
         signature: Option<&Bound<'_, PyAny>>,
+        set_size: Option<u64>,
     ) -> PyResult<()> {
         let key = key_from_py(key)?;
-        let doc = doc_one_of(py, text, signature)?;
+        let doc = crate::convert::sized_doc_one_of(py, text, signature, set_size)?;
         let db = self.db(py)?;
         ingest::insert(py, &db, key, doc)
     }
@@ -728,7 +729,7 @@ impl PyIndex {
     ///
     /// Returns:
     ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None, set_size = None))]
     // (Python's keyword arguments, one parameter each.)
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
@@ -741,10 +742,11 @@ impl PyIndex {
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
         containment: Option<f64>,
+        set_size: Option<u64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
         let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
-        reads::query(py, &index, text, signature, &opts)
+        reads::query(py, &index, (text, signature, set_size), &opts)
     }
 
     /// Inserts (or replaces) one document given as a token list, in an index created with

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 
-use crate::convert::{Doc, doc_one_of, key_from_py, key_to_py, signature_from_py, text_from_py};
+use crate::convert::{Doc, key_from_py, key_to_py, signature_from_py, text_from_py};
 use crate::errors::{self, OrRaise, invalid};
 use crate::index::{matches_to_py, query_options};
 use crate::ingest::located;
@@ -25,11 +25,14 @@ pub type Opened<'a> = &'a dyn Fn() -> PyResult<Arc<dyn ReadIndex>>;
 pub fn query<'py>(
     py: Python<'py>,
     index: Opened<'_>,
-    text: Option<&Bound<'py, PyAny>>,
-    signature: Option<&Bound<'py, PyAny>>,
+    (text, signature, set_size): (
+        Option<&Bound<'py, PyAny>>,
+        Option<&Bound<'py, PyAny>>,
+        Option<u64>,
+    ),
     opts: &QueryOptions,
 ) -> PyResult<Bound<'py, PyList>> {
-    let doc = doc_one_of(py, text, signature)?;
+    let doc = crate::convert::sized_doc_one_of(py, text, signature, set_size)?;
     let index = index()?;
     let result = py.detach(|| query_doc(&*index, &doc, opts)).or_raise(py)?;
     matches_to_py(py, &result.matches)
