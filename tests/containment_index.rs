@@ -343,11 +343,6 @@ fn what_cannot_be_answered_is_refused_with_the_reason() {
     assert!(err.to_string().contains("set size"), "{err}");
     let err = db.query(&bare, &ask).unwrap_err();
     assert!(err.to_string().contains("set size"), "{err}");
-    let top = QueryOptions {
-        top: Some(3),
-        ..QueryOptions::default()
-    };
-    assert!(db.query_text("a text", &top).is_err());
     let err = IndexOptions {
         containment: Some(true),
         bands: Some(4),
@@ -387,4 +382,41 @@ fn shards_answer_as_one_index() {
     .unwrap();
     let mixed = Shards::open_many([dir.path().join("a"), dir.path().join("j")]);
     assert!(mixed.is_err());
+}
+
+#[test]
+fn top_k_is_by_containment_down_to_its_floor() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), true, &pages);
+    let at = |containment: Option<f64>, top: Option<usize>| QueryOptions {
+        containment,
+        top,
+        ..QueryOptions::default()
+    };
+    let mut ranked = 0;
+    for q in &queries {
+        let all = db.query_text(q, &at(Some(0.05), None)).unwrap().matches;
+        let top = db.query_text(q, &at(Some(0.05), Some(3))).unwrap().matches;
+        assert_eq!(top, all[..all.len().min(3)].to_vec());
+        assert!(top.windows(2).all(|w| w[0].similarity >= w[1].similarity));
+        ranked += usize::from(all.len() > 3);
+        let floor = db.query_text(q, &at(None, None)).unwrap();
+        let default_floor = db.query_text(q, &at(None, Some(2))).unwrap().matches;
+        let at_floor = db
+            .query_text(q, &at(Some(mhdb::db::TOP_K_FLOOR), None))
+            .unwrap();
+        assert_eq!(
+            default_floor,
+            at_floor.matches[..at_floor.matches.len().min(2)].to_vec()
+        );
+        assert!(floor.matches.len() <= at_floor.matches.len());
+    }
+    assert!(ranked > 0, "no query had more than 3 matches to rank");
+    let both = QueryOptions {
+        threshold: Some(0.5),
+        top: Some(3),
+        ..QueryOptions::default()
+    };
+    assert!(db.query_text(&queries[0], &both).is_err());
 }

@@ -562,8 +562,8 @@ class Index(Generic[_KindT]):
     ) -> list[_ContainmentMatch]:
         """A containment query, in an index created with ``metric="containment"``:
         ``(key, containment, jaccard)`` of the documents holding at least ``containment``
-        of the query's shingles, best first (exact with ``store_sets=True``). Not with
-        ``threshold`` or ``top``."""
+        of the query's shingles, best first (exact with ``store_sets=True``); with ``top``, the
+        ``top`` best down to ``containment``. Not with ``threshold``."""
     @overload
     def query(
         self: Index[_SimHash],

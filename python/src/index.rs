@@ -194,11 +194,11 @@ pub(crate) fn query_options(
 ) -> PyResult<QueryOptions> {
     let threshold = crate::convert::threshold(py, threshold)?;
     let containment = crate::convert::threshold(py, containment)?;
-    if containment.is_some() && (threshold.is_some() || top.is_some()) {
+    if containment.is_some() && threshold.is_some() {
         return Err(invalid(
             py,
             "containment",
-            "a containment query takes neither threshold= nor top=",
+            "a containment query takes no threshold= (with top=, containment= is the floor)",
         ));
     }
     let limit = count(py, "limit", limit)?;

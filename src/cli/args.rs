@@ -505,7 +505,8 @@ pub struct QueryArgs {
     /// containment index: the documents holding at least this fraction C of the query's
     /// shingles, |Q ∩ X| / |Q| ≥ C, in (0, 1] (default, for a containment index: its
     /// threshold); reported with their Jaccard. --threshold asks a Jaccard query instead.
-    #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance", "top"])]
+    /// With --top K: the K documents containing most of the query, down to C (else 0.3).
+    #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance"])]
     pub containment: Option<f64>,
     /// At most this many matches per query, best first.
     #[arg(long, conflicts_with = "top", value_parser = at_least_one)]

@@ -47,7 +47,9 @@ pub struct QueryOptions {
     pub deadline: Option<Instant>,
     /// A containment query (containment index only): the matches are the documents X holding
     /// at least this fraction of the query Q, `|Q ∩ X| / |Q| ≥ c`, reported in the
-    /// containment metric with their Jaccard beside it. `threshold` is then not used.
+    /// containment metric with their Jaccard beside it. `threshold` is then not used. With
+    /// `top`, the floor of a top-k by containment (else [`TOP_K_FLOOR`](super::TOP_K_FLOOR)):
+    /// a containment index answers top-k by containment.
     pub containment: Option<f64>,
 }
 

@@ -36,16 +36,19 @@ impl Db {
         opts: &QueryOptions,
     ) -> Result<QueryResult> {
         self.check_signature(sig)?;
-        if opts.top.is_some() {
-            return Err(Error::invalid(
-                "top",
-                "top-k is not built for containment indexes yet: give a containment threshold",
-            ));
-        }
-        let containment = match (opts.containment, opts.threshold) {
-            (Some(c), _) => Some(c),
-            (None, None) => Some(self.params.threshold),
-            (None, Some(_)) => None,
+        let containment = match (opts.containment, opts.threshold, opts.top) {
+            (_, Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "threshold",
+                    "top-k on a containment index is by containment: give its floor as the \
+                     containment, not a threshold",
+                ));
+            }
+            (Some(c), _, _) => Some(c),
+            // Top-k: the best documents down to the floor every top-k query has.
+            (None, None, Some(_)) => Some(super::TOP_K_FLOOR),
+            (None, None, None) => Some(self.params.threshold),
+            (None, Some(_), None) => None,
         };
         if let Some(t) = containment.or(opts.threshold)
             && !(t > 0.0 && t <= 1.0)
@@ -59,8 +62,13 @@ impl Db {
             return Ok(QueryResult::default());
         }
         let q = query_size(sig)?;
+        // Top-k keeps the best k of the matches at or above the containment floor.
+        let limit = match (opts.top, opts.limit) {
+            (Some(k), Some(l)) => Some(k.min(l)),
+            (top, limit) => top.or(limit),
+        };
         let bounds = Bounds {
-            limit: opts.limit,
+            limit,
             deadline: opts.deadline,
         };
         // Exact answers need the query's own set: a query by bare signature is estimated.

@@ -134,13 +134,14 @@ fn threshold(map: &Map<String, Value>, params: &IndexParams) -> Result<Option<f6
     }
 }
 
-/// A containment query's threshold in (0, 1], when given; not with "threshold",
-/// "max_distance" or "top" (the library refuses it on an index without size classes).
+/// A containment query's threshold in (0, 1] (with "top", the floor of a top-k), when
+/// given; not with "threshold" or "max_distance" (the library refuses it on an index
+/// without size classes).
 fn containment(map: &Map<String, Value>) -> Result<Option<f64>, String> {
     let Some(c) = map.get("containment") else {
         return Ok(None);
     };
-    if let Some(other) = ["threshold", "max_distance", "top"]
+    if let Some(other) = ["threshold", "max_distance"]
         .into_iter()
         .find(|k| map.contains_key(*k))
     {
