@@ -420,3 +420,41 @@ fn top_k_is_by_containment_down_to_its_floor() {
     };
     assert!(db.query_text(&queries[0], &both).is_err());
 }
+
+/// A query without options answers by containment at the index's threshold, over shards as
+/// on the single index; novelty is judged by containment; dedup is refused until built.
+#[test]
+fn defaults_mean_containment_everywhere() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = build_at_once(&dir.path().join("whole"), false, &pages);
+    let (a, b) = pages.split_at(pages.len() / 2);
+    build_at_once(&dir.path().join("a"), false, a);
+    build_at_once(&dir.path().join("b"), false, b);
+    let shards = Shards::open_many([dir.path().join("a"), dir.path().join("b")]).unwrap();
+    let plain = QueryOptions::default();
+    for q in &queries[..20] {
+        let one = whole.query_text(q, &plain).unwrap().matches;
+        assert!(one.iter().all(|m| m.metric == Metric::Containment));
+        assert_eq!(one, shards.query_text(q, &plain).unwrap().matches, "{q}");
+    }
+    // A paragraph of a stored page is not novel in a containment index at its threshold.
+    let (key, page) = &pages[3];
+    let words: Vec<&str> = page.split(' ').collect();
+    let quote = words[..words.len() / 2].join(" ");
+    let sig = whole.sketch_text(&quote).unwrap();
+    let stored = whole
+        .insert_if_novel("quote", &sig, &mhdb::db::NoveltyOptions::default())
+        .unwrap();
+    let mhdb::db::Novelty::Duplicate(matches) = stored else {
+        panic!("the quote was stored as novel");
+    };
+    assert!(
+        matches.iter().any(|m| m.key == key.as_bytes()),
+        "{matches:?}"
+    );
+    let err = whole.dedup_clusters(0.7).unwrap_err();
+    assert!(err.to_string().contains("not built"), "{err}");
+    let err = shards.dedup_clusters(0.7).unwrap_err();
+    assert!(err.to_string().contains("not built"), "{err}");
+}

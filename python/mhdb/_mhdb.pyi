@@ -55,9 +55,9 @@ _MatchT = TypeVar("_MatchT")
 _MinHashMatch = tuple[_Key, float]
 """A match in a MinHash index: ``(key, estimated or exact Jaccard)``."""
 _SimHashMatch = tuple[_Key, int, float]
-# A containment query's match: (key, containment, jaccard).
-_ContainmentMatch = tuple[_Key, float, float]
 """A match in a SimHash index: ``(key, Hamming distance, cosine)``."""
+_ContainmentMatch = tuple[_Key, float, float]
+"""A containment query's match: ``(key, containment, jaccard)``."""
 _NearDuplicate = tuple[_Key, list[Union[_MinHashMatch, _SimHashMatch]]]
 """A document ``insert_many(novel_only=True)`` did not store: ``(key, matches)``."""
 _MinHashPair = tuple[_Key, _Key, float]

@@ -606,7 +606,9 @@ class MinHashLSHEnsemble:
         values = self._signature(minhash, create=False)
         if values is None or self._index is None:
             return iter(())
-        found = self._index.query(signature=values, set_size=size, containment=self.threshold)
+        # (datasketch takes a threshold of 0, a containment the index refuses: any share.)
+        found = self._index.query(signature=values, set_size=size,
+                                  containment=max(self.threshold, 1e-9))
         return (_decode_key(key) for key, _, _ in found)
 
     def __contains__(self, key: object) -> bool:

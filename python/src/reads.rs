@@ -69,7 +69,7 @@ fn query_doc(index: &dyn ReadIndex, doc: &Doc, opts: &QueryOptions) -> mhdb::Res
 }
 
 /// `query_many(texts=, signatures=, batch_size=, ...)` with its options `opts`
-/// ([`query_options`]).
+/// (`index::query_options`).
 pub fn query_many(
     py: Python<'_>,
     index: Opened<'_>,

@@ -411,6 +411,7 @@ impl Db {
         grouping: CopyGrouping,
         stats: &mut DedupStats,
     ) -> Result<BucketIndex> {
+        self.params.check_dedup_built()?;
         let bands = self.params.lsh.bands;
         let cap = self.params.bucket_cap.map_or(usize::MAX, |c| c as usize);
         let copies = ExactCopies::group(state, self.columns.exact, grouping)?;

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::Db;
+use super::metric::Metric;
 use super::options::Durability;
 use super::query::Banded;
 use super::query::{Match, QueryOptions};
@@ -45,14 +46,17 @@ pub struct NoveltyOptions {
 }
 
 impl NoveltyOptions {
-    fn query(&self) -> QueryOptions {
+    /// The query deciding novelty in an index of `metric`: a containment index's threshold
+    /// is a containment.
+    fn query(&self, metric: Metric) -> QueryOptions {
+        let containment = metric == Metric::Containment;
         QueryOptions {
-            threshold: self.threshold,
+            threshold: self.threshold.filter(|_| !containment),
             limit: self.limit,
             estimate_only: self.estimate_only,
             top: None,
             deadline: None,
-            containment: None,
+            containment: self.threshold.filter(|_| containment),
         }
     }
 }
@@ -111,7 +115,7 @@ impl Db {
             .iter()
             .map(|(key, sig)| self.prepare_put(key, sig))
             .collect::<Result<Vec<_>>>()?;
-        let query = opts.query();
+        let query = opts.query(self.params.metric());
         let mut outcomes = Vec::with_capacity(docs.len());
         let (last, failure) = {
             let _order = self.sequencer.lock();

@@ -216,9 +216,10 @@ impl StoredParams for IndexParams {
             },
             (false, bandings) => return Err(bad(format!("{} bandings", bandings.len()))),
         };
+        let kind = index_kind(simhash, u32::from(b.max_hamming), b.weighting).map_err(bad)?;
         let kind = match containment {
             true => IndexKind::Containment,
-            false => index_kind(simhash, u32::from(b.max_hamming), b.weighting).map_err(bad)?,
+            false => kind,
         };
         let params = IndexParams {
             sketch: SketchParams {

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::ingest::Content;
+use super::metric::Metric;
 use super::query::check_deadline;
 use super::{
     Db, IndexParams, Match, Options, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport,
@@ -251,9 +252,14 @@ impl Shards {
         loop {
             let asked = keep.map(|k| k.saturating_add(extra));
             let mut shard_opts = *opts;
-            // Every shard answers at the first shard's threshold, as the merged index would.
-            if opts.top.is_none() && opts.threshold.is_none() {
-                shard_opts.threshold = Some(self.params().threshold);
+            // Every shard answers at the first shard's threshold, as the merged index would
+            // (a containment index's, by containment).
+            if opts.top.is_none() && opts.threshold.is_none() && opts.containment.is_none() {
+                let t = Some(self.params().threshold);
+                match self.params().metric() {
+                    Metric::Containment => shard_opts.containment = t,
+                    _ => shard_opts.threshold = t,
+                }
             }
             match opts.top {
                 Some(_) => {

@@ -156,7 +156,8 @@ pub fn plan_probes_by(
             format!("must be in (0, 1], got {containment_t}"),
         ));
     }
-    let needed = containment_t * query_size as f64;
+    // Less a hair, so that rounding never drops a class whose largest set holds exactly t·q.
+    let needed = containment_t * query_size as f64 - 1e-9;
     populated
         .into_iter()
         .filter(|&class| query_size > 0 && class_upper_bound(class) as f64 >= needed)

@@ -156,6 +156,21 @@ impl IndexParams {
         }
     }
 
+    /// Errors for an index whose dedup pass is not built: a containment index, whose band
+    /// keys are seeded by size class (near-duplicates in neighbouring classes share no
+    /// bucket), and whose documents' keys in other classes cannot be made from their stored
+    /// signatures.
+    pub fn check_dedup_built(&self) -> Result<()> {
+        match self.kind {
+            IndexKind::Containment => Err(Error::invalid(
+                "dedup",
+                "dedup of a containment index is not built yet: query it by containment, or \
+                 dedup an index created with the Jaccard metric",
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks every field; the error names the bad one.
     pub fn validate(&self) -> Result<()> {
         match (self.kind, self.sim_params()) {

@@ -261,6 +261,7 @@ impl Shards {
     /// would hold, each bucket cut to the bucket cap by the same rule (the members whose
     /// keys hash lowest).
     fn bucket_index<'a>(&self, states: &'a [State], stats: &mut DedupStats) -> Result<Index<'a>> {
+        self.params().check_dedup_built()?;
         let bands = self.params().lsh.bands;
         let cap = self.params().bucket_cap.map_or(usize::MAX, |c| c as usize);
         let mut postings = states
