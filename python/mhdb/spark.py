@@ -72,6 +72,9 @@ def resolve_params(
     kind = given.pop("kind", "minhash")
     if kind != "minhash":
         raise ValueError(f"mhdb.spark works on MinHash indexes, not kind={kind!r}")
+    metric = given.pop("metric", "jaccard")
+    if metric != "jaccard":
+        raise ValueError(f"mhdb.spark deduplicates by Jaccard, not metric={metric!r}")
     if given.pop("store_sets", False):
         raise ValueError(
             "mhdb.spark verifies by signature and does not carry shingle sets: "
