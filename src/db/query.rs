@@ -75,6 +75,20 @@ pub(super) struct Bounds {
     pub deadline: Option<Instant>,
 }
 
+impl Bounds {
+    /// The bounds of an answer whose top-k is its first k matches (a SimHash index's, a
+    /// containment index's): `top` cut further by `limit`, and the deadline.
+    pub(super) fn ranked(opts: &QueryOptions) -> Bounds {
+        Bounds {
+            limit: match (opts.top, opts.limit) {
+                (Some(k), Some(l)) => Some(k.min(l)),
+                (top, limit) => top.or(limit),
+            },
+            deadline: opts.deadline,
+        }
+    }
+}
+
 /// One match.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Match {
@@ -188,11 +202,7 @@ impl Db {
                 QueryPacked::Slots(sig.slots()),
             ),
         };
-        // Exact re-rank needs the query's own set: a query by bare signature is estimated.
-        let exact = sig
-            .shingle_set()
-            .filter(|_| self.params.store_sets && !opts.estimate_only)
-            .map(|s| s.values());
+        let exact = self.exact_query_set(sig, opts);
         if let Some(k) = opts.top {
             let ask = TopK {
                 k,
@@ -209,6 +219,18 @@ impl Db {
             deadline: opts.deadline,
         };
         self.run_query(state, &band_keys, packed, threshold, exact, bounds)
+    }
+
+    /// The query's shingle-set values when its answer is to be exact (an index that stores
+    /// sets, unless `estimate_only`): a query by bare signature has none, and is estimated.
+    pub(super) fn exact_query_set<'s>(
+        &self,
+        sig: &'s Signature,
+        opts: &QueryOptions,
+    ) -> Option<&'s [u32]> {
+        sig.shingle_set()
+            .filter(|_| self.params.store_sets && !opts.estimate_only)
+            .map(|s| s.values())
     }
 
     /// Documents similar to `text`.

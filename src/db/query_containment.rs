@@ -63,19 +63,8 @@ impl Db {
         }
         let q = query_size(sig)?;
         // Top-k keeps the best k of the matches at or above the containment floor.
-        let limit = match (opts.top, opts.limit) {
-            (Some(k), Some(l)) => Some(k.min(l)),
-            (top, limit) => top.or(limit),
-        };
-        let bounds = Bounds {
-            limit,
-            deadline: opts.deadline,
-        };
-        // Exact answers need the query's own set: a query by bare signature is estimated.
-        let exact = sig
-            .shingle_set()
-            .filter(|_| self.params.store_sets && !opts.estimate_only)
-            .map(|s| s.values());
+        let bounds = Bounds::ranked(opts);
+        let exact = self.exact_query_set(sig, opts);
         match (containment, opts.threshold) {
             (Some(t), _) => {
                 let probes = planner.plan(t, q, 1..=largest_class())?;

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 
 use super::ingest::Content;
 use super::metric::Metric;
-use super::query::check_deadline;
+use super::query::{Bounds, check_deadline};
 use super::{
     Db, IndexParams, Match, Options, QueryOptions, QueryResult, QueryStats, Stats, VerifyReport,
 };
@@ -224,11 +224,7 @@ impl Shards {
     /// later shard's copy of their key replaced.
     pub fn query_detailed(&self, sig: &Signature, opts: &QueryOptions) -> Result<ShardsAnswer> {
         // The number of matches the answer keeps (top-k: K, cut further by a limit).
-        let keep = match (opts.top, opts.limit) {
-            (Some(k), Some(l)) => Some(k.min(l)),
-            (Some(k), None) => Some(k),
-            (None, l) => l,
-        };
+        let keep = Bounds::ranked(opts).limit;
         let answers = (0..self.shards.len())
             .into_par_iter()
             .map(|i| self.shard_answer(i, sig, opts, keep))

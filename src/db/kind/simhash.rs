@@ -82,14 +82,7 @@ impl Db {
         // Top-k: the k nearest within the index's reach (every document within
         // `max_hamming` is a candidate; none beyond it can be found), best first like any
         // answer, so the first k of them.
-        let limit = match (opts.top, opts.limit) {
-            (Some(k), Some(l)) => Some(k.min(l)),
-            (top, limit) => top.or(limit),
-        };
-        let bounds = Bounds {
-            limit,
-            deadline: opts.deadline,
-        };
+        let bounds = Bounds::ranked(opts);
         let mut result = self.run_query(
             state,
             band_keys,
