@@ -22,6 +22,8 @@
 //! So keep `last` decides a group as one document at its newest member's place: an older
 //! copy joins the cluster of its representative, not a kept document of an age between them.
 
+mod containment;
+
 use std::collections::HashMap;
 use std::str::FromStr;
 

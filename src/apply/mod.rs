@@ -8,17 +8,21 @@
 //! kept and counted; an id met twice in the inputs is an error unless [`OnRepeat`] says
 //! otherwise.
 //!
-//! The verdict of each stored id is [`crate::decisions`]'s.
+//! The verdict of each stored id is [`crate::decisions`]'s. A containment index's needs each
+//! document's full signature, which the index does not keep: its inputs are read twice, once
+//! to decide and once to write.
 //!
 //! | module | owns |
 //! | --- | --- |
 //! | `judge` | each input row's outcome: its verdict, ids met twice, the counts |
 //! | `annotation` | the added columns: their names, types and values |
 //! | `atomic` | the output directory: its checks, and files written whole or not at all |
+//! | `contained` | a containment index's decision, from the inputs read a first time |
 //! | `jsonl`, `delimited`, `parquet`, `ipc` | each format read and written row by row |
 
 mod annotation;
 mod atomic;
+mod contained;
 mod delimited;
 mod ipc;
 mod jsonl;
@@ -35,7 +39,7 @@ pub use crate::decisions::{Decision, Decisions, Keep, Verdict};
 pub use annotation::Annotate;
 pub use judge::{OnRepeat, Summary};
 
-use crate::db::{DedupOptions, ReadIndex};
+use crate::db::{DedupOptions, Metric, ReadIndex};
 use crate::input::{Fields, Format, InputFile, MAGIC_LEN, decompressed, detect, expand};
 use atomic::{OutputDir, Target};
 use judge::Judge;
@@ -113,6 +117,9 @@ pub enum Event<'a> {
         /// Its size in bytes.
         bytes: u64,
     },
+    /// A containment index's pass, which reads the inputs once before writing them: the
+    /// documents answered so far.
+    Queried(u64),
     /// Rows of the current file done so far.
     Rows(u64),
     /// A FIFO, device or socket found walking a directory, passed over as `add` passes
@@ -160,13 +167,16 @@ pub fn apply(
         events(Event::NotAFile(path));
     }
     let dir = OutputDir::check(out, inputs, &files, opts.overwrite)?;
-    let decisions = Decisions::compute(
-        index,
-        opts.threshold,
-        opts.dedup,
-        &opts.keep,
-        &mut |done, bands| events(Event::Band { done, bands }),
-    )?;
+    let decisions = match index.params().metric() {
+        Metric::Containment => contained::decisions(index, inputs, opts, events)?,
+        _ => Decisions::compute(
+            index,
+            opts.threshold,
+            opts.dedup,
+            &opts.keep,
+            &mut |done, bands| events(Event::Band { done, bands }),
+        )?,
+    };
     let mut judge = Judge::new(index, &decisions, opts.on_repeat);
     for (i, file) in files.iter().enumerate() {
         let bytes = std::fs::metadata(&file.path).map_or(0, |m| m.len());

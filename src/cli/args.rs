@@ -592,6 +592,12 @@ pub struct DedupArgs {
     /// --max-hamming, its default).
     #[arg(long, conflicts_with = "threshold")]
     pub max_distance: Option<u32>,
+    /// A containment index (the default there): drop each document that another, ahead of it
+    /// in the --keep order, holds at least C of (|X ∩ Y| / |X|; default the index's
+    /// threshold). Its documents are read again from the --apply inputs: the index keeps
+    /// b-bit signatures, and a containment query needs the full ones.
+    #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance"])]
+    pub containment: Option<f64>,
     /// pairs, clusters or drop.
     #[arg(long, value_enum, default_value = "pairs")]
     pub format: DedupFormat,
@@ -615,9 +621,16 @@ pub struct DedupFilesArgs {
     /// The output directory: each input file is written at its path below its input root.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Similarity threshold in (0, 1] the index is tuned for and documents are dropped at.
+    /// Similarity threshold in (0, 1] the index is tuned for and documents are dropped at
+    /// (with --metric containment: the fraction of a document another must hold).
     #[arg(long, value_parser = threshold, default_value_t = 0.8, allow_negative_numbers = true)]
     pub threshold: f64,
+    /// jaccard (default): drop near-duplicates; containment: drop each document that
+    /// another, ahead of it in the --keep order, holds at least --threshold of (|X ∩ Y| / |X|:
+    /// a quoted passage, a page that is a section of a longer one; use --keep longest). The
+    /// containment index stores shingle sets, so each drop is by exact containment.
+    #[arg(long, value_enum, default_value = "jaccard")]
+    pub metric: MetricArg,
     /// Shingling of the index, as `create --shingle` takes it.
     #[arg(long, default_value = "char:5")]
     pub shingle: ShingleKind,

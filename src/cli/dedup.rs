@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use indicatif::ProgressBar;
 use mhdb::apply::{Annotate, ApplyError, ApplyOptions, Decisions, Event, Keep, OnRepeat, Summary};
-use mhdb::db::DedupOptions;
+use mhdb::db::{DedupOptions, Metric};
 use mhdb::input::{Fields, Id};
 
 use super::args::{DedupApplyArgs, DedupArgs, DedupFormat, OnRepeat as OnRepeatArg};
@@ -19,6 +19,16 @@ use super::shapes;
 pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     let source = Databases::open(&args.dbs)?;
     let db = source.first();
+    if db.params().metric() == Metric::Containment {
+        return dedup_contained(&source, args);
+    }
+    if args.containment.is_some() {
+        return Err(CliError::usage(format!(
+            "--containment is for a containment index; {} is a {} index (use --threshold)",
+            db.path().display(),
+            db.params().metric()
+        )));
+    }
     let t = super::query::threshold_arg(db, args.threshold, args.max_distance)?;
     super::query::warn_below_tuning(db, t);
     let t = t.unwrap_or(db.params().threshold);
@@ -119,6 +129,42 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `mhdb dedup` of a containment index: each document that another, ahead of it in the keep
+/// order, holds at least C of is dropped from the `--apply` inputs, which are read twice.
+fn dedup_contained(source: &Databases, args: &DedupArgs) -> CliResult<ExitCode> {
+    let db = source.first();
+    if args.threshold.is_some() || args.max_distance.is_some() {
+        return Err(CliError::usage(format!(
+            "{} is a containment index: it is deduplicated by containment (--containment C), \
+             not by --threshold or --max-distance",
+            db.path().display()
+        )));
+    }
+    if args.apply.apply.is_empty() {
+        return Err(CliError::usage(format!(
+            "dedup of a containment index reads its documents again (the index keeps b-bit \
+             signatures, and a containment query needs the full ones): give them as add read \
+             them, with --apply INPUT --out DIR ({})",
+            db.path().display()
+        )));
+    }
+    if !db.params().store_sets || args.no_exact {
+        super::output::warn(format_args!(
+            "{} is decided by containment estimated from b-bit signatures, whose error grows \
+             with the container's size over the document's (±0.13 at 8×, format/containment.md \
+             §4): a drop may be wrong; an index created with --store-sets decides exactly",
+            db.path().display()
+        ));
+    }
+    let t = args.containment.unwrap_or(db.params().threshold);
+    let opts = DedupOptions {
+        estimate_only: args.no_exact,
+        ..DedupOptions::default()
+    };
+    apply(source, t, opts, &args.apply)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `--format clusters|drop` with a keep order other than `first`: the decision pass's
 /// clusters (each kept document with the documents it dropped), or the dropped keys. Returns
 /// the number of clusters.
@@ -206,6 +252,16 @@ pub(super) fn apply(
             let template =
                 format!("{{spinner}} file {number}/{files} {{pos}} rows {{per_sec}} {name}");
             bar = progress(None, &template);
+        }
+        Event::Queried(done) => {
+            let b = bar.get_or_insert_with(|| {
+                progress(
+                    None,
+                    "{spinner} containment: {pos} documents queried {per_sec}",
+                )
+                .unwrap_or_else(ProgressBar::hidden)
+            });
+            b.set_position(done);
         }
         Event::Rows(rows) => {
             if let Some(b) = &bar {

@@ -13,7 +13,7 @@ use clap::{Parser, ValueEnum};
 use mhdb::db::{Db, DedupOptions};
 use serde_json::json;
 
-use super::args::{Cli, Command, DedupFilesArgs, OnRepeat};
+use super::args::{Cli, Command, DedupFilesArgs, MetricArg, OnRepeat};
 use super::databases::Databases;
 use super::dedup_files_temp::TempIndex;
 use super::output::{CliError, CliResult, message, outln};
@@ -73,9 +73,13 @@ pub fn dedup_files(args: &DedupFilesArgs) -> CliResult<ExitCode> {
         );
     } else {
         message(format_args!(
-            "dedup-files: {documents} documents indexed, {} near-duplicates ({} rows in, {} out \
-             in {} files under {}); {indexed:.1} s to index, {written:.1} s to decide and write",
+            "dedup-files: {documents} documents indexed, {} {} ({} rows in, {} out in {} files \
+             under {}); {indexed:.1} s to index, {written:.1} s to decide and write",
             summary.dropped,
+            match args.metric {
+                MetricArg::Jaccard => "near-duplicates",
+                MetricArg::Containment => "contained in another",
+            },
             summary.rows,
             summary.rows - dropped,
             summary.files,
@@ -107,14 +111,20 @@ fn line(parts: &[&OsStr]) -> Vec<OsString> {
 fn create_line(args: &DedupFilesArgs, db: &Path) -> Vec<OsString> {
     let t = args.threshold.to_string();
     let shingle = args.shingle.to_string();
-    line(&[
+    let mut out = line(&[
         "create".as_ref(),
         db.as_os_str(),
         "--threshold".as_ref(),
         t.as_ref(),
         "--shingle".as_ref(),
         shingle.as_ref(),
-    ])
+    ]);
+    if args.metric == MetricArg::Containment {
+        // A drop decided by an estimate of containment errs more the larger the container is
+        // than the document; with the sets stored, every drop is by exact containment.
+        out.extend(["--metric", "containment", "--store-sets"].map(OsString::from));
+    }
+    out
 }
 
 /// The fields `add` and `dedup --apply` both read the rows by.

@@ -100,6 +100,7 @@ pub use params_builder::{
     ParamsWarning, weak_banding,
 };
 pub use query::{Match, QueryOptions, QueryResult, QueryStats};
+pub(crate) use query_stream::query_document;
 pub use read_index::{IndexStats, ReadIndex};
 pub use replay::CutTail;
 pub use rerank::{MARGIN_SIGMAS, rerank_margin};

@@ -14,6 +14,7 @@ use super::rerank::decode_stored;
 use super::state::State;
 use crate::sketch::containment::{
     ClassProbe, MAX_CLASS, class_lower_bound, class_upper_bound, estimate_containment, size_class,
+    surely_below,
 };
 use crate::sketch::probe_planner::ProbePlanner;
 use crate::sketch::set_intersect::common_count;
@@ -211,6 +212,10 @@ impl<'a> Judge<'a> {
                 jaccard: Some(j_hat),
             }));
         };
+        // Far below the threshold by the estimate: not worth decoding the stored set.
+        if surely_below(j_hat, self.q, u64::from(x), self.t, self.k, self.bits) {
+            return Ok(None);
+        }
         stats.reranked += 1;
         if !decode_stored(state, docno, stored_set)? || query_set.is_empty() {
             return Ok(None);

@@ -113,7 +113,11 @@ where
 }
 
 /// Documents similar to one document of any kind ([`document_stream`]).
-fn query_document<R, S>(index: &R, doc: Content<S>, opts: &QueryOptions) -> Result<QueryResult>
+pub(crate) fn query_document<R, S>(
+    index: &R,
+    doc: Content<S>,
+    opts: &QueryOptions,
+) -> Result<QueryResult>
 where
     R: ReadIndex + ?Sized,
     S: AsRef<str>,

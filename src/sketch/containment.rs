@@ -98,6 +98,33 @@ pub fn estimate_containment(j_hat: f64, q: u64, x: u64) -> f64 {
     estimate.clamp(0.0, (xf / qf).min(1.0))
 }
 
+/// Standard errors by which an estimate must fall short of the threshold before the exact
+/// containment is not computed: one true match in about 30,000 is lost this way
+/// ([`surely_below`]).
+pub const EXACT_WINDOW_SIGMAS: f64 = 4.0;
+
+/// True when a b-bit Jaccard estimate `j_hat` (over `k` slots of `bits` bits) between sets of
+/// `q` and `x` elements lies more than [`EXACT_WINDOW_SIGMAS`] standard errors below the
+/// Jaccard that containment `t` implies for those sizes, `t·q / (q + x − t·q)`: the test, at
+/// the threshold, that lets an index with stored sets skip the exact containment of a
+/// candidate that cannot plausibly reach it. The standard error is that of the matching
+/// fraction `p = J·(1 − 2^−b) + 2^−b` of `k` slots, `√(p(1 − p)/k) / (1 − 2^−b)`, at the
+/// threshold (with `k` at most the union's size, which fills no more slots).
+pub fn surely_below(j_hat: f64, q: u64, x: u64, t: f64, k: usize, bits: u32) -> bool {
+    if q == 0 || k == 0 || j_hat.is_nan() {
+        return false;
+    }
+    let (qf, xf) = (q as f64, x as f64);
+    let shared = t * qf;
+    let j_t = (shared / (qf + xf - shared).max(shared)).clamp(0.0, 1.0);
+    let floor = 0.5f64.powi(bits.min(64) as i32);
+    let p = j_t * (1.0 - floor) + floor;
+    // A union of fewer elements than slots fills only that many: the others are copies.
+    let slots = (k as f64).min(qf + xf - shared).max(1.0);
+    let se = (p * (1.0 - p) / slots).sqrt() / (1.0 - floor);
+    j_hat < j_t - EXACT_WINDOW_SIGMAS * se
+}
+
 /// The best (bands, rows) for Jaccard threshold `jaccard_t` among prefixes of the `stored`
 /// bandings (rows as stored, at most the stored bands), ranked as [`super::lsh::tune_all`]
 /// ranks: lowest weighted false-positive plus false-negative mass among the choices meeting
@@ -345,6 +372,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn pairs_far_below_the_threshold_are_mostly_surely_below_it() {
+        let mut skipped = 0;
+        for trial in 0..100u64 {
+            let q = 300 + 10 * trial as usize;
+            let ratio = 1 + trial as usize % 4;
+            let (j_hat, _) = sketched_pair(ratio * q, q, q / 5, trial);
+            skipped += usize::from(surely_below(
+                j_hat,
+                q as u64,
+                (ratio * q) as u64,
+                0.7,
+                SLOTS,
+                BITS,
+            ));
+        }
+        assert!(skipped >= 95, "{skipped} of 100 at containment 0.2 skipped");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -359,6 +405,18 @@ mod tests {
             let allowed = 6.0 * estimate_sd(exact.max(0.05), ratio as f64) + 0.02;
             prop_assert!((estimate - exact).abs() <= allowed,
                 "q {} x/q {} c {} ĉ {}", q, ratio, exact, estimate);
+        }
+
+        #[test]
+        fn a_pair_at_the_threshold_or_above_is_never_surely_below_it(
+            q in 20usize..1500, ratio in 1usize..=40, over in 0usize..=10, seed: u64,
+        ) {
+            let t = 0.7;
+            let inside = ((q as f64 * (t + (1.0 - t) * over as f64 / 10.0)).ceil() as usize).min(q);
+            let (j_hat, exact) = sketched_pair(ratio * q, q, inside, seed);
+            prop_assert!(exact >= t);
+            prop_assert!(!surely_below(j_hat, q as u64, (ratio * q) as u64, t, SLOTS, BITS),
+                "q {} x/q {} c {} Ĵ {}", q, ratio, exact, j_hat);
         }
 
         #[test]

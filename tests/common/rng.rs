@@ -58,3 +58,36 @@ impl XorShift64 {
         (0..n).map(|_| self.next_u64()).collect()
     }
 }
+
+/// A word of a skewed vocabulary (a few common words, many rare ones) of 2 to 9 letters: text
+/// whose shingle sets overlap as prose's do.
+pub fn skewed_word(rng: &mut SplitMix64) -> String {
+    let spread = 1 + rng.below(20_000);
+    let rank = rng.below(spread);
+    let mut state = SplitMix64(rank);
+    let len = 2 + state.below(8) as usize;
+    (0..len)
+        .map(|_| (b'a' + state.below(26) as u8) as char)
+        .collect()
+}
+
+/// `n` words of [`skewed_word`].
+pub fn skewed_words(rng: &mut SplitMix64, n: usize) -> Vec<String> {
+    (0..n).map(|_| skewed_word(rng)).collect()
+}
+
+/// A run of 1/8 to all of `page`'s words (at least 20), at a random place; with `edit`, about
+/// a tenth of its words replaced.
+pub fn passage(rng: &mut SplitMix64, page: &[String], edit: bool) -> Vec<String> {
+    let len = (page.len() / (1 + rng.below(8) as usize)).max(20);
+    let start = rng.below((page.len() - len + 1) as u64) as usize;
+    let mut part = page[start..start + len].to_vec();
+    if edit {
+        for w in part.iter_mut() {
+            if rng.below(10) == 0 {
+                *w = skewed_word(rng);
+            }
+        }
+    }
+    part
+}

@@ -156,16 +156,17 @@ impl IndexParams {
         }
     }
 
-    /// Errors for an index whose dedup pass is not built: a containment index, whose band
+    /// Errors for an index without an all-pairs dedup pass: a containment index, whose band
     /// keys are seeded by size class (near-duplicates in neighbouring classes share no
     /// bucket), and whose documents' keys in other classes cannot be made from their stored
-    /// signatures.
+    /// signatures; its decision reads the documents again.
     pub fn check_dedup_built(&self) -> Result<()> {
         match self.kind {
             IndexKind::Containment => Err(Error::invalid(
                 "dedup",
-                "dedup of a containment index is not built yet: query it by containment, or \
-                 dedup an index created with the Jaccard metric",
+                "a containment index is deduplicated by containment, from its documents read \
+                 again: `dedup --apply INPUT --out DIR` (the Rust `Decisions::compute_containment`), \
+                 or an index created with the Jaccard metric for pairs and clusters",
             )),
             _ => Ok(()),
         }
