@@ -436,3 +436,35 @@ fn defaults_mean_containment_everywhere() {
     let err = shards.dedup_clusters(0.7).unwrap_err();
     assert!(err.to_string().contains("read again"), "{err}");
 }
+
+/// A query probes only the size classes that hold a document: a class first filled in
+/// memory, then in a segment, then in a database reopened read-only, is probed each time.
+#[test]
+fn a_class_filled_after_the_first_query_is_probed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pages, _) = corpus();
+    let db = Db::create(dir.path(), params(false, 0.7), Options::default()).unwrap();
+    let short: Vec<&(String, String)> = pages.iter().filter(|(_, p)| p.len() < 2500).collect();
+    for (key, text) in &short {
+        db.insert_text(key, text).unwrap();
+    }
+    db.flush().unwrap();
+    let quote = short[0].1.clone();
+    let host: String = pages.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>()[..6].join(" ");
+    let host = format!("{host} {quote}");
+    let found = |db: &Db| -> bool {
+        let opts = QueryOptions {
+            containment: Some(0.9),
+            ..QueryOptions::default()
+        };
+        let r = db.query_text(&quote, &opts).unwrap();
+        r.matches.iter().any(|m| m.key == b"host")
+    };
+    assert!(!found(&db));
+    db.insert_text("host", &host).unwrap();
+    assert!(found(&db), "in memory");
+    db.flush().unwrap();
+    assert!(found(&db), "in a segment");
+    drop(db);
+    assert!(found(&Db::open_read_only(dir.path()).unwrap()), "reopened");
+}

@@ -66,6 +66,9 @@ pub(super) struct MemTable {
     exact: Vec<u128>,
     /// Set sizes, one per document: [`NO_SET_SIZE`] for none.
     set_sizes: Vec<u64>,
+    /// The size classes of the documents with a set size, as bits
+    /// ([`class_bit`](crate::sketch::containment::class_bit)).
+    pub(super) size_classes: u128,
     /// Keep values by document index, ascending (most indexes have none).
     keeps: Vec<(u32, KeepValue)>,
     live: Vec<bool>,
@@ -98,6 +101,7 @@ impl MemTable {
             set_ends: Vec::new(),
             exact: Vec::new(),
             set_sizes: Vec::new(),
+            size_classes: 0,
             keeps: Vec::new(),
             live: Vec::new(),
             heads: (0..bands).map(|_| IdMap::default()).collect(),
@@ -248,6 +252,9 @@ impl MemTable {
         self.exact.push(columns.exact.unwrap_or(0));
         self.set_sizes
             .push(columns.set_size.map_or(NO_SET_SIZE, u64::from));
+        if let Some(size) = columns.set_size {
+            self.size_classes |= crate::sketch::containment::class_bit(u64::from(size));
+        }
         if let Some(v) = columns.keep {
             self.keeps.push((idx, v));
         }

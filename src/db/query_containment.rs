@@ -68,12 +68,12 @@ impl Db {
         let exact = self.exact_query_set(sig, opts);
         match (containment, opts.threshold) {
             (Some(t), _) => {
-                let probes = planner.plan(t, q, 1..=largest_class())?;
+                let probes = planner.plan(t, q, populated(state)?)?;
                 let gathered = self.gather_classes(state, sig, classes, &probes, bounds)?;
                 self.answer_containment(state, gathered, sig, (q, t), exact, bounds)
             }
             (None, Some(t)) => {
-                let probes = jaccard_probes(t, q, planner);
+                let probes = jaccard_probes(t, q, planner, populated(state)?);
                 let gathered = self.gather_classes(state, sig, classes, &probes, bounds)?;
                 let packed = QueryPacked::Slots(sig.slots());
                 self.answer_gathered(state, gathered, packed, t, exact, bounds)
@@ -189,17 +189,18 @@ impl<'a> Judge<'a> {
         if state.is_deleted(docno) {
             return Ok(None);
         }
-        let (Some(stored), Some(x)) = (
-            state.signature_bytes(docno, self.record_bytes)?,
-            state.set_size_of(docno)?,
-        ) else {
+        let Some(x) = state.set_size_of(docno)? else {
             return Ok(None);
         };
         stats.verified += 1;
-        // A set smaller than t·q cannot hold t·q of the query's elements.
+        // A set smaller than t·q cannot hold t·q of the query's elements: its signature is
+        // not read.
         if (x as f64) < self.t * self.q as f64 - 1e-9 {
             return Ok(None);
         }
+        let Some(stored) = state.signature_bytes(docno, self.record_bytes)? else {
+            return Ok(None);
+        };
         let j_hat = bbit::estimate_packed(self.packed, stored, self.k, self.bits)?;
         let c_hat = estimate_containment(j_hat, self.q, u64::from(x));
         let Some(query_set) = self.exact else {
@@ -234,6 +235,12 @@ impl<'a> Judge<'a> {
     }
 }
 
+/// The classes that hold a document in `state`, ascending: the others need no probe.
+fn populated(state: &State) -> Result<impl Iterator<Item = u8>> {
+    let held = state.size_classes()?;
+    Ok((1..=largest_class()).filter(move |&c| held >> c.min(127) & 1 == 1))
+}
+
 /// The set size a containment query needs.
 fn query_size(sig: &Signature) -> Result<u64> {
     sig.set_size().map(u64::from).ok_or_else(|| {
@@ -245,12 +252,17 @@ fn query_size(sig: &Signature) -> Result<u64> {
     })
 }
 
-/// The probes of a Jaccard query at `t` of `q` elements: every class whose sizes meet
+/// The probes of a Jaccard query at `t` of `q` elements: every `populated` class whose sizes meet
 /// `[t·q, q/t]` (a set outside cannot reach Jaccard t), each at Jaccard threshold t.
-fn jaccard_probes(t: f64, q: u64, planner: &ProbePlanner) -> Vec<ClassProbe> {
+fn jaccard_probes(
+    t: f64,
+    q: u64,
+    planner: &ProbePlanner,
+    populated: impl Iterator<Item = u8>,
+) -> Vec<ClassProbe> {
     let (lo, hi) = (t * q as f64, q as f64 / t);
     let tuning = planner.choose(t);
-    (1..=largest_class())
+    populated
         .filter(|&c| class_upper_bound(c) as f64 >= lo && class_lower_bound(c) as f64 <= hi)
         .map(|class| ClassProbe {
             class,

@@ -120,6 +120,20 @@ impl State {
         }
     }
 
+    /// The size classes of the documents in every table, as bits
+    /// ([`class_bit`](crate::sketch::containment::class_bit)): a class without a bit holds no
+    /// document, and a containment query need not probe it.
+    pub(super) fn size_classes(&self) -> Result<u128> {
+        let mut classes = self.mem.size_classes;
+        if let Some(imm) = &self.imm {
+            classes |= imm.size_classes;
+        }
+        for seg in &self.version.segments {
+            classes |= seg.size_classes()?;
+        }
+        Ok(classes)
+    }
+
     /// The key of `docno`.
     pub(super) fn key_of(&self, docno: u64) -> Result<Option<&[u8]>> {
         if let Some(d) = self.mem.doc(docno) {

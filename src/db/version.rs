@@ -27,6 +27,27 @@ pub(super) struct LoadedSegment {
     pub(super) path: PathBuf,
     /// Cap ranks of its hot buckets, kept for later queries.
     pub(super) cap_ranks: super::query_cap::CapRankCache,
+    /// The size classes of its documents, read from its SET_SIZE column when a containment
+    /// query first needs them.
+    size_classes: std::sync::OnceLock<u128>,
+}
+
+impl LoadedSegment {
+    /// The size classes of its documents, as bits
+    /// ([`class_bit`](crate::sketch::containment::class_bit)): deleted ones too, so a superset
+    /// of the live documents' classes.
+    pub(super) fn size_classes(&self) -> Result<u128> {
+        if let Some(&classes) = self.size_classes.get() {
+            return Ok(classes);
+        }
+        let mut classes = 0u128;
+        for i in 0..self.seg.doc_count() {
+            if let Some(size) = self.seg.set_size_at(i)? {
+                classes |= crate::sketch::containment::class_bit(u64::from(size));
+            }
+        }
+        Ok(*self.size_classes.get_or_init(|| classes))
+    }
 }
 
 /// An immutable view of the committed files.
@@ -263,6 +284,7 @@ pub(super) fn load_segment(
         seg,
         path,
         cap_ranks: Default::default(),
+        size_classes: Default::default(),
     })
 }
 

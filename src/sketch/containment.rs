@@ -36,6 +36,12 @@ pub fn size_class(set_size: u64) -> u8 {
     (1 + 2 * e + u32::from(upper_half)) as u8
 }
 
+/// The bit of `set_size`'s class in a set of classes held as a `u128` (classes above 127,
+/// of sizes beyond 2⁶³, share bit 127).
+pub fn class_bit(set_size: u64) -> u128 {
+    1u128 << size_class(set_size).min(127)
+}
+
 /// The smallest set size of `class` (0 for class 0; `u64::MAX` past [`MAX_CLASS`]).
 pub fn class_lower_bound(class: u8) -> u64 {
     match class {
