@@ -138,37 +138,4 @@ fn committed_fixture_reads_back_read_only_in_place() {
     assert!(!file_names(&files, "wal-", ".log").is_empty());
 }
 
-/// This build writes the committed bytes: a change to a byte a KEEP writer writes fails here.
-#[test]
-fn todays_writer_writes_the_fixture() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
-    let answers = generate(&dir);
-    let (now, committed) = (snapshot(&dir), snapshot(Path::new(FIXTURE)));
-    assert!(
-        now == committed,
-        "this build writes other bytes: {:?}",
-        differing_files(&now, &committed)
-    );
-    assert_eq!(differing_paths(&answers, &expected()), Vec::<String>::new());
-}
-
-#[test]
-#[ignore = "writes tests/golden/db-v3-keep anew; only for a deliberate regeneration"]
-fn regenerate_fixture() {
-    assert_eq!(
-        std::env::var("MHDB_REGENERATE_DB_FIXTURE").as_deref(),
-        Ok("1"),
-        "set MHDB_REGENERATE_DB_FIXTURE=1 to overwrite the pinned fixture"
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let (first, second) = (tmp.path().join("first"), tmp.path().join("second"));
-    let answers = generate(&first);
-    assert_eq!(answers, generate(&second));
-    let differing = differing_files(&snapshot(&first), &snapshot(&second));
-    assert!(differing.is_empty(), "not deterministic: {differing:?}");
-    let _ = std::fs::remove_dir_all(FIXTURE);
-    restore(Path::new(FIXTURE), &snapshot(&first));
-    let pretty = serde_json::to_string_pretty(&answers).unwrap() + "\n";
-    std::fs::write(EXPECTED, pretty).unwrap();
-}
+v3_fixture_tests!("db-v3-keep");

@@ -548,3 +548,61 @@ pub fn section_start(bytes: &[u8], kind: u16) -> Option<usize> {
         .find(|&e| u16::from_le_bytes([bytes[e], bytes[e + 1]]) == kind)
         .map(|e| u64::from_le_bytes(bytes[e + 8..e + 16].try_into().unwrap()) as usize)
 }
+
+/// Asserts that `generate`, run today into a fresh directory, writes exactly the committed
+/// `fixture`'s bytes and answers as recorded in `expected`.
+pub fn assert_todays_writer_writes(
+    generate: impl Fn(&Path) -> Value,
+    fixture: &Path,
+    expected: &Value,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let answers = generate(&dir);
+    let (now, committed) = (snapshot(&dir), snapshot(fixture));
+    assert!(
+        now == committed,
+        "this build writes other bytes: {:?}",
+        differing_files(&now, &committed)
+    );
+    assert_eq!(differing_paths(&answers, expected), Vec::<String>::new());
+}
+
+/// Regenerates a version-3 `fixture` and its `expected` answers with `generate`, when
+/// `MHDB_REGENERATE_DB_FIXTURE=1` says so: generated twice, the bytes must not depend on the
+/// run (no clock, no random draw).
+pub fn regenerate_v3_fixture(generate: impl Fn(&Path) -> Value, fixture: &Path, expected: &Path) {
+    assert_eq!(
+        std::env::var("MHDB_REGENERATE_DB_FIXTURE").as_deref(),
+        Ok("1"),
+        "set MHDB_REGENERATE_DB_FIXTURE=1 to overwrite the pinned fixture"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = (tmp.path().join("first"), tmp.path().join("second"));
+    let answers = generate(&first);
+    assert_eq!(answers, generate(&second));
+    let differing = differing_files(&snapshot(&first), &snapshot(&second));
+    assert!(differing.is_empty(), "not deterministic: {differing:?}");
+    replace_fixture(fixture, expected, &first, &answers, 3);
+}
+
+/// The two tests every version-3 fixture file has, for its `generate`, `FIXTURE`, `EXPECTED`
+/// and `expected()`: `todays_writer_writes_the_fixture` (this build writes the committed bytes
+/// and answers: a change to a byte the fixture's writers write fails it) and the ignored
+/// `regenerate_fixture` (`MHDB_REGENERATE_DB_FIXTURE=1 cargo test --release --test NAME --
+/// --ignored`).
+#[macro_export]
+macro_rules! v3_fixture_tests {
+    ($name:literal) => {
+        #[test]
+        fn todays_writer_writes_the_fixture() {
+            assert_todays_writer_writes(generate, Path::new(FIXTURE), &expected());
+        }
+
+        #[test]
+        #[ignore = concat!("writes tests/golden/", $name, " anew; only for a deliberate regeneration")]
+        fn regenerate_fixture() {
+            regenerate_v3_fixture(generate, Path::new(FIXTURE), Path::new(EXPECTED));
+        }
+    };
+}

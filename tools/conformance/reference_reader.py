@@ -1597,6 +1597,20 @@ def check_sets(live, want, params):
             problems.append(f"pair {pair['a']!r} / {pair['b']!r}: exact Jaccard {j} is below the dedup threshold {want['dedup_threshold']}")
         else:
             pairs += 1
+    for pair in want.get("contained", []):
+        a, b = by_key.get(pair["a"]), by_key.get(pair["b"])
+        if a is None or b is None:
+            problems.append(f"contained pair {pair['a']!r} in {pair['b']!r}: not both live")
+            continue
+        # A containment index with stored sets reports |A ∩ B| / |A| of the stored values
+        # (format/containment.md section 4).
+        c = len(set(a[2]) & set(b[2])) / len(a[2]) if a[2] else 0.0
+        if abs(c - pair["containment"]) > 1e-9:
+            problems.append(f"{pair['a']!r} in {pair['b']!r}: containment of the stored sets {c!r} != expected {pair['containment']!r}")
+        elif c < want["params"]["threshold"]:
+            problems.append(f"{pair['a']!r} in {pair['b']!r}: containment {c} is below the threshold")
+        else:
+            pairs += 1
     return problems, digests, pairs
 
 
@@ -1687,7 +1701,7 @@ def main(argv):
         + f" {reader.checksums} checksums agree ({s['segments']} segments"
         + (f" with {s['blocks']} checked blocks" if s["version"] >= 2 else "")
         + f", {s['deleted_in_list']} in the deletion list,"
-        + (f" {reader.sets_decoded} stored sets decoded, {digests} set digests and {pairs} dedup pairs' exact Jaccard agree,"
+        + (f" {reader.sets_decoded} stored sets decoded, {digests} set digests and {pairs} pairs' exact Jaccard or containment agree,"
            if params.get("store_sets") else "")
         + f" {s['wal_operations']} operations replayed from {s['wal_files']} WAL files"
         + (f", {s['sealed_wal_files']} sealed" if s["version"] >= 2 else "")
