@@ -189,6 +189,14 @@ fn with_stored_sets_exactly_the_contained_documents_are_dropped_and_the_longest_
         d.decision(b"passage03").cluster
     );
     assert_eq!(d.dropped, gone.len() as u64);
+    // A row the index does not hold, though a page holds it, is not decided (`dedup --apply`
+    // keeps it as not in the index), and changes no other decision.
+    let mut with_stray = docs.clone();
+    let stray = docs.iter().find(|(k, _)| k == "page07").unwrap().1.clone();
+    with_stray.push(("stray".into(), stray));
+    let again = decide(&db, &with_stray, false);
+    assert_eq!(again.get(b"stray"), None);
+    assert_eq!(dropped(&again, &docs), gone);
 }
 
 #[test]

@@ -81,8 +81,16 @@ impl Decisions {
                     Err(_) if !index.contains(&key)? => continue,
                     Err(e) => return Err(e),
                 };
+                let mut others = result.matches.into_iter().filter(|m| m.key != key);
+                let Some(first) = others.next() else {
+                    continue;
+                };
+                // A row whose id the index does not hold is not decided (it is kept).
+                if !index.contains(&key)? {
+                    continue;
+                }
                 let mut contained = None;
-                for m in result.matches.into_iter().filter(|m| m.key != key) {
+                for m in std::iter::once(first).chain(others) {
                     let x = *contained.get_or_insert_with(|| d.number(key.clone()));
                     held.push((x, d.number(m.key), m.similarity));
                 }
