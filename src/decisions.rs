@@ -24,6 +24,8 @@
 
 mod containment;
 
+pub use containment::Document;
+
 use std::collections::HashMap;
 use std::str::FromStr;
 

@@ -676,6 +676,8 @@ class Index(Generic[_KindT]):
         self,
         threshold: Optional[float] = None,
         keep: str = "first",
+        *,
+        documents: Optional[Iterable[tuple[_Key, str]]] = None,
     ) -> Any:
         """The decision of ``mhdb dedup --apply --annotate`` for every stored document, as a
         ``pyarrow.Table`` sorted by id: ``id``, ``cluster`` (the kept document's id),
@@ -686,7 +688,11 @@ class Index(Generic[_KindT]):
         without one last, ties to the earlier insert; an index without set sizes raises
         ``InvalidParameterError``), ``"max:FIELD"`` or ``"min:FIELD"`` (the highest or lowest
         value of the field ``mhdb add --keep-field FIELD`` captured; documents without one
-        last, ties to the earlier insert; another field raises ``InvalidParameterError``)."""
+        last, ties to the earlier insert; another field raises ``InvalidParameterError``).
+        A containment index drops each document that another, ahead of it in the ``keep``
+        order, holds at least ``threshold`` of (``|X ∩ Y| / |X|``), its similarity that
+        containment: it reads ``documents`` again, ``(id, text)`` pairs as inserted (without
+        them, or given them on another index, ``InvalidParameterError``)."""
     def commit(self) -> None:
         """Makes every write before this call durable."""
     def flush(self) -> None:

@@ -9,45 +9,119 @@ use std::sync::{Arc, Mutex};
 use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Float64Builder, StringBuilder};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator};
-use mhdb::db::{Db, DedupOptions, ReadIndex};
-use mhdb::decisions::{Decision, Decisions, Keep};
+use mhdb::db::ingest::Content;
+use mhdb::db::{Db, DedupOptions, Metric, ReadIndex};
+use mhdb::decisions::{Decision, Decisions, Document, Keep};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyIterator};
 
 use crate::errors::OrRaise;
 
 /// The name the Arrow PyCapsule interface gives a stream's capsule.
 const STREAM_CAPSULE: &std::ffi::CStr = c"arrow_array_stream";
 
+/// Documents read from the Python iterable at a time, the GIL held, for a containment index.
+const DOCUMENT_CHUNK: usize = 1024;
+
 /// The table of `db`'s decision at `threshold` (the index's by default) keeping `keep`
 /// (`"first"`, `"last"`, `"longest"`, `"shortest"`, `"max:FIELD"` or `"min:FIELD"`, parsed by
-/// the core as `dedup --keep` names them).
+/// the core as `dedup --keep` names them). A containment index decides from `documents`,
+/// `(id, text)` pairs read again ([`Decisions::compute_containment`]); another index takes
+/// none.
 pub fn dedup_table<'py>(
     py: Python<'py>,
     db: Arc<Db>,
     threshold: Option<f64>,
     keep: &str,
+    documents: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let keep: Keep = keep.parse().or_raise(py)?;
     let threshold = crate::convert::threshold(py, threshold)?;
+    let containment = db.params().metric() == Metric::Containment;
+    let documents = match (documents, containment) {
+        (Some(docs), true) => Some(docs.try_iter()?.unbind()),
+        (None, false) => None,
+        (given, _) => return Err(documents_refused(&db, given.is_some())).or_raise(py),
+    };
     let pyarrow = py.import("pyarrow")?;
+    let failure: Mutex<Option<PyErr>> = Mutex::new(None);
     let batch = py
         .detach(|| {
             let t = threshold.unwrap_or(db.params().threshold);
             let index: &dyn ReadIndex = db.as_ref();
-            let decisions =
-                Decisions::compute(index, t, DedupOptions::default(), &keep, &mut |_, _| {})?;
+            let decisions = match &documents {
+                Some(docs) => {
+                    let mut next = || Python::attach(|py| next_documents(py, docs, &failure));
+                    Decisions::compute_containment(index, &mut next, t, false, &keep, &mut |_| {})?
+                }
+                None => {
+                    Decisions::compute(index, t, DedupOptions::default(), &keep, &mut |_, _| {})?
+                }
+            };
             // Keys read after the pass: one stored since has no near-duplicate in it and is
             // kept alone, as `dedup --apply` keeps a row the pass did not see.
             let mut keys = db.keys()?;
             keys.sort_unstable();
             Ok(table_batch(&decisions, &keys))
         })
-        .or_raise(py)?
-        .map_err(|e| PyValueError::new_err(format!("cannot build the table: {e}")))?;
+        .or_raise(py)?;
+    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    let batch = batch.map_err(|e| PyValueError::new_err(format!("cannot build the table: {e}")))?;
     let stream = ArrowStream(Mutex::new(Some(stream_of(batch))));
     pyarrow.call_method1("table", (stream,))
+}
+
+/// Why `documents` cannot be taken (`given`) or are missing.
+fn documents_refused(db: &Db, given: bool) -> mhdb::Error {
+    let why = match given {
+        true => format!(
+            "documents are read again only by a containment index's decision; {} is a {} \
+             index, decided from its band buckets",
+            db.path().display(),
+            db.params().metric()
+        ),
+        false => format!(
+            "{} is a containment index: its decision reads the documents again (it keeps \
+             b-bit signatures, and a containment query needs the full ones): pass \
+             documents=[(id, text), ...], as they were inserted",
+            db.path().display()
+        ),
+    };
+    mhdb::Error::invalid("documents", why)
+}
+
+/// Up to [`DOCUMENT_CHUNK`] more `(id, text)` pairs of `docs`; none at its end, or after an
+/// item that is not one, whose error is left in `failure`.
+fn next_documents(
+    py: Python<'_>,
+    docs: &Py<PyIterator>,
+    failure: &Mutex<Option<PyErr>>,
+) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut docs = docs.bind(py).clone();
+    while out.len() < DOCUMENT_CHUNK {
+        let item = match docs.next() {
+            None => break,
+            Some(item) => item.and_then(|item| {
+                let (key, text): (Bound<'_, PyAny>, String) = item.extract()?;
+                Ok((crate::convert::key_from_py(&key)?, Content::Text(text)))
+            }),
+        };
+        match item {
+            Ok(doc) => out.push(doc),
+            Err(e) => {
+                let e = PyValueError::new_err(format!(
+                    "documents: each item must be an (id, text) pair: {e}"
+                ));
+                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                return Vec::new();
+            }
+        }
+    }
+    out
 }
 
 /// One row per key, in the order of `keys`: `id`, `cluster`, `keep`, `best_match`,

@@ -858,16 +858,19 @@ impl PyIndex {
     /// kept); ``similarity`` with it (float64, null when kept). ``id``, ``cluster`` and
     /// ``best_match`` are ``string`` when every stored key is valid UTF-8, else all three are
     /// ``binary``. ``threshold`` is :meth:`dedup`'s; ``keep`` is ``"first"`` or ``"last"``,
-    /// as ``mhdb dedup --keep`` (else :class:`InvalidParameterError`, a ``ValueError``). The
-    /// pass runs with the GIL released.
-    #[pyo3(signature = (threshold = None, keep = "first"))]
+    /// as ``mhdb dedup --keep`` (else :class:`InvalidParameterError`, a ``ValueError``). A
+    /// containment index drops each document that another, ahead of it in the ``keep`` order,
+    /// holds at least ``threshold`` of, read again from ``documents`` (``(id, text)`` pairs,
+    /// as inserted); another index takes none. The pass runs with the GIL released.
+    #[pyo3(signature = (threshold = None, keep = "first", *, documents = None))]
     fn dedup_table<'py>(
         &self,
         py: Python<'py>,
         threshold: Option<f64>,
         keep: &str,
+        documents: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::dedup_table::dedup_table(py, self.db(py)?, threshold, keep)
+        crate::dedup_table::dedup_table(py, self.db(py)?, threshold, keep, documents)
     }
 
     /// Makes every write before this call durable (writes through this API already are

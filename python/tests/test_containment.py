@@ -71,3 +71,31 @@ def test_what_cannot_be_answered_is_refused(tmp_path: pathlib.Path) -> None:
     assert "unknown metric" in str(e.value)
     with pytest.raises(mhdb.InvalidParameterError):
         mhdb.Index.create(tmp_path / "y", metric="containment", bands=4, rows=4)
+
+
+def test_dedup_table_drops_what_a_longer_document_holds(tmp_path: pathlib.Path) -> None:
+    pyarrow = pytest.importorskip("pyarrow")
+    docs = pages()
+    quotes = {f"quote-{i}": paragraph(docs[f"page-{i}"]) for i in range(0, 40, 5)}
+    everything = {**quotes, **docs}
+    with mhdb.Index.create(tmp_path / "c", 0.7, metric="containment", store_sets=True) as idx:
+        for key, text in everything.items():
+            idx.insert(key, text)
+        table = idx.dedup_table(0.8, keep="longest", documents=iter(everything.items()))
+        assert isinstance(table, pyarrow.Table)
+        rows = {r["id"]: r for r in table.to_pylist()}
+        dropped = {k for k, r in rows.items() if not r["keep"]}
+        assert dropped == set(quotes)
+        for key in quotes:
+            row = rows[key]
+            page = "page-" + key.split("-")[1]
+            assert row["cluster"] == page and row["best_match"] == page
+            assert row["similarity"] == pytest.approx(1.0)
+        with pytest.raises(mhdb.InvalidParameterError, match="documents"):
+            idx.dedup_table(0.8, keep="longest")
+        with pytest.raises(ValueError, match=r"\(id, text\) pair"):
+            idx.dedup_table(0.8, documents=[("page-1", "text", "extra")])
+    with mhdb.Index.create(tmp_path / "j", 0.7) as idx:
+        idx.insert("a", docs["page-1"])
+        with pytest.raises(mhdb.InvalidParameterError, match="containment index"):
+            idx.dedup_table(documents=[("a", docs["page-1"])])
