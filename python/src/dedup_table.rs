@@ -10,7 +10,7 @@ use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Float64Builder, String
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator};
 use mhdb::db::ingest::Content;
-use mhdb::db::{Db, DedupOptions, Metric, ReadIndex};
+use mhdb::db::{Db, DedupOptions, ReadIndex};
 use mhdb::decisions::{Decision, Decisions, Document, Keep};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -38,12 +38,11 @@ pub fn dedup_table<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let keep: Keep = keep.parse().or_raise(py)?;
     let threshold = crate::convert::threshold(py, threshold)?;
-    let containment = db.params().metric() == Metric::Containment;
-    let documents = match (documents, containment) {
-        (Some(docs), true) => Some(docs.try_iter()?.unbind()),
-        (None, false) => None,
-        (given, _) => return Err(documents_refused(&db, given.is_some())).or_raise(py),
-    };
+    // The core refuses documents for an index other than a containment one, and a
+    // containment index's decision without them.
+    let documents = documents
+        .map(|d| d.try_iter().map(Bound::unbind))
+        .transpose()?;
     let pyarrow = py.import("pyarrow")?;
     let failure: Mutex<Option<PyErr>> = Mutex::new(None);
     let batch = py
@@ -72,25 +71,6 @@ pub fn dedup_table<'py>(
     let batch = batch.map_err(|e| PyValueError::new_err(format!("cannot build the table: {e}")))?;
     let stream = ArrowStream(Mutex::new(Some(stream_of(batch))));
     pyarrow.call_method1("table", (stream,))
-}
-
-/// Why `documents` cannot be taken (`given`) or are missing.
-fn documents_refused(db: &Db, given: bool) -> mhdb::Error {
-    let why = match given {
-        true => format!(
-            "documents are read again only by a containment index's decision; {} is a {} \
-             index, decided from its band buckets",
-            db.path().display(),
-            db.params().metric()
-        ),
-        false => format!(
-            "{} is a containment index: its decision reads the documents again (it keeps \
-             b-bit signatures, and a containment query needs the full ones): pass \
-             documents=[(id, text), ...], as they were inserted",
-            db.path().display()
-        ),
-    };
-    mhdb::Error::invalid("documents", why)
 }
 
 /// Up to [`DOCUMENT_CHUNK`] more `(id, text)` pairs of `docs`; none at its end, or after an

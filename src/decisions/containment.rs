@@ -9,11 +9,11 @@
 //! the queries run on every core in any order; the order cannot cycle, so the first document
 //! of every group stays.
 
+use rayon::prelude::*;
+
 use super::{Decisions, Keep, Verdict};
 use crate::Result;
 use crate::db::ingest::Content;
-use rayon::prelude::*;
-
 use crate::db::{Metric, QueryOptions, ReadIndex, query_document};
 
 /// A document given again: its key and its text or token list.
@@ -24,7 +24,7 @@ type Held = (u32, u32, f64);
 
 impl Decisions {
     /// Decides every document of the containment index `index` at `containment`, given its
-    /// documents again (`(key, content)`, texts or token lists as they were stored, a chunk at a time). A
+    /// documents again (`(key, content)`, texts or token lists as they were stored). A
     /// document is dropped when a document ahead of it in the `keep` order holds at least
     /// `containment` of it. Its cluster is the kept document that holds the most of it, or,
     /// when every such container was dropped, the cluster of the one that holds the most; its

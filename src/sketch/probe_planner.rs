@@ -1,7 +1,8 @@
 //! A containment query's plan, fast: which (bands, rows) probes each size class
 //! ([`super::containment::choose_banding`]'s rule). Scoring a choice integrates its S-curve,
 //! and a query plans dozens of classes over a hundred and more choices each; here every
-//! choice's integral is tabulated once, so that a class costs one table lookup per choice.
+//! choice's integral is tabulated once, and a class scores only the few choices that can win
+//! in its grid cell (its shortlist).
 
 use std::sync::OnceLock;
 
@@ -78,7 +79,7 @@ impl ProbePlanner {
         let j = if j.is_nan() { 0.0 } else { j.clamp(0.0, 1.0) };
         let cell = ((j * GRID as f64) as usize).min(GRID - 1);
         let shortlist = self.shortlists[cell].get_or_init(|| self.shortlist(cell));
-        let start = (j * GRID as f64).floor().min(GRID as f64) / GRID as f64;
+        let start = grid_below(j).1;
         let tunings = shortlist.iter().map(|&i| {
             let params = self.choices[usize::from(i)];
             let curve = (params.probability(start), params.probability(j));
@@ -113,7 +114,7 @@ impl ProbePlanner {
 
     /// Every choice scored at `j`, by choice number.
     fn all_tunings(&self, j: f64) -> Vec<(usize, Tuning)> {
-        let start = (j * GRID as f64).floor().min(GRID as f64) / GRID as f64;
+        let start = grid_below(j).1;
         let mut out = Vec::with_capacity(self.choices.len());
         // The prefixes of one banding share rows: their curves at j and at the grid point
         // below it are 1 − (1 − s^r)^b for b = 1, 2, …, one product each.
@@ -170,10 +171,14 @@ impl ProbePlanner {
 /// `∫₀ʲ P` from the choice's `table`, the last stretch (from the grid point below `j`, where
 /// the curve is `p_start`, to `j`, where it is `p_j`) by the trapezoid rule.
 fn integral_to(table: &[f64], j: f64, p_start: f64, p_j: f64) -> f64 {
-    let x = j * GRID as f64;
-    let i = (x.floor() as usize).min(GRID);
-    let start = i as f64 / GRID as f64;
+    let (i, start) = grid_below(j);
     table.get(i).copied().unwrap_or(0.0) + (p_start + p_j) * (j - start) / 2.0
+}
+
+/// The grid point at or below `j` in [0, 1]: its number and its value.
+fn grid_below(j: f64) -> (usize, f64) {
+    let i = ((j * GRID as f64).floor() as usize).min(GRID);
+    (i, i as f64 / GRID as f64)
 }
 
 #[cfg(test)]

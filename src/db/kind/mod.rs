@@ -165,8 +165,10 @@ impl IndexParams {
             IndexKind::Containment => Err(Error::invalid(
                 "dedup",
                 "a containment index is deduplicated by containment, from its documents read \
-                 again: `dedup --apply INPUT --out DIR` (the Rust `Decisions::compute_containment`), \
-                 or an index created with the Jaccard metric for pairs and clusters",
+                 again (it keeps b-bit signatures, and a containment query needs the full \
+                 ones): give them to `dedup --apply INPUT --out DIR`, Python \
+                 `dedup_table(documents=...)` or Rust `Decisions::compute_containment`; pairs \
+                 and clusters need an index created with the Jaccard metric",
             )),
             _ => Ok(()),
         }
