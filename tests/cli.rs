@@ -282,6 +282,13 @@ fn bad_inputs_give_clear_errors_and_exit_codes() {
     // Unknown flag: usage error, no panic.
     let out = run(&["query", s(&db), "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
+    // A recall outside (0, 1), or on an index that is not a containment index.
+    for (recall, says) in [("1.0", "(0, 1)"), ("0.9", "not a containment index")] {
+        let out = run(&["query", s(&db), "--text", "a text", "--recall", recall]);
+        assert_eq!(out.status.code(), Some(2), "--recall {recall}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+    }
 
     // Malformed JSONL: the bad line is named; lines before it stay committed.
     let data = dir.path().join("bad.jsonl");

@@ -93,10 +93,19 @@ fn answers(db: &Db, queries: &[String], t: f64) -> Vec<BTreeMap<String, (f64, f6
         containment: Some(t),
         ..QueryOptions::default()
     };
+    answers_with(db, queries, &opts)
+}
+
+/// Every query's matches under `opts`: key → (containment, Jaccard, exact).
+fn answers_with(
+    db: &Db,
+    queries: &[String],
+    opts: &QueryOptions,
+) -> Vec<BTreeMap<String, (f64, f64, bool)>> {
     queries
         .iter()
         .map(|q| {
-            let r = db.query_text(q, &opts).unwrap();
+            let r = db.query_text(q, opts).unwrap();
             r.matches
                 .into_iter()
                 .map(|m| {
@@ -467,4 +476,137 @@ fn a_class_filled_after_the_first_query_is_probed() {
     assert!(found(&db), "in a segment");
     drop(db);
     assert!(found(&Db::open_read_only(dir.path()).unwrap()), "reopened");
+}
+
+/// Every query's matches at containment `t` decided by estimate with `recall` (None: the
+/// default), as key → containment reported.
+fn answers_at_recall(
+    db: &Db,
+    queries: &[String],
+    t: f64,
+    recall: Option<f64>,
+) -> Vec<BTreeMap<String, f64>> {
+    let opts = QueryOptions {
+        containment: Some(t),
+        containment_recall: recall,
+        ..QueryOptions::default()
+    };
+    answers_with(db, queries, &opts)
+        .into_iter()
+        .map(|m| m.into_iter().map(|(k, (c, _, _))| (k, c)).collect())
+        .collect()
+}
+
+#[test]
+fn a_wanted_recall_trades_false_matches_for_true_ones_at_the_threshold() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), false, &pages);
+    for t in [0.7, 0.9] {
+        let want: HashSet<(usize, String)> = truth(&db, &pages, &queries, t)
+            .into_iter()
+            .filter(|&(_, _, ratio)| ratio >= 1.0 / 8.0)
+            .map(|(qi, key, _)| (qi, key))
+            .collect();
+        let score = |got: &[BTreeMap<String, f64>]| {
+            let found: HashSet<(usize, String)> = got
+                .iter()
+                .enumerate()
+                .flat_map(|(qi, m)| m.keys().map(move |k| (qi, k.clone())))
+                .collect();
+            let hit = want.intersection(&found).count() as f64;
+            (hit / want.len() as f64, hit / found.len().max(1) as f64)
+        };
+        let strict = answers_at_recall(&db, &queries, t, Some(0.05));
+        let plain = answers_at_recall(&db, &queries, t, None);
+        let half = answers_at_recall(&db, &queries, t, Some(0.5));
+        let wide = answers_at_recall(&db, &queries, t, Some(0.95));
+        assert_eq!(plain, half, "t = {t}: recall 0.5 is the default");
+        for qi in 0..queries.len() {
+            assert!(
+                strict[qi].keys().all(|k| plain[qi].contains_key(k)),
+                "t = {t}"
+            );
+            assert!(
+                plain[qi].keys().all(|k| wide[qi].contains_key(k)),
+                "t = {t}"
+            );
+            // What the default keeps reaches t; what it adds is reported as estimated.
+            assert!(plain[qi].values().all(|&c| c >= t));
+            assert!(strict[qi].values().all(|&c| c >= t));
+            for (k, c) in &wide[qi] {
+                assert!(plain[qi].get(k).is_none_or(|p| p == c));
+            }
+        }
+        let ((r_strict, p_strict), (r_plain, p_plain), (r_wide, p_wide)) =
+            (score(&strict), score(&plain), score(&wide));
+        assert!(r_wide >= 0.95, "t = {t}: recall {r_wide} at 0.95 wanted");
+        // The passages with a tenth of their words replaced sit near 0.9: there the default
+        // keeps about half of them, and the wide rule nearly all.
+        assert!(
+            r_wide >= r_plain && r_plain >= r_strict,
+            "t = {t}: {r_wide} {r_plain} {r_strict}"
+        );
+        assert!(
+            p_strict >= p_plain && p_plain >= p_wide,
+            "t = {t}: {p_strict} {p_plain} {p_wide}"
+        );
+        if t == 0.9 {
+            assert!(
+                r_wide > r_plain && r_plain > r_strict,
+                "{r_wide} {r_plain} {r_strict}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_recall_is_refused_where_it_decides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("c"), params(false, 0.7), Options::default()).unwrap();
+    for bad in [0.0, 1.0, -0.5, f64::NAN] {
+        let opts = QueryOptions {
+            containment: Some(0.7),
+            containment_recall: Some(bad),
+            ..QueryOptions::default()
+        };
+        let err = db.query_text("a text to look for", &opts).unwrap_err();
+        assert!(err.to_string().contains("recall"), "{bad}: {err}");
+    }
+    let jaccard_query = QueryOptions {
+        threshold: Some(0.7),
+        containment_recall: Some(0.9),
+        ..QueryOptions::default()
+    };
+    let err = db.query_text("a text", &jaccard_query).unwrap_err();
+    assert!(
+        err.to_string().contains("applies to a containment query"),
+        "{err}"
+    );
+    let jaccard = Db::create(
+        dir.path().join("j"),
+        IndexParams::default(),
+        Options::default(),
+    )
+    .unwrap();
+    let err = jaccard
+        .query_text(
+            "a text",
+            &QueryOptions {
+                containment_recall: Some(0.9),
+                ..QueryOptions::default()
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("not a containment index"), "{err}");
+}
+
+#[test]
+fn stored_sets_decide_whatever_recall_is_asked() {
+    let (pages, queries) = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_at_once(dir.path(), true, &pages);
+    let exact = answers_at_recall(&db, &queries, 0.9, None);
+    assert_eq!(answers_at_recall(&db, &queries, 0.9, Some(0.99)), exact);
+    assert_eq!(answers_at_recall(&db, &queries, 0.9, Some(0.01)), exact);
 }

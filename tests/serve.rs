@@ -360,16 +360,21 @@ fn containment_queries_answer_as_the_cli_prints() {
         .take(30)
         .collect::<Vec<_>>()
         .join(" ");
-    let cli: Value = serde_json::from_str(&ok(&[
-        "query",
-        s(&db),
-        "--text",
-        &paragraph,
-        "--containment",
-        "0.8",
-        "--json",
-    ]))
-    .unwrap();
+    // The CLI's JSON answer to the paragraph at containment 0.8, with `more` flags.
+    let cli_answer = |more: &[&str]| -> Value {
+        let mut args = vec![
+            "query",
+            s(&db),
+            "--text",
+            &paragraph,
+            "--containment",
+            "0.8",
+        ];
+        args.extend_from_slice(more);
+        args.push("--json");
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let cli = cli_answer(&[]);
     assert!(!cli["matches"].as_array().unwrap().is_empty(), "{cli}");
     assert!(
         cli["matches"][0]["containment"].as_f64().unwrap() >= 0.8,
@@ -382,6 +387,16 @@ fn containment_queries_answer_as_the_cli_prints() {
     let mut expected = cli.clone();
     expected["id"] = json!("p");
     assert_eq!(json_lines(&batch.body), vec![expected]);
+    // A wanted recall is served as the CLI answers it too.
+    let cli_wide = cli_answer(&["--recall", "0.95"]);
+    let wide = server.post(
+        "/query",
+        &json!({"text": paragraph, "containment": 0.8, "recall": 0.95}),
+    );
+    assert_eq!(wide.json(), cli_wide);
+    assert!(
+        cli_wide["matches"].as_array().unwrap().len() >= cli["matches"].as_array().unwrap().len()
+    );
 }
 
 /// The durations of a `Server-Timing` header, by name, in milliseconds.
@@ -488,6 +503,11 @@ fn bad_requests_get_json_errors_saying_what_is_wrong() {
             "not both",
         ),
         (json!({"text": "a", "containment": 1.5}), "(0, 1]"),
+        (json!({"text": "a", "recall": 1.0}), "(0, 1)"),
+        (
+            json!({"text": "a", "recall": "high"}),
+            "\"recall\" must be a number",
+        ),
         (
             json!({"text": "a b c d e f", "containment": 0.5}),
             "not a containment index",

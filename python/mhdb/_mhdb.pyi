@@ -505,6 +505,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to a token list in an index of token lists, as :meth:`query`
         answers (options and result alike). In an index of texts,
@@ -519,6 +520,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        recall: Optional[float] = None,
     ) -> list[_ContainmentMatch]: ...
     def delete(self, key: _Key) -> bool:
         """Deletes ``key``; returns whether it was present."""
@@ -540,6 +542,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature``, best first: ``(key, jaccard)``
@@ -558,12 +561,17 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_ContainmentMatch]:
         """A containment query, in an index created with ``metric="containment"``:
         ``(key, containment, jaccard)`` of the documents holding at least ``containment``
         of the query's shingles, best first (exact with ``store_sets=True``); with ``top``, the
-        ``top`` best down to ``containment``. Not with ``threshold``."""
+        ``top`` best down to ``containment``. Not with ``threshold``. Decided by estimate (no
+        stored sets, or ``exact=False``), ``recall`` in (0, 1) is about the share of the
+        documents holding exactly ``containment`` of the query that are kept: 0.5 (the
+        default) keeps the estimates that reach it, 0.95 nearly every true match and more
+        false ones (reported with their estimates, some below ``containment``)."""
     @overload
     def query(
         self: Index[_SimHash],
@@ -575,6 +583,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_SimHashMatch]:
         """In a SimHash index: ``(key, distance, cosine)``, ``threshold`` a minimum cosine."""
@@ -589,6 +598,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]:
         """An index of either kind (``Index[Literal["minhash", "simhash"]]``)."""
@@ -603,6 +613,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_MinHashMatch]:
         """Streams one list of matches per input, in order (``threshold``, ``limit``, ``top``
         as for :meth:`query`)."""
@@ -617,6 +628,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_ContainmentMatch]: ...
     @overload
     def query_many(
@@ -629,6 +641,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_SimHashMatch]: ...
     @overload
     def query_many(
@@ -641,6 +654,7 @@ class Index(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
     @overload
     def dedup(
@@ -751,6 +765,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_MinHashMatch]:
         """Documents similar to ``text`` or ``signature`` over every shard, best first, as
@@ -766,6 +781,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_ContainmentMatch]: ...
     @overload
@@ -779,6 +795,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[_SimHashMatch]: ...
     @overload
@@ -792,6 +809,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
         set_size: Optional[int] = None,
     ) -> list[Union[_MinHashMatch, _SimHashMatch]]: ...
     @overload
@@ -805,6 +823,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_MinHashMatch]:
         """Streams one list of matches per input, in order, as :meth:`Index.query_many`."""
     @overload
@@ -818,6 +837,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: float,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_ContainmentMatch]: ...
     @overload
     def query_many(
@@ -830,6 +850,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[_SimHashMatch]: ...
     @overload
     def query_many(
@@ -842,6 +863,7 @@ class Shards(Generic[_KindT]):
         top: Optional[int] = None,
         *,
         containment: None = None,
+        recall: Optional[float] = None,
     ) -> QueryIterator[Union[_MinHashMatch, _SimHashMatch]]: ...
     def get(self, key: _Key) -> Optional[npt.NDArray[np.uint64]]:
         """The stored signature of ``key`` in the last shard holding it, or ``None``."""

@@ -205,6 +205,7 @@ class MinHashLSH:
         scheme: Optional[str] = None,
         seed: int = 1,
         read_only: bool = False,
+        recall: Optional[float] = None,
     ) -> None:
         if storage_config and storage_config.get("type", "dict") != "dict":
             raise _errors.InvalidParameterError(
@@ -509,7 +510,9 @@ class MinHashLSHEnsemble:
       accepted and not used.
     - ``query`` answers are verified: a candidate is kept when its containment, estimated
       from the two MinHashes and the two sizes, reaches the threshold (datasketch returns its
-      unverified candidates).
+      unverified candidates). A set holding exactly the threshold's share is then as likely
+      missed as found; ``recall=0.95`` keeps about 95 % of those, and more false matches
+      (``Index.query``'s ``recall``).
     - The threshold is stored with the index: an existing index keeps its own.
     - Keys as :class:`MinHashLSH` stores them; the datasketch scheme and seed are taken from
       the first MinHash indexed (or ``scheme=``, ``seed=``). ``num_perm`` must be at least 96
@@ -530,6 +533,7 @@ class MinHashLSHEnsemble:
         scheme: Optional[str] = None,
         seed: int = 1,
         read_only: bool = False,
+        recall: Optional[float] = None,
     ) -> None:
         if storage_config and storage_config.get("type", "dict") != "dict":
             raise _errors.InvalidParameterError(
@@ -550,6 +554,7 @@ class MinHashLSHEnsemble:
             raise ValueError("Weights must be in [0.0, 1.0] and sum to 1.0")
         self.h = num_perm
         self.threshold = threshold
+        self._recall = recall
         self._path = os.fspath(path)
         self._index: Optional[Index] = None
         if os.path.exists(os.path.join(self._path, "CURRENT")):
@@ -608,7 +613,7 @@ class MinHashLSHEnsemble:
             return iter(())
         # (datasketch takes a threshold of 0, a containment the index refuses: any share.)
         found = self._index.query(signature=values, set_size=size,
-                                  containment=max(self.threshold, 1e-9))
+                                  containment=max(self.threshold, 1e-9), recall=self._recall)
         return (_decode_key(key) for key, _, _ in found)
 
     def __contains__(self, key: object) -> bool:

@@ -190,7 +190,7 @@ pub(crate) fn query_options(
     threshold: Option<f64>,
     limit: Option<&Bound<'_, PyAny>>,
     top: Option<&Bound<'_, PyAny>>,
-    containment: Option<f64>,
+    (containment, recall): (Option<f64>, Option<f64>),
 ) -> PyResult<QueryOptions> {
     let threshold = crate::convert::threshold(py, threshold)?;
     let containment = crate::convert::threshold(py, containment)?;
@@ -218,6 +218,7 @@ pub(crate) fn query_options(
         limit,
         top,
         containment,
+        containment_recall: recall,
         ..QueryOptions::default()
     })
 }
@@ -729,7 +730,7 @@ impl PyIndex {
     ///
     /// Returns:
     ///     a list of ``(key, jaccard)`` tuples, by decreasing similarity (ties by key).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None, set_size = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None, recall = None, set_size = None))]
     // (Python's keyword arguments, one parameter each.)
     #[allow(clippy::too_many_arguments)]
     fn query<'py>(
@@ -742,10 +743,12 @@ impl PyIndex {
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
         containment: Option<f64>,
+        recall: Option<f64>,
         set_size: Option<u64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
-        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
+        let opts =
+            reads::one_query_options(py, threshold, limit, exact, top, (containment, recall))?;
         reads::query(py, &index, (text, signature, set_size), &opts)
     }
 
@@ -782,7 +785,7 @@ impl PyIndex {
     ///     InvalidParameterError: an index of texts (the library's message), or an option
     ///         refused as :meth:`query` refuses it.
     ///     TypeError, ValueError: a token as :meth:`insert_tokens` refuses it.
-    #[pyo3(signature = (tokens, threshold = None, limit = None, exact = true, top = None, *, containment = None))]
+    #[pyo3(signature = (tokens, threshold = None, limit = None, exact = true, top = None, *, containment = None, recall = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query_tokens<'py>(
         &self,
@@ -793,8 +796,10 @@ impl PyIndex {
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
         containment: Option<f64>,
+        recall: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
+        let opts =
+            reads::one_query_options(py, threshold, limit, exact, top, (containment, recall))?;
         let tokens = crate::tokens::tokens_from_py(tokens, "tokens")?;
         let db = self.db(py)?;
         let result = py
@@ -810,7 +815,7 @@ impl PyIndex {
     /// e.g. a 2-D ``uint64`` array). Inputs are read ``batch_size`` at a time and each batch
     /// is answered on every core with the GIL released. ``threshold``, ``limit`` and ``top``
     /// are those of :meth:`query`.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None, recall = None))]
     #[allow(clippy::too_many_arguments)]
     fn query_many(
         &self,
@@ -822,9 +827,10 @@ impl PyIndex {
         batch_size: usize,
         top: Option<&Bound<'_, PyAny>>,
         containment: Option<f64>,
+        recall: Option<f64>,
     ) -> PyResult<QueryIterator> {
         let index = || self.index(py);
-        let opts = query_options(py, threshold, limit, top, containment)?;
+        let opts = query_options(py, threshold, limit, top, (containment, recall))?;
         reads::query_many(py, &index, texts, signatures, opts, batch_size)
     }
 

@@ -46,7 +46,7 @@ pub fn one_query_options(
     limit: Option<&Bound<'_, PyAny>>,
     exact: bool,
     top: Option<&Bound<'_, PyAny>>,
-    containment: Option<f64>,
+    containment: (Option<f64>, Option<f64>),
 ) -> PyResult<QueryOptions> {
     Ok(QueryOptions {
         estimate_only: !exact,

@@ -162,7 +162,7 @@ impl PyShards {
 
     /// Documents similar to ``text`` (or to a ``signature``) over every shard, best first,
     /// as :meth:`Index.query` answers on the merged index (``top`` runs across shards).
-    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None, set_size = None))]
+    #[pyo3(signature = (text = None, signature = None, threshold = None, limit = None, exact = true, top = None, *, containment = None, recall = None, set_size = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query<'py>(
         &self,
@@ -174,15 +174,17 @@ impl PyShards {
         exact: bool,
         top: Option<&Bound<'py, PyAny>>,
         containment: Option<f64>,
+        recall: Option<f64>,
         set_size: Option<u64>,
     ) -> PyResult<Bound<'py, PyList>> {
         let index = || self.index(py);
-        let opts = reads::one_query_options(py, threshold, limit, exact, top, containment)?;
+        let opts =
+            reads::one_query_options(py, threshold, limit, exact, top, (containment, recall))?;
         reads::query(py, &index, (text, signature, set_size), &opts)
     }
 
     /// Many queries, streamed, as :meth:`Index.query_many` answers them.
-    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None))]
+    #[pyo3(signature = (texts = None, signatures = None, threshold = None, limit = None, batch_size = 1024, top = None, *, containment = None, recall = None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn query_many(
         &self,
@@ -194,9 +196,10 @@ impl PyShards {
         batch_size: usize,
         top: Option<&Bound<'_, PyAny>>,
         containment: Option<f64>,
+        recall: Option<f64>,
     ) -> PyResult<QueryIterator> {
         let index = || self.index(py);
-        let opts = crate::index::query_options(py, threshold, limit, top, containment)?;
+        let opts = crate::index::query_options(py, threshold, limit, top, (containment, recall))?;
         reads::query_many(py, &index, texts, signatures, opts, batch_size)
     }
 

@@ -99,3 +99,33 @@ def test_dedup_table_drops_what_a_longer_document_holds(tmp_path: pathlib.Path) 
         idx.insert("a", docs["page-1"])
         with pytest.raises(mhdb.InvalidParameterError, match="containment index"):
             idx.dedup_table(documents=[("a", docs["page-1"])])
+
+
+def test_recall_keeps_what_the_estimate_puts_just_below_the_threshold(
+        tmp_path: pathlib.Path) -> None:
+    docs = pages()
+    rng = random.Random(5)
+    with mhdb.Index.create(tmp_path / "c", 0.7, metric="containment") as idx:
+        for key, text in docs.items():
+            idx.insert(key, text)
+        # A paragraph with a tenth of its words changed: held at about 0.85 by its page.
+        quotes = []
+        for i in range(0, 40, 4):
+            words = paragraph(docs[f"page-{i}"]).split()
+            for j in rng.sample(range(len(words)), len(words) // 10):
+                words[j] = "zz" + words[j]
+            quotes.append(" ".join(words))
+        plain = list(idx.query_many(texts=quotes, containment=0.9))
+        wide = list(idx.query_many(texts=quotes, containment=0.9, recall=0.99))
+        strict = [idx.query(q, containment=0.9, recall=0.01) for q in quotes]
+        for p, w, s in zip(plain, wide, strict):
+            assert {m[0] for m in s} <= {m[0] for m in p} <= {m[0] for m in w}
+            assert all(c >= 0.9 for _, c, _ in p)
+        found = [f"page-{i}" in {m[0] for m in w} for i, w in zip(range(0, 40, 4), wide)]
+        assert sum(found) > sum(f"page-{i}" in {m[0] for m in p}
+                                for i, p in zip(range(0, 40, 4), plain))
+        assert all(found)
+        for bad in (0.0, 1.0):
+            with pytest.raises(mhdb.InvalidParameterError) as e:
+                idx.query(quotes[0], containment=0.9, recall=bad)
+            assert "recall" in str(e.value)

@@ -88,3 +88,31 @@ def test_sets_added_later_answer_as_indexed_together(tmp_path: pathlib.Path) -> 
         assert f"s{i}" in a, f"query {i} misses the set it was cut from"
     with pytest.raises(ValueError):
         together.insert("bad", minhash({"a"}), 0)
+
+
+def test_a_wanted_recall_keeps_more_of_the_sets_near_the_threshold(tmp_path: pathlib.Path) -> None:
+    from mhdb.datasketch import MinHashLSHEnsemble
+
+    rng = random.Random(8)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    sets = {f"s{i}": set(rng.sample(vocabulary, rng.randint(100, 400))) for i in range(40)}
+    # Queries cut from a set with a tenth of their elements replaced: held at about 0.9.
+    queries = []
+    for s in list(sets.values())[:20]:
+        part = rng.sample(sorted(s), len(s) // 2)
+        queries.append(set(part[len(part) // 10:]) | {f"x{rng.random()}" for _ in part[:len(part) // 10]})
+    entries = [(k, minhash(s), len(s)) for k, s in sets.items()]
+    plain = MinHashLSHEnsemble(tmp_path / "e", threshold=0.9, num_perm=128)
+    plain.index(entries)
+    plain.close()
+    wide = MinHashLSHEnsemble(tmp_path / "e", threshold=0.9, num_perm=128, recall=0.99)
+    found_plain = found_wide = 0
+    for i, q in enumerate(queries):
+        a = set(wide.query(minhash(q), len(q)))
+        found_wide += f"s{i}" in a
+    wide.close()
+    plain = MinHashLSHEnsemble(tmp_path / "e", threshold=0.9, num_perm=128)
+    for i, q in enumerate(queries):
+        found_plain += f"s{i}" in set(plain.query(minhash(q), len(q)))
+    assert found_wide > found_plain
+    assert found_wide >= 18

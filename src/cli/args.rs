@@ -508,6 +508,13 @@ pub struct QueryArgs {
     /// With --top K: the K documents containing most of the query, down to C (else 0.3).
     #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance"])]
     pub containment: Option<f64>,
+    /// containment index, decided by estimate (no stored sets, or --no-exact): about the
+    /// share of the documents holding exactly C of the query that are found, in (0, 1)
+    /// (default 0.5: a document is kept when its estimate reaches C). 0.95 keeps nearly every
+    /// true match and more false ones, reported with their estimates (some below C); 0.05
+    /// keeps only documents whose estimate is surely above C.
+    #[arg(long, value_name = "R", conflicts_with_all = ["threshold", "max_distance"])]
+    pub recall: Option<f64>,
     /// At most this many matches per query, best first.
     #[arg(long, conflicts_with = "top", value_parser = at_least_one)]
     pub limit: Option<usize>,

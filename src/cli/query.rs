@@ -20,6 +20,7 @@ use super::escape::key_text;
 use super::input::{At, Input, JsonLine, is_stdin, read_text};
 use super::output::{CliError, CliResult, InputProgress};
 use super::shapes;
+use mhdb::sketch::containment::EstimateRule;
 
 /// Queries answered at once by `--jsonl` (and as many read ahead meanwhile): enough to keep
 /// every core busy, few enough that memory stays a few megabytes whatever the input's length.
@@ -37,7 +38,11 @@ pub fn query(args: &QueryArgs) -> CliResult<ExitCode> {
         top: args.top,
         deadline: None,
         containment: args.containment,
+        containment_recall: args.recall,
     };
+    if let Some(recall) = args.recall {
+        EstimateRule::for_recall(recall)?;
+    }
     if args.top.is_none() {
         warn_below_tuning(db, opts.threshold);
     }

@@ -57,6 +57,8 @@ impl NoveltyOptions {
             top: None,
             deadline: None,
             containment: self.threshold.filter(|_| containment),
+            // Novelty is decided as a query by the estimate decides it.
+            containment_recall: None,
         }
     }
 }

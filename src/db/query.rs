@@ -51,6 +51,13 @@ pub struct QueryOptions {
     /// `top`, the floor of a top-k by containment (else [`TOP_K_FLOOR`](super::TOP_K_FLOOR)):
     /// a containment index answers top-k by containment.
     pub containment: Option<f64>,
+    /// A containment query decided by estimate (no stored sets, or `estimate_only`): about the
+    /// probability with which a document holding exactly the threshold's share of the query is
+    /// kept, in (0, 1) ([`EstimateRule`](crate::sketch::containment::EstimateRule)). `None`:
+    /// 0.5, a document is kept when its estimate reaches the threshold. Higher keeps more of
+    /// the true matches and more false ones; the matches keep their estimates, some below the
+    /// threshold. Refused on an index of another metric.
+    pub containment_recall: Option<f64>,
 }
 
 /// Postings gathered, or candidates verified or scored, between two looks at the deadline:

@@ -6,15 +6,17 @@
 
 use super::Db;
 use super::metric::Metric;
-use super::query::{Bounds, QueryOptions, QueryPacked, QueryResult, QueryStats, check_deadline};
-use super::query_gather::{Gathered, distinct_sorted, gather, give_back};
+use super::query::{
+    Bounds, DEADLINE_EVERY, QueryOptions, QueryPacked, QueryResult, QueryStats, check_deadline,
+};
+use super::query_gather::{Gathered, gather_probes, give_back};
 use super::query_rank::ranked_matches;
 use super::query_verify::Decided;
 use super::rerank::decode_stored;
 use super::state::State;
 use crate::sketch::containment::{
-    ClassProbe, MAX_CLASS, class_lower_bound, class_upper_bound, estimate_containment, size_class,
-    surely_below,
+    ClassProbe, EXACT_WINDOW_SIGMAS, EstimateRule, MAX_CLASS, class_lower_bound, class_upper_bound,
+    estimate_containment, jaccard_floor, size_class, surely_below,
 };
 use crate::sketch::probe_planner::ProbePlanner;
 use crate::sketch::set_intersect::common_count;
@@ -59,6 +61,17 @@ impl Db {
                 format!("must be in (0, 1], got {t}"),
             ));
         }
+        let rule = match (opts.containment_recall, containment) {
+            (None, _) => EstimateRule::default(),
+            (Some(r), Some(_)) => EstimateRule::for_recall(r)?,
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    "recall",
+                    "applies to a containment query; a Jaccard query (a threshold) keeps the \
+                     documents whose estimate reaches it",
+                ));
+            }
+        };
         if sig.is_empty_set() {
             return Ok(QueryResult::default());
         }
@@ -70,7 +83,8 @@ impl Db {
             (Some(t), _) => {
                 let probes = planner.plan(t, q, populated(state)?)?;
                 let gathered = self.gather_classes(state, sig, classes, &probes, bounds)?;
-                self.answer_containment(state, gathered, sig, (q, t), exact, bounds)
+                let decide = Decide { q, t, exact, rule };
+                self.answer_containment(state, gathered, sig, decide, bounds)
             }
             (None, Some(t)) => {
                 let probes = jaccard_probes(t, q, planner, populated(state)?);
@@ -91,11 +105,7 @@ impl Db {
         probes: &[ClassProbe],
         bounds: Bounds,
     ) -> Result<Gathered> {
-        let mut all = Gathered {
-            docnos: Vec::new(),
-            cold: false,
-            hot_buckets: 0,
-        };
+        let mut keyed = Vec::with_capacity(probes.len());
         for probe in probes {
             let tuned = probe.tuning.params;
             let Some(g) = classes.bandings().iter().position(|b| b.rows == tuned.rows) else {
@@ -104,27 +114,23 @@ impl Db {
             let Some(base) = classes.first_band(g) else {
                 continue;
             };
-            let keys = classes.probe_keys(sig.slots(), probe.class, g, tuned.bands)?;
-            let part = gather(state, base, &keys, self.params.bucket_cap, bounds.deadline)?;
-            all.docnos.extend_from_slice(&part.docnos);
-            all.cold |= part.cold;
-            all.hot_buckets += part.hot_buckets;
-            give_back(part.docnos);
+            keyed.push((
+                base,
+                classes.probe_keys(sig.slots(), probe.class, g, tuned.bands)?,
+            ));
         }
-        all.docnos = distinct_sorted(all.docnos);
-        Ok(all)
+        let probes = keyed.iter().map(|(base, keys)| (*base, keys.as_slice()));
+        gather_probes(state, probes, self.params.bucket_cap, bounds.deadline)
     }
 
     /// A containment query's answer from its candidates: the documents whose containment of
-    /// the query (of `q` elements) reaches `t`, exact from stored sets when the query's set
-    /// `exact` is given, else estimated.
+    /// the query reaches the threshold, as `decide` says.
     fn answer_containment(
         &self,
         state: &State,
         gathered: Gathered,
         sig: &Signature,
-        (q, t): (u64, f64),
-        exact: Option<&[u32]>,
+        decide: Decide<'_>,
         bounds: Bounds,
     ) -> Result<QueryResult> {
         let candidates = gathered.docnos;
@@ -132,99 +138,150 @@ impl Db {
             candidates: candidates.len(),
             hot_buckets: gathered.hot_buckets,
             segments: state.version.segments.len(),
-            exact: exact.is_some(),
+            exact: decide.exact.is_some(),
             ..QueryStats::default()
         };
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
-        let judge = Judge {
+        let mut judge = Judge {
             state,
             packed: &packed,
             k: self.params.sketch.num_perm,
             bits: self.params.bits,
             record_bytes: self.params.sig_bytes(),
-            q,
-            t,
-            exact,
+            decide,
+            stats: &mut stats,
+            stored_set: Vec::new(),
+            decided: Vec::new(),
         };
-        let mut decided = Vec::new();
-        let mut stored_set = Vec::new();
-        for (i, &docno) in candidates.iter().enumerate() {
-            if i % 1024 == 0 {
-                check_deadline(bounds.deadline, "verifying candidates by containment")?;
-            }
-            if let Some(d) = judge.decide(docno, &mut stats, &mut stored_set)? {
-                decided.push(d);
-            }
+        for part in candidates.chunks(DEADLINE_EVERY) {
+            check_deadline(bounds.deadline, "verifying candidates by containment")?;
+            judge.run(part)?;
         }
+        let decided = std::mem::take(&mut judge.decided);
+        give_back(candidates);
         check_deadline(bounds.deadline, "ranking matches")?;
         let matches = ranked_matches(state, &decided, bounds.limit, Metric::Containment)?;
         Ok(QueryResult { matches, stats })
     }
 }
 
-/// Decides one containment query's candidates.
-struct Judge<'a> {
-    state: &'a State,
-    packed: &'a [u8],
-    k: usize,
-    bits: u32,
-    record_bytes: usize,
+/// What decides a containment query's candidate.
+#[derive(Clone, Copy)]
+struct Decide<'a> {
     /// The query's set size.
     q: u64,
     /// The containment threshold.
     t: f64,
     /// The query's stored-set values, for exact answers.
     exact: Option<&'a [u32]>,
+    /// How an estimate decides, without `exact`.
+    rule: EstimateRule,
 }
 
-impl<'a> Judge<'a> {
-    /// Candidate `docno` as a match, if its containment of the query reaches the threshold.
-    fn decide(
-        &self,
-        docno: u64,
-        stats: &mut QueryStats,
-        stored_set: &mut Vec<u32>,
-    ) -> Result<Option<Decided<'a>>> {
+/// Decides one containment query's candidates, collecting the matches.
+struct Judge<'a, 's> {
+    state: &'a State,
+    packed: &'a [u8],
+    k: usize,
+    bits: u32,
+    record_bytes: usize,
+    decide: Decide<'a>,
+    stats: &'s mut QueryStats,
+    /// The buffer a stored set is decoded into.
+    stored_set: Vec<u32>,
+    decided: Vec<Decided<'a>>,
+}
+
+impl<'a> Judge<'a, '_> {
+    /// Decides `candidates` (ascending): those in segments segment by segment, each run walked
+    /// in step with the segment's rows (no search for the segment per candidate), then the
+    /// in-memory tables' one by one.
+    fn run(&mut self, candidates: &[u64]) -> Result<()> {
         let state = self.state;
-        if state.is_deleted(docno) {
-            return Ok(None);
+        let (in_segments, others) = state.split_committed(candidates);
+        let deletes = state.deletes_committed();
+        let mut rest = in_segments;
+        for seg in &state.version.segments {
+            let seg = &seg.seg;
+            let (run, after) = rest.split_at(rest.partition_point(|&d| d < seg.end_docno()));
+            rest = after;
+            seg.for_each_signature(run, self.record_bytes, |docno, row, stored| {
+                if deletes && state.is_deleted(docno) {
+                    return Ok(());
+                }
+                if let Some(found) = self.judge(docno, seg.set_size_at(row)?, stored)? {
+                    // The key is read from the row at hand, not searched for afterwards.
+                    let key = Some(seg.key_at_row(row)?);
+                    self.decided.push(Decided { key, ..found });
+                }
+                Ok(())
+            })?;
         }
-        let Some(x) = state.set_size_of(docno)? else {
+        for &docno in others {
+            if state.is_deleted(docno) {
+                continue;
+            }
+            let x = state.set_size_of(docno)?;
+            if let Some(stored) = state.signature_bytes(docno, self.record_bytes)?
+                && let Some(found) = self.judge(docno, x, stored)?
+            {
+                self.decided.push(found);
+            }
+        }
+        Ok(())
+    }
+
+    /// Candidate `docno`, of set size `x` and stored signature `stored`, as a match if its
+    /// containment of the query reaches the threshold.
+    fn judge(&mut self, docno: u64, x: Option<u32>, stored: &[u8]) -> Result<Option<Decided<'a>>> {
+        let Decide { q, t, exact, rule } = self.decide;
+        let (k, bits) = (self.k, self.bits);
+        let Some(x) = x.map(u64::from) else {
             return Ok(None);
         };
-        stats.verified += 1;
+        self.stats.verified += 1;
         // A set smaller than t·q cannot hold t·q of the query's elements: its signature is
         // not read.
-        if (x as f64) < self.t * self.q as f64 - 1e-9 {
+        if (x as f64) < t * q as f64 - 1e-9 {
             return Ok(None);
         }
-        let Some(stored) = state.signature_bytes(docno, self.record_bytes)? else {
+        // The signature is read only as far as it can still reach the lowest estimate that
+        // could be kept (one slot of slack: the estimate itself decides below).
+        let gate = match exact {
+            Some(_) => jaccard_floor(q, x, t, k, bits, EXACT_WINDOW_SIGMAS),
+            None => rule.gate(q, x, t, k, bits),
+        };
+        let least = least_matches(gate, k, bits);
+        let Some(equal) = bbit::count_equal_packed_at_least(self.packed, stored, k, bits, least)?
+        else {
             return Ok(None);
         };
-        let j_hat = bbit::estimate_packed(self.packed, stored, self.k, self.bits)?;
-        let c_hat = estimate_containment(j_hat, self.q, u64::from(x));
-        let Some(query_set) = self.exact else {
-            return Ok((c_hat >= self.t).then_some(Decided {
-                docno,
-                similarity: c_hat,
-                estimate: c_hat,
-                exact: false,
-                key: None,
-                jaccard: Some(j_hat),
-            }));
+        let j_hat = bbit::estimate_from_matches(equal, k, bits);
+        let c_hat = estimate_containment(j_hat, q, x);
+        let Some(query_set) = exact else {
+            return Ok(rule
+                .keeps(j_hat, c_hat, (q, x), t, k, bits)
+                .then_some(Decided {
+                    docno,
+                    similarity: c_hat,
+                    estimate: c_hat,
+                    exact: false,
+                    key: None,
+                    jaccard: Some(j_hat),
+                }));
         };
         // Far below the threshold by the estimate: not worth decoding the stored set.
-        if surely_below(j_hat, self.q, u64::from(x), self.t, self.k, self.bits) {
+        if surely_below(j_hat, q, x, t, k, bits) {
             return Ok(None);
         }
-        stats.reranked += 1;
-        if !decode_stored(state, docno, stored_set)? || query_set.is_empty() {
+        self.stats.reranked += 1;
+        if !decode_stored(self.state, docno, &mut self.stored_set)? || query_set.is_empty() {
             return Ok(None);
         }
-        let common = common_count(query_set, stored_set);
+        let common = common_count(query_set, &self.stored_set);
         let containment = common as f64 / query_set.len() as f64;
-        let union = (query_set.len() + stored_set.len()) as u64 - common;
-        Ok((containment >= self.t).then_some(Decided {
+        let union = (query_set.len() + self.stored_set.len()) as u64 - common;
+        Ok((containment >= t).then_some(Decided {
             docno,
             similarity: containment,
             estimate: c_hat,
@@ -233,6 +290,20 @@ impl<'a> Judge<'a> {
             jaccard: Some(common as f64 / union as f64),
         }))
     }
+}
+
+/// One fewer equal slots (of `k` at `bits` bits) than an estimate of `gate` needs: no candidate
+/// with fewer can be kept ([`bbit::min_matches_for`] without its search, which would cost more
+/// per candidate than the comparison saves).
+fn least_matches(gate: f64, k: usize, bits: u32) -> usize {
+    // An estimate of 0 (as few equal slots as chance, or fewer) is not cut: the gate allows it.
+    if gate <= 0.0 {
+        return 0;
+    }
+    let chance = 0.5f64.powi(bits.min(64) as i32);
+    // (A cast truncates: the floor of a positive number, without a call to `floor`.)
+    let needed = ((gate * (1.0 - chance) + chance) * k as f64) as usize;
+    needed.saturating_sub(1).min(k)
 }
 
 /// The classes that hold a document in `state`, ascending: the others need no probe.

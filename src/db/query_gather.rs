@@ -34,44 +34,61 @@ pub(super) fn gather(
     bucket_cap: Option<u32>,
     deadline: Option<Instant>,
 ) -> Result<Gathered> {
+    gather_probes(state, [(base, band_keys)], bucket_cap, deadline)
+}
+
+/// Gathers the candidates of several probes (a containment query's, one per size class) in
+/// one buffer, made distinct once: each probe as [`gather`], of `(base, band_keys)`.
+pub(super) fn gather_probes<'k>(
+    state: &State,
+    probes: impl IntoIterator<Item = (usize, &'k [u64])>,
+    bucket_cap: Option<u32>,
+    deadline: Option<Instant>,
+) -> Result<Gathered> {
+    let mut gathered = Gathered {
+        docnos: scratch::take(),
+        cold: false,
+        hot_buckets: 0,
+    };
+    for probe in probes {
+        gather_more(state, probe, bucket_cap, deadline, &mut gathered)?;
+    }
+    gathered.docnos = distinct_sorted(gathered.docnos);
+    Ok(gathered)
+}
+
+/// Appends the postings of bands `base ..` of `band_keys` to `into.docnos` (not distinct), as
+/// [`gather`] describes.
+fn gather_more(
+    state: &State,
+    (base, band_keys): (usize, &[u64]),
+    bucket_cap: Option<u32>,
+    deadline: Option<Instant>,
+    into: &mut Gathered,
+) -> Result<()> {
     const STAGE: &str = "gathering candidates";
     check_deadline(deadline, STAGE)?;
     let version = &state.version;
     let mut watch = ColdWatch::start(version, base, band_keys);
     let admitted = Admitted::ask(version, base, band_keys, &mut watch)?;
+    let before = into.docnos.len();
     let mut gatherer = Gatherer {
         state,
         base,
         bucket_cap,
-        candidates: scratch::take(),
+        candidates: std::mem::take(&mut into.docnos),
+        before,
         from_segments: Vec::with_capacity(version.segments.len()),
         hot_buckets: 0,
         watch,
         admitted,
     };
-    let mut next_check = DEADLINE_EVERY;
-    let in_memory = !state.mem.is_empty() || state.imm.as_ref().is_some_and(|imm| !imm.is_empty());
-    for (band, &bk) in band_keys.iter().enumerate() {
-        if !in_memory && !gatherer.admitted.any(band) {
-            // No source holds the key: nothing to look up, cap or time.
-            continue;
-        }
-        if let Some(&next) = band_keys.get(band + 1) {
-            cache_bucket_entries(version, &gatherer.admitted, (base, band + 1), next);
-        }
-        gatherer.band(band, bk)?;
-        let gathered = gatherer.candidates.len();
-        gatherer.watch.after_band(band, gathered);
-        if gathered >= next_check {
-            check_deadline(deadline, STAGE)?;
-            next_check = gathered + DEADLINE_EVERY;
-        }
-    }
-    Ok(Gathered {
-        cold: gatherer.watch.is_cold(),
-        hot_buckets: gatherer.hot_buckets,
-        docnos: distinct_sorted(gatherer.candidates),
-    })
+    let result = gatherer.bands(band_keys, deadline);
+    into.docnos = gatherer.candidates;
+    result?;
+    into.cold |= gatherer.watch.is_cold();
+    into.hot_buckets += gatherer.hot_buckets;
+    Ok(())
 }
 
 /// Hands a query's candidate buffer back to its thread, for the next query.
@@ -181,6 +198,8 @@ struct Gatherer<'a> {
     bucket_cap: Option<u32>,
     /// One entry per band bucket hit, in gathering order (not yet distinct).
     candidates: Vec<u64>,
+    /// Entries `candidates` held before this gathering (an earlier probe's).
+    before: usize,
     /// The parts of the current band's bucket that each segment gave.
     from_segments: Vec<SegmentPart>,
     hot_buckets: usize,
@@ -189,6 +208,37 @@ struct Gatherer<'a> {
 }
 
 impl Gatherer<'_> {
+    /// Appends the buckets of every band of `band_keys`; past `deadline` (looked at once
+    /// every [`DEADLINE_EVERY`] postings) it stops.
+    fn bands(&mut self, band_keys: &[u64], deadline: Option<Instant>) -> Result<()> {
+        let version = &self.state.version;
+        let mut next_check = DEADLINE_EVERY;
+        let in_memory = !self.state.mem.is_empty()
+            || self.state.imm.as_ref().is_some_and(|imm| !imm.is_empty());
+        for (band, &bk) in band_keys.iter().enumerate() {
+            if !in_memory && !self.admitted.any(band) {
+                // No source holds the key: nothing to look up, cap or time.
+                continue;
+            }
+            if let Some(&next) = band_keys.get(band + 1) {
+                cache_bucket_entries(version, &self.admitted, (self.base, band + 1), next);
+            }
+            self.band(band, bk)?;
+            let gathered = self.gathered();
+            self.watch.after_band(band, gathered);
+            if gathered >= next_check {
+                check_deadline(deadline, "gathering candidates")?;
+                next_check = gathered + DEADLINE_EVERY;
+            }
+        }
+        Ok(())
+    }
+
+    /// Entries this gathering appended.
+    fn gathered(&self) -> usize {
+        self.candidates.len() - self.before
+    }
+
     /// Appends the bucket of `band_key` in band `base + band` from every source, cut to the
     /// bucket cap.
     fn band(&mut self, band: usize, band_key: u64) -> Result<()> {
@@ -241,8 +291,8 @@ impl Gatherer<'_> {
                 start,
                 end: self.candidates.len(),
             });
-            self.watch
-                .after_segment_lookup(band, i, self.candidates.len());
+            let gathered = self.gathered();
+            self.watch.after_segment_lookup(band, i, gathered);
         }
         Ok(capped)
     }

@@ -145,18 +145,10 @@ impl<'a> Verifier<'a> {
 
     /// [`Verifier::verify`] of `candidates` on the calling thread, adding to `verified`.
     fn run(&self, candidates: &[u64], verified: &mut Verified<'a>) -> Result<()> {
-        let state = self.state;
-        // Committed documents (below the in-memory tables' range) are read segment by segment,
-        // each segment's run of candidates walked in step with its rows (candidates are
-        // ascending): no search for the segment or the whole doc table per candidate. A
-        // version-1 database keeps its signatures in the log: read one by one.
-        let memory_base = state.imm.as_ref().map_or(state.mem.base, |imm| imm.base);
-        let committed = if state.version.siglog.is_some() {
-            0
-        } else {
-            candidates.partition_point(|&d| d < memory_base)
-        };
-        let (in_segments, others) = candidates.split_at(committed);
+        // Committed documents are read segment by segment, each segment's run of candidates
+        // walked in step with its rows (candidates are ascending): no search for the segment
+        // or the whole doc table per candidate.
+        let (in_segments, others) = self.state.split_committed(candidates);
         self.run_in_segments(in_segments, verified)?;
         self.run_one_by_one(others, verified)
     }

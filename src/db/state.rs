@@ -58,6 +58,19 @@ impl State {
         self.version.deletions.contains(docno)
     }
 
+    /// `candidates` (ascending) split into those in segments, which a query reads segment by
+    /// segment, and the rest: the in-memory tables', or all of a version-1 database's (whose
+    /// signatures are in its log, read one by one).
+    pub(super) fn split_committed<'c>(&self, candidates: &'c [u64]) -> (&'c [u64], &'c [u64]) {
+        let memory_base = self.imm.as_ref().map_or(self.mem.base, |imm| imm.base);
+        let committed = if self.version.siglog.is_some() {
+            0
+        } else {
+            candidates.partition_point(|&d| d < memory_base)
+        };
+        candidates.split_at(committed)
+    }
+
     /// The live document number of `key`, if any.
     pub(super) fn lookup_key(&self, key: &[u8]) -> Result<Option<u64>> {
         if let Some(d) = self.mem.lookup_key(key) {

@@ -109,26 +109,102 @@ pub fn estimate_containment(j_hat: f64, q: u64, x: u64) -> f64 {
 /// ([`surely_below`]).
 pub const EXACT_WINDOW_SIGMAS: f64 = 4.0;
 
-/// True when a b-bit Jaccard estimate `j_hat` (over `k` slots of `bits` bits) between sets of
-/// `q` and `x` elements lies more than [`EXACT_WINDOW_SIGMAS`] standard errors below the
-/// Jaccard that containment `t` implies for those sizes, `t·q / (q + x − t·q)`: the test, at
-/// the threshold, that lets an index with stored sets skip the exact containment of a
-/// candidate that cannot plausibly reach it. The standard error is that of the matching
-/// fraction `p = J·(1 − 2^−b) + 2^−b` of `k` slots, `√(p(1 − p)/k) / (1 − 2^−b)`, at the
-/// threshold (with `k` at most the union's size, which fills no more slots).
-pub fn surely_below(j_hat: f64, q: u64, x: u64, t: f64, k: usize, bits: u32) -> bool {
-    if q == 0 || k == 0 || j_hat.is_nan() {
-        return false;
+/// The Jaccard estimate `sigmas` standard errors below the Jaccard that containment `t` implies
+/// for sets of `q` and `x` elements, `J_t = t·q / (q + x − t·q)`, over `k` slots of `bits`
+/// bits (negative `sigmas`: above it). The standard error is that of the matching fraction
+/// `p = J_t·(1 − 2^−b) + 2^−b` of `k` slots, `√(p(1 − p)/k) / (1 − 2^−b)`, at the threshold,
+/// with `k` at most the union's size (which fills no more slots). −∞ for an empty query or no
+/// slots: every estimate is above it.
+pub fn jaccard_floor(q: u64, x: u64, t: f64, k: usize, bits: u32, sigmas: f64) -> f64 {
+    if q == 0 || k == 0 {
+        return f64::NEG_INFINITY;
     }
     let (qf, xf) = (q as f64, x as f64);
     let shared = t * qf;
     let j_t = (shared / (qf + xf - shared).max(shared)).clamp(0.0, 1.0);
+    if sigmas == 0.0 {
+        return j_t;
+    }
     let floor = 0.5f64.powi(bits.min(64) as i32);
     let p = j_t * (1.0 - floor) + floor;
     // A union of fewer elements than slots fills only that many: the others are copies.
     let slots = (k as f64).min(qf + xf - shared).max(1.0);
     let se = (p * (1.0 - p) / slots).sqrt() / (1.0 - floor);
-    j_hat < j_t - EXACT_WINDOW_SIGMAS * se
+    j_t - sigmas * se
+}
+
+/// True when a b-bit Jaccard estimate `j_hat` (over `k` slots of `bits` bits) between sets of
+/// `q` and `x` elements lies more than [`EXACT_WINDOW_SIGMAS`] standard errors below the
+/// Jaccard that containment `t` implies for those sizes ([`jaccard_floor`]): the test, at the
+/// threshold, that lets an index with stored sets skip the exact containment of a candidate
+/// that cannot plausibly reach it.
+pub fn surely_below(j_hat: f64, q: u64, x: u64, t: f64, k: usize, bits: u32) -> bool {
+    j_hat < jaccard_floor(q, x, t, k, bits, EXACT_WINDOW_SIGMAS)
+}
+
+/// How a containment query decided by estimate weighs the estimate's error at the threshold:
+/// a document holding exactly the threshold's share of the query is kept with probability
+/// about `recall` (the estimate is about normal there, `format/containment.md` §4). At 0.5, the
+/// default, a document is kept when its estimate reaches the threshold. Above, the documents
+/// whose estimate falls short by less than `Φ⁻¹(recall)` standard errors are kept too: more of
+/// the true matches, and more false ones. Below, only those whose estimate exceeds it by as
+/// much: fewer false matches, fewer true ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EstimateRule {
+    /// Standard errors of slack below the threshold (negative: margin above it).
+    sigmas: f64,
+}
+
+impl Default for EstimateRule {
+    fn default() -> Self {
+        EstimateRule { sigmas: 0.0 }
+    }
+}
+
+impl EstimateRule {
+    /// The rule keeping a document at the threshold with probability about `recall`, in (0, 1).
+    pub fn for_recall(recall: f64) -> Result<EstimateRule> {
+        if !(recall > 0.0 && recall < 1.0) {
+            return Err(Error::invalid(
+                "recall",
+                format!(
+                    "must be in (0, 1) (0.5: the estimate reaches the threshold), got {recall}"
+                ),
+            ));
+        }
+        Ok(EstimateRule {
+            sigmas: super::normal::quantile(recall),
+        })
+    }
+
+    /// The lowest Jaccard estimate at which this rule may keep a document of `x` elements at
+    /// containment threshold `t` for a query of `q` (`k` slots of `bits` bits).
+    pub fn gate(&self, q: u64, x: u64, t: f64, k: usize, bits: u32) -> f64 {
+        jaccard_floor(q, x, t, k, bits, self.sigmas.max(0.0))
+    }
+
+    /// Whether a document of `x` elements whose Jaccard estimate with the query (of `q`) is
+    /// `j_hat`, and containment estimate `c_hat` ([`estimate_containment`]), is kept at `t`.
+    pub fn keeps(
+        &self,
+        j_hat: f64,
+        c_hat: f64,
+        (q, x): (u64, u64),
+        t: f64,
+        k: usize,
+        bits: u32,
+    ) -> bool {
+        let reaches = c_hat >= t;
+        if self.sigmas == 0.0 {
+            return reaches;
+        }
+        let within = j_hat >= jaccard_floor(q, x, t, k, bits, self.sigmas);
+        if self.sigmas > 0.0 {
+            reaches || within
+        } else {
+            reaches && within
+        }
+    }
 }
 
 /// The best (bands, rows) for Jaccard threshold `jaccard_t` among prefixes of the `stored`

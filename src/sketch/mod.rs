@@ -12,6 +12,7 @@ mod first_probes;
 pub mod keyed;
 pub mod lsh;
 pub mod minhash;
+pub(crate) mod normal;
 mod normalize;
 pub mod probe_planner;
 pub mod set_intersect;

@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, header};
 use futures_util::StreamExt as _;
 use mhdb::db::{IndexParams, NoveltyOptions, QueryOptions};
 use mhdb::sketch::Signature;
+use mhdb::sketch::containment::EstimateRule;
 use serde_json::{Map, Value};
 
 use super::reply::ApiError;
@@ -83,6 +84,7 @@ pub const QUERY_FIELDS: &[&str] = &[
     "threshold",
     "max_distance",
     "containment",
+    "recall",
     "limit",
     "top",
     "no_exact",
@@ -106,6 +108,7 @@ impl QuerySpec {
             // Set by the endpoint, from the request's timeout.
             deadline: None,
             containment: containment(map)?,
+            containment_recall: recall(map)?,
         };
         let id = map.get("id").cloned().unwrap_or(Value::Null);
         Ok(QuerySpec { id, input, opts })
@@ -137,6 +140,18 @@ fn threshold(map: &Map<String, Value>, params: &IndexParams) -> Result<Option<f6
 /// A containment query's threshold in (0, 1] (with "top", the floor of a top-k), when
 /// given; not with "threshold" or "max_distance" (the library refuses it on an index
 /// without size classes).
+/// `recall`, a containment query's ([`EstimateRule::for_recall`] says what it may be).
+fn recall(map: &Map<String, Value>) -> Result<Option<f64>, String> {
+    let Some(r) = map.get("recall") else {
+        return Ok(None);
+    };
+    let r = r
+        .as_f64()
+        .ok_or_else(|| format!("\"recall\" must be a number in (0, 1), got {r}"))?;
+    EstimateRule::for_recall(r).map_err(|e| e.to_string())?;
+    Ok(Some(r))
+}
+
 fn containment(map: &Map<String, Value>) -> Result<Option<f64>, String> {
     let Some(c) = map.get("containment") else {
         return Ok(None);

@@ -440,9 +440,10 @@ impl Db {
                 banding: BandKeys::Containment(classes, planner),
                 ..
             } => self.query_classes(state, sig, (classes, planner), opts),
-            Sketcher::MinHash { .. } if opts.containment.is_some() => Err(no_classes(&self.dir)),
+            _ if opts.containment.is_some() || opts.containment_recall.is_some() => {
+                Err(no_classes(&self.dir))
+            }
             Sketcher::MinHash { .. } => self.query_signature(state, sig, banded, opts),
-            Sketcher::SimHash { .. } if opts.containment.is_some() => Err(no_classes(&self.dir)),
             Sketcher::SimHash { .. } => self.query_fingerprint(state, sig, banded, opts),
         }
     }
