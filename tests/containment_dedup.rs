@@ -347,4 +347,53 @@ fn dedup_files_drops_the_contained_rows_of_compressed_json_lines() {
         &["dedup", s(&jaccard), "--containment", "0.5"],
         "is for a containment index",
     );
+    refused(
+        &[
+            "dedup",
+            s(&jaccard),
+            "--documents",
+            s(&input),
+            "--format",
+            "drop",
+        ],
+        "--documents is for a containment index",
+    );
+    refused(
+        &["dedup", s(&index), "--documents", s(&input)],
+        "--format clusters or drop",
+    );
+    // The decision as a list of the dropped keys, and as clusters, from the documents read
+    // again: what --apply dropped, each dropped key once, under the kept key of its cluster.
+    let listed = |format: &str| {
+        let args = [
+            "dedup",
+            s(&index),
+            "--keep",
+            "longest",
+            "--documents",
+            s(&input),
+            "--format",
+            format,
+        ];
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let drop_list: BTreeSet<String> = listed("drop").lines().map(str::to_string).collect();
+    assert_eq!(drop_list, gone);
+    let mut in_clusters = BTreeSet::new();
+    for line in listed("clusters").lines() {
+        let cluster: serde_json::Value = serde_json::from_str(line).unwrap();
+        let keep = cluster["keep"].as_str().unwrap();
+        assert!(!gone.contains(keep), "{keep} is kept");
+        for d in cluster["duplicates"].as_array().unwrap() {
+            let d = d.as_str().unwrap();
+            assert!(in_clusters.insert(d.to_string()), "{d} in two clusters");
+        }
+    }
+    assert_eq!(in_clusters, gone);
 }

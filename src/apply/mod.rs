@@ -145,6 +145,19 @@ pub fn check_output(inputs: &[PathBuf], out: &Path, overwrite: bool) -> Result<(
     OutputDir::check(out, inputs, &files, overwrite).map(|_| ())
 }
 
+/// The decision of a containment index, its documents read again from `inputs` as `opts`
+/// says (`add` read them so): for a caller that writes it otherwise than [`apply`] does, as
+/// clusters or a list of the dropped keys. Rows that cannot be read as `add` reads them are
+/// passed over; what cannot be read at all is the error.
+pub fn containment_decisions(
+    index: &dyn ReadIndex,
+    inputs: &[PathBuf],
+    opts: &ApplyOptions,
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<Decisions, ApplyError> {
+    contained::decisions(index, inputs, opts, events)
+}
+
 /// Decides every document of `index` and writes the files `inputs` name, each under `out`
 /// at its relative path. Nothing is written when the request is refused (an output inside an
 /// input, an output file that exists without `overwrite`).

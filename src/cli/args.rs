@@ -601,8 +601,8 @@ pub struct DedupArgs {
     pub max_distance: Option<u32>,
     /// A containment index (the default there): drop each document that another, ahead of it
     /// in the --keep order, holds at least C of (|X ∩ Y| / |X|; default the index's
-    /// threshold). Its documents are read again from the --apply inputs: the index keeps
-    /// b-bit signatures, and a containment query needs the full ones.
+    /// threshold). Its documents are read again from the --apply inputs (or --documents): the
+    /// index keeps b-bit signatures, and a containment query needs the full ones.
     #[arg(long, value_name = "C", value_parser = threshold, conflicts_with_all = ["threshold", "max_distance"])]
     pub containment: Option<f64>,
     /// pairs, clusters or drop.
@@ -702,6 +702,11 @@ pub struct DedupApplyArgs {
     /// The output directory: each input file is written at its path below its input root.
     #[arg(long, value_name = "DIR", requires = "apply")]
     pub out: Option<PathBuf>,
+    /// A containment index, with --format clusters or drop: its documents (files,
+    /// directories or glob patterns, as `add` read them), read again to be queried (the index
+    /// keeps b-bit signatures, and a containment query needs the full ones).
+    #[arg(long, num_args = 1.., value_name = "INPUT", conflicts_with = "apply")]
+    pub documents: Vec<PathBuf>,
     /// Keep every row and add the columns cluster, keep, best_match and similarity.
     #[arg(long, requires = "apply")]
     pub annotate: bool,

@@ -22,6 +22,14 @@ pub fn dedup(args: &DedupArgs) -> CliResult<ExitCode> {
     if db.params().metric() == Metric::Containment {
         return dedup_contained(&source, args);
     }
+    if !args.apply.documents.is_empty() {
+        return Err(CliError::usage(format!(
+            "--documents is for a containment index, whose documents are read again; {} is a \
+             {} index: its dedup needs only the index",
+            db.path().display(),
+            db.params().metric()
+        )));
+    }
     if args.containment.is_some() {
         return Err(CliError::usage(format!(
             "--containment is for a containment index; {} is a {} index (use --threshold)",
@@ -140,13 +148,21 @@ fn dedup_contained(source: &Databases, args: &DedupArgs) -> CliResult<ExitCode> 
             db.path().display()
         )));
     }
-    if args.apply.apply.is_empty() {
+    if args.apply.apply.is_empty() && args.apply.documents.is_empty() {
         return Err(CliError::usage(format!(
             "dedup of a containment index reads its documents again (the index keeps b-bit \
              signatures, and a containment query needs the full ones): give them as add read \
-             them, with --apply INPUT --out DIR ({})",
+             them, with --apply INPUT --out DIR, or --documents INPUT with --format clusters \
+             or drop ({})",
             db.path().display()
         )));
+    }
+    if args.apply.apply.is_empty() && args.format == DedupFormat::Pairs {
+        return Err(CliError::usage(
+            "a containment index is deduplicated into clusters or a list of the dropped keys \
+             (--format clusters or drop): containment is not symmetric, and the document that \
+             holds a dropped one is its cluster's kept document",
+        ));
     }
     if !db.params().store_sets || args.no_exact {
         super::output::warn(format_args!(
@@ -161,8 +177,41 @@ fn dedup_contained(source: &Databases, args: &DedupArgs) -> CliResult<ExitCode> 
         estimate_only: args.no_exact,
         ..DedupOptions::default()
     };
+    if args.apply.apply.is_empty() {
+        let options = apply_options(t, opts, &args.apply);
+        let mut bar: Option<ProgressBar> = None;
+        let decided = mhdb::apply::containment_decisions(
+            &**source,
+            &args.apply.documents,
+            &options,
+            &mut |event| {
+                if let Event::Queried(done) = event {
+                    queried_bar(&mut bar).set_position(done);
+                }
+            },
+        );
+        if let Some(b) = bar.take() {
+            b.finish_and_clear();
+        }
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let clusters = write_clusters(&decided.map_err(apply_error)?, args, &mut out)?;
+        out.flush()?;
+        message(format_args!("{clusters} clusters at containment {t}"));
+        return Ok(ExitCode::SUCCESS);
+    }
     apply(source, t, opts, &args.apply)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar of a containment decision's queries, made when first needed.
+fn queried_bar(bar: &mut Option<ProgressBar>) -> &ProgressBar {
+    bar.get_or_insert_with(|| {
+        progress(
+            None,
+            "{spinner} containment: {pos} documents queried {per_sec}",
+        )
+        .unwrap_or_else(ProgressBar::hidden)
+    })
 }
 
 /// `--format clusters|drop` with a keep order other than `first`: the decision pass's
@@ -176,6 +225,12 @@ fn ranked_clusters(
     out: &mut impl Write,
 ) -> CliResult<u64> {
     let decisions = Decisions::compute(&**source, t, opts, &args.apply.keep, &mut |_, _| {})?;
+    write_clusters(&decisions, args, out)
+}
+
+/// `decisions` as `--format clusters` (each kept document with the documents it dropped) or
+/// `drop` (the dropped keys). Returns the number of clusters.
+fn write_clusters(decisions: &Decisions, args: &DedupArgs, out: &mut impl Write) -> CliResult<u64> {
     let clusters = decisions.clusters();
     for (center, members) in &clusters {
         let dups: Vec<Vec<u8>> = members.iter().map(|&m| decisions.key(m).to_vec()).collect();
@@ -202,31 +257,7 @@ pub(super) fn apply(
     opts: DedupOptions,
     args: &DedupApplyArgs,
 ) -> CliResult<Summary> {
-    let options = ApplyOptions {
-        threshold: t,
-        dedup: opts,
-        keep: args.keep.clone(),
-        fields: Fields {
-            id: if args.id_from_path {
-                Id::FromPath
-            } else {
-                Id::Field(args.id_field.clone())
-            },
-            text: args.text_field.clone(),
-            tokens: false,
-            keep: None,
-        },
-        annotate: args.annotate.then(|| Annotate {
-            prefix: args.annotate_prefix.clone().unwrap_or_default(),
-        }),
-        on_repeat: match args.on_duplicate {
-            OnRepeatArg::Error => OnRepeat::Error,
-            OnRepeatArg::KeepFirst => OnRepeat::KeepFirst,
-            OnRepeatArg::KeepAll => OnRepeat::KeepAll,
-        },
-        overwrite: args.overwrite,
-        max_document_bytes: args.size.max_document_bytes,
-    };
+    let options = apply_options(t, opts, args);
     let out = args.out.clone().unwrap_or_default();
     let mut bar: Option<ProgressBar> = None;
     let mut events = |event: Event<'_>| match event {
@@ -253,16 +284,7 @@ pub(super) fn apply(
                 format!("{{spinner}} file {number}/{files} {{pos}} rows {{per_sec}} {name}");
             bar = progress(None, &template);
         }
-        Event::Queried(done) => {
-            let b = bar.get_or_insert_with(|| {
-                progress(
-                    None,
-                    "{spinner} containment: {pos} documents queried {per_sec}",
-                )
-                .unwrap_or_else(ProgressBar::hidden)
-            });
-            b.set_position(done);
-        }
+        Event::Queried(done) => queried_bar(&mut bar).set_position(done),
         Event::Rows(rows) => {
             if let Some(b) = &bar {
                 b.set_position(rows);
@@ -289,6 +311,35 @@ pub(super) fn apply(
         out.display()
     ));
     Ok(summary)
+}
+
+/// The options `--apply` (and `--documents`) read the inputs and decide with.
+fn apply_options(t: f64, opts: DedupOptions, args: &DedupApplyArgs) -> ApplyOptions {
+    ApplyOptions {
+        threshold: t,
+        dedup: opts,
+        keep: args.keep.clone(),
+        fields: Fields {
+            id: if args.id_from_path {
+                Id::FromPath
+            } else {
+                Id::Field(args.id_field.clone())
+            },
+            text: args.text_field.clone(),
+            tokens: false,
+            keep: None,
+        },
+        annotate: args.annotate.then(|| Annotate {
+            prefix: args.annotate_prefix.clone().unwrap_or_default(),
+        }),
+        on_repeat: match args.on_duplicate {
+            OnRepeatArg::Error => OnRepeat::Error,
+            OnRepeatArg::KeepFirst => OnRepeat::KeepFirst,
+            OnRepeatArg::KeepAll => OnRepeat::KeepAll,
+        },
+        overwrite: args.overwrite,
+        max_document_bytes: args.size.max_document_bytes,
+    }
 }
 
 /// What a failure to apply exits with: usage 2, a damaged input 3, the rest 1.
