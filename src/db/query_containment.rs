@@ -4,14 +4,19 @@
 //! estimated from the signatures and the two set sizes (or exact, from stored sets), reaches
 //! its threshold, and a Jaccard query verifies its candidates as any MinHash index does.
 
+use std::time::Instant;
+
+use rayon::prelude::*;
+
 use super::Db;
 use super::metric::Metric;
 use super::query::{
-    Bounds, DEADLINE_EVERY, QueryOptions, QueryPacked, QueryResult, QueryStats, check_deadline,
+    Bounds, DEADLINE_EVERY, PARALLEL_CHUNK, QueryOptions, QueryPacked, QueryResult, QueryStats,
+    check_deadline,
 };
 use super::query_gather::{Gathered, gather_probes, give_back};
 use super::query_rank::ranked_matches;
-use super::query_verify::Decided;
+use super::query_verify::{Decided, PARALLEL_CANDIDATES};
 use super::rerank::decode_stored;
 use super::state::State;
 use crate::sketch::containment::{
@@ -142,25 +147,20 @@ impl Db {
             ..QueryStats::default()
         };
         let packed = bbit::pack(sig.slots(), self.params.bits)?;
-        let mut judge = Judge {
+        let judge = Judge {
             state,
             packed: &packed,
             k: self.params.sketch.num_perm,
             bits: self.params.bits,
             record_bytes: self.params.sig_bytes(),
             decide,
-            stats: &mut stats,
-            stored_set: Vec::new(),
-            decided: Vec::new(),
         };
-        for part in candidates.chunks(DEADLINE_EVERY) {
-            check_deadline(bounds.deadline, "verifying candidates by containment")?;
-            judge.run(part)?;
-        }
-        let decided = std::mem::take(&mut judge.decided);
+        let judged = judge.judge_all(&candidates, bounds.deadline)?;
+        stats.verified = judged.verified;
+        stats.reranked = judged.reranked;
         give_back(candidates);
         check_deadline(bounds.deadline, "ranking matches")?;
-        let matches = ranked_matches(state, &decided, bounds.limit, Metric::Containment)?;
+        let matches = ranked_matches(state, &judged.decided, bounds.limit, Metric::Containment)?;
         Ok(QueryResult { matches, stats })
     }
 }
@@ -178,25 +178,72 @@ struct Decide<'a> {
     rule: EstimateRule,
 }
 
-/// Decides one containment query's candidates, collecting the matches.
-struct Judge<'a, 's> {
+/// Decides one containment query's candidates.
+struct Judge<'a> {
     state: &'a State,
     packed: &'a [u8],
     k: usize,
     bits: u32,
     record_bytes: usize,
     decide: Decide<'a>,
-    stats: &'s mut QueryStats,
-    /// The buffer a stored set is decoded into.
-    stored_set: Vec<u32>,
-    decided: Vec<Decided<'a>>,
 }
 
-impl<'a> Judge<'a, '_> {
+/// What judging candidates found.
+#[derive(Default)]
+struct Judged<'a> {
+    decided: Vec<Decided<'a>>,
+    /// Live candidates with a set size (`QueryStats::verified`).
+    verified: usize,
+    /// Candidates whose stored set was decoded (`QueryStats::reranked`).
+    reranked: usize,
+}
+
+impl<'a> Judge<'a> {
+    /// Decides `candidates` (ascending). A query with thousands of candidates is spread over
+    /// every core, as a Jaccard query's verification is (`PARALLEL_CANDIDATES`); past
+    /// `deadline`, looked at every [`DEADLINE_EVERY`] candidates (every [`PARALLEL_CHUNK`] on
+    /// every core), it stops.
+    fn judge_all(&self, candidates: &[u64], deadline: Option<Instant>) -> Result<Judged<'a>> {
+        const STAGE: &str = "verifying candidates by containment";
+        if candidates.len() < PARALLEL_CANDIDATES {
+            let (mut judged, mut stored_set) = (Judged::default(), Vec::new());
+            for part in candidates.chunks(DEADLINE_EVERY) {
+                check_deadline(deadline, STAGE)?;
+                self.run(part, &mut judged, &mut stored_set)?;
+            }
+            return Ok(judged);
+        }
+        let parts = candidates
+            .par_chunks(PARALLEL_CHUNK)
+            .map(|chunk| {
+                check_deadline(deadline, STAGE)?;
+                let mut judged = Judged::default();
+                self.run(chunk, &mut judged, &mut Vec::new())?;
+                Ok(judged)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // One copy of every match, not one per level of a reduction tree.
+        let mut all = Judged {
+            decided: Vec::with_capacity(parts.iter().map(|p| p.decided.len()).sum()),
+            ..Judged::default()
+        };
+        for part in parts {
+            all.decided.extend(part.decided);
+            all.verified += part.verified;
+            all.reranked += part.reranked;
+        }
+        Ok(all)
+    }
+
     /// Decides `candidates` (ascending): those in segments segment by segment, each run walked
     /// in step with the segment's rows (no search for the segment per candidate), then the
     /// in-memory tables' one by one.
-    fn run(&mut self, candidates: &[u64]) -> Result<()> {
+    fn run(
+        &self,
+        candidates: &[u64],
+        judged: &mut Judged<'a>,
+        stored_set: &mut Vec<u32>,
+    ) -> Result<()> {
         let state = self.state;
         let (in_segments, others) = state.split_committed(candidates);
         let deletes = state.deletes_committed();
@@ -209,10 +256,11 @@ impl<'a> Judge<'a, '_> {
                 if deletes && state.is_deleted(docno) {
                     return Ok(());
                 }
-                if let Some(found) = self.judge(docno, seg.set_size_at(row)?, stored)? {
+                let x = seg.set_size_at(row)?;
+                if let Some(found) = self.judge((docno, x, stored), judged, stored_set)? {
                     // The key is read from the row at hand, not searched for afterwards.
                     let key = Some(seg.key_at_row(row)?);
-                    self.decided.push(Decided { key, ..found });
+                    judged.decided.push(Decided { key, ..found });
                 }
                 Ok(())
             })?;
@@ -223,9 +271,9 @@ impl<'a> Judge<'a, '_> {
             }
             let x = state.set_size_of(docno)?;
             if let Some(stored) = state.signature_bytes(docno, self.record_bytes)?
-                && let Some(found) = self.judge(docno, x, stored)?
+                && let Some(found) = self.judge((docno, x, stored), judged, stored_set)?
             {
-                self.decided.push(found);
+                judged.decided.push(found);
             }
         }
         Ok(())
@@ -233,13 +281,18 @@ impl<'a> Judge<'a, '_> {
 
     /// Candidate `docno`, of set size `x` and stored signature `stored`, as a match if its
     /// containment of the query reaches the threshold.
-    fn judge(&mut self, docno: u64, x: Option<u32>, stored: &[u8]) -> Result<Option<Decided<'a>>> {
+    fn judge(
+        &self,
+        (docno, x, stored): (u64, Option<u32>, &[u8]),
+        judged: &mut Judged<'a>,
+        stored_set: &mut Vec<u32>,
+    ) -> Result<Option<Decided<'a>>> {
         let Decide { q, t, exact, rule } = self.decide;
         let (k, bits) = (self.k, self.bits);
         let Some(x) = x.map(u64::from) else {
             return Ok(None);
         };
-        self.stats.verified += 1;
+        judged.verified += 1;
         // A set smaller than t·q cannot hold t·q of the query's elements: its signature is
         // not read.
         if (x as f64) < t * q as f64 - 1e-9 {
@@ -274,13 +327,13 @@ impl<'a> Judge<'a, '_> {
         if surely_below(j_hat, q, x, t, k, bits) {
             return Ok(None);
         }
-        self.stats.reranked += 1;
-        if !decode_stored(self.state, docno, &mut self.stored_set)? || query_set.is_empty() {
+        judged.reranked += 1;
+        if !decode_stored(self.state, docno, stored_set)? || query_set.is_empty() {
             return Ok(None);
         }
-        let common = common_count(query_set, &self.stored_set);
+        let common = common_count(query_set, stored_set);
         let containment = common as f64 / query_set.len() as f64;
-        let union = (query_set.len() + self.stored_set.len()) as u64 - common;
+        let union = (query_set.len() + stored_set.len()) as u64 - common;
         Ok((containment >= t).then_some(Decided {
             docno,
             similarity: containment,

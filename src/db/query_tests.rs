@@ -490,3 +490,63 @@ proptest::proptest! {
         proptest::prop_assert_eq!(pairs(&got), pairs(&expected));
     }
 }
+
+/// A containment query with more candidates than one thread verifies alone is judged on
+/// every core: every live document that holds the query is found once, in segments and in
+/// memory, and no deleted one.
+#[test]
+fn a_containment_query_of_many_candidates_is_judged_on_every_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = crate::db::IndexOptions {
+        containment: Some(true),
+        threshold: Some(0.8),
+        ..crate::db::IndexOptions::default()
+    }
+    .build()
+    .unwrap();
+    let db = Db::create(dir.path().join("db"), params, Options::default()).unwrap();
+    let passage: String = (0..40)
+        .map(|i| format!("w{}q{}", i * 7919 % 1009, i % 13))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let total = PARALLEL_CANDIDATES + 800;
+    let text = |i: usize| format!("{passage} own{i} words{} of{}", i * 31, i % 97);
+    let mut batch = crate::db::WriteBatch::new();
+    for i in 0..total - 300 {
+        batch.insert_text(format!("d{i:05}"), text(i));
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    // The last ones stay in memory; every 50th document is deleted.
+    for i in total - 300..total {
+        db.insert_text(format!("d{i:05}"), &text(i)).unwrap();
+    }
+    let deleted = |i: usize| i % 50 == 7;
+    for i in (0..total).filter(|&i| deleted(i)) {
+        db.delete(format!("d{i:05}")).unwrap();
+    }
+    let opts = QueryOptions {
+        containment: Some(0.8),
+        ..QueryOptions::default()
+    };
+    let got = db.query_text(&passage, &opts).unwrap();
+    assert!(
+        got.stats.candidates >= PARALLEL_CANDIDATES,
+        "{:?}",
+        got.stats
+    );
+    let live = (0..total).filter(|&i| !deleted(i)).count();
+    assert_eq!(got.stats.verified, live);
+    let mut keys: Vec<String> = got
+        .matches
+        .iter()
+        .map(|m| String::from_utf8(m.key.clone()).unwrap())
+        .collect();
+    keys.sort();
+    let want: Vec<String> = (0..total)
+        .filter(|&i| !deleted(i))
+        .map(|i| format!("d{i:05}"))
+        .collect();
+    assert_eq!(keys, want);
+    assert!(got.matches.iter().all(|m| m.similarity >= 0.8));
+}
