@@ -28,6 +28,9 @@ use crate::sketch::set_intersect::common_count;
 use crate::sketch::{ClassBanding, Signature, bbit};
 use crate::{Error, Result};
 
+/// Candidates judged between two looks at the deadline when stored sets decide.
+const EXACT_DEADLINE_EVERY: usize = 256;
+
 /// The largest class a stored document can have: set sizes are stored as u32.
 fn largest_class() -> u8 {
     size_class(u64::from(u32::MAX)).min(MAX_CLASS)
@@ -201,13 +204,18 @@ struct Judged<'a> {
 impl<'a> Judge<'a> {
     /// Decides `candidates` (ascending). A query with thousands of candidates is spread over
     /// every core, as a Jaccard query's verification is (`PARALLEL_CANDIDATES`); past
-    /// `deadline`, looked at every [`DEADLINE_EVERY`] candidates (every [`PARALLEL_CHUNK`] on
-    /// every core), it stops.
+    /// `deadline`, looked at every [`DEADLINE_EVERY`] candidates ([`EXACT_DEADLINE_EVERY`]
+    /// with stored sets; every [`PARALLEL_CHUNK`] on every core), it stops.
     fn judge_all(&self, candidates: &[u64], deadline: Option<Instant>) -> Result<Judged<'a>> {
         const STAGE: &str = "verifying candidates by containment";
         if candidates.len() < PARALLEL_CANDIDATES {
             let (mut judged, mut stored_set) = (Judged::default(), Vec::new());
-            for part in candidates.chunks(DEADLINE_EVERY) {
+            // An exact containment intersects two stored sets, some microseconds each.
+            let every = match self.decide.exact {
+                Some(_) => EXACT_DEADLINE_EVERY,
+                None => DEADLINE_EVERY,
+            };
+            for part in candidates.chunks(every) {
                 check_deadline(deadline, STAGE)?;
                 self.run(part, &mut judged, &mut stored_set)?;
             }
