@@ -38,9 +38,12 @@ pub(super) fn ranked_matches<'s>(
     metric: Metric,
 ) -> Result<Vec<Match>> {
     let mut ranked = with_keys(state, decided)?;
-    rank(&mut ranked);
-    if let Some(limit) = limit {
-        ranked.truncate(limit);
+    match limit {
+        Some(limit) if limit < ranked.len() => {
+            rank_best(&mut ranked, limit);
+            ranked.truncate(limit);
+        }
+        _ => rank(&mut ranked),
     }
     let to_match = |r: &Ranked<'_>| Match {
         key: r.key.to_vec(),
@@ -120,6 +123,24 @@ pub(super) fn rank(ranked: &mut [Ranked<'_>]) {
         if run.len() > 1 {
             run.sort_unstable_by(|a, b| a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key)));
         }
+    }
+}
+
+/// Puts the best `limit` of `ranked` first, in the order [`rank`] gives; the others follow
+/// in no order. They are selected before they are sorted: a query that keeps ten of
+/// thousands of matches does not sort them all.
+pub(super) fn rank_best(ranked: &mut [Ranked<'_>], limit: usize) {
+    if limit == 0 || limit >= ranked.len() {
+        return rank(ranked);
+    }
+    ranked.select_nth_unstable_by(limit - 1, |a, b| {
+        total_order_key(b.similarity)
+            .cmp(&total_order_key(a.similarity))
+            .then_with(|| a.key_head.cmp(&b.key_head))
+            .then_with(|| a.key.cmp(b.key))
+    });
+    if let Some(best) = ranked.get_mut(..limit) {
+        rank(best);
     }
 }
 

@@ -3,7 +3,7 @@
 use super::*;
 use crate::db::query_cold::prefetch_lookups;
 use crate::db::query_gather::distinct_sorted;
-use crate::db::query_rank::{PARALLEL_MATCHES, Ranked, key_head, rank};
+use crate::db::query_rank::{PARALLEL_MATCHES, Ranked, key_head, rank, rank_best};
 use crate::db::query_verify::PARALLEL_CANDIDATES;
 use crate::db::{IndexParams, Options};
 
@@ -482,12 +482,19 @@ proptest::proptest! {
             .collect();
         let mut expected = rows.clone();
         expected.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then_with(|| a.key.cmp(b.key)));
-        let mut got = rows;
+        let mut got = rows.clone();
         rank(&mut got);
         let pairs = |v: &[Ranked<'_>]| -> Vec<(u64, Vec<u8>)> {
             v.iter().map(|r| (r.similarity.to_bits(), r.key.to_vec())).collect()
         };
         proptest::prop_assert_eq!(pairs(&got), pairs(&expected));
+        // The best `limit` selected first are the first `limit` of the whole ranking.
+        for limit in [1, 2, 3, rows.len() / 2, rows.len().saturating_sub(1)] {
+            let mut best = rows.clone();
+            rank_best(&mut best, limit);
+            let n = limit.min(rows.len());
+            proptest::prop_assert_eq!(pairs(&best[..n]), pairs(&expected[..n]));
+        }
     }
 }
 
