@@ -205,7 +205,6 @@ class MinHashLSH:
         scheme: Optional[str] = None,
         seed: int = 1,
         read_only: bool = False,
-        recall: Optional[float] = None,
     ) -> None:
         if storage_config and storage_config.get("type", "dict") != "dict":
             raise _errors.InvalidParameterError(

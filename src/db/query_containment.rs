@@ -312,7 +312,7 @@ impl<'a> Judge<'a> {
             Some(_) => jaccard_floor(q, x, t, k, bits, EXACT_WINDOW_SIGMAS),
             None => rule.gate(q, x, t, k, bits),
         };
-        let least = least_matches(gate, k, bits);
+        let least = bbit::min_matches_bound(gate, k, bits);
         let Some(equal) = bbit::count_equal_packed_at_least(self.packed, stored, k, bits, least)?
         else {
             return Ok(None);
@@ -351,20 +351,6 @@ impl<'a> Judge<'a> {
             jaccard: Some(common as f64 / union as f64),
         }))
     }
-}
-
-/// One fewer equal slots (of `k` at `bits` bits) than an estimate of `gate` needs: no candidate
-/// with fewer can be kept ([`bbit::min_matches_for`] without its search, which would cost more
-/// per candidate than the comparison saves).
-fn least_matches(gate: f64, k: usize, bits: u32) -> usize {
-    // An estimate of 0 (as few equal slots as chance, or fewer) is not cut: the gate allows it.
-    if gate <= 0.0 {
-        return 0;
-    }
-    let chance = 0.5f64.powi(bits.min(64) as i32);
-    // (A cast truncates: the floor of a positive number, without a call to `floor`.)
-    let needed = ((gate * (1.0 - chance) + chance) * k as f64) as usize;
-    needed.saturating_sub(1).min(k)
 }
 
 /// The classes that hold a document in `state`, ascending: the others need no probe.

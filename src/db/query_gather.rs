@@ -12,6 +12,9 @@ use super::state::State;
 use super::version::Version;
 use crate::Result;
 
+/// The stage a deadline names while candidates are gathered.
+const STAGE: &str = "gathering candidates";
+
 /// The candidates of one query.
 pub(super) struct Gathered {
     /// Distinct docnos, ascending (in the thread's scratch buffer: hand it back with
@@ -66,7 +69,6 @@ fn gather_more(
     deadline: Option<Instant>,
     into: &mut Gathered,
 ) -> Result<()> {
-    const STAGE: &str = "gathering candidates";
     check_deadline(deadline, STAGE)?;
     let version = &state.version;
     let mut watch = ColdWatch::start(version, base, band_keys);
@@ -227,7 +229,7 @@ impl Gatherer<'_> {
             let gathered = self.gathered();
             self.watch.after_band(band, gathered);
             if gathered >= next_check {
-                check_deadline(deadline, "gathering candidates")?;
+                check_deadline(deadline, STAGE)?;
                 next_check = gathered + DEADLINE_EVERY;
             }
         }

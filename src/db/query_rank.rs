@@ -121,7 +121,7 @@ pub(super) fn rank(ranked: &mut [Ranked<'_>]) {
     ranked.sort_unstable_by_key(|r| std::cmp::Reverse(total_order_key(r.similarity)));
     for run in ranked.chunk_by_mut(|a, b| a.similarity.to_bits() == b.similarity.to_bits()) {
         if run.len() > 1 {
-            run.sort_unstable_by(|a, b| a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key)));
+            run.sort_unstable_by(key_order);
         }
     }
 }
@@ -136,12 +136,16 @@ pub(super) fn rank_best(ranked: &mut [Ranked<'_>], limit: usize) {
     ranked.select_nth_unstable_by(limit - 1, |a, b| {
         total_order_key(b.similarity)
             .cmp(&total_order_key(a.similarity))
-            .then_with(|| a.key_head.cmp(&b.key_head))
-            .then_with(|| a.key.cmp(b.key))
+            .then_with(|| key_order(a, b))
     });
     if let Some(best) = ranked.get_mut(..limit) {
         rank(best);
     }
+}
+
+/// Matches of equal similarity by key: heads first, whole keys only when the heads tie.
+fn key_order(a: &Ranked<'_>, b: &Ranked<'_>) -> std::cmp::Ordering {
+    a.key_head.cmp(&b.key_head).then_with(|| a.key.cmp(b.key))
 }
 
 /// An integer in the order of [`f64::total_cmp`].

@@ -169,6 +169,20 @@ pub fn min_matches_for(threshold: f64, num_perm: usize, bits: u32) -> usize {
     lo
 }
 
+/// A bound below [`min_matches_for`]: the estimate inverted in closed form, less one slot
+/// (so that rounding, and a threshold computed another way, never put it above the exact
+/// count); 0 for a threshold of 0 or less. For a gate computed per candidate, where the
+/// search would cost more than the comparison it saves.
+pub fn min_matches_bound(threshold: f64, num_perm: usize, bits: u32) -> usize {
+    if threshold.is_nan() || threshold <= 0.0 {
+        return 0;
+    }
+    // (A cast truncates: the floor of a positive number, without a call to `floor`.)
+    let chance = chance_equal(bits);
+    let needed = ((threshold * (1.0 - chance) + chance) * num_perm as f64) as usize;
+    needed.saturating_sub(1).min(num_perm)
+}
+
 /// Counts b-bit fields that differ among the first `total_bits` bits of `a` and `b`, or `None`
 /// once more than `limit` fields differ (checked once per 64-byte block, so a signature is
 /// read no further than the block where that happens).
@@ -315,8 +329,18 @@ pub fn estimate_from_matches(matches: usize, num_perm: usize, bits: u32) -> f64 
     if bits >= 64 {
         return p;
     }
-    let chance = (-(bits as f64)).exp2();
+    let chance = chance_equal(bits);
     ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+}
+
+/// The chance that two unrelated `bits`-bit fields are equal, `2^−bits` (0 from 64 bits),
+/// built exactly from its exponent: verification asks for it per candidate, where a call to
+/// `exp2` or `powi` costs more than the comparison it gates.
+fn chance_equal(bits: u32) -> f64 {
+    if bits >= 64 {
+        return 0.0;
+    }
+    f64::from_bits((1023 - u64::from(bits)) << 52)
 }
 
 /// Jaccard estimate between two packed signatures.
@@ -447,6 +471,36 @@ mod tests {
                         count_equal_packed_at_least(&pa, &pb, num_perm, bits, num_perm + 1)
                             .unwrap(),
                         None
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chance_equal_is_two_to_minus_bits() {
+        for bits in 0..64u32 {
+            assert_eq!(chance_equal(bits), (-(bits as f64)).exp2(), "bits {bits}");
+        }
+        assert_eq!(chance_equal(64), 0.0);
+    }
+
+    #[test]
+    fn the_bound_is_never_above_the_fewest_matches() {
+        for &bits in &SUPPORTED_BITS {
+            for num_perm in [1usize, 16, 100, 128, 256, 512] {
+                for i in 0..=1000 {
+                    let t = i as f64 / 1000.0;
+                    let exact = min_matches_for(t, num_perm, bits);
+                    let bound = min_matches_bound(t, num_perm, bits);
+                    // Within the floor, the slot of slack and the exact count's own rounding.
+                    assert!(
+                        bound + 3 >= exact.min(num_perm),
+                        "bits {bits} k {num_perm} t {t}"
+                    );
+                    assert!(
+                        bound <= exact.saturating_sub(1),
+                        "bits {bits} k {num_perm} t {t}"
                     );
                 }
             }
