@@ -19,6 +19,11 @@ use std::time::{Duration, Instant};
 use mhdb::db::{Db, Durability, IndexParams, Options, QueryOptions, WriteBatch};
 use mhdb::sketch::{Signature, SketchParams};
 
+#[allow(dead_code)]
+#[path = "support/process.rs"]
+mod process;
+use process::{cpu_seconds, drop_page_cache, load_average, majflt, percentile_us as pct, rss_kib};
+
 const K: usize = 128;
 
 struct Args {
@@ -131,45 +136,6 @@ fn plain_target(t: u64) -> u64 {
     if t % 100 == 99 { t - 1 } else { t }
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
-/// This process's user + system CPU time so far, in seconds (from /proc, in its 100 Hz ticks).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line; the first after the name is field 3.
-    let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<u64>().ok());
-    match (ticks(14), ticks(15)) {
-        (Some(user), Some(system)) => (user + system) as f64 / 100.0,
-        _ => f64::NAN,
-    }
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
-}
-
 fn params(bits: u32) -> IndexParams {
     IndexParams::for_threshold(SketchParams::default(), bits, 0.8).unwrap()
 }
@@ -214,16 +180,6 @@ fn bulk_load(dir: &Path, n: usize, bits: u32, chunk: usize) -> (Db, Duration) {
     let t = Instant::now();
     db.flush().unwrap();
     (db, took + t.elapsed())
-}
-
-fn drop_page_cache(dir: &Path) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        let _ = std::process::Command::new("dd")
-            .arg(format!("if={}", p.display()))
-            .args(["iflag=nocache", "count=0", "status=none"])
-            .status();
-    }
 }
 
 /// `q` queries, half with a planted near-duplicate, half with none: sorted latencies of each
@@ -308,17 +264,6 @@ fn cold_queries(dir: &Path, n: usize) -> (Vec<Duration>, f64) {
     let faults = (majflt() - f0) as f64 / 200.0;
     cold.sort();
     (cold, faults)
-}
-
-/// Major page faults of this thread so far (field 12 of /proc/thread-self/stat).
-fn majflt() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit_once(')')?.1.to_owned();
-            rest.split_whitespace().nth(9)?.parse().ok()
-        })
-        .unwrap_or(0)
 }
 
 fn main() {

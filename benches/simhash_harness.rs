@@ -28,6 +28,11 @@ use gaoya::simhash::SimHashIndex;
 use mhdb::db::{Db, IndexParams, Options, QueryOptions};
 use mhdb::sketch::{SimHash, SimHasher, SimParams, SimWeighting};
 
+#[allow(dead_code)]
+#[path = "support/process.rs"]
+mod process;
+use process::{drop_page_cache, majflt, percentile_us as pct};
+
 struct Args {
     corpus: PathBuf,
     docs: usize,
@@ -105,39 +110,6 @@ fn edited(texts: &[String], i: usize, salt: u64) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e6
-}
-
-/// Drops the page cache of every file of `dir` (as `benches/db_harness.rs` does).
-fn drop_page_cache(dir: &Path) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        let _ = std::process::Command::new("dd")
-            .arg(format!("if={}", p.display()))
-            .args(["iflag=nocache", "count=0", "status=none"])
-            .status();
-    }
-}
-
-/// Major page faults of this thread so far.
-fn majflt() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/stat")
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(9)?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
 }
 
 /// Every stored index within 3 bits of `q` (the brute-force answer).
