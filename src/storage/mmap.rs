@@ -139,6 +139,37 @@ pub(crate) fn available_space(path: &Path) -> io::Result<u64> {
     Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
 }
 
+/// Asks the OS to start reading the pages under `bytes` from disk without waiting
+/// (`MADV_WILLNEED`; a hint: nothing is read into the program). Mapped files are advised
+/// `MADV_RANDOM`, so a fault reads its one page; a long sequential read (a scan of a band, a
+/// run of signatures) asks for its next pages this way, so that the disk serves them in
+/// large reads ahead of the loop instead of one page per fault. Whether the OS took the
+/// advice (callers ignore it; anonymous memory takes it and does nothing).
+pub(crate) fn read_ahead(bytes: &[u8]) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        if bytes.is_empty() {
+            return true;
+        }
+        let start = bytes.as_ptr() as usize;
+        let aligned = start - start % PAGE;
+        let len = bytes.len() + (start - aligned);
+        // SAFETY: madvise(MADV_WILLNEED) only schedules reads of the pages of the range; it
+        // changes no byte and no mapping, so it cannot break what any reference to this
+        // memory assumes. The range starts on the page holding `bytes`' first byte and ends
+        // on the page holding its last, all part of the live allocation or mapping `bytes`
+        // borrows from (pages are the smallest unit either is made of).
+        let rc = unsafe { libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_WILLNEED) };
+        rc == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = bytes;
+        true
+    }
+}
+
 /// Asks the CPU to start loading every cache line of `bytes` (a hint: it waits for nothing,
 /// reads nothing into the program and never faults). A loop over scattered records that
 /// prefetches a few records ahead has their memory reads overlap instead of queueing.
@@ -250,6 +281,43 @@ mod tests {
         assert_eq!(map[..], [1u8; 10_000]);
         std::fs::write(dir.join("empty"), b"").unwrap();
         assert!(matches!(map_or_read(&dir.join("empty")), Ok(FileBytes::Read(b)) if b.is_empty()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Read-ahead is advice the OS accepts for any piece of a mapped file or of memory: its
+    /// range is widened to whole pages inside the mapping (a range it did not accept, unaligned
+    /// or past the mapping, would be refused with EINVAL or ENOMEM).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn read_ahead_is_accepted_for_any_piece_of_a_mapping() {
+        let dir = std::env::temp_dir().join(format!("mhdb-mmap-ahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("file");
+        let len = 3 * 4096 + 100;
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let FileBytes::Mapped(map) = map_or_read(&path).unwrap() else {
+            panic!("a dense file was not mapped");
+        };
+        for (from, to) in [
+            (0, len),
+            (1, 2),
+            (4095, 4097),
+            (5000, len),
+            (len - 1, len),
+            (7, 7),
+        ] {
+            assert!(
+                read_ahead(&map[from..to]),
+                "{from}..{to} of a mapping refused"
+            );
+            assert!(
+                read_ahead(&bytes[from..to]),
+                "{from}..{to} of a Vec refused"
+            );
+        }
+        assert_eq!(map[..], bytes[..]);
+        drop(map);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

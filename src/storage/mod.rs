@@ -21,7 +21,7 @@ pub(crate) mod deletions;
 pub mod identity;
 pub(crate) mod manifest;
 mod mmap;
-pub(crate) use mmap::{prefetch_lines, thread_major_faults};
+pub(crate) use mmap::{prefetch_lines, read_ahead, thread_major_faults};
 pub(crate) mod names;
 pub mod segment;
 pub mod shingle_codec;

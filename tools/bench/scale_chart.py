@@ -6,7 +6,7 @@ log-log axes as one SVG (no plotting library: the picture is a few lines and tex
 asked for with `--project` but not measured is projected from the two largest measured
 sizes as a power law and drawn dashed.
 
-    python3 -m tools.bench.scale_chart target/scale/results.jsonl --svg tools/bench/figures/scale.svg
+    python3 -m tools.bench.scale_chart target/scale/results.jsonl --svg benchmarks/scale.svg
 """
 
 from __future__ import annotations

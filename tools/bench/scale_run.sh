@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One database at the default shape at each size (default 10^6, 10^7 and 10^8 documents), each
 # measured by benches/scale_harness.rs and removed before the next; then the table and the
-# chart of BENCHMARKS.md, "At scale". A size the disk cannot hold (its largest merge keeps
-# its inputs beside its output) is skipped with the reason, and the chart projects it.
+# chart of BENCHMARKS.md, "At scale" (benchmarks/scale.svg, drawn from benchmarks/scale.jsonl).
+# A size the disk cannot hold (its largest merge keeps its inputs beside its output) is
+# skipped with the reason, and the chart projects it.
 #
 #   tools/bench/scale_run.sh [DIR] [SIZE...]     (DIR defaults to target/scale)
 set -euo pipefail
@@ -35,4 +36,6 @@ for n in $sizes; do
         --json "$results" --commit "$commit"
     per_doc=$(python3 -c 'import json,sys; print(int(json.loads(sys.stdin.readlines()[-1])["bytes_per_doc"]) + 1)' <"$results")
 done
-python3 -m tools.bench.scale_chart "$results" --svg tools/bench/figures/scale.svg
+# The results behind the chart are kept beside it, so that it can be redrawn.
+cp "$results" benchmarks/scale.jsonl
+python3 -m tools.bench.scale_chart benchmarks/scale.jsonl --svg benchmarks/scale.svg

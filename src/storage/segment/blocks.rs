@@ -15,6 +15,13 @@ use super::format::BLOCK_LEN;
 use super::reader::Segment;
 use crate::Result;
 
+/// A check of more blocks than this reads ahead ([`Segment::read_ahead`]): a scan, not a
+/// lookup's few blocks.
+const READ_AHEAD_FROM: usize = 16;
+
+/// Blocks a long check asks for at a time (8 MiB).
+const READ_AHEAD_BLOCKS: usize = 2048;
+
 /// Where a segment's block checksums are and what they cover (versions 2 and 3).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BlockChecks {
@@ -53,16 +60,37 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
         let first = at.max(c.start) / BLOCK_LEN;
         let last = (stop - 1) / BLOCK_LEN;
+        // A long check asks for its pages a window ahead; a short one (a lookup's) does not.
+        let mut ahead_from = if last - first >= READ_AHEAD_FROM {
+            first
+        } else {
+            usize::MAX
+        };
         for block in first..=last {
             let done = self
                 .checked
                 .get(block / 64)
                 .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (block % 64)) != 0);
             if !done {
+                if block >= ahead_from {
+                    self.read_ahead(block, last);
+                    ahead_from = block + READ_AHEAD_BLOCKS;
+                }
                 self.check_block(c, block)?;
             }
         }
         Ok(())
+    }
+
+    /// Asks for the pages of blocks `block ..` (two windows' worth, to `last`) before a long
+    /// check reads them: the window after the one being checked is on its way meanwhile.
+    fn read_ahead(&self, block: usize, last: usize) {
+        let end = (block + 2 * READ_AHEAD_BLOCKS).min(last + 1);
+        let range = block * BLOCK_LEN..end * BLOCK_LEN;
+        let data = self.data();
+        if let Some(bytes) = data.get(range.start..range.end.min(data.len())) {
+            let _ = crate::storage::read_ahead(bytes);
+        }
     }
 
     /// Compares block `block`'s CRC with the table and remembers a match.
