@@ -11,7 +11,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::bits::read_u32;
-use super::format::BLOCK_LEN;
+use super::format::{
+    BLOCK_LEN, KIND_DOC_TABLE, KIND_EXACT_HASH, KIND_KEEP, KIND_KEY_BLOB, KIND_SET_SIZE,
+    KIND_SHINGLES, KIND_SIGNATURES,
+};
 use super::reader::Segment;
 use crate::Result;
 
@@ -21,6 +24,20 @@ const READ_AHEAD_FROM: usize = 16;
 
 /// Blocks a long check asks for at a time (8 MiB).
 const READ_AHEAD_BLOCKS: usize = 2048;
+
+/// Rows a pass in row order ([`Segment::read_ahead_rows`]) asks for at a time.
+pub(super) const READ_AHEAD_ROWS: u64 = 1 << 15;
+
+/// The sections laid out in row order: a pass over the rows reads each from start to end.
+const ROW_ORDERED: [u16; 7] = [
+    KIND_DOC_TABLE,
+    KIND_KEY_BLOB,
+    KIND_SIGNATURES,
+    KIND_SHINGLES,
+    KIND_EXACT_HASH,
+    KIND_KEEP,
+    KIND_SET_SIZE,
+];
 
 /// Where a segment's block checksums are and what they cover (versions 2 and 3).
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +97,29 @@ impl<B: AsRef<[u8]>> Segment<B> {
             }
         }
         Ok(())
+    }
+
+    /// For a pass over the rows in order (compaction's copy of its inputs): at every
+    /// [`READ_AHEAD_ROWS`]-th row, asks for the pages the next two windows of rows read in
+    /// each row-ordered section, in proportion to the section's length. Each row's own
+    /// checked read is a few bytes, too short to read ahead by itself.
+    pub(super) fn read_ahead_rows(&self, row: u64) {
+        let rows = self.layout.doc_count;
+        if rows == 0 || !row.is_multiple_of(READ_AHEAD_ROWS) {
+            return;
+        }
+        let data = self.data();
+        for &(kind, start, end, _) in &self.layout.sections {
+            if !ROW_ORDERED.contains(&kind) {
+                continue;
+            }
+            let len = end.saturating_sub(start) as u128;
+            let at = |r: u64| start + (len * u128::from(r.min(rows)) / u128::from(rows)) as usize;
+            let (from, to) = (at(row), at(row + 2 * READ_AHEAD_ROWS));
+            if let Some(bytes) = data.get(from..to.min(data.len())) {
+                let _ = crate::storage::read_ahead(bytes);
+            }
+        }
     }
 
     /// Asks for the pages of blocks `block ..` (two windows' worth, to `last`) before a long

@@ -189,8 +189,9 @@ impl Live {
         let mut scratch = Vec::new();
         for (input, s) in inputs.iter().enumerate() {
             for (row, doc) in s.docs().enumerate() {
-                let (docno, key) = doc?;
                 let row = row as u64;
+                s.read_ahead_rows(row);
+                let (docno, key) = doc?;
                 if !is_live(docno) {
                     continue;
                 }
@@ -249,6 +250,7 @@ impl Live {
             .get(run.input)
             .ok_or_else(|| Error::invalid("inputs", "a signature's input is gone"))?;
         let row = run.first_row + (ordinal - run.first_ordinal) as u64;
+        input.read_ahead_rows(row);
         let signature = input.signature_at(row)?;
         if signature.len() != out.len() {
             return Err(Error::invalid(
