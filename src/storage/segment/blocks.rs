@@ -159,7 +159,11 @@ impl<B: AsRef<[u8]>> Segment<B> {
     /// Checks every block (for `verify`, which reads everything anyway).
     pub(super) fn check_all_blocks(&self) -> Result<()> {
         if let Some(c) = self.layout.blocks {
+            let last = c.blocks().saturating_sub(1);
             for block in 0..c.blocks() {
+                if block.is_multiple_of(READ_AHEAD_BLOCKS) {
+                    self.read_ahead(block, last);
+                }
                 self.check_block(&c, block)?;
             }
         }

@@ -19,7 +19,7 @@ impl<B: AsRef<[u8]>> Segment<B> {
         let data = self.data();
         for (i, &(kind, start, end, crc)) in self.layout.sections.iter().enumerate() {
             let bytes = data.get(start..end).unwrap_or_default();
-            if crc32fast::hash(bytes) != crc {
+            if crc_reading_ahead(bytes) != crc {
                 return Err(self.err(
                     start,
                     format!("section {i} (kind {kind}) checksum mismatch"),
@@ -294,4 +294,23 @@ fn mark(bits: &mut [u64], i: u64) -> Option<()> {
     }
     *word |= m;
     Some(())
+}
+
+/// The CRC-32 of `bytes`, asking for each 8 MiB piece's pages while the piece before it is
+/// hashed: a mapped file is advised for random reads, and a section's checksum over a file
+/// the page cache does not hold would otherwise fault it in one page at a time.
+fn crc_reading_ahead(bytes: &[u8]) -> u32 {
+    const PIECE: usize = 8 << 20;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut pieces = bytes.chunks(PIECE).peekable();
+    if let Some(first) = pieces.peek() {
+        let _ = crate::storage::read_ahead(first);
+    }
+    while let Some(piece) = pieces.next() {
+        if let Some(next) = pieces.peek() {
+            let _ = crate::storage::read_ahead(next);
+        }
+        hasher.update(piece);
+    }
+    hasher.finalize()
 }
