@@ -195,7 +195,8 @@ pub(super) fn share_earlier(bands: &[BandBuckets], a: u32, b: u32, band: usize) 
 /// A row of a tile.
 struct TileRow<'a> {
     ordinal: u32,
-    /// Its stored signature (`None` when it could not be read: the verifier holds the error).
+    /// Its stored signature (`None` when it compares with no later member in this band, or
+    /// could not be read: the verifier then holds the error).
     signature: Option<&'a [u8]>,
     /// Its decoded set (with exact re-rank).
     set: Vec<u32>,
@@ -237,8 +238,15 @@ fn verify_rows(
         .get(first..first + rows as usize)
         .unwrap_or_default()
         .iter()
-        .map(|&ordinal| {
-            let signature = verify.signature(ordinal);
+        .enumerate()
+        .map(|(i, &ordinal)| {
+            // A row whose every pair was compared in an earlier band reads nothing: on a
+            // database larger than the page cache, each signature read is a disk read.
+            let later = members.get(first + i + 1..).unwrap_or_default();
+            let compares = later
+                .iter()
+                .any(|&b| !index.share_earlier(ordinal, b, band));
+            let signature = compares.then(|| verify.signature(ordinal)).flatten();
             let mut set = Vec::new();
             if signature.is_some() {
                 verify.set(ordinal, &mut set);
