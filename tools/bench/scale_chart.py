@@ -228,7 +228,12 @@ def table(runs: list[Run]) -> str:
     )
     lines.append(
         "| load average at start / end | "
-        + " | ".join(f"{r.get('load_at_start')} / {r.get('load_at_end')}" for r in runs)
+        + " | ".join(f"{r.get('load_at_start', '–')} / {r.get('load_at_end', '–')}" for r in runs)
+        + " |"
+    )
+    lines.append(
+        "| bulk insert, user+sys CPU s | "
+        + " | ".join(f"{field('insert_cpu_s')(r):,.1f}" for r in runs)
         + " |"
     )
     return "\n".join(lines)

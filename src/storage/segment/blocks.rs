@@ -77,22 +77,19 @@ impl<B: AsRef<[u8]>> Segment<B> {
         }
         let first = at.max(c.start) / BLOCK_LEN;
         let last = (stop - 1) / BLOCK_LEN;
-        // A long check asks for its pages a window ahead; a short one (a lookup's) does not.
-        let mut ahead_from = if last - first >= READ_AHEAD_FROM {
-            first
-        } else {
-            usize::MAX
-        };
+        // A long check asks for its pages a window ahead, checked before or not: its caller
+        // reads them next (a scan), and pages checked in an earlier pass may have left the
+        // cache since. A short one (a lookup's) does not.
+        let long = last - first >= READ_AHEAD_FROM;
         for block in first..=last {
+            if long && (block - first).is_multiple_of(READ_AHEAD_BLOCKS) {
+                self.read_ahead(block, last);
+            }
             let done = self
                 .checked
                 .get(block / 64)
                 .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (block % 64)) != 0);
             if !done {
-                if block >= ahead_from {
-                    self.read_ahead(block, last);
-                    ahead_from = block + READ_AHEAD_BLOCKS;
-                }
                 self.check_block(c, block)?;
             }
         }
