@@ -196,7 +196,9 @@ def svg(runs: list[Run], projected: list[int]) -> str:
             drawn.append((name, pts))
         parts += panel((i % cols) * w, (i // cols) * h, title, drawn)
     shape = runs[-1].get("shape", "")
-    note = f"documents (x), log-log; {shape}; hollow dashed points projected"
+    note = f"documents (x), log-log; {shape}" + (
+        "; hollow dashed points projected" if projected else ""
+    )
     parts.append(f'<text x="8" y="{rows * h + 20}">{note}</text>')
     parts.append("</svg>")
     return "\n".join(p for p in parts if p) + "\n"
