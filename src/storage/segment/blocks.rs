@@ -18,15 +18,19 @@ use super::format::{
 use super::reader::Segment;
 use crate::Result;
 
-/// A check of more blocks than this reads ahead ([`Segment::read_ahead`]): a scan, not a
-/// lookup's few blocks.
-const READ_AHEAD_FROM: usize = 16;
+/// A check of more blocks than this (1 MiB) reads ahead ([`Segment::read_ahead`]): a scan.
+/// A lookup's bucket is at most its cap's entries, under 100 KB, so a query never pays for
+/// the advice.
+const READ_AHEAD_FROM: usize = 256;
 
-/// Blocks a long check asks for at a time (8 MiB).
-const READ_AHEAD_BLOCKS: usize = 2048;
+/// Blocks a long check asks for at a time.
+const READ_AHEAD_BLOCKS: usize = READ_AHEAD_BYTES / BLOCK_LEN;
+
+/// Bytes a scan asks for at a time, ahead of what it reads.
+pub(super) const READ_AHEAD_BYTES: usize = 8 << 20;
 
 /// Rows a pass in row order ([`Segment::read_ahead_rows`]) asks for at a time.
-pub(super) const READ_AHEAD_ROWS: u64 = 1 << 15;
+const READ_AHEAD_ROWS: u64 = 1 << 15;
 
 /// The sections laid out in row order: a pass over the rows reads each from start to end.
 const ROW_ORDERED: [u16; 7] = [

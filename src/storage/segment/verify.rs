@@ -300,9 +300,8 @@ fn mark(bits: &mut [u64], i: u64) -> Option<()> {
 /// hashed: a mapped file is advised for random reads, and a section's checksum over a file
 /// the page cache does not hold would otherwise fault it in one page at a time.
 fn crc_reading_ahead(bytes: &[u8]) -> u32 {
-    const PIECE: usize = 8 << 20;
     let mut hasher = crc32fast::Hasher::new();
-    let mut pieces = bytes.chunks(PIECE).peekable();
+    let mut pieces = bytes.chunks(super::blocks::READ_AHEAD_BYTES).peekable();
     if let Some(first) = pieces.peek() {
         let _ = crate::storage::read_ahead(first);
     }
